@@ -1,0 +1,318 @@
+//! Metric primitives for models: [`Counter`], [`LatencyHistogram`] (HdrHistogram),
+//! and time-bucketed series ([`CountSeries`], [`GaugeSeries`]).
+//!
+//! Metrics observe a run; they never feed back into event order, so the floats they hold
+//! for reporting do not touch determinism. Every figure is still a pure function of the
+//! history, so two runs with the same digest report the same numbers.
+
+use crate::time::{SimDuration, SimTime};
+use hdrhistogram::Histogram;
+
+/// A monotonic count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Counter(u64);
+
+impl Counter {
+    /// Adds one.
+    #[inline]
+    pub fn inc(&mut self) {
+        self.0 += 1;
+    }
+
+    /// Adds `n`.
+    #[inline]
+    pub fn add(&mut self, n: u64) {
+        self.0 += n;
+    }
+
+    /// The count.
+    #[inline]
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// The largest latency a histogram tracks exactly (one hour); longer values are recorded as
+/// one hour and counted in [`LatencyHistogram::clamped`].
+pub const LATENCY_MAX: SimDuration = SimDuration::from_secs(3600);
+
+/// A latency histogram: 3 significant digits from 1ns to one hour (HdrHistogram).
+#[derive(Clone, Debug)]
+pub struct LatencyHistogram {
+    histogram: Histogram<u64>,
+    clamped: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyHistogram {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        LatencyHistogram {
+            histogram: Histogram::new_with_bounds(1, LATENCY_MAX.as_nanos(), 3)
+                .expect("static histogram bounds are valid"),
+            clamped: 0,
+        }
+    }
+
+    /// Records one latency.
+    #[inline]
+    pub fn record(&mut self, latency: SimDuration) {
+        let nanos = latency.as_nanos().max(1);
+        if nanos > LATENCY_MAX.as_nanos() {
+            self.clamped += 1;
+        }
+        self.histogram
+            .saturating_record(nanos.min(LATENCY_MAX.as_nanos()));
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.histogram.len()
+    }
+
+    /// Values above [`LATENCY_MAX`], recorded as the maximum.
+    pub fn clamped(&self) -> u64 {
+        self.clamped
+    }
+
+    /// The value at quantile `q` (0 ≤ q ≤ 1), within the histogram's precision; zero when empty.
+    pub fn quantile(&self, q: f64) -> SimDuration {
+        if self.histogram.is_empty() {
+            return SimDuration::ZERO;
+        }
+        SimDuration::from_nanos(self.histogram.value_at_quantile(q))
+    }
+
+    /// The mean; zero when empty.
+    pub fn mean(&self) -> SimDuration {
+        SimDuration::from_nanos_f64(self.histogram.mean())
+    }
+
+    /// The largest value (within precision); zero when empty.
+    pub fn max(&self) -> SimDuration {
+        SimDuration::from_nanos(self.histogram.max())
+    }
+
+    /// The smallest value (within precision); zero when empty.
+    pub fn min(&self) -> SimDuration {
+        SimDuration::from_nanos(self.histogram.min())
+    }
+
+    /// Adds all of `other`'s values to this histogram.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("histograms with equal bounds always merge");
+        self.clamped += other.clamped;
+    }
+}
+
+/// Bucket index of `t` for buckets of `width`, starting at zero.
+fn bucket_of(t: SimTime, width: SimDuration) -> usize {
+    (t.as_nanos() / width.as_nanos()) as usize
+}
+
+/// Counts per time bucket (arrivals per second, errors per bucket, ...).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountSeries {
+    width: SimDuration,
+    counts: Vec<u64>,
+}
+
+impl CountSeries {
+    /// An empty series with buckets of `width` (must be positive).
+    pub fn new(width: SimDuration) -> Self {
+        assert!(!width.is_zero(), "series bucket width must be positive");
+        CountSeries {
+            width,
+            counts: Vec::new(),
+        }
+    }
+
+    /// Adds `n` to the bucket that holds `now`.
+    #[inline]
+    pub fn add(&mut self, now: SimTime, n: u64) {
+        let i = bucket_of(now, self.width);
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += n;
+    }
+
+    /// The bucket width.
+    pub fn width(&self) -> SimDuration {
+        self.width
+    }
+
+    /// Counts per bucket, from time zero; buckets after the last event are absent.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// The count in bucket `i` (zero past the end).
+    pub fn get(&self, i: usize) -> u64 {
+        self.counts.get(i).copied().unwrap_or(0)
+    }
+}
+
+/// One bucket of a [`GaugeSeries`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GaugeBucket {
+    /// The time-weighted mean of the gauge over the bucket.
+    pub mean: f64,
+    /// The largest value the gauge held during the bucket.
+    pub max: f64,
+}
+
+/// A gauge (queue depth, in-flight requests) sampled as a step function: per bucket, its
+/// time-weighted mean and its maximum.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GaugeSeries {
+    width: SimDuration,
+    value: f64,
+    since: SimTime,
+    /// Per bucket: integral of value·dt in value·ns, and the max.
+    buckets: Vec<(f64, f64)>,
+}
+
+impl GaugeSeries {
+    /// A gauge at zero from time zero, with buckets of `width` (must be positive).
+    pub fn new(width: SimDuration) -> Self {
+        assert!(!width.is_zero(), "series bucket width must be positive");
+        GaugeSeries {
+            width,
+            value: 0.0,
+            since: SimTime::ZERO,
+            buckets: vec![(0.0, 0.0)],
+        }
+    }
+
+    fn bucket(&mut self, i: usize) -> &mut (f64, f64) {
+        if i >= self.buckets.len() {
+            let value = self.value;
+            self.buckets.resize(i + 1, (0.0, value));
+        }
+        &mut self.buckets[i]
+    }
+
+    /// Integrates the current value from `self.since` up to `now`.
+    fn advance(&mut self, now: SimTime) {
+        assert!(
+            now >= self.since,
+            "gauge updated at {now}, before {}",
+            self.since
+        );
+        let width = self.width.as_nanos();
+        let mut t = self.since.as_nanos();
+        let end = now.as_nanos();
+        while t < end {
+            let i = (t / width) as usize;
+            let bucket_end = ((i as u64) + 1).saturating_mul(width).min(end);
+            let value = self.value;
+            let b = self.bucket(i);
+            b.0 += value * (bucket_end - t) as f64;
+            b.1 = b.1.max(value);
+            t = bucket_end;
+        }
+        self.since = now;
+    }
+
+    /// Sets the gauge to `value` from `now` on.
+    pub fn set(&mut self, now: SimTime, value: f64) {
+        self.advance(now);
+        self.value = value;
+        let i = bucket_of(now, self.width);
+        let b = self.bucket(i);
+        b.1 = b.1.max(value);
+    }
+
+    /// The current value.
+    pub fn value(&self) -> f64 {
+        self.value
+    }
+
+    /// Closes the series at `end` and returns one bucket per width from zero to `end`
+    /// (a partial last bucket is averaged over its own length).
+    pub fn finish(&mut self, end: SimTime) -> Vec<GaugeBucket> {
+        self.advance(end);
+        let width = self.width.as_nanos();
+        let buckets_total = (end.as_nanos().div_ceil(width) as usize).max(1);
+        (0..buckets_total)
+            .map(|i| {
+                let start = i as u64 * width;
+                let length = (end.as_nanos().min(start + width) - start).max(1) as f64;
+                let (integral, max) = self.buckets.get(i).copied().unwrap_or((0.0, self.value));
+                GaugeBucket {
+                    mean: integral / length,
+                    max,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_quantiles_are_within_precision() {
+        let mut h = LatencyHistogram::new();
+        for ms in 1..=1000 {
+            h.record(SimDuration::from_millis(ms));
+        }
+        h.record(SimDuration::from_secs(7200));
+        assert_eq!(h.count(), 1001);
+        assert_eq!(h.clamped(), 1);
+        let p50 = h.quantile(0.5).as_millis_f64();
+        assert!((p50 - 501.0).abs() <= 1.0, "{p50}");
+        let p99 = h.quantile(0.99).as_millis_f64();
+        assert!((p99 - 991.0).abs() <= 1.0, "{p99}");
+        assert!((h.max().as_secs_f64() - 3600.0).abs() < 4.0);
+    }
+
+    #[test]
+    fn count_series_buckets_by_time() {
+        let mut s = CountSeries::new(SimDuration::from_secs(1));
+        s.add(SimTime::from_millis(10), 1);
+        s.add(SimTime::from_millis(999), 2);
+        s.add(SimTime::from_millis(2500), 5);
+        assert_eq!(s.counts(), [3, 0, 5]);
+    }
+
+    #[test]
+    fn gauge_series_is_time_weighted() {
+        let mut g = GaugeSeries::new(SimDuration::from_secs(1));
+        g.set(SimTime::from_millis(500), 4.0);
+        g.set(SimTime::from_millis(1_250), 0.0);
+        g.set(SimTime::from_millis(1_500), 8.0);
+        let buckets = g.finish(SimTime::from_millis(2_500));
+        assert_eq!(buckets.len(), 3);
+        assert_eq!(
+            buckets[0],
+            GaugeBucket {
+                mean: 2.0,
+                max: 4.0
+            }
+        );
+        assert_eq!(
+            buckets[1],
+            GaugeBucket {
+                mean: 5.0,
+                max: 8.0
+            }
+        );
+        assert_eq!(
+            buckets[2],
+            GaugeBucket {
+                mean: 8.0,
+                max: 8.0
+            }
+        );
+    }
+}

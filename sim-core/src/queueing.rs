@@ -1,0 +1,284 @@
+//! A reference model and its theory: [`Station`] is an M/M/c queue built on the public API,
+//! [`run_mmc`] runs it, and [`mm1_mean_wait`] / [`erlang_c`] / [`mmc_mean_wait`] give the
+//! textbook answers it must match.
+//!
+//! The examples (`mm1`, `mm_c`), the engine benchmark and the queueing-theory tests all run
+//! this one model, so the number a benchmark prints is the number a test checks.
+
+use crate::Digest;
+use crate::metrics::Counter;
+use crate::rng::{RngStream, Seed};
+use crate::sample::Sampler;
+use crate::sim::{Ctx, Entity, Limits, Message, Sim, StopReason};
+use crate::time::{SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// Mean time in queue (excluding service) of M/M/1: ρ / (μ − λ).
+pub fn mm1_mean_wait(arrival_rate: f64, service_rate: f64) -> f64 {
+    assert!(arrival_rate < service_rate, "M/M/1 is unstable for λ ≥ μ");
+    let rho = arrival_rate / service_rate;
+    rho / (service_rate - arrival_rate)
+}
+
+/// Erlang C: the probability that an arrival waits, for `servers` servers at offered load
+/// `a = λ/μ` (requires a < servers).
+pub fn erlang_c(servers: u32, offered_load: f64) -> f64 {
+    let c = f64::from(servers);
+    assert!(offered_load < c, "M/M/c is unstable for λ/μ ≥ c");
+    // Sum a^k/k! iteratively to avoid factorial overflow.
+    let mut term = 1.0;
+    let mut sum = 1.0;
+    for k in 1..servers {
+        term *= offered_load / f64::from(k);
+        sum += term;
+    }
+    let last = term * offered_load / c; // a^c / c!
+    let tail = last * c / (c - offered_load);
+    tail / (sum + tail)
+}
+
+/// Mean time in queue of M/M/c: C(c, a) / (cμ − λ).
+pub fn mmc_mean_wait(servers: u32, arrival_rate: f64, service_rate: f64) -> f64 {
+    let a = arrival_rate / service_rate;
+    erlang_c(servers, a) / (f64::from(servers) * service_rate - arrival_rate)
+}
+
+/// The events of the station.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StationEvent {
+    /// A customer arrives.
+    Arrival,
+    /// A server finishes its customer.
+    Departure,
+}
+
+impl Message for StationEvent {
+    fn kind(&self) -> u64 {
+        match self {
+            StationEvent::Arrival => 1,
+            StationEvent::Departure => 2,
+        }
+    }
+}
+
+/// How many batches the waiting times are split into for the batch-means standard error.
+pub const BATCHES: usize = 32;
+
+/// An M/M/c station that generates its own Poisson arrivals: `servers` servers, an
+/// unbounded FIFO queue (the scenario for this model is the textbook one, where the queue
+/// must be unbounded for the theory to hold), and a fixed number of customers.
+pub struct Station {
+    servers: u32,
+    busy: u32,
+    waiting: VecDeque<SimTime>,
+    interarrival: Sampler,
+    service: Sampler,
+    arrivals_rng: RngStream,
+    service_rng: RngStream,
+    arrivals_left: u64,
+    /// Customers whose service has started.
+    pub started: Counter,
+    wait_total_nanos: u128,
+    batch_size: u64,
+    batch_sums: Vec<f64>,
+    batch_current: f64,
+    batch_count: u64,
+    queue_length_max: usize,
+}
+
+impl Entity for Station {
+    type Msg = StationEvent;
+    type Shared = ();
+
+    #[inline]
+    fn handle(&mut self, ctx: &mut Ctx<'_, StationEvent, ()>, msg: StationEvent) {
+        match msg {
+            StationEvent::Arrival => {
+                self.arrivals_left -= 1;
+                if self.arrivals_left > 0 {
+                    let gap = self.interarrival.sample(&mut self.arrivals_rng);
+                    ctx.send_self(gap, StationEvent::Arrival);
+                }
+                if self.busy < self.servers {
+                    self.busy += 1;
+                    self.start_service(ctx, SimDuration::ZERO);
+                } else {
+                    self.waiting.push_back(ctx.now());
+                    self.queue_length_max = self.queue_length_max.max(self.waiting.len());
+                }
+            }
+            StationEvent::Departure => match self.waiting.pop_front() {
+                Some(arrived) => {
+                    let wait = ctx.now() - arrived;
+                    self.start_service(ctx, wait);
+                }
+                None => self.busy -= 1,
+            },
+        }
+        debug_assert!(self.busy <= self.servers);
+        debug_assert!(self.waiting.is_empty() || self.busy == self.servers);
+    }
+}
+
+impl Station {
+    fn start_service(&mut self, ctx: &mut Ctx<'_, StationEvent, ()>, wait: SimDuration) {
+        self.started.inc();
+        self.wait_total_nanos += u128::from(wait.as_nanos());
+        self.batch_current += wait.as_secs_f64();
+        self.batch_count += 1;
+        if self.batch_count == self.batch_size {
+            self.batch_sums.push(self.batch_current);
+            self.batch_current = 0.0;
+            self.batch_count = 0;
+        }
+        let work = self.service.sample(&mut self.service_rng);
+        ctx.send_self(work, StationEvent::Departure);
+    }
+
+    /// Mean time in queue over all customers served so far, in seconds.
+    pub fn mean_wait_secs(&self) -> f64 {
+        if self.started.get() == 0 {
+            return 0.0;
+        }
+        (self.wait_total_nanos as f64 / self.started.get() as f64) / 1e9
+    }
+
+    /// The standard error of [`Station::mean_wait_secs`] by batch means (the batches are long
+    /// enough for their means to be nearly independent when the run is long).
+    pub fn mean_wait_standard_error(&self) -> f64 {
+        let n = self.batch_sums.len();
+        if n < 2 {
+            return f64::INFINITY;
+        }
+        let means: Vec<f64> = self
+            .batch_sums
+            .iter()
+            .map(|s| s / self.batch_size as f64)
+            .collect();
+        let mean = means.iter().sum::<f64>() / n as f64;
+        let var = means.iter().map(|m| (m - mean) * (m - mean)).sum::<f64>() / (n - 1) as f64;
+        libm::sqrt(var / n as f64)
+    }
+
+    /// The longest the queue got.
+    pub fn queue_length_max(&self) -> usize {
+        self.queue_length_max
+    }
+}
+
+/// Parameters of an M/M/c run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MmcParams {
+    /// Number of servers (c).
+    pub servers: u32,
+    /// Arrival rate λ per second.
+    pub arrival_rate: f64,
+    /// Service rate μ per second per server.
+    pub service_rate: f64,
+    /// Customers to generate.
+    pub customers: u64,
+    /// The run seed.
+    pub seed: u64,
+}
+
+impl MmcParams {
+    /// M/M/1 with λ = 0.9, μ = 1.0 (the examples' default).
+    pub fn mm1(customers: u64, seed: u64) -> Self {
+        MmcParams {
+            servers: 1,
+            arrival_rate: 0.9,
+            service_rate: 1.0,
+            customers,
+            seed,
+        }
+    }
+
+    /// The theoretical mean time in queue, in seconds.
+    pub fn theory_mean_wait(&self) -> f64 {
+        mmc_mean_wait(self.servers, self.arrival_rate, self.service_rate)
+    }
+}
+
+/// What a run of [`run_mmc`] measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MmcReport {
+    /// Events executed (two per customer).
+    pub events: u64,
+    /// Mean time in queue, seconds.
+    pub mean_wait_secs: f64,
+    /// Its batch-means standard error, seconds.
+    pub mean_wait_standard_error: f64,
+    /// The run digest.
+    pub digest: Digest,
+    /// Why the run ended.
+    pub stop_reason: StopReason,
+    /// Virtual time at the end.
+    pub end: SimTime,
+    /// The longest queue seen.
+    pub queue_length_max: usize,
+}
+
+/// Runs an M/M/c station to completion (arrival and service streams `"mmc/arrivals"` and
+/// `"mmc/service"`).
+pub fn run_mmc(params: MmcParams) -> MmcReport {
+    assert!(params.servers > 0 && params.customers > 0);
+    let seed = Seed(params.seed);
+    let station = Station {
+        servers: params.servers,
+        busy: 0,
+        waiting: VecDeque::new(),
+        interarrival: Sampler::exponential(SimDuration::from_secs_f64(1.0 / params.arrival_rate)),
+        service: Sampler::exponential(SimDuration::from_secs_f64(1.0 / params.service_rate)),
+        arrivals_rng: seed.stream("mmc/arrivals"),
+        service_rng: seed.stream("mmc/service"),
+        arrivals_left: params.customers,
+        started: Counter::default(),
+        wait_total_nanos: 0,
+        batch_size: (params.customers / BATCHES as u64).max(1),
+        batch_sums: Vec::with_capacity(BATCHES + 1),
+        batch_current: 0.0,
+        batch_count: 0,
+        queue_length_max: 0,
+    };
+    let limits = Limits::new(
+        params.customers.saturating_mul(2).saturating_add(1),
+        SimDuration::MAX,
+    );
+    let mut sim = Sim::new((), limits);
+    let id = sim.add(station);
+    sim.schedule(SimTime::ZERO, id, StationEvent::Arrival);
+    let stop_reason = sim.run();
+    let station = sim.entity(id);
+    MmcReport {
+        events: sim.events_executed(),
+        mean_wait_secs: station.mean_wait_secs(),
+        mean_wait_standard_error: station.mean_wait_standard_error(),
+        digest: sim.digest(),
+        stop_reason,
+        end: sim.now(),
+        queue_length_max: station.queue_length_max(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erlang_c_matches_known_values() {
+        // c = 1 reduces to ρ.
+        assert!((erlang_c(1, 0.9) - 0.9).abs() < 1e-12);
+        // A classic table value: c = 2, a = 1 gives 1/3.
+        assert!((erlang_c(2, 1.0) - 1.0 / 3.0).abs() < 1e-12);
+        assert!((mmc_mean_wait(1, 0.9, 1.0) - mm1_mean_wait(0.9, 1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn small_run_serves_everyone_and_is_reproducible() {
+        let a = run_mmc(MmcParams::mm1(10_000, 1));
+        assert_eq!(a.events, 20_000);
+        assert_eq!(a.stop_reason, StopReason::Idle);
+        assert_eq!(a, run_mmc(MmcParams::mm1(10_000, 1)));
+        assert_ne!(a.digest, run_mmc(MmcParams::mm1(10_000, 2)).digest);
+    }
+}

@@ -1,0 +1,646 @@
+//! Portable sampling: [`Dist`] (what a scenario file says) compiles into a [`Sampler`]
+//! (what the hot path draws from), plus the primitive draws every model needs.
+//!
+//! The algorithms are ours and written down here, because they are part of the replay
+//! contract: a dependency that changed its algorithm would silently change every recorded
+//! seed. Transcendental functions come from `libm`, a pure-Rust port of musl's math library,
+//! so `ln`, `exp`, `pow`, `cos` give bit-identical results on every platform and in debug and
+//! release builds. Only IEEE-754 basic operations (`+ - * /`, `sqrt`), which are correctly
+//! rounded everywhere, are used directly.
+//!
+//! | draw | algorithm |
+//! |---|---|
+//! | [`unit_f64`] | top 53 bits of a `u64`, times 2⁻⁵³: uniform on [0, 1) |
+//! | [`open_unit_f64`] | the same plus one ulp step: uniform on (0, 1], safe for `ln` |
+//! | [`uniform_below`] | Lemire's multiply-shift with rejection: unbiased integer in [0, n) |
+//! | [`exponential`] | inversion: −mean · ln U |
+//! | [`standard_normal`] | Box–Muller, one output per call (the pair's twin is discarded) |
+//! | normal | mean + sd · Z, redrawn while negative (at most 64 times, then 0) |
+//! | log-normal | exp(μ + σ · Z), μ = ln median; from a p99, σ = ln(p99 / median) / z₀.₉₉ |
+//! | Pareto | inversion: scale · U^(−1/shape) |
+//! | mixture | one uniform picks the component by cumulative weight, then the component draws |
+//! | empirical | one of the listed values, each equally likely |
+//!
+//! Samples are integer nanoseconds, rounded to nearest and clamped to [`SAMPLE_MAX`] so that
+//! `now + sample` cannot overflow in any run shorter than a few centuries.
+
+use crate::time::SimDuration;
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The largest value a sampler returns (10¹⁸ ns, about 31.7 years).
+pub const SAMPLE_MAX: SimDuration = SimDuration::from_nanos(1_000_000_000_000_000_000);
+
+/// Φ⁻¹(0.99): the standard normal's 99th percentile.
+pub const Z_P99: f64 = 2.326_347_874_040_840_8;
+
+const TWO_POW_MINUS_53: f64 = 1.0 / (1u64 << 53) as f64;
+
+/// Uniform on [0, 1).
+#[inline]
+pub fn unit_f64<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    (rng.next_u64() >> 11) as f64 * TWO_POW_MINUS_53
+}
+
+/// Uniform on (0, 1]: never zero, so `ln` of it is finite.
+#[inline]
+pub fn open_unit_f64<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    ((rng.next_u64() >> 11) + 1) as f64 * TWO_POW_MINUS_53
+}
+
+/// True with probability `p` (clamped to [0, 1]).
+#[inline]
+pub fn bernoulli<R: Rng + ?Sized>(rng: &mut R, p: f64) -> bool {
+    unit_f64(rng) < p
+}
+
+/// Uniform integer in `[0, n)`, without modulo bias (Lemire, 2019). `n` must be positive.
+#[inline]
+pub fn uniform_below<R: Rng + ?Sized>(rng: &mut R, n: u64) -> u64 {
+    assert!(n > 0, "uniform_below(0) has no values to choose from");
+    let threshold = n.wrapping_neg() % n;
+    // The loop ends with probability 1 - threshold/2^64 per round; the bound keeps it finite.
+    for _ in 0..64 {
+        let m = u128::from(rng.next_u64()) * u128::from(n);
+        if (m as u64) >= threshold {
+            return (m >> 64) as u64;
+        }
+    }
+    // Unreachable in practice (probability below 2^-64 per round); fall back to biased.
+    ((u128::from(rng.next_u64()) * u128::from(n)) >> 64) as u64
+}
+
+/// Exponential with the given mean (any unit): −mean · ln U, U on (0, 1].
+#[inline]
+pub fn exponential<R: Rng + ?Sized>(rng: &mut R, mean: f64) -> f64 {
+    -mean * libm::log(open_unit_f64(rng))
+}
+
+/// A standard normal draw (Box–Muller, cosine branch).
+#[inline]
+pub fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    let u1 = open_unit_f64(rng);
+    let u2 = unit_f64(rng);
+    libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(2.0 * core::f64::consts::PI * u2)
+}
+
+/// Φ⁻¹(p) for p in (0, 1), by Acklam's rational approximation (relative error below 1.2e-9).
+pub fn inverse_normal_cdf(p: f64) -> f64 {
+    assert!(
+        p > 0.0 && p < 1.0,
+        "inverse_normal_cdf needs 0 < p < 1, got {p}"
+    );
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    const P_LOW: f64 = 0.024_25;
+    if p < P_LOW {
+        tail(libm::sqrt(-2.0 * libm::log(p)))
+    } else if p <= 1.0 - P_LOW {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    } else {
+        -tail(libm::sqrt(-2.0 * libm::log(1.0 - p)))
+    }
+}
+
+/// A distribution of durations, as written in a scenario file (RON, externally tagged):
+///
+/// ```ron
+/// Exponential(mean: "100ms")
+/// LogNormal(median: "40ms", p99: "400ms")
+/// Mixture(components: [(weight: 95, dist: Constant(value: "100ms")), (weight: 5, dist: Constant(value: "100s"))])
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Dist {
+    /// Always `value`.
+    Constant {
+        /// The value every draw returns.
+        value: SimDuration,
+    },
+    /// Uniform on `[low, high]`.
+    Uniform {
+        /// Smallest value.
+        low: SimDuration,
+        /// Largest value.
+        high: SimDuration,
+    },
+    /// Exponential (memoryless) with the given mean: Poisson arrivals, M/M/c service.
+    Exponential {
+        /// The mean (1/rate).
+        mean: SimDuration,
+    },
+    /// Normal, truncated at zero by redrawing negative values.
+    Normal {
+        /// Mean before truncation.
+        mean: SimDuration,
+        /// Standard deviation before truncation.
+        std_dev: SimDuration,
+    },
+    /// Log-normal given by its median and either `sigma` (of the underlying normal) or its
+    /// 99th percentile: the usual shape of service latency.
+    LogNormal {
+        /// The median (e^μ).
+        median: SimDuration,
+        /// σ of ln(X); give this or `p99`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sigma: Option<f64>,
+        /// The 99th percentile; give this or `sigma`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p99: Option<SimDuration>,
+    },
+    /// Pareto (heavy tail): `scale` is the minimum, `shape` the tail index α (mean is finite
+    /// only for α > 1).
+    Pareto {
+        /// The minimum value (x_m).
+        scale: SimDuration,
+        /// The tail index α; smaller is heavier.
+        shape: f64,
+    },
+    /// A discrete mixture: each draw picks a component with probability proportional to its
+    /// weight ("95% 100ms, 5% 100s").
+    Mixture {
+        /// The components and their relative weights.
+        components: Vec<Component>,
+    },
+    /// One of the listed values, each equally likely (e.g. latencies measured in production).
+    Empirical {
+        /// The observed values.
+        values: Vec<SimDuration>,
+    },
+}
+
+/// One part of a [`Dist::Mixture`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    /// Relative weight; weights need not sum to anything in particular.
+    pub weight: f64,
+    /// The distribution drawn from when this component is picked.
+    pub dist: Dist,
+}
+
+/// Why a [`Dist`] cannot be sampled: the field (relative to the distribution) and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DistError {
+    /// The offending field, relative to the distribution, e.g. `components[1].weight`.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub reason: String,
+}
+
+impl fmt::Display for DistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for DistError {}
+
+fn dist_error(field: impl Into<String>, reason: impl Into<String>) -> DistError {
+    DistError {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+/// A compiled distribution: parameters checked and precomputed, ready to draw from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sampler {
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Constant(SimDuration),
+    Uniform {
+        low: f64,
+        span: f64,
+    },
+    Exponential {
+        mean: f64,
+    },
+    Normal {
+        mean: f64,
+        std_dev: f64,
+    },
+    LogNormal {
+        mu: f64,
+        sigma: f64,
+    },
+    Pareto {
+        scale: f64,
+        shape: f64,
+    },
+    Mixture {
+        cumulative: Vec<f64>,
+        parts: Vec<Sampler>,
+    },
+    Empirical {
+        values: Vec<SimDuration>,
+    },
+}
+
+fn positive_finite(field: &str, x: f64) -> Result<f64, DistError> {
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(dist_error(
+            field,
+            format!("must be a positive finite number, got {x}"),
+        ))
+    }
+}
+
+impl Dist {
+    /// A constant distribution.
+    pub fn constant(value: SimDuration) -> Self {
+        Dist::Constant { value }
+    }
+
+    /// An exponential distribution with the given mean.
+    pub fn exponential(mean: SimDuration) -> Self {
+        Dist::Exponential { mean }
+    }
+
+    /// Checks the parameters; the error names the field and the fix.
+    pub fn validate(&self) -> Result<(), DistError> {
+        self.compile().map(|_| ())
+    }
+
+    /// Checks the parameters and precomputes what sampling needs.
+    pub fn compile(&self) -> Result<Sampler, DistError> {
+        let kind = match self {
+            Dist::Constant { value } => Kind::Constant((*value).min(SAMPLE_MAX)),
+            Dist::Uniform { low, high } => {
+                if low > high {
+                    return Err(dist_error(
+                        "high",
+                        format!("must not be below low ({low}), got {high}"),
+                    ));
+                }
+                Kind::Uniform {
+                    low: low.as_nanos() as f64,
+                    span: (high.as_nanos() - low.as_nanos()) as f64,
+                }
+            }
+            Dist::Exponential { mean } => {
+                if mean.is_zero() {
+                    return Err(dist_error(
+                        "mean",
+                        "must be greater than 0s (use Constant(value: \"0s\") for no delay)",
+                    ));
+                }
+                Kind::Exponential {
+                    mean: mean.as_nanos() as f64,
+                }
+            }
+            Dist::Normal { mean, std_dev } => Kind::Normal {
+                mean: mean.as_nanos() as f64,
+                std_dev: std_dev.as_nanos() as f64,
+            },
+            Dist::LogNormal { median, sigma, p99 } => {
+                if median.is_zero() {
+                    return Err(dist_error("median", "must be greater than 0s"));
+                }
+                let sigma = match (sigma, p99) {
+                    (Some(s), None) => positive_finite("sigma", *s)?,
+                    (None, Some(p99)) => {
+                        if p99 <= median {
+                            return Err(dist_error(
+                                "p99",
+                                format!("must be above the median ({median}), got {p99}"),
+                            ));
+                        }
+                        libm::log(p99.as_nanos() as f64 / median.as_nanos() as f64) / Z_P99
+                    }
+                    _ => {
+                        return Err(dist_error(
+                            "sigma",
+                            "give exactly one of sigma or p99 with the median",
+                        ));
+                    }
+                };
+                Kind::LogNormal {
+                    mu: libm::log(median.as_nanos() as f64),
+                    sigma,
+                }
+            }
+            Dist::Pareto { scale, shape } => {
+                if scale.is_zero() {
+                    return Err(dist_error("scale", "must be greater than 0s"));
+                }
+                Kind::Pareto {
+                    scale: scale.as_nanos() as f64,
+                    shape: positive_finite("shape", *shape)?,
+                }
+            }
+            Dist::Mixture { components } => {
+                if components.is_empty() {
+                    return Err(dist_error("components", "must list at least one component"));
+                }
+                let mut total = 0.0;
+                let mut cumulative = Vec::with_capacity(components.len());
+                let mut parts = Vec::with_capacity(components.len());
+                for (i, c) in components.iter().enumerate() {
+                    if !(c.weight.is_finite() && c.weight >= 0.0) {
+                        return Err(dist_error(
+                            format!("components[{i}].weight"),
+                            format!("must be a finite number, not negative, got {}", c.weight),
+                        ));
+                    }
+                    total += c.weight;
+                    cumulative.push(total);
+                    parts.push(c.dist.compile().map_err(|e| {
+                        dist_error(format!("components[{i}].dist.{}", e.field), e.reason)
+                    })?);
+                }
+                if total <= 0.0 {
+                    return Err(dist_error("components", "the weights must not all be zero"));
+                }
+                for c in &mut cumulative {
+                    *c /= total;
+                }
+                Kind::Mixture { cumulative, parts }
+            }
+            Dist::Empirical { values } => {
+                if values.is_empty() {
+                    return Err(dist_error("values", "must list at least one value"));
+                }
+                Kind::Empirical {
+                    values: values.iter().map(|v| (*v).min(SAMPLE_MAX)).collect(),
+                }
+            }
+        };
+        Ok(Sampler { kind })
+    }
+}
+
+fn clamp_nanos(nanos: f64) -> SimDuration {
+    SimDuration::from_nanos_f64(nanos).min(SAMPLE_MAX)
+}
+
+impl Sampler {
+    /// A sampler that always returns `value`.
+    pub fn constant(value: SimDuration) -> Self {
+        Sampler {
+            kind: Kind::Constant(value.min(SAMPLE_MAX)),
+        }
+    }
+
+    /// An exponential sampler with the given mean (must be positive).
+    pub fn exponential(mean: SimDuration) -> Self {
+        assert!(!mean.is_zero(), "exponential sampler needs a positive mean");
+        Sampler {
+            kind: Kind::Exponential {
+                mean: mean.as_nanos() as f64,
+            },
+        }
+    }
+
+    /// Draws one value.
+    #[inline]
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> SimDuration {
+        match &self.kind {
+            Kind::Constant(v) => *v,
+            Kind::Uniform { low, span } => clamp_nanos(low + span * unit_f64(rng)),
+            Kind::Exponential { mean } => clamp_nanos(exponential(rng, *mean)),
+            Kind::Normal { mean, std_dev } => {
+                for _ in 0..64 {
+                    let x = mean + std_dev * standard_normal(rng);
+                    if x >= 0.0 {
+                        return clamp_nanos(x);
+                    }
+                }
+                SimDuration::ZERO
+            }
+            Kind::LogNormal { mu, sigma } => {
+                clamp_nanos(libm::exp(mu + sigma * standard_normal(rng)))
+            }
+            Kind::Pareto { scale, shape } => {
+                clamp_nanos(scale * libm::pow(open_unit_f64(rng), -1.0 / shape))
+            }
+            Kind::Mixture { cumulative, parts } => {
+                let u = unit_f64(rng);
+                let i = cumulative.partition_point(|c| *c <= u).min(parts.len() - 1);
+                parts[i].sample(rng)
+            }
+            Kind::Empirical { values } => values[uniform_below(rng, values.len() as u64) as usize],
+        }
+    }
+
+    /// The theoretical mean in nanoseconds, where it is finite and known in closed form
+    /// (the truncated normal reports its untruncated mean).
+    pub fn mean_nanos(&self) -> Option<f64> {
+        match &self.kind {
+            Kind::Constant(v) => Some(v.as_nanos() as f64),
+            Kind::Uniform { low, span } => Some(low + span / 2.0),
+            Kind::Exponential { mean } => Some(*mean),
+            Kind::Normal { mean, .. } => Some(*mean),
+            Kind::LogNormal { mu, sigma } => Some(libm::exp(mu + sigma * sigma / 2.0)),
+            Kind::Pareto { scale, shape } => (*shape > 1.0).then(|| shape * scale / (shape - 1.0)),
+            Kind::Mixture { cumulative, parts } => {
+                let mut previous = 0.0;
+                let mut mean = 0.0;
+                for (c, part) in cumulative.iter().zip(parts) {
+                    mean += (c - previous) * part.mean_nanos()?;
+                    previous = *c;
+                }
+                Some(mean)
+            }
+            Kind::Empirical { values } => {
+                Some(values.iter().map(|v| v.as_nanos() as f64).sum::<f64>() / values.len() as f64)
+            }
+        }
+    }
+
+    /// The theoretical `q`-quantile in nanoseconds (0 < q < 1), where it has a closed form.
+    pub fn quantile_nanos(&self, q: f64) -> Option<f64> {
+        assert!(q > 0.0 && q < 1.0, "quantile needs 0 < q < 1, got {q}");
+        match &self.kind {
+            Kind::Constant(v) => Some(v.as_nanos() as f64),
+            Kind::Uniform { low, span } => Some(low + span * q),
+            Kind::Exponential { mean } => Some(-mean * libm::log(1.0 - q)),
+            Kind::LogNormal { mu, sigma } => Some(libm::exp(mu + sigma * inverse_normal_cdf(q))),
+            Kind::Pareto { scale, shape } => Some(scale * libm::pow(1.0 - q, -1.0 / shape)),
+            Kind::Normal { .. } | Kind::Mixture { .. } | Kind::Empirical { .. } => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Seed;
+
+    fn dist(text: &str) -> Dist {
+        // Scenario files are parsed with `implicit_some`, so optional fields need no `Some(..)`.
+        ron::Options::default()
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+            .from_str(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn first_draws_are_pinned() {
+        // The replay contract for every sampler: a change here changes every recorded run.
+        let cases = [
+            "Constant(value: \"5ms\")",
+            "Uniform(low: \"10ms\", high: \"20ms\")",
+            "Exponential(mean: \"100ms\")",
+            "Normal(mean: \"50ms\", std_dev: \"10ms\")",
+            "LogNormal(median: \"40ms\", sigma: 0.5)",
+            "LogNormal(median: \"40ms\", p99: \"400ms\")",
+            "Pareto(scale: \"10ms\", shape: 1.5)",
+            "Mixture(components: [(weight: 95, dist: Constant(value: \"100ms\")), (weight: 5, dist: Constant(value: \"100s\"))])",
+            "Empirical(values: [\"1ms\", \"2ms\", \"3ms\", \"50ms\"])",
+        ];
+        let mut text = String::new();
+        for case in cases {
+            let sampler = dist(case).compile().unwrap();
+            let mut rng = Seed(42).stream("sampler-snapshot");
+            let draws: Vec<String> = (0..8)
+                .map(|_| sampler.sample(&mut rng).as_nanos().to_string())
+                .collect();
+            text.push_str(&format!("{case}\n    {}\n", draws.join(" ")));
+        }
+        insta::assert_snapshot!("sample__first_draws", text);
+    }
+
+    #[test]
+    fn means_match_theory_within_three_standard_errors() {
+        let cases = [
+            "Uniform(low: \"10ms\", high: \"20ms\")",
+            "Exponential(mean: \"100ms\")",
+            "Normal(mean: \"50ms\", std_dev: \"10ms\")",
+            "LogNormal(median: \"40ms\", sigma: 0.5)",
+            "Pareto(scale: \"10ms\", shape: 3.5)",
+            "Mixture(components: [(weight: 95, dist: Constant(value: \"100ms\")), (weight: 5, dist: Constant(value: \"1s\"))])",
+        ];
+        let n = 200_000;
+        for case in cases {
+            let sampler = dist(case).compile().unwrap();
+            let mut rng = Seed(3).stream(case);
+            let xs: Vec<f64> = (0..n)
+                .map(|_| sampler.sample(&mut rng).as_nanos() as f64)
+                .collect();
+            let mean = xs.iter().sum::<f64>() / n as f64;
+            let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64;
+            let se = (var / n as f64).sqrt();
+            let expected = sampler.mean_nanos().unwrap();
+            assert!(
+                (mean - expected).abs() <= 3.0 * se,
+                "{case}: mean {mean} vs {expected} (se {se})"
+            );
+        }
+    }
+
+    #[test]
+    fn quantiles_match_theory() {
+        for case in [
+            "Exponential(mean: \"100ms\")",
+            "LogNormal(median: \"40ms\", p99: \"400ms\")",
+            "Pareto(scale: \"10ms\", shape: 2.0)",
+        ] {
+            let sampler = dist(case).compile().unwrap();
+            let mut rng = Seed(5).stream(case);
+            let mut xs: Vec<u64> = (0..200_000)
+                .map(|_| sampler.sample(&mut rng).as_nanos())
+                .collect();
+            xs.sort_unstable();
+            for q in [0.5, 0.9, 0.99] {
+                let measured = xs[(q * xs.len() as f64) as usize] as f64;
+                let expected = sampler.quantile_nanos(q).unwrap();
+                assert!(
+                    (measured / expected - 1.0).abs() < 0.03,
+                    "{case} q{q}: {measured} vs {expected}"
+                );
+            }
+        }
+        let p99 = dist("LogNormal(median: \"40ms\", p99: \"400ms\")")
+            .compile()
+            .unwrap()
+            .quantile_nanos(0.99)
+            .unwrap();
+        assert!((p99 / 400e6 - 1.0).abs() < 1e-6, "{p99}");
+    }
+
+    #[test]
+    fn bad_parameters_name_the_field() {
+        for (case, field) in [
+            ("Uniform(low: \"2s\", high: \"1s\")", "high"),
+            ("Exponential(mean: \"0s\")", "mean"),
+            ("LogNormal(median: \"1s\")", "sigma"),
+            (
+                "LogNormal(median: \"1s\", sigma: 0.3, p99: \"3s\")",
+                "sigma",
+            ),
+            ("LogNormal(median: \"1s\", p99: \"1s\")", "p99"),
+            ("Pareto(scale: \"1ms\", shape: 0.0)", "shape"),
+            ("Mixture(components: [])", "components"),
+            (
+                "Mixture(components: [(weight: 1, dist: Constant(value: \"1s\")), (weight: -1, dist: Constant(value: \"1s\"))])",
+                "components[1].weight",
+            ),
+            (
+                "Mixture(components: [(weight: 1, dist: Exponential(mean: \"0s\"))])",
+                "components[0].dist.mean",
+            ),
+            ("Empirical(values: [])", "values"),
+        ] {
+            let err = dist(case).validate().unwrap_err();
+            assert_eq!(err.field, field, "{case}: {err}");
+        }
+    }
+
+    #[test]
+    fn uniform_below_is_in_range_and_covers_it() {
+        let mut rng = Seed(1).stream("below");
+        let mut seen = [0u32; 7];
+        for _ in 0..7000 {
+            seen[uniform_below(&mut rng, 7) as usize] += 1;
+        }
+        assert!(seen.iter().all(|&c| c > 850 && c < 1150), "{seen:?}");
+    }
+
+    #[test]
+    fn inverse_normal_cdf_matches_known_values() {
+        assert!((inverse_normal_cdf(0.99) - Z_P99).abs() < 1e-8);
+        assert!(inverse_normal_cdf(0.5).abs() < 1e-12);
+        assert!((inverse_normal_cdf(0.001) + 3.090_232_306_167_813_6).abs() < 1e-8);
+    }
+}
