@@ -1,2 +1,46 @@
-//! patterns: resilience patterns as pure state machines that take `now` (and, where they
-//! need randomness, an RNG) as arguments. Filled by issues 4 and 5.
+//! patterns: resilience patterns as pure state machines.
+//!
+//! Every pattern here is a configuration (serde, `validate()`, defaults that match what users
+//! know from resilience4j, Envoy, gRPC, Polly and Netflix concurrency-limits) and a state
+//! machine whose methods take `now` (a [`sim_core::SimTime`]) and, where they need randomness,
+//! an RNG (`rand_core::Rng`) as arguments. There is no scheduler, no I/O and no global state
+//! in this crate, so the same code runs inside a resim simulation and inside a real service.
+//! A decision is data: a rejection says why and, where it can, when to retry.
+//!
+//! Module map:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`error`] | [`ConfigError`], the one error type of every `validate()` |
+//! | [`limiter`] | rate limiters (fixed window, sliding log, sliding counter, token bucket, leaky bucket, GCRA), keyed registry, composite, shadow mode |
+//! | [`concurrency`] | concurrency limits: fixed, AIMD, Vegas, Gradient2, Envoy gradient |
+//! | [`bulkhead`] | max concurrent calls with a bounded, fair wait queue |
+//! | [`breaker`] | circuit breakers: consecutive failures, count and time windows, half-open variants |
+//! | [`shedder`] | load shedders: CoDel (RFC 8289), RPC-queue CoDel with adaptive LIFO, PID, priority, adaptive throttling |
+//! | [`retry`] | retry policy: attempts, classification, idempotency, deadline awareness |
+//! | [`backoff`] | backoff (constant, linear, exponential) and jitter (full, equal, decorrelated, proportional) |
+//! | [`budget`] | retry budgets: gRPC token bucket, percentage over a window, TPS budget |
+//! | [`timeout`] | per-attempt timeouts, propagated deadlines, adaptive timeouts |
+//! | [`hedge`] | hedged requests |
+//! | [`coalesce`] | request coalescing (single flight per key) |
+//! | [`idempotency`] | idempotency-key store |
+//! | [`fallback`] | fallback chains with a degradation report |
+
+pub mod error;
+
+pub mod breaker;
+pub mod bulkhead;
+pub mod concurrency;
+pub mod limiter;
+pub mod shedder;
+
+pub mod backoff;
+pub mod budget;
+pub mod coalesce;
+pub mod fallback;
+pub mod hedge;
+pub mod idempotency;
+pub mod retry;
+pub mod timeout;
+
+pub use error::ConfigError;
