@@ -1,0 +1,190 @@
+//! The serde forms of the budgets.
+
+use crate::ConfigError;
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
+
+/// Which retry budget a client uses. In RON: `Throttling(max_tokens: 10, token_ratio: 0.1)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum BudgetConfig {
+    /// gRPC retry throttling: a token bucket drained by failures.
+    Throttling(ThrottlingConfig),
+    /// A percentage of the requests over a sliding window (Google SRE: 10% per client).
+    Window(WindowBudgetConfig),
+    /// Envoy's retry budget: concurrent retries as a percentage of active requests.
+    Concurrency(ConcurrencyBudgetConfig),
+    /// tower's / Finagle's TPS budget: deposits per request, a reserve per second, a TTL.
+    Tps(TpsConfig),
+}
+
+/// gRPC retry throttling (gRFC A6). Defaults: the example of the gRFC, 10 tokens, ratio 0.1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThrottlingConfig {
+    /// Size of the bucket, 1..1000; it starts full.
+    pub max_tokens: u32,
+    /// Tokens a success gives back, in (0, max_tokens]; precision 0.001 (finer is ignored,
+    /// as in gRPC).
+    pub token_ratio: f64,
+}
+
+impl Default for ThrottlingConfig {
+    fn default() -> Self {
+        ThrottlingConfig {
+            max_tokens: 10,
+            token_ratio: 0.1,
+        }
+    }
+}
+
+/// A percentage of requests over a sliding window. Defaults: 10% (Google SRE), 10s, and a
+/// floor of 3 retries per window so that a client with little traffic can still retry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WindowBudgetConfig {
+    /// Retries allowed per 100 requests in the window, 0..100.
+    pub budget_percent: f64,
+    /// Length of the sliding window, 10ms..1h.
+    pub window: SimDuration,
+    /// Retries allowed per window on top of the percentage.
+    pub min_retries_per_window: u32,
+}
+
+impl Default for WindowBudgetConfig {
+    fn default() -> Self {
+        WindowBudgetConfig {
+            budget_percent: 10.0,
+            window: SimDuration::from_secs(10),
+            min_retries_per_window: 3,
+        }
+    }
+}
+
+/// Envoy's retry budget. Defaults are Envoy's: 20% and 3.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConcurrencyBudgetConfig {
+    /// Concurrent retries allowed per 100 active requests, 0..100.
+    pub budget_percent: f64,
+    /// Concurrent retries allowed whatever the number of active requests.
+    pub min_retry_concurrency: u32,
+}
+
+impl Default for ConcurrencyBudgetConfig {
+    fn default() -> Self {
+        ConcurrencyBudgetConfig {
+            budget_percent: 20.0,
+            min_retry_concurrency: 3,
+        }
+    }
+}
+
+/// tower's `TpsBudget`. Defaults are tower's: ttl 10s, 10 retries per second, ratio 0.2.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TpsConfig {
+    /// How long a deposit counts, 1s..60s.
+    pub ttl: SimDuration,
+    /// Retries per second allowed without any deposit (the reserve is `min_per_sec · ttl`).
+    pub min_per_sec: u32,
+    /// Retries allowed per request, 0..1000 (above 1 a request allows several retries).
+    pub retry_ratio: f64,
+}
+
+impl Default for TpsConfig {
+    fn default() -> Self {
+        TpsConfig {
+            ttl: SimDuration::from_secs(10),
+            min_per_sec: 10,
+            retry_ratio: 0.2,
+        }
+    }
+}
+
+fn check_percent(field: &str, x: f64) -> Result<(), ConfigError> {
+    if !(x.is_finite() && (0.0..=100.0).contains(&x)) {
+        return Err(ConfigError::new(
+            field,
+            format!("must be in [0, 100], got {x}"),
+        ));
+    }
+    Ok(())
+}
+
+impl ThrottlingConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=1000).contains(&self.max_tokens) {
+            return Err(ConfigError::new(
+                "max_tokens",
+                format!("must be in [1, 1000] as in grpc, got {}", self.max_tokens),
+            ));
+        }
+        let r = self.token_ratio;
+        if !(r.is_finite() && r >= 0.001 && r <= f64::from(self.max_tokens)) {
+            return Err(ConfigError::new(
+                "token_ratio",
+                format!(
+                    "must be in [0.001, max_tokens = {}], got {r}",
+                    self.max_tokens
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl WindowBudgetConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_percent("budget_percent", self.budget_percent)?;
+        if self.window < SimDuration::from_millis(10) || self.window > SimDuration::from_secs(3600)
+        {
+            return Err(ConfigError::new(
+                "window",
+                format!("must be in [10ms, 1h], got {}", self.window),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl ConcurrencyBudgetConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_percent("budget_percent", self.budget_percent)
+    }
+}
+
+impl TpsConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.ttl < SimDuration::from_secs(1) || self.ttl > SimDuration::from_secs(60) {
+            return Err(ConfigError::new(
+                "ttl",
+                format!("must be in [1s, 60s] as in tower, got {}", self.ttl),
+            ));
+        }
+        let r = self.retry_ratio;
+        if !(r.is_finite() && (0.0..=1000.0).contains(&r)) {
+            return Err(ConfigError::new(
+                "retry_ratio",
+                format!("must be in [0, 1000], got {r}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl BudgetConfig {
+    /// Checks the chosen budget; field paths start with the variant's name.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        match self {
+            BudgetConfig::Throttling(c) => c.validate().map_err(|e| e.at("Throttling")),
+            BudgetConfig::Window(c) => c.validate().map_err(|e| e.at("Window")),
+            BudgetConfig::Concurrency(c) => c.validate().map_err(|e| e.at("Concurrency")),
+            BudgetConfig::Tps(c) => c.validate().map_err(|e| e.at("Tps")),
+        }
+    }
+}
