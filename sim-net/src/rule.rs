@@ -1,0 +1,63 @@
+//! The rule hook: [`Rule`]s see each message as it is sent and return a [`Verdict`], for
+//! faults the built-in ones do not express ("drop every third request to the primary",
+//! "delay responses larger than 1 MB").
+//!
+//! Rules run in install order after the built-in send checks (crash, partition) and before
+//! loss and latency are drawn. The first rule that says [`Verdict::Drop`] wins and the rules
+//! after it do not see the message; delays of all the rules that say [`Verdict::Delay`] add
+//! up. A rule that needs randomness owns its own stream (`Seed::stream("rule/<name>")`), so
+//! installing it does not change the numbers the network draws.
+
+use crate::{NodeId, PacketId};
+use sim_core::{SimDuration, SimTime};
+
+/// What a rule decides about one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let the message go on.
+    Pass,
+    /// Drop the message ([`crate::DropReason::Rule`]).
+    Drop,
+    /// Let it go on, arriving this much later than it otherwise would.
+    Delay(SimDuration),
+}
+
+/// A message as a rule sees it.
+#[derive(Debug)]
+pub struct MessageView<'a, P> {
+    /// The message's id.
+    pub id: PacketId,
+    /// The sending node.
+    pub source: NodeId,
+    /// The sending node's name.
+    pub source_name: &'a str,
+    /// The receiving node.
+    pub target: NodeId,
+    /// The receiving node's name.
+    pub target_name: &'a str,
+    /// Its size in bytes.
+    pub size: u32,
+    /// What it carries.
+    pub payload: &'a P,
+}
+
+/// A custom fault: sees each message at send time and says pass, drop or delay.
+///
+/// Any `FnMut(SimTime, &MessageView<P>) -> Verdict` closure is a rule.
+pub trait Rule<P> {
+    /// Judges one message sent at `now`.
+    fn judge(&mut self, now: SimTime, message: &MessageView<'_, P>) -> Verdict;
+}
+
+impl<P, F> Rule<P> for F
+where
+    F: FnMut(SimTime, &MessageView<'_, P>) -> Verdict,
+{
+    fn judge(&mut self, now: SimTime, message: &MessageView<'_, P>) -> Verdict {
+        self(now, message)
+    }
+}
+
+/// The handle of an installed rule, for [`crate::Network::remove_rule`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleId(pub(crate) u32);
