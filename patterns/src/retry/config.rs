@@ -58,16 +58,35 @@ impl Default for RetryConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRetryConfig {
+    #[serde(default, deserialize_with = "some")]
     max_attempts: Option<u32>,
+    #[serde(default, deserialize_with = "some")]
     max_retries: Option<u32>,
+    #[serde(default, deserialize_with = "some")]
     backoff: Option<BackoffConfig>,
+    #[serde(default, deserialize_with = "some")]
     retry_on_timeout: Option<bool>,
+    #[serde(default, deserialize_with = "some")]
     retry_on_connection_error: Option<bool>,
+    #[serde(default, deserialize_with = "some")]
     retry_on_throttled: Option<bool>,
+    #[serde(default, deserialize_with = "some")]
     retry_on_status: Option<Vec<u16>>,
+    #[serde(default, deserialize_with = "some")]
     retry_after_max: Option<SimDuration>,
+    #[serde(default, deserialize_with = "some")]
     attempt_duration_min: Option<SimDuration>,
+    #[serde(default)]
     budget: Option<BudgetConfig>,
+}
+
+/// Reads a present field as `Some`, so that files write `max_retries: 2`, not `Some(2)`.
+fn some<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 impl TryFrom<RawRetryConfig> for RetryConfig {

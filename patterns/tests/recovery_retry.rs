@@ -1,0 +1,361 @@
+//! The retry policy as a client sees it: what is retried, when, and how often.
+
+use patterns::backoff::{BackoffConfig, Jitter, Strategy as Growth};
+use patterns::retry::{
+    Failure, GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryReason, Safety,
+};
+use sim_core::sample::bernoulli;
+use sim_core::{Seed, SimDuration, SimTime};
+
+const MS: SimDuration = SimDuration::from_millis(1);
+
+fn constant_backoff(delay: SimDuration) -> BackoffConfig {
+    BackoffConfig {
+        strategy: Growth::Constant { delay },
+        jitter: Jitter::None,
+    }
+}
+
+/// Runs one request through `config`: each listed failure happens `attempt_time` after its
+/// attempt starts; returns the decisions in order (the request ends at the first give-up).
+fn check(
+    config: RetryConfig,
+    safety: Safety,
+    deadline: Option<SimTime>,
+    attempt_time: SimDuration,
+    failures: &[Failure],
+) -> Vec<RetryDecision> {
+    let mut policy = RetryPolicy::new(config).expect("valid policy");
+    let mut rng = Seed(3).stream("retry");
+    let mut now = SimTime::ZERO;
+    let mut request = policy.begin(now, deadline, safety);
+    let mut decisions = Vec::new();
+    for failure in failures {
+        now += attempt_time;
+        let d = policy.on_failure(now, &mut request, *failure, &mut rng);
+        decisions.push(d);
+        match d {
+            RetryDecision::Retry { after, attempt, .. } => {
+                assert_eq!(request.attempt(), Some(attempt));
+                now += after;
+            }
+            RetryDecision::GiveUp { .. } => {
+                assert_eq!(request.outcome(), Some(false));
+                break;
+            }
+        }
+    }
+    decisions
+}
+
+fn status(code: u16) -> Failure {
+    Failure::Status {
+        code,
+        retry_after: None,
+    }
+}
+
+fn gave_up(d: &[RetryDecision]) -> Option<GiveUpReason> {
+    match d.last() {
+        Some(RetryDecision::GiveUp { reason }) => Some(*reason),
+        _ => None,
+    }
+}
+
+#[test]
+fn max_attempts_counts_the_first_attempt() {
+    let d = check(
+        RetryConfig::default(),
+        Safety::Idempotent,
+        None,
+        MS,
+        &[Failure::Timeout; 5],
+    );
+    assert_eq!(d.len(), 3);
+    assert!(matches!(d[0], RetryDecision::Retry { attempt: 2, .. }));
+    assert!(matches!(d[1], RetryDecision::Retry { attempt: 3, .. }));
+    assert_eq!(
+        gave_up(&d),
+        Some(GiveUpReason::AttemptsExhausted { attempts: 3 })
+    );
+}
+
+#[test]
+fn max_retries_is_the_other_spelling_and_not_both() {
+    let a: RetryConfig = ron::from_str("(max_retries: 2)").unwrap();
+    let b: RetryConfig = ron::from_str("(max_attempts: 3)").unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a, RetryConfig::default());
+    let err = ron::from_str::<RetryConfig>("(max_attempts: 3, max_retries: 2)").unwrap_err();
+    assert!(err.to_string().contains("not both"), "{err}");
+    assert!(ron::from_str::<RetryConfig>("(max_atempts: 3)").is_err());
+    // What a config serializes to reads back as the same config.
+    let text = ron::to_string(&RetryConfig::default()).unwrap();
+    assert_eq!(
+        ron::from_str::<RetryConfig>(&text).unwrap(),
+        RetryConfig::default()
+    );
+}
+
+#[test]
+fn classification_follows_the_documented_table() {
+    let config = RetryConfig {
+        max_attempts: 2,
+        ..RetryConfig::default()
+    };
+    let cases: [(Failure, bool); 12] = [
+        (Failure::Timeout, true),
+        (Failure::ConnectionError, true),
+        (status(500), true),
+        (status(502), true),
+        (status(503), true),
+        (status(504), true),
+        (status(429), true),
+        (status(501), false),
+        (status(400), false),
+        (status(404), false),
+        (status(409), false),
+        (status(408), false),
+    ];
+    for (failure, retried) in cases {
+        let d = check(config.clone(), Safety::Idempotent, None, MS, &[failure]);
+        assert_eq!(
+            matches!(d[0], RetryDecision::Retry { .. }),
+            retried,
+            "{failure:?}: {d:?}"
+        );
+        if !retried {
+            assert_eq!(gave_up(&d), Some(GiveUpReason::NotRetryable { failure }));
+        }
+    }
+}
+
+#[test]
+fn only_idempotent_or_keyed_operations_are_retried() {
+    for (safety, retried) in [
+        (Safety::Idempotent, true),
+        (Safety::IdempotencyKey, true),
+        (Safety::Unsafe, false),
+    ] {
+        let d = check(RetryConfig::default(), safety, None, MS, &[status(503)]);
+        assert_eq!(
+            matches!(d[0], RetryDecision::Retry { .. }),
+            retried,
+            "{safety:?}"
+        );
+        if !retried {
+            assert_eq!(gave_up(&d), Some(GiveUpReason::NotIdempotent));
+        }
+    }
+}
+
+#[test]
+fn retry_after_is_honoured_for_429_and_503_only() {
+    let config = RetryConfig {
+        backoff: constant_backoff(MS * 100),
+        ..RetryConfig::default()
+    };
+    let asked = SimDuration::from_secs(2);
+    for (code, waits) in [(429, asked), (503, asked), (500, MS * 100)] {
+        let failure = Failure::Status {
+            code,
+            retry_after: Some(asked),
+        };
+        let d = check(config.clone(), Safety::Idempotent, None, MS, &[failure]);
+        let RetryDecision::Retry { after, reason, .. } = d[0] else {
+            panic!("{code}: {d:?}");
+        };
+        assert_eq!(after, waits, "{code}");
+        if code != 500 {
+            assert_eq!(
+                reason,
+                RetryReason::RetryAfter {
+                    code,
+                    requested: asked
+                }
+            );
+        }
+    }
+    // A Retry-After shorter than the backoff does not shorten it.
+    let d = check(
+        config.clone(),
+        Safety::Idempotent,
+        None,
+        MS,
+        &[Failure::Status {
+            code: 503,
+            retry_after: Some(MS),
+        }],
+    );
+    assert!(matches!(d[0], RetryDecision::Retry { after, .. } if after == MS * 100));
+    // One longer than retry_after_max ends the request.
+    let d = check(
+        config,
+        Safety::Idempotent,
+        None,
+        MS,
+        &[Failure::Status {
+            code: 429,
+            retry_after: Some(SimDuration::from_secs(600)),
+        }],
+    );
+    assert_eq!(
+        gave_up(&d),
+        Some(GiveUpReason::RetryAfterTooLong {
+            requested: SimDuration::from_secs(600)
+        })
+    );
+}
+
+#[test]
+fn no_attempt_starts_that_cannot_finish_before_the_deadline() {
+    let config = RetryConfig {
+        max_attempts: 10,
+        backoff: constant_backoff(MS * 100),
+        attempt_duration_min: MS * 50,
+        ..RetryConfig::default()
+    };
+    // Attempts take 200ms and wait 100ms between them: they start at 0, 300, 600, 900ms.
+    // With a deadline at 1s, a fourth attempt would start at 900ms with 100ms left, which
+    // is enough for the 50ms minimum; a fifth would start at 1200ms.
+    let deadline = SimTime::from_millis(1000);
+    let d = check(
+        config,
+        Safety::Idempotent,
+        Some(deadline),
+        MS * 200,
+        &[Failure::Timeout; 10],
+    );
+    assert_eq!(d.len(), 4, "{d:?}");
+    assert_eq!(
+        gave_up(&d),
+        Some(GiveUpReason::DeadlineExceeded {
+            start_at: SimTime::from_millis(1200),
+            deadline
+        })
+    );
+    // Tighter: the fourth attempt at 900ms would have 100ms, less than a 150ms minimum.
+    let config = RetryConfig {
+        max_attempts: 10,
+        backoff: constant_backoff(MS * 100),
+        attempt_duration_min: MS * 150,
+        ..RetryConfig::default()
+    };
+    let d = check(
+        config,
+        Safety::Idempotent,
+        Some(deadline),
+        MS * 200,
+        &[Failure::Timeout; 10],
+    );
+    assert_eq!(d.len(), 3, "{d:?}");
+}
+
+#[test]
+fn an_ended_request_gives_up_without_side_effects() {
+    let mut policy = RetryPolicy::new(RetryConfig::default()).unwrap();
+    let mut rng = Seed(1).stream("ended");
+    let mut request = policy.begin(SimTime::ZERO, None, Safety::Idempotent);
+    policy.on_success(SimTime::from_millis(5), &mut request);
+    assert_eq!(request.outcome(), Some(true));
+    let d = policy.on_failure(
+        SimTime::from_millis(6),
+        &mut request,
+        Failure::Timeout,
+        &mut rng,
+    );
+    assert_eq!(
+        d,
+        RetryDecision::GiveUp {
+            reason: GiveUpReason::Finished
+        }
+    );
+    assert_eq!(request.outcome(), Some(true));
+}
+
+#[test]
+fn invalid_policies_name_the_field() {
+    let cases = [
+        ("(max_attempts: 0)", "max_attempts"),
+        ("(retry_on_status: [500, 404])", "retry_on_status[1]"),
+        (
+            "(backoff: (strategy: Exponential(delay_initial: \"1s\", multiplier: 0, delay_max: \"2s\")))",
+            "backoff.strategy.multiplier",
+        ),
+        (
+            "(budget: Some(Window((budget_percent: 200))))",
+            "budget.Window.budget_percent",
+        ),
+    ];
+    for (text, field) in cases {
+        let config: RetryConfig = ron::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let err = RetryPolicy::new(config).unwrap_err();
+        assert_eq!(err.field, field, "{text}: {err}");
+    }
+}
+
+/// Monte Carlo over the real policy: with independent failures of probability `f` and up
+/// to `n` retries (no budget, no deadline), attempts per request tend to Σ f^i (i = 0..n)
+/// and the success ratio to 1 − f^(n+1).
+fn monte_carlo(f: f64, n: u32, requests: u64, seed: u64) -> (f64, f64, f64, f64) {
+    let mut policy = RetryPolicy::new(RetryConfig {
+        max_attempts: n + 1,
+        backoff: constant_backoff(MS),
+        ..RetryConfig::default()
+    })
+    .unwrap();
+    let mut rng = Seed(seed).stream("retry/monte-carlo");
+    let (mut sum, mut sum_sq, mut successes) = (0.0, 0.0, 0u64);
+    let mut now = SimTime::ZERO;
+    for _ in 0..requests {
+        let mut request = policy.begin(now, None, Safety::Idempotent);
+        let mut attempts = 1u32;
+        loop {
+            now += MS;
+            if !bernoulli(&mut rng, f) {
+                policy.on_success(now, &mut request);
+                successes += 1;
+                break;
+            }
+            match policy.on_failure(now, &mut request, status(503), &mut rng) {
+                RetryDecision::Retry { after, .. } => {
+                    now += after;
+                    attempts += 1;
+                }
+                RetryDecision::GiveUp { .. } => break,
+            }
+        }
+        sum += f64::from(attempts);
+        sum_sq += f64::from(attempts) * f64::from(attempts);
+    }
+    let count = requests as f64;
+    let mean = sum / count;
+    let var = (sum_sq / count - mean * mean) * count / (count - 1.0);
+    (mean, (var / count).sqrt(), successes as f64 / count, count)
+}
+
+#[test]
+fn monte_carlo_matches_theory_within_three_standard_errors() {
+    let requests = 100_000;
+    for (i, (f, n)) in [(0.1, 2), (0.3, 2), (0.5, 1), (0.5, 4), (0.8, 3), (0.9, 5)]
+        .into_iter()
+        .enumerate()
+    {
+        let (mean, mean_se, success, count) = monte_carlo(f, n, requests, 100 + i as u64);
+        let expected_attempts: f64 = (0..=n).map(|i| libm::pow(f, f64::from(i))).sum();
+        let expected_success = 1.0 - libm::pow(f, f64::from(n + 1));
+        let success_se = (expected_success * (1.0 - expected_success) / count).sqrt();
+        eprintln!(
+            "f={f} n={n}: attempts/request {mean:.5} (theory {expected_attempts:.5}, se {mean_se:.5}); \
+             success {success:.5} (theory {expected_success:.5}, se {success_se:.5})"
+        );
+        assert!(
+            (mean - expected_attempts).abs() <= 3.0 * mean_se,
+            "f={f} n={n}: {mean} vs {expected_attempts}"
+        );
+        assert!(
+            (success - expected_success).abs() <= 3.0 * success_se,
+            "f={f} n={n}: {success} vs {expected_success}"
+        );
+    }
+}
