@@ -4,15 +4,16 @@
 //! the order they were scheduled (each schedule takes the next sequence number). Nothing else
 //! (the target, the payload, the memory layout) influences the order.
 //!
-//! **Design.** A binary heap (`std::collections::BinaryHeap`) holds the entries inline. A
-//! cancellable timer also takes a slot in a `slotmap`; cancelling removes the slot (O(1)), and
-//! the entry left in the heap is recognised as stale when it reaches the top (one failed slot
-//! lookup, no dispatch). Stale entries never outnumber live ones by much: when they make up
-//! more than half of the heap, the heap is rebuilt without them (O(n), amortised O(1) per
-//! cancel), so memory follows the number of live events even when almost every timeout is
-//! cancelled, as it is in a healthy request/response model. Plain events take no slot and
-//! pay one predictable branch. ARCHITECTURE.md records the measurements behind choosing this
-//! over the `priority-queue` crate.
+//! **Design.** Payloads live in a `slotmap` slab; a binary heap (`std::collections::BinaryHeap`)
+//! holds only 24-byte keys `(time, seq, slot)`, so a sift moves small entries whatever the
+//! size of the model's messages. Popping removes the slot; cancelling a timer removes its slot
+//! early (O(1)), and the key left in the heap is recognised as stale when it reaches the top:
+//! its slot removal fails, which costs one version comparison and no dispatch. Stale keys
+//! never outnumber live ones by much: when they make up more than half of the heap, the heap
+//! is rebuilt without them (O(n), amortised O(1) per cancel), so memory follows the number of
+//! live events even when almost every timeout is cancelled, as it is in a healthy
+//! request/response model. ARCHITECTURE.md records the measurements behind choosing this over
+//! the `priority-queue` crate.
 
 use crate::time::SimTime;
 use slotmap::{SlotMap, new_key_type};
@@ -20,8 +21,8 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 new_key_type! {
-    /// The slot of a live cancellable timer.
-    struct TimerKey;
+    /// The slab slot of a pending event.
+    struct SlotKey;
 }
 
 /// A handle to a cancellable event, returned by [`EventQueue::push_timer`].
@@ -29,7 +30,7 @@ new_key_type! {
 /// Cancelling a handle whose event already fired or was already cancelled does nothing, so
 /// a model may cancel without first checking whether the timeout raced the response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TimerId(TimerKey);
+pub struct TimerId(SlotKey);
 
 /// An event taken from the queue.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,28 +43,28 @@ pub struct Scheduled<P> {
     pub payload: P,
 }
 
-struct Entry<P> {
+#[derive(Clone, Copy)]
+struct HeapKey {
     time: SimTime,
     seq: u64,
-    timer: Option<TimerKey>,
-    payload: P,
+    slot: SlotKey,
 }
 
-impl<P> PartialEq for Entry<P> {
+impl PartialEq for HeapKey {
     fn eq(&self, other: &Self) -> bool {
         self.seq == other.seq
     }
 }
 
-impl<P> Eq for Entry<P> {}
+impl Eq for HeapKey {}
 
-impl<P> PartialOrd for Entry<P> {
+impl PartialOrd for HeapKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl<P> Ord for Entry<P> {
+impl Ord for HeapKey {
     /// Reversed, because `BinaryHeap` is a max-heap and we want the earliest (time, seq).
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
@@ -71,13 +72,13 @@ impl<P> Ord for Entry<P> {
     }
 }
 
-/// Stale entries below this count are never worth a rebuild.
+/// Stale keys below this count are never worth a rebuild.
 const COMPACT_MIN_STALE: usize = 1024;
 
 /// Pending events ordered by `(time, seq)`; see the module docs for the contract.
 pub struct EventQueue<P> {
-    heap: BinaryHeap<Entry<P>>,
-    timers: SlotMap<TimerKey, ()>,
+    heap: BinaryHeap<HeapKey>,
+    slots: SlotMap<SlotKey, P>,
     next_seq: u64,
     stale: usize,
     compactions: u64,
@@ -92,56 +93,47 @@ impl<P> Default for EventQueue<P> {
 impl<P> EventQueue<P> {
     /// An empty queue.
     pub fn new() -> Self {
-        EventQueue {
-            heap: BinaryHeap::new(),
-            timers: SlotMap::with_key(),
-            next_seq: 0,
-            stale: 0,
-            compactions: 0,
-        }
+        Self::with_capacity(0)
     }
 
     /// An empty queue with room for `capacity` pending events.
     pub fn with_capacity(capacity: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(capacity),
-            ..Self::new()
+            slots: SlotMap::with_capacity_and_key(capacity),
+            next_seq: 0,
+            stale: 0,
+            compactions: 0,
         }
     }
 
-    /// Schedules a plain (not cancellable) event and returns its sequence number.
+    #[inline]
+    fn insert(&mut self, time: SimTime, payload: P) -> (u64, SlotKey) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let slot = self.slots.insert(payload);
+        self.heap.push(HeapKey { time, seq, slot });
+        (seq, slot)
+    }
+
+    /// Schedules an event and returns its sequence number.
     #[inline]
     pub fn push(&mut self, time: SimTime, payload: P) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.heap.push(Entry {
-            time,
-            seq,
-            timer: None,
-            payload,
-        });
-        seq
+        self.insert(time, payload).0
     }
 
-    /// Schedules a cancellable event.
+    /// Schedules a cancellable event. (Every event is cancellable underneath; the handle is
+    /// what lets the model do it.)
     #[inline]
     pub fn push_timer(&mut self, time: SimTime, payload: P) -> TimerId {
-        let key = self.timers.insert(());
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.heap.push(Entry {
-            time,
-            seq,
-            timer: Some(key),
-            payload,
-        });
-        TimerId(key)
+        TimerId(self.insert(time, payload).1)
     }
 
-    /// Cancels a timer; returns false if it already fired or was already cancelled.
+    /// Cancels a timer and drops its payload; returns false if it already fired or was
+    /// already cancelled.
     #[inline]
     pub fn cancel(&mut self, timer: TimerId) -> bool {
-        if self.timers.remove(timer.0).is_none() {
+        if self.slots.remove(timer.0).is_none() {
             return false;
         }
         self.stale += 1;
@@ -153,59 +145,67 @@ impl<P> EventQueue<P> {
 
     /// True if the timer has neither fired nor been cancelled.
     pub fn is_pending(&self, timer: TimerId) -> bool {
-        self.timers.contains_key(timer.0)
+        self.slots.contains_key(timer.0)
     }
 
     fn compact(&mut self) {
-        let timers = &self.timers;
-        self.heap
-            .retain(|e| e.timer.is_none_or(|k| timers.contains_key(k)));
+        let slots = &self.slots;
+        self.heap.retain(|k| slots.contains_key(k.slot));
         self.stale = 0;
         self.compactions += 1;
+        debug_assert_eq!(self.heap.len(), self.slots.len());
     }
 
     /// Removes and returns the earliest live event.
     #[inline]
     pub fn pop(&mut self) -> Option<Scheduled<P>> {
+        self.pop_due(SimTime::MAX).ok()
+    }
+
+    /// Removes and returns the earliest live event if it is due at or before `until`;
+    /// otherwise returns the time of the earliest live event (`None` if there is none).
+    #[inline]
+    pub fn pop_due(&mut self, until: SimTime) -> Result<Scheduled<P>, Option<SimTime>> {
         loop {
-            let entry = self.heap.pop()?;
-            if let Some(key) = entry.timer
-                && self.timers.remove(key).is_none()
-            {
-                self.stale -= 1;
-                continue;
+            let top = *self.heap.peek().ok_or(None)?;
+            if top.time > until && self.slots.contains_key(top.slot) {
+                return Err(Some(top.time));
             }
-            return Some(Scheduled {
-                time: entry.time,
-                seq: entry.seq,
-                payload: entry.payload,
-            });
+            self.heap.pop();
+            match self.slots.remove(top.slot) {
+                Some(payload) => {
+                    return Ok(Scheduled {
+                        time: top.time,
+                        seq: top.seq,
+                        payload,
+                    });
+                }
+                None => self.stale -= 1,
+            }
         }
     }
 
-    /// The time of the earliest live event, dropping stale entries found on the way.
+    /// The time of the earliest live event, dropping stale keys found on the way.
     #[inline]
     pub fn peek_time(&mut self) -> Option<SimTime> {
         loop {
-            let top = self.heap.peek()?;
-            match top.timer {
-                Some(key) if !self.timers.contains_key(key) => {
-                    self.heap.pop();
-                    self.stale -= 1;
-                }
-                _ => return Some(top.time),
+            let top = *self.heap.peek()?;
+            if self.slots.contains_key(top.slot) {
+                return Some(top.time);
             }
+            self.heap.pop();
+            self.stale -= 1;
         }
     }
 
     /// Live (not cancelled) pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() - self.stale
+        self.slots.len()
     }
 
     /// True when no live event is pending.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.slots.is_empty()
     }
 
     /// The number of events ever scheduled (the next sequence number).
@@ -213,7 +213,7 @@ impl<P> EventQueue<P> {
         self.next_seq
     }
 
-    /// How many times the heap was rebuilt to shed cancelled entries.
+    /// How many times the heap was rebuilt to shed cancelled keys.
     pub fn compactions(&self) -> u64 {
         self.compactions
     }

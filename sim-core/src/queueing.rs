@@ -80,9 +80,9 @@ pub struct Station {
     pub started: Counter,
     wait_total_nanos: u128,
     batch_size: u64,
-    batch_sums: Vec<f64>,
-    batch_current: f64,
-    batch_count: u64,
+    /// Total wait (ns) of each completed batch of `batch_size` customers.
+    batch_totals: Vec<u128>,
+    batch_start_total: u128,
     queue_length_max: usize,
 }
 
@@ -124,12 +124,10 @@ impl Station {
     fn start_service(&mut self, ctx: &mut Ctx<'_, StationEvent, ()>, wait: SimDuration) {
         self.started.inc();
         self.wait_total_nanos += u128::from(wait.as_nanos());
-        self.batch_current += wait.as_secs_f64();
-        self.batch_count += 1;
-        if self.batch_count == self.batch_size {
-            self.batch_sums.push(self.batch_current);
-            self.batch_current = 0.0;
-            self.batch_count = 0;
+        if self.started.get() % self.batch_size == 0 {
+            self.batch_totals
+                .push(self.wait_total_nanos - self.batch_start_total);
+            self.batch_start_total = self.wait_total_nanos;
         }
         let work = self.service.sample(&mut self.service_rng);
         ctx.send_self(work, StationEvent::Departure);
@@ -146,14 +144,14 @@ impl Station {
     /// The standard error of [`Station::mean_wait_secs`] by batch means (the batches are long
     /// enough for their means to be nearly independent when the run is long).
     pub fn mean_wait_standard_error(&self) -> f64 {
-        let n = self.batch_sums.len();
+        let n = self.batch_totals.len();
         if n < 2 {
             return f64::INFINITY;
         }
         let means: Vec<f64> = self
-            .batch_sums
+            .batch_totals
             .iter()
-            .map(|s| s / self.batch_size as f64)
+            .map(|total| *total as f64 / self.batch_size as f64 / 1e9)
             .collect();
         let mean = means.iter().sum::<f64>() / n as f64;
         let var = means.iter().map(|m| (m - mean) * (m - mean)).sum::<f64>() / (n - 1) as f64;
@@ -235,9 +233,8 @@ pub fn run_mmc(params: MmcParams) -> MmcReport {
         started: Counter::default(),
         wait_total_nanos: 0,
         batch_size: (params.customers / BATCHES as u64).max(1),
-        batch_sums: Vec::with_capacity(BATCHES + 1),
-        batch_current: 0.0,
-        batch_count: 0,
+        batch_totals: Vec::with_capacity(BATCHES + 1),
+        batch_start_total: 0,
         queue_length_max: 0,
     };
     let limits = Limits::new(

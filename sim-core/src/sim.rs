@@ -351,18 +351,17 @@ impl<E: Entity> Sim<E> {
         if self.executed >= self.limits.max_events {
             return Err(StopReason::EventBudget);
         }
-        let next = match self.queue.peek_time() {
-            None => return Err(StopReason::Idle),
-            Some(t) => t,
+        let event = match self.queue.pop_due(until) {
+            Ok(event) => event,
+            Err(None) => return Err(StopReason::Idle),
+            Err(Some(_)) => {
+                return Err(if until >= self.limits.time_limit {
+                    StopReason::TimeLimit
+                } else {
+                    StopReason::Reached
+                });
+            }
         };
-        if next > until {
-            return Err(if until >= self.limits.time_limit {
-                StopReason::TimeLimit
-            } else {
-                StopReason::Reached
-            });
-        }
-        let event = self.queue.pop().expect("peeked event is present");
         assert!(
             event.time >= self.now,
             "event at {} fires before now {}",
