@@ -1,1 +1,45 @@
-//! Placeholder until its issue lands; see the crate docs for what this module will hold.
+//! Circuit breakers: stop calling a dependency that is failing, and test it before trusting
+//! it again.
+//!
+//! [`Breaker`] is configured by [`BreakerConfig`], whose field names and defaults are
+//! resilience4j's (`failure_rate_threshold` 50, `slow_call_rate_threshold` 100,
+//! `slow_call_duration_threshold` 60s, count-based window of 100 calls, `minimum_number_of_calls`
+//! 100, `wait_duration_in_open_state` 60s, 10 permitted calls half-open, no automatic
+//! transition). Added: a consecutive-failures trip, an open wait that backs off, three more
+//! half-open policies ([`HalfOpenPolicy`]), and a positive `max_wait_duration_in_half_open_state`
+//! (default 60s) so a half-open call that never reports back cannot wedge the breaker.
+//!
+//! A caller asks [`Breaker::try_acquire`]`(now)`, gets a [`BreakerDecision`] (admit with a
+//! [`Permit`], or reject with the reason and, when open, the time the wait ends), and reports
+//! back with `on_success(now, permit)`, `on_failure(now, permit)` or `on_ignored(now, permit)`.
+//! Every transition is logged with its time and cause ([`Breaker::transitions`]).
+//!
+//! ```text
+//!            failure rate ≥ threshold, slow-call rate ≥ threshold,
+//!            or consecutive failures ≥ threshold (once minimum calls are in)
+//!   ┌────────┐ ──────────────────────────────────────▶ ┌──────┐
+//!   │ CLOSED │                                         │ OPEN │ ◀─┐ wait: fixed or backing off
+//!   └────────┘ ◀───────┐                               └──────┘   │
+//!        ▲             │ trial passed                     │       │ trial failed, or
+//!        │             │                                  │ wait  │ no verdict within
+//!        │          ┌───────────┐ ◀───────────────────────┘ over  │ max_wait_duration_in_
+//!        │          │ HALF-OPEN │ ────────────────────────────────┘ half_open_state
+//!        │          └───────────┘
+//!        │   reset
+//!   FORCED_OPEN · FORCED_CLOSED · DISABLED   (operator: from any state, back by reset)
+//! ```
+//!
+//! Time-driven changes (the open wait ending, a half-open timeout, a ramp finishing) happen on
+//! the next call or on [`Breaker::advance`], stamped with the time they took effect when that
+//! time is known (automatic transition, half-open deadline, ramp end), else with the call's.
+
+mod config;
+mod machine;
+mod window;
+
+pub use config::{BREAKER_WINDOW_MAX, BreakerConfig, HalfOpenPolicy, SlidingWindowType};
+pub use machine::{
+    Breaker, BreakerDecision, BreakerRejection, BreakerStats, Cause, Permit, StateKind,
+    TRANSITION_LOG_MAX, Transition, is_legal_edge,
+};
+pub use window::WindowTotals;

@@ -1,0 +1,603 @@
+//! Circuit breakers: decisions and transitions a user can see, through one `check` helper.
+
+use patterns::breaker::{
+    Breaker, BreakerConfig, BreakerDecision, BreakerRejection, Cause, HalfOpenPolicy, Permit,
+    SlidingWindowType, StateKind, Transition,
+};
+use sim_core::{SimDuration, SimTime};
+
+/// One step of a script.
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// Ask to call; an admitted call gets the next permit number.
+    Call,
+    /// Report permit `n` as a success.
+    Ok(usize),
+    /// Report permit `n` as a failure.
+    Fail(usize),
+    /// Report permit `n` as ignored.
+    Ignore(usize),
+    /// Operator actions.
+    ForceOpen,
+    Disable,
+    Reset,
+    /// Just let time pass.
+    Advance,
+}
+
+fn kind(k: StateKind) -> &'static str {
+    match k {
+        StateKind::Closed => "closed",
+        StateKind::Open => "open",
+        StateKind::HalfOpen => "half_open",
+        StateKind::ForcedOpen => "forced_open",
+        StateKind::ForcedClosed => "forced_closed",
+        StateKind::Disabled => "disabled",
+    }
+}
+
+fn transition_line(t: &Transition) -> String {
+    let cause = match t.cause {
+        Cause::FailureRate(r) => format!("failure_rate {r}%"),
+        Cause::SlowCallRate(r) => format!("slow_call_rate {r}%"),
+        Cause::ConsecutiveFailures(n) => format!("{n} consecutive failures"),
+        Cause::OpenWaitElapsed => "wait elapsed".into(),
+        Cause::TrialPassed => "trial passed".into(),
+        Cause::TrialFailed => "trial failed".into(),
+        Cause::HalfOpenTimedOut => "half-open timed out".into(),
+        Cause::Operator => "operator".into(),
+    };
+    format!(
+        "  {}ms {} -> {} ({cause})",
+        t.at.as_nanos() / 1_000_000,
+        kind(t.from),
+        kind(t.to)
+    )
+}
+
+/// Runs `(ms, op)` steps; the trace has one line per call decision and one indented line per
+/// transition (stamped with the time it took effect), in the order they happened.
+fn check(config: BreakerConfig, script: &[(u64, Op)], expected: &[&str]) {
+    let mut breaker = Breaker::new(&config).expect("valid config");
+    let mut permits: Vec<Permit> = Vec::new();
+    let mut trace = Vec::new();
+    for &(t, op) in script {
+        let now = SimTime::from_millis(t);
+        let mut decision = None;
+        match op {
+            Op::Call => match breaker.try_acquire(now) {
+                BreakerDecision::Admit(p) => {
+                    decision = Some(format!("{t}ms admit #{}", permits.len()));
+                    permits.push(p);
+                }
+                BreakerDecision::Reject { reason, retry_at } => {
+                    let reason = match reason {
+                        BreakerRejection::Open => "open",
+                        BreakerRejection::HalfOpenFull => "half_open_full",
+                        BreakerRejection::ForcedOpen => "forced_open",
+                    };
+                    let retry =
+                        retry_at.map_or("-".into(), |r| format!("{}ms", r.as_nanos() / 1_000_000));
+                    decision = Some(format!("{t}ms reject {reason} retry_at={retry}"));
+                }
+            },
+            Op::Ok(n) => breaker.on_success(now, permits[n]),
+            Op::Fail(n) => breaker.on_failure(now, permits[n]),
+            Op::Ignore(n) => breaker.on_ignored(now, permits[n]),
+            Op::ForceOpen => breaker.force_open(now),
+            Op::Disable => breaker.disable(now),
+            Op::Reset => breaker.reset(now),
+            Op::Advance => breaker.advance(now),
+        }
+        // Transitions the call caused or found due come first, then the decision.
+        trace.extend(breaker.take_transitions().iter().map(transition_line));
+        trace.extend(decision);
+    }
+    assert_eq!(trace, expected, "\ntrace:\n{}", trace.join("\n"));
+}
+
+fn small() -> BreakerConfig {
+    BreakerConfig {
+        sliding_window_size: 4,
+        minimum_number_of_calls: 4,
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        half_open: HalfOpenPolicy::PermittedCalls {
+            permitted_number_of_calls_in_half_open_state: 2,
+        },
+        max_wait_duration_in_half_open_state: SimDuration::from_secs(5),
+        ..BreakerConfig::default()
+    }
+}
+
+use Op::*;
+
+#[test]
+fn defaults_are_resilience4j_s() {
+    let c = BreakerConfig::default();
+    assert_eq!(c.failure_rate_threshold, 50.0);
+    assert_eq!(c.slow_call_rate_threshold, 100.0);
+    assert_eq!(c.slow_call_duration_threshold, SimDuration::from_secs(60));
+    assert_eq!(c.sliding_window_type, SlidingWindowType::CountBased);
+    assert_eq!(
+        (c.sliding_window_size, c.minimum_number_of_calls),
+        (100, 100)
+    );
+    assert_eq!(c.wait_duration_in_open_state, SimDuration::from_secs(60));
+    assert_eq!(
+        c.half_open,
+        HalfOpenPolicy::PermittedCalls {
+            permitted_number_of_calls_in_half_open_state: 10
+        }
+    );
+    assert!(!c.automatic_transition_from_open_to_half_open_enabled);
+    c.validate().unwrap();
+}
+
+#[test]
+fn trips_at_the_failure_rate_once_the_minimum_is_in_then_tests_and_closes() {
+    check(
+        small(),
+        &[
+            (0, Call),
+            (0, Call),
+            (0, Call),
+            (10, Fail(0)),
+            (20, Fail(1)),
+            (30, Ok(2)),
+            (40, Call),
+            (50, Fail(3)),
+            (60, Call),
+            (1059, Call),
+            (1060, Call),
+            (1061, Call),
+            (1062, Call),
+            (1070, Ok(4)),
+            (1080, Ok(5)),
+            (1090, Call),
+        ],
+        &[
+            "0ms admit #0",
+            "0ms admit #1",
+            "0ms admit #2",
+            "40ms admit #3",
+            "  50ms closed -> open (failure_rate 75%)",
+            "60ms reject open retry_at=1050ms",
+            "  1059ms open -> half_open (wait elapsed)",
+            "1059ms admit #4",
+            "1060ms admit #5",
+            "1061ms reject half_open_full retry_at=-",
+            "1062ms reject half_open_full retry_at=-",
+            "  1080ms half_open -> closed (trial passed)",
+            "1090ms admit #6",
+        ],
+    );
+}
+
+#[test]
+fn automatic_transition_is_stamped_at_the_end_of_the_wait() {
+    let config = BreakerConfig {
+        automatic_transition_from_open_to_half_open_enabled: true,
+        ..small()
+    };
+    check(
+        config,
+        &[
+            (0, Call),
+            (0, Call),
+            (0, Call),
+            (0, Call),
+            (5, Fail(0)),
+            (5, Fail(1)),
+            (5, Ok(2)),
+            (5, Ok(3)),
+            (2000, Advance),
+        ],
+        &[
+            "0ms admit #0",
+            "0ms admit #1",
+            "0ms admit #2",
+            "0ms admit #3",
+            "  5ms closed -> open (failure_rate 50%)",
+            "  1005ms open -> half_open (wait elapsed)",
+        ],
+    );
+}
+
+#[test]
+fn slow_calls_trip_the_slow_call_rate() {
+    let config = BreakerConfig {
+        slow_call_rate_threshold: 50.0,
+        slow_call_duration_threshold: SimDuration::from_secs(1),
+        ..small()
+    };
+    check(
+        config,
+        &[
+            (0, Call),
+            (0, Call),
+            (0, Call),
+            (0, Call),
+            (1000, Ok(0)),
+            (1001, Ok(1)),
+            (1001, Ok(2)),
+            (1500, Ok(3)),
+        ],
+        &[
+            "0ms admit #0",
+            "0ms admit #1",
+            "0ms admit #2",
+            "0ms admit #3",
+            "  1500ms closed -> open (slow_call_rate 75%)",
+        ],
+    );
+}
+
+#[test]
+fn consecutive_failures_trip_and_a_single_probe_decides() {
+    let config = BreakerConfig {
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        ..BreakerConfig::consecutive_failures(2)
+    };
+    check(
+        config,
+        &[
+            (0, Call),
+            (1, Fail(0)),
+            (2, Call),
+            (3, Ok(1)),
+            (4, Call),
+            (5, Fail(2)),
+            (6, Call),
+            (7, Fail(3)),
+            (1007, Call),
+            (1008, Call),
+            (1009, Fail(4)),
+            (2009, Call),
+            (2010, Ok(5)),
+        ],
+        &[
+            "0ms admit #0",
+            "2ms admit #1",
+            "4ms admit #2",
+            "6ms admit #3",
+            "  7ms closed -> open (2 consecutive failures)",
+            "  1007ms open -> half_open (wait elapsed)",
+            "1007ms admit #4",
+            "1008ms reject half_open_full retry_at=-",
+            "  1009ms half_open -> open (trial failed)",
+            "  2009ms open -> half_open (wait elapsed)",
+            "2009ms admit #5",
+            "  2010ms half_open -> closed (trial passed)",
+        ],
+    );
+}
+
+#[test]
+fn a_half_open_call_that_never_reports_cannot_wedge_the_breaker() {
+    let config = BreakerConfig {
+        max_wait_duration_in_half_open_state: SimDuration::from_secs(3),
+        ..BreakerConfig::consecutive_failures(1)
+    };
+    let config = BreakerConfig {
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        ..config
+    };
+    check(
+        config,
+        &[
+            (0, Call),
+            (0, Fail(0)),
+            (1000, Call),
+            (2000, Call),
+            (3999, Call),
+            (4000, Advance),
+            (4500, Call),
+            (5000, Call),
+            (5001, Call),
+            (5001, Ok(1)),
+            (5002, Ok(2)),
+        ],
+        &[
+            "0ms admit #0",
+            "  0ms closed -> open (1 consecutive failures)",
+            "  1000ms open -> half_open (wait elapsed)",
+            "1000ms admit #1",
+            "2000ms reject half_open_full retry_at=-",
+            "3999ms reject half_open_full retry_at=-",
+            "  4000ms half_open -> open (half-open timed out)",
+            "4500ms reject open retry_at=5000ms",
+            "  5000ms open -> half_open (wait elapsed)",
+            "5000ms admit #2",
+            "5001ms reject half_open_full retry_at=-",
+            "  5002ms half_open -> closed (trial passed)",
+        ],
+    );
+}
+
+#[test]
+fn the_open_wait_backs_off_and_is_capped() {
+    let config = BreakerConfig {
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        wait_duration_in_open_state_multiplier: 2.0,
+        wait_duration_in_open_state_max: SimDuration::from_secs(3),
+        ..BreakerConfig::consecutive_failures(1)
+    };
+    check(
+        config,
+        &[
+            (0, Call),
+            (0, Fail(0)),
+            (1000, Call),
+            (1000, Fail(1)),
+            (3000, Call),
+            (3000, Fail(2)),
+            (6000, Call),
+            (6000, Ok(3)),
+            (6000, Call),
+            (6000, Fail(4)),
+            (6001, Call),
+        ],
+        &[
+            "0ms admit #0",
+            "  0ms closed -> open (1 consecutive failures)",
+            "  1000ms open -> half_open (wait elapsed)",
+            "1000ms admit #1",
+            "  1000ms half_open -> open (trial failed)",
+            "  3000ms open -> half_open (wait elapsed)",
+            "3000ms admit #2",
+            "  3000ms half_open -> open (trial failed)",
+            "  6000ms open -> half_open (wait elapsed)",
+            "6000ms admit #3",
+            "  6000ms half_open -> closed (trial passed)",
+            "6000ms admit #4",
+            "  6000ms closed -> open (1 consecutive failures)",
+            "6001ms reject open retry_at=7000ms",
+        ],
+    );
+}
+
+#[test]
+fn success_threshold_closes_after_enough_successes_and_opens_on_a_failure() {
+    let config = BreakerConfig {
+        half_open: HalfOpenPolicy::SuccessThreshold {
+            permitted_calls: 3,
+            success_threshold: 2,
+        },
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        ..BreakerConfig::consecutive_failures(1)
+    };
+    check(
+        config,
+        &[
+            (0, Call),
+            (0, Fail(0)),
+            (1000, Call),
+            (1000, Call),
+            (1000, Call),
+            (1000, Call),
+            (1001, Ignore(1)),
+            (1002, Call),
+            (1003, Ok(2)),
+            (1004, Fail(4)),
+            (2004, Call),
+            (2004, Call),
+            (2005, Ok(5)),
+            (2006, Ok(6)),
+        ],
+        &[
+            "0ms admit #0",
+            "  0ms closed -> open (1 consecutive failures)",
+            "  1000ms open -> half_open (wait elapsed)",
+            "1000ms admit #1",
+            "1000ms admit #2",
+            "1000ms admit #3",
+            "1000ms reject half_open_full retry_at=-",
+            "1002ms admit #4",
+            "  1004ms half_open -> open (trial failed)",
+            "  2004ms open -> half_open (wait elapsed)",
+            "2004ms admit #5",
+            "2004ms admit #6",
+            "  2006ms half_open -> closed (trial passed)",
+        ],
+    );
+}
+
+#[test]
+fn a_late_report_from_an_earlier_state_is_not_judged() {
+    let config = BreakerConfig {
+        half_open: HalfOpenPolicy::SuccessThreshold {
+            permitted_calls: 3,
+            success_threshold: 2,
+        },
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        ..BreakerConfig::consecutive_failures(1)
+    };
+    let mut b = Breaker::new(&config).unwrap();
+    let BreakerDecision::Admit(early) = b.try_acquire(SimTime::ZERO) else {
+        panic!("closed admits")
+    };
+    let BreakerDecision::Admit(failing) = b.try_acquire(SimTime::ZERO) else {
+        panic!("closed admits")
+    };
+    b.on_failure(SimTime::from_millis(1), failing);
+    assert_eq!(b.state(), StateKind::Open);
+    let BreakerDecision::Admit(probe) = b.try_acquire(SimTime::from_secs(2)) else {
+        panic!("half-open admits a probe")
+    };
+    // The call admitted while closed reports now: it must not count as a half-open success.
+    b.on_success(SimTime::from_secs(2), early);
+    b.on_success(SimTime::from_secs(2), probe);
+    assert_eq!(b.state(), StateKind::HalfOpen);
+    assert_eq!(b.stats().stale_reports, 1);
+}
+
+#[test]
+fn ramp_lets_a_growing_share_through_then_closes() {
+    let config = BreakerConfig {
+        half_open: HalfOpenPolicy::Ramp {
+            ramp_duration: SimDuration::from_secs(4),
+        },
+        wait_duration_in_open_state: SimDuration::from_secs(1),
+        ..BreakerConfig::consecutive_failures(1)
+    };
+    let mut b = Breaker::new(&config).unwrap();
+    let BreakerDecision::Admit(p) = b.try_acquire(SimTime::ZERO) else {
+        panic!()
+    };
+    b.on_failure(SimTime::ZERO, p);
+    // Half-open from 1s; calls every 10ms. Admitted share per second of ramp ≈ elapsed / 4s.
+    let mut admitted_per_second = [0u32; 5];
+    for i in 0..500u64 {
+        let now = SimTime::from_millis(1000 + i * 10);
+        if let BreakerDecision::Admit(p) = b.try_acquire(now) {
+            admitted_per_second[(i / 100) as usize] += 1;
+            b.on_success(now, p);
+        }
+    }
+    // Shares of about 1/8, 3/8, 5/8, 7/8 of 100 calls, then closed (all 100).
+    assert_eq!(admitted_per_second, [13, 37, 63, 87, 100]);
+    let t: Vec<String> = b.transitions().iter().map(transition_line).collect();
+    assert_eq!(
+        t[t.len() - 1],
+        "  5000ms half_open -> closed (trial passed)"
+    );
+}
+
+#[test]
+fn operators_force_and_reset() {
+    check(
+        small(),
+        &[
+            (0, ForceOpen),
+            (1, Call),
+            (2, Disable),
+            (3, Call),
+            (4, Fail(0)),
+            (5, Reset),
+            (6, Call),
+        ],
+        &[
+            "  0ms closed -> forced_open (operator)",
+            "1ms reject forced_open retry_at=-",
+            "  2ms forced_open -> disabled (operator)",
+            "3ms admit #0",
+            "  5ms disabled -> closed (operator)",
+            "6ms admit #1",
+        ],
+    );
+}
+
+#[test]
+fn time_based_window_forgets_old_seconds() {
+    let config = BreakerConfig {
+        sliding_window_type: SlidingWindowType::TimeBased,
+        sliding_window_size: 2,
+        minimum_number_of_calls: 2,
+        ..small()
+    };
+    // Two failures at 0s leave the window by 2s; one failure and one success then make 50%.
+    check(
+        config,
+        &[
+            (0, Call),
+            (0, Fail(0)),
+            (2500, Call),
+            (2500, Ok(1)),
+            (2600, Call),
+            (2600, Fail(2)),
+        ],
+        &[
+            "0ms admit #0",
+            "2500ms admit #1",
+            "2600ms admit #2",
+            "  2600ms closed -> open (failure_rate 50%)",
+        ],
+    );
+}
+
+#[test]
+fn time_going_backwards_does_not_panic_or_shorten_the_wait() {
+    let mut b = Breaker::new(&BreakerConfig::consecutive_failures(1)).unwrap();
+    let BreakerDecision::Admit(p) = b.try_acquire(SimTime::from_secs(100)) else {
+        panic!()
+    };
+    b.on_failure(SimTime::from_secs(100), p);
+    assert_eq!(
+        b.try_acquire(SimTime::from_secs(1)),
+        BreakerDecision::Reject {
+            reason: BreakerRejection::Open,
+            retry_at: Some(SimTime::from_secs(160))
+        }
+    );
+}
+
+#[test]
+fn invalid_configs_name_their_field() {
+    let base = BreakerConfig::default;
+    let cases = [
+        (
+            BreakerConfig {
+                failure_rate_threshold: 120.0,
+                ..base()
+            },
+            "failure_rate_threshold: must be in (0, 100], got 120",
+        ),
+        (
+            BreakerConfig {
+                slow_call_rate_threshold: 0.0,
+                ..base()
+            },
+            "slow_call_rate_threshold: must be in (0, 100], got 0",
+        ),
+        (
+            BreakerConfig {
+                sliding_window_size: 0,
+                ..base()
+            },
+            "sliding_window_size: must be in [1, 1000000], got 0",
+        ),
+        (
+            BreakerConfig {
+                max_wait_duration_in_half_open_state: SimDuration::ZERO,
+                ..base()
+            },
+            "max_wait_duration_in_half_open_state: must be positive, got 0s (a call that never reports back would wedge the breaker half-open)",
+        ),
+        (
+            BreakerConfig {
+                half_open: HalfOpenPolicy::SuccessThreshold {
+                    permitted_calls: 2,
+                    success_threshold: 3,
+                },
+                ..base()
+            },
+            "half_open.success_threshold: must be in [1, permitted_calls = 2], got 3",
+        ),
+        (
+            BreakerConfig {
+                wait_duration_in_open_state_multiplier: f64::NAN,
+                ..base()
+            },
+            "wait_duration_in_open_state_multiplier: must be in [1, 100], got NaN",
+        ),
+    ];
+    for (config, message) in cases {
+        assert_eq!(config.validate().unwrap_err().to_string(), message);
+        assert!(Breaker::new(&config).is_err());
+    }
+}
+
+#[test]
+fn config_reads_from_ron_with_defaults_and_rejects_unknown_fields() {
+    let c: BreakerConfig = ron::from_str(
+        r#"(failure_rate_threshold: 25, wait_duration_in_open_state: "30s",
+            half_open: (kind: "success_threshold", permitted_calls: 5, success_threshold: 3))"#,
+    )
+    .expect("breaker config");
+    assert_eq!(c.failure_rate_threshold, 25.0);
+    assert_eq!(c.wait_duration_in_open_state, SimDuration::from_secs(30));
+    assert_eq!(c.minimum_number_of_calls, 100);
+    c.validate().unwrap();
+    let e = ron::from_str::<BreakerConfig>("(failure_rate: 25)").unwrap_err();
+    assert!(e.to_string().contains("failure_rate"), "{e}");
+}

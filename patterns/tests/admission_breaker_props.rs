@@ -1,0 +1,328 @@
+//! Circuit breaker state-machine properties, and the closed-state judge against a naive model.
+
+use patterns::breaker::{
+    Breaker, BreakerConfig, BreakerDecision, BreakerRejection, Cause, HalfOpenPolicy, Permit,
+    SlidingWindowType, StateKind, is_legal_edge,
+};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use sim_core::{SimDuration, SimTime};
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Call,
+    Report { permit: usize, failed: bool },
+    Ignore { permit: usize },
+    ForceOpen,
+    ForceClosed,
+    Disable,
+    Reset,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => Just(Op::Call),
+        8 => (any::<usize>(), any::<bool>()).prop_map(|(permit, failed)| Op::Report { permit, failed }),
+        1 => any::<usize>().prop_map(|permit| Op::Ignore { permit }),
+        1 => prop_oneof![Just(Op::ForceOpen), Just(Op::ForceClosed), Just(Op::Disable), Just(Op::Reset)],
+    ]
+}
+
+fn ms(n: u64) -> SimDuration {
+    SimDuration::from_millis(n)
+}
+
+fn config() -> impl Strategy<Value = BreakerConfig> {
+    let policy = prop_oneof![
+        (1u32..5).prop_map(|n| HalfOpenPolicy::PermittedCalls {
+            permitted_number_of_calls_in_half_open_state: n
+        }),
+        Just(HalfOpenPolicy::SingleProbe),
+        (1u32..5, 1u32..5).prop_map(|(a, b)| HalfOpenPolicy::SuccessThreshold {
+            permitted_calls: a.max(b),
+            success_threshold: a.min(b),
+        }),
+        (1u64..4000).prop_map(|r| HalfOpenPolicy::Ramp {
+            ramp_duration: ms(r)
+        }),
+    ];
+    (
+        (
+            1u32..=100,
+            1u32..=100,
+            1u64..3000,
+            any::<bool>(),
+            1u32..8,
+            1u32..8,
+        ),
+        (
+            proptest::option::of(1u32..4),
+            1u64..3000,
+            1.0f64..3.0,
+            any::<bool>(),
+            policy,
+            1u64..5000,
+        ),
+    )
+        .prop_map(
+            |(
+                (failure, slow, slow_ms, time_based, size, minimum),
+                (consecutive, wait, multiplier, automatic, half_open, max_wait),
+            )| BreakerConfig {
+                failure_rate_threshold: f64::from(failure),
+                slow_call_rate_threshold: f64::from(slow),
+                slow_call_duration_threshold: ms(slow_ms),
+                sliding_window_type: if time_based {
+                    SlidingWindowType::TimeBased
+                } else {
+                    SlidingWindowType::CountBased
+                },
+                sliding_window_size: size,
+                minimum_number_of_calls: minimum,
+                consecutive_failure_threshold: consecutive,
+                wait_duration_in_open_state: ms(wait),
+                wait_duration_in_open_state_multiplier: multiplier,
+                wait_duration_in_open_state_max: ms(wait * 3),
+                automatic_transition_from_open_to_half_open_enabled: automatic,
+                half_open,
+                max_wait_duration_in_half_open_state: ms(max_wait),
+            },
+        )
+}
+
+/// Permits of the current half-open state, as the policy states them (none for a ramp).
+fn permits(config: &BreakerConfig) -> Option<u32> {
+    match config.half_open {
+        HalfOpenPolicy::PermittedCalls {
+            permitted_number_of_calls_in_half_open_state: n,
+        } => Some(n),
+        HalfOpenPolicy::SingleProbe => Some(1),
+        HalfOpenPolicy::SuccessThreshold {
+            permitted_calls, ..
+        } => Some(permitted_calls),
+        HalfOpenPolicy::Ramp { .. } => None,
+    }
+}
+
+/// Drives `steps` and checks the state-machine properties after every step.
+fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError> {
+    let mut breaker = Breaker::new(&config).expect("generated configs are valid");
+    let mut now = SimTime::ZERO;
+    let mut state = StateKind::Closed;
+    let mut transitions = 0usize;
+    let mut last_at = SimTime::ZERO;
+    // (permit, transitions seen when admitted, still in flight)
+    let mut permits_out: Vec<(Permit, usize, bool)> = Vec::new();
+    for &(gap, op) in steps {
+        now += ms(gap);
+        let open_until = breaker.open_until();
+        match op {
+            Op::Call => {
+                let d = breaker.try_acquire(now);
+                if let Some(until) = open_until {
+                    prop_assert!(
+                        !(d.allowed() && now < until),
+                        "admitted at {} while open until {}",
+                        now,
+                        until
+                    );
+                }
+                match d {
+                    BreakerDecision::Admit(p) => permits_out.push((p, transitions, true)),
+                    BreakerDecision::Reject {
+                        reason: BreakerRejection::Open,
+                        retry_at,
+                    } => {
+                        prop_assert!(
+                            retry_at.is_some_and(|r| r > now),
+                            "open without a future retry"
+                        );
+                    }
+                    BreakerDecision::Reject { .. } => {}
+                }
+            }
+            Op::Report { permit, failed } if !permits_out.is_empty() => {
+                let i = permit % permits_out.len();
+                let (p, _, _) = permits_out[i];
+                permits_out[i].2 = false;
+                if failed {
+                    breaker.on_failure(now, p)
+                } else {
+                    breaker.on_success(now, p)
+                }
+            }
+            Op::Ignore { permit } if !permits_out.is_empty() => {
+                let i = permit % permits_out.len();
+                permits_out[i].2 = false;
+                breaker.on_ignored(now, permits_out[i].0);
+            }
+            Op::Report { .. } | Op::Ignore { .. } => breaker.advance(now),
+            Op::ForceOpen => breaker.force_open(now),
+            Op::ForceClosed => breaker.force_closed(now),
+            Op::Disable => breaker.disable(now),
+            Op::Reset => breaker.reset(now),
+        }
+        let new = breaker.take_transitions();
+        // An admitted call belongs to the state that admitted it, after any transitions the
+        // call itself triggered.
+        if let (Op::Call, Some(last)) = (op, permits_out.last_mut()) {
+            if last.1 == transitions {
+                last.1 += new.len();
+            }
+        }
+        for t in &new {
+            prop_assert_eq!(t.from, state, "transition chain broken: {:?}", t);
+            prop_assert!(
+                t.cause == Cause::Operator || is_legal_edge(t.from, t.to),
+                "illegal edge {:?}",
+                t
+            );
+            prop_assert!(
+                t.at >= last_at && t.at <= now,
+                "transition time out of order: {:?}",
+                t
+            );
+            last_at = t.at;
+            state = t.to;
+        }
+        transitions += new.len();
+        prop_assert_eq!(state, breaker.state());
+        if state == StateKind::HalfOpen {
+            let half_open_in_flight = permits_out
+                .iter()
+                .filter(|(_, epoch, in_flight)| *epoch == transitions && *in_flight)
+                .count() as u32;
+            if let Some(limit) = permits(&config) {
+                prop_assert!(
+                    half_open_in_flight <= limit,
+                    "half-open holds {} calls, permits {}",
+                    half_open_in_flight,
+                    limit
+                );
+            }
+        }
+    }
+    // No wedge: whatever happened, once every wait has passed a call gets through (unless an
+    // operator holds the breaker open).
+    let later = now
+        + config.max_wait_duration_in_half_open_state
+        + config.wait_duration_in_open_state_max
+        + SimDuration::from_secs(5);
+    let d = breaker.try_acquire(later);
+    if breaker.state() != StateKind::ForcedOpen {
+        prop_assert!(d.allowed(), "wedged in {:?}: {:?}", breaker.state(), d);
+    }
+    Ok(())
+}
+
+/// The closed-state judge, recomputed from every outcome since the last close.
+fn naive_trips(config: &BreakerConfig, outcomes: &[(bool, bool)]) -> bool {
+    let run = outcomes
+        .iter()
+        .rev()
+        .take_while(|(failed, _)| *failed)
+        .count() as u32;
+    if config
+        .consecutive_failure_threshold
+        .is_some_and(|n| run >= n)
+    {
+        return true;
+    }
+    let size = config.sliding_window_size as usize;
+    let window = &outcomes[outcomes.len().saturating_sub(size)..];
+    let minimum = config
+        .minimum_number_of_calls
+        .min(config.sliding_window_size) as usize;
+    if window.len() < minimum {
+        return false;
+    }
+    let rate = |k: usize| 100.0 * k as f64 / window.len() as f64;
+    rate(window.iter().filter(|o| o.0).count()) >= config.failure_rate_threshold
+        || rate(window.iter().filter(|o| o.1).count()) >= config.slow_call_rate_threshold
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/admission_breaker_props.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn breaker_state_machine_holds_its_properties(
+        config in config(),
+        steps in proptest::collection::vec((0u64..2500, op()), 1..200),
+    ) {
+        check(config, &steps)?;
+    }
+
+    #[test]
+    fn count_based_judge_matches_the_naive_recount(
+        config in config(),
+        outcomes in proptest::collection::vec((any::<bool>(), 0u64..4000), 1..120),
+    ) {
+        let config = BreakerConfig { sliding_window_type: SlidingWindowType::CountBased, ..config };
+        let mut breaker = Breaker::new(&config).unwrap();
+        let mut seen = Vec::new();
+        let mut now = SimTime::ZERO;
+        for (failed, duration_ms) in outcomes {
+            let BreakerDecision::Admit(p) = breaker.try_acquire(now) else {
+                prop_assert!(false, "closed breaker refused");
+                unreachable!()
+            };
+            now += ms(duration_ms);
+            if failed { breaker.on_failure(now, p) } else { breaker.on_success(now, p) }
+            seen.push((failed, ms(duration_ms) > config.slow_call_duration_threshold));
+            let tripped = naive_trips(&config, &seen);
+            prop_assert_eq!(breaker.state() == StateKind::Open, tripped, "after {:?}", seen);
+            if tripped { break; }
+        }
+    }
+
+    #[test]
+    fn arbitrary_breaker_configs_are_refused_with_a_field_or_never_panic(
+        failure in prop_oneof![Just(f64::NAN), -1.0f64..200.0, Just(100.0)],
+        size in prop_oneof![Just(0u32), 1u32..10, Just(u32::MAX)],
+        minimum in prop_oneof![Just(0u32), 1u32..10],
+        wait in prop_oneof![Just(0u64), 1u64..u64::MAX],
+        max_wait in prop_oneof![Just(0u64), 1u64..u64::MAX],
+        multiplier in prop_oneof![Just(f64::INFINITY), 0.0f64..200.0],
+        time_based in any::<bool>(),
+        steps in proptest::collection::vec((prop_oneof![0u64..5000, any::<u64>()], op()), 0..60),
+    ) {
+        let config = BreakerConfig {
+            failure_rate_threshold: failure,
+            sliding_window_size: size,
+            minimum_number_of_calls: minimum,
+            sliding_window_type: if time_based { SlidingWindowType::TimeBased } else { SlidingWindowType::CountBased },
+            wait_duration_in_open_state: SimDuration::from_nanos(wait),
+            wait_duration_in_open_state_max: SimDuration::from_nanos(wait.saturating_mul(2)),
+            wait_duration_in_open_state_multiplier: multiplier,
+            max_wait_duration_in_half_open_state: SimDuration::from_nanos(max_wait),
+            consecutive_failure_threshold: Some(2),
+            ..BreakerConfig::default()
+        };
+        match Breaker::new(&config) {
+            Err(e) => {
+                prop_assert!(!e.field.is_empty());
+                prop_assert!(!e.reason.starts_with(char::is_uppercase) && !e.reason.ends_with('.'), "{}", e);
+            }
+            Ok(mut b) => {
+                let mut permits = Vec::new();
+                let mut now = SimTime::ZERO;
+                for (gap, op) in steps {
+                    now = now.saturating_add(SimDuration::from_nanos(gap));
+                    match op {
+                        Op::Call => if let BreakerDecision::Admit(p) = b.try_acquire(now) { permits.push(p) },
+                        Op::Report { permit, failed } if !permits.is_empty() => {
+                            let p = permits[permit % permits.len()];
+                            if failed { b.on_failure(now, p) } else { b.on_success(now, p) }
+                        }
+                        _ => b.advance(now),
+                    }
+                }
+            }
+        }
+    }
+}
