@@ -97,14 +97,16 @@ fn fault_plan(nodes: usize, shapes: Vec<Shape>) -> impl Strategy<Value = FaultPl
         0u64..200_000,
         1u64..120_000,
     )
-        .prop_map(|(shape, from, to, one_way, start_us, length_us)| FaultPlan {
-            shape,
-            from,
-            to,
-            one_way,
-            start_us,
-            length_us,
-        })
+        .prop_map(
+            |(shape, from, to, one_way, start_us, length_us)| FaultPlan {
+                shape,
+                from,
+                to,
+                one_way,
+                start_us,
+                length_us,
+            },
+        )
 }
 
 fn plan(lossy: bool, shapes: Vec<Shape>) -> impl Strategy<Value = Plan> {
@@ -114,7 +116,11 @@ fn plan(lossy: bool, shapes: Vec<Shape>) -> impl Strategy<Value = Plan> {
         } else {
             prop::collection::vec(fault_plan(nodes, shapes.clone()), 1..=3).boxed()
         };
-        let ratio = if lossy { 0.0..0.3 } else { 0.0..f64::MIN_POSITIVE };
+        let ratio = if lossy {
+            0.0..0.3
+        } else {
+            0.0..f64::MIN_POSITIVE
+        };
         (
             Just(nodes),
             0u64..5_000,
