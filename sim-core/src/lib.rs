@@ -21,6 +21,7 @@
 //! | [`rng`] | named random streams |
 //! | [`sample`] | distributions and primitive draws |
 //! | [`digest`] | the run digest |
+//! | [`error`] | [`ConfigError`], the error of every `validate()` |
 //! | [`metrics`] | counters, histograms, series |
 //! | [`queueing`] | the M/M/c reference model and its theory |
 //!
@@ -54,6 +55,7 @@
 //! ```
 
 pub mod digest;
+pub mod error;
 pub mod metrics;
 pub mod queue;
 pub mod queueing;
@@ -63,6 +65,7 @@ pub mod sim;
 pub mod time;
 
 pub use digest::Digest;
+pub use error::ConfigError;
 pub use queue::{EventQueue, TimerId};
 pub use rng::{RngStream, Seed};
 pub use sample::{Dist, DistError, Sampler};

@@ -24,10 +24,10 @@
 //! Samples are integer nanoseconds, rounded to nearest and clamped to [`SAMPLE_MAX`] so that
 //! `now + sample` cannot overflow in any run shorter than a few centuries.
 
+use crate::error::ConfigError;
 use crate::time::SimDuration;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// The largest value a sampler returns (10¹⁸ ns, about 31.7 years).
 pub const SAMPLE_MAX: SimDuration = SimDuration::from_nanos(1_000_000_000_000_000_000);
@@ -215,27 +215,11 @@ pub struct Component {
 }
 
 /// Why a [`Dist`] cannot be sampled: the field (relative to the distribution) and the fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DistError {
-    /// The offending field, relative to the distribution, e.g. `components[1].weight`.
-    pub field: String,
-    /// What is wrong and how to fix it.
-    pub reason: String,
-}
-
-impl fmt::Display for DistError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for DistError {}
+/// The same type as every other `validate()` error in resim.
+pub type DistError = ConfigError;
 
 fn dist_error(field: impl Into<String>, reason: impl Into<String>) -> DistError {
-    DistError {
-        field: field.into(),
-        reason: reason.into(),
-    }
+    ConfigError::new(field, reason)
 }
 
 /// A compiled distribution: parameters checked and precomputed, ready to draw from.
