@@ -1,0 +1,76 @@
+//! Running a scenario: build the world for a seed, run it within its limits, report.
+
+use crate::error::ScenarioError;
+use crate::report::Report;
+use crate::schema::Scenario;
+use crate::validate::validate;
+use crate::world::World;
+use sim_core::{Limits, Seed, Sim, SimDuration, SimTime, TraceRecord};
+
+/// Command-line overrides of a scenario's settings.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The seed (the scenario's own when `None`).
+    pub seed: Option<u64>,
+    /// The simulated duration.
+    pub duration: Option<SimDuration>,
+    /// The report bucket width.
+    pub bucket: Option<SimDuration>,
+    /// Keep a trace of the first this many events (0: none).
+    pub trace_capacity: usize,
+}
+
+/// What a run gives back.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The report.
+    pub report: Report,
+    /// The first events, if a trace was asked for.
+    pub trace: Vec<TraceRecord>,
+    /// Calls and jobs still in flight when the run stopped.
+    pub in_flight: (usize, usize),
+}
+
+/// Runs `scenario` (read from `file`) with the overrides in `options`. Overrides are
+/// validated like the file itself: a duration shorter than a fault's start is an error.
+pub fn run(
+    scenario: &Scenario,
+    file: &str,
+    options: &RunOptions,
+) -> Result<RunOutput, ScenarioError> {
+    let mut s = scenario.clone();
+    if let Some(d) = options.duration {
+        s.duration = d;
+    }
+    if let Some(b) = options.bucket {
+        s.bucket = b;
+    }
+    validate(&s).map_err(|error| ScenarioError::Invalid {
+        file: file.to_string(),
+        error,
+    })?;
+    let seed = options.seed.unwrap_or(s.seed);
+    let mut world = World::new(&s, Seed(seed), s.bucket);
+    let initial = world.initial_events();
+    let mut sim = Sim::new((), Limits::new(s.max_events, s.duration));
+    if options.trace_capacity > 0 {
+        sim.enable_trace(options.trace_capacity);
+    }
+    let id = sim.add(world);
+    for (t, msg) in initial {
+        sim.schedule(t, id, msg);
+    }
+    let stop = sim.run();
+    let end = sim.now().min(SimTime::ZERO + s.duration);
+    let events = sim.events_executed();
+    let digest = sim.digest().value();
+    let trace = sim.trace().to_vec();
+    let world = sim.entity_mut(id);
+    let in_flight = world.in_flight();
+    let report = Report::build(&s, file, seed, world, end, events, stop, digest);
+    Ok(RunOutput {
+        report,
+        trace,
+        in_flight,
+    })
+}

@@ -1,0 +1,701 @@
+//! The scenario file format: what a `.ron` file may say, as serde types.
+//!
+//! Every struct rejects unknown fields, so a typo is an error with a position instead of a
+//! silently ignored setting. Durations are humantime strings (`"250ms"`), rates carry a unit
+//! (`"500/s"`), fractions are named `_ratio` (0–1) or `_percent` (0–100), and variants are
+//! externally tagged enums (`Exponential(mean: "10ms")`). Optional fields need no `Some(..)`:
+//! files are parsed with RON's `implicit_some` extension.
+//!
+//! Maps (`clients`, `services`) are `BTreeMap`s: their order is the order of the names, which
+//! is what fixes the order in which the world is built and reported.
+
+use serde::{Deserialize, Serialize};
+use sim_core::{Dist, Rate, SimDuration};
+use std::collections::BTreeMap;
+
+/// A whole scenario: topology, load, faults and expectations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A short name, used in reports.
+    pub name: String,
+    /// One or two sentences on what the scenario shows.
+    #[serde(default)]
+    pub description: String,
+    /// Simulated time to run.
+    pub duration: SimDuration,
+    /// The seed used when the command line gives none.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Width of one report bucket (the time series resolution).
+    #[serde(default = "default_bucket")]
+    pub bucket: SimDuration,
+    /// The event budget of a run (the run stops and says so when it is spent).
+    #[serde(default = "default_max_events")]
+    pub max_events: u64,
+    /// Request sources, by name.
+    pub clients: BTreeMap<String, Client>,
+    /// Services, by name.
+    pub services: BTreeMap<String, Service>,
+    /// Things that go wrong, and when.
+    #[serde(default)]
+    pub faults: Vec<Fault>,
+    /// What must hold at the end of the run; a failing one makes `resim run` exit 1.
+    #[serde(default)]
+    pub expectations: Vec<Expectation>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_bucket() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+
+fn default_max_events() -> u64 {
+    50_000_000
+}
+
+/// A source of requests: a load shape and the call it makes for each request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Client {
+    /// How requests are generated.
+    pub load: Load,
+    /// The call each request makes (target, timeouts, pattern stack).
+    pub call: Call,
+}
+
+/// How a client generates requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Load {
+    /// Open loop: requests arrive on a schedule whatever happens to earlier ones (Poisson
+    /// arrivals at the scheduled rate). This is the load that makes retry storms possible.
+    Open {
+        /// The arrival rate over time.
+        rate: Schedule,
+    },
+    /// Closed loop: `users` users each send a request, wait for its outcome, think, repeat.
+    Closed {
+        /// Number of users.
+        users: u32,
+        /// Think time between an outcome and the next request.
+        think: Dist,
+    },
+}
+
+/// An arrival rate over time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Schedule {
+    /// The same rate for the whole run.
+    Constant(Rate),
+    /// Piecewise constant: each step sets the rate from its time on (before the first: 0).
+    Steps(Vec<Step>),
+    /// A linear ramp from `from` at `start` to `to` at `end` (flat outside).
+    Ramp {
+        /// Rate up to `start`.
+        from: Rate,
+        /// Rate from `end` on.
+        to: Rate,
+        /// When the ramp begins.
+        start: SimDuration,
+        /// When it reaches `to`.
+        end: SimDuration,
+    },
+    /// `base`, except `peak` during `[start, end)`.
+    Spike {
+        /// The usual rate.
+        base: Rate,
+        /// The rate during the spike.
+        peak: Rate,
+        /// When the spike begins.
+        start: SimDuration,
+        /// When it ends.
+        end: SimDuration,
+    },
+}
+
+/// One step of [`Schedule::Steps`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// From when.
+    pub at: SimDuration,
+    /// The rate from then on.
+    pub rate: Rate,
+}
+
+/// A call to a service, as made by a client or by a service to its dependency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Call {
+    /// The service called.
+    pub target: String,
+    /// Per-attempt timeout: the caller stops waiting for an attempt after this long.
+    #[serde(default)]
+    pub timeout: Option<SimDuration>,
+    /// Overall deadline of the call, across attempts; a service call also never outlives the
+    /// deadline of the request it serves (deadlines propagate).
+    #[serde(default)]
+    pub deadline: Option<SimDuration>,
+    /// The pattern stack, outermost first. Layers listed before `Retry` act once per call;
+    /// layers after it act on every attempt.
+    #[serde(default)]
+    pub stack: Vec<Layer>,
+}
+
+/// One layer of a call's pattern stack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Layer {
+    /// Retries failed attempts with backoff, jitter and an optional budget.
+    Retry(RetryLayer),
+    /// A circuit breaker.
+    Breaker(BreakerLayer),
+    /// A bulkhead: at most `max_concurrent` calls in flight through this layer; more are
+    /// rejected at once.
+    Bulkhead {
+        /// The most calls in flight at once.
+        max_concurrent: u32,
+    },
+    /// A client-side rate limiter.
+    Limiter(LimiterConfig),
+}
+
+/// Retry settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryLayer {
+    /// Attempts in total, the first included (gRPC's `maxAttempts`).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// The delay before each retry.
+    #[serde(default)]
+    pub backoff: Backoff,
+    /// Randomisation of that delay.
+    #[serde(default)]
+    pub jitter: Jitter,
+    /// A retry budget shared by every call through this layer.
+    #[serde(default)]
+    pub budget: Option<Budget>,
+}
+
+fn default_max_attempts() -> u32 {
+    3
+}
+
+/// How long to wait before retry number n (n = 1 for the first retry).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Backoff {
+    /// Always `delay`.
+    Constant {
+        /// The delay.
+        delay: SimDuration,
+    },
+    /// `base · multiplier^(n-1)`, capped at `max`.
+    Exponential {
+        /// The first delay.
+        base: SimDuration,
+        /// The growth factor per retry.
+        #[serde(default = "default_multiplier")]
+        multiplier: f64,
+        /// The cap.
+        max: SimDuration,
+    },
+}
+
+fn default_multiplier() -> f64 {
+    2.0
+}
+
+impl Default for Backoff {
+    /// gRPC's defaults: 1s initial backoff, multiplier 1.6, 120s cap.
+    fn default() -> Self {
+        Backoff::Exponential {
+            base: SimDuration::from_secs(1),
+            multiplier: 1.6,
+            max: SimDuration::from_secs(120),
+        }
+    }
+}
+
+/// Randomisation of a backoff delay `d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Jitter {
+    /// Exactly `d`: every caller that failed together retries together.
+    None,
+    /// Uniform on `[0, d]` (AWS "full jitter").
+    #[default]
+    Full,
+    /// `d/2 +` uniform on `[0, d/2]` (AWS "equal jitter").
+    Equal,
+}
+
+/// A retry budget: retries may be at most `ratio` of first attempts, plus a floor of
+/// `min_per_second` retries per second (Finagle's and Envoy's retry budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Retries allowed per first attempt, in 0–1 (Finagle's default 0.2).
+    #[serde(default = "default_budget_ratio")]
+    pub retry_ratio: f64,
+    /// Retries allowed per second whatever the ratio (Finagle's default 10).
+    #[serde(default = "default_budget_floor")]
+    pub min_per_second: f64,
+    /// The window over which deposits count (Finagle's default 10s).
+    #[serde(default = "default_budget_window")]
+    pub window: SimDuration,
+}
+
+fn default_budget_ratio() -> f64 {
+    0.2
+}
+
+fn default_budget_floor() -> f64 {
+    10.0
+}
+
+fn default_budget_window() -> SimDuration {
+    SimDuration::from_secs(10)
+}
+
+/// Circuit breaker settings (resilience4j names and defaults, count-based window).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerLayer {
+    /// Outcomes kept in the sliding window.
+    #[serde(default = "default_window_size")]
+    pub window_size: u32,
+    /// Outcomes needed before the failure rate is judged.
+    #[serde(default = "default_minimum_calls")]
+    pub minimum_calls: u32,
+    /// Failure rate, in percent, at or above which the breaker opens.
+    #[serde(default = "default_failure_rate_percent")]
+    pub failure_rate_percent: f64,
+    /// How long the breaker stays open before letting probes through.
+    #[serde(default = "default_open_duration")]
+    pub open_duration: SimDuration,
+    /// Calls let through while half-open; all must succeed to close again.
+    #[serde(default = "default_half_open_calls")]
+    pub half_open_calls: u32,
+}
+
+fn default_window_size() -> u32 {
+    100
+}
+
+fn default_minimum_calls() -> u32 {
+    100
+}
+
+fn default_failure_rate_percent() -> f64 {
+    50.0
+}
+
+fn default_open_duration() -> SimDuration {
+    SimDuration::from_secs(60)
+}
+
+fn default_half_open_calls() -> u32 {
+    10
+}
+
+/// A rate limiter, as admission control at a service or as a client-side layer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum LimiterConfig {
+    /// At most `limit` per window aligned to multiples of `window` (allows 2× at a boundary).
+    FixedWindow {
+        /// Requests per window.
+        limit: u32,
+        /// The window length.
+        window: SimDuration,
+    },
+    /// Weighted sliding window counter: the previous window counts in proportion to how much
+    /// of it still overlaps the sliding window.
+    SlidingWindow {
+        /// Requests per window.
+        limit: u32,
+        /// The window length.
+        window: SimDuration,
+    },
+    /// Token bucket: `rate` tokens per second up to `burst`.
+    TokenBucket {
+        /// The refill rate.
+        rate: Rate,
+        /// The bucket size.
+        burst: u32,
+    },
+    /// GCRA (generic cell rate algorithm): the token bucket as a theoretical arrival time.
+    Gcra {
+        /// The sustained rate.
+        rate: Rate,
+        /// How many requests may arrive back to back.
+        burst: u32,
+    },
+}
+
+/// A service: replicas of a worker pool with a queue, a handler and its dependencies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    /// Identical replicas behind the balancer.
+    #[serde(default = "default_one")]
+    pub replicas: u32,
+    /// Workers per replica. A worker is held from the start of the work until the reply,
+    /// including while waiting on downstream calls (thread-per-request).
+    pub workers: u32,
+    /// The queue in front of the workers.
+    #[serde(default)]
+    pub queue: QueueConfig,
+    /// CPU work per request.
+    pub work: Dist,
+    /// Work grows with load: work × (1 + k · in-flight requests of the replica). Zero keeps
+    /// work independent of load; positive values model contention (locks, GC, cache misses),
+    /// the amplification behind metastable failures.
+    #[serde(default)]
+    pub work_per_in_flight: f64,
+    /// Downstream calls made after the work, each through its own pattern stack.
+    #[serde(default)]
+    pub calls: Vec<Call>,
+    /// Whether the downstream calls run one after the other or all at once.
+    #[serde(default)]
+    pub call_mode: CallMode,
+    /// What happens to a request whose caller has already given up.
+    #[serde(default)]
+    pub on_abandoned: Abandoned,
+    /// Admission control, in order, before a request may queue.
+    #[serde(default)]
+    pub admission: Vec<Admission>,
+    /// How callers spread requests over the replicas.
+    #[serde(default)]
+    pub balancer: Balancer,
+    /// Passive health checking: eject replicas that keep failing.
+    #[serde(default)]
+    pub outlier: Option<Outlier>,
+    /// A cache in front of the downstream calls.
+    #[serde(default)]
+    pub cache: Option<Cache>,
+    /// One-way network latency between a caller and this service.
+    #[serde(default)]
+    pub latency: Option<Dist>,
+    /// How long a crashed replica takes to start again after the crash ends.
+    #[serde(default)]
+    pub restart: Option<SimDuration>,
+}
+
+fn default_one() -> u32 {
+    1
+}
+
+/// The queue in front of a replica's workers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueConfig {
+    /// The most requests waiting per replica; `None` means unbounded (say so on purpose).
+    #[serde(default = "default_queue_capacity")]
+    pub capacity: Option<u32>,
+    /// Which waiting request a free worker takes.
+    #[serde(default)]
+    pub discipline: Discipline,
+}
+
+fn default_queue_capacity() -> Option<u32> {
+    Some(1000)
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            capacity: default_queue_capacity(),
+            discipline: Discipline::Fifo,
+        }
+    }
+}
+
+/// Queue discipline.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Discipline {
+    /// Oldest first.
+    #[default]
+    Fifo,
+    /// Newest first.
+    Lifo,
+    /// FIFO while the queue is short, LIFO once the oldest request has waited longer than
+    /// `threshold` (Facebook's adaptive LIFO): under overload the fresh requests, whose callers
+    /// still wait, are served first.
+    AdaptiveLifo {
+        /// Queueing delay above which the queue serves newest first.
+        threshold: SimDuration,
+    },
+    /// Queue CoDel (as in Facebook's RPC servers): if no request left the queue faster than
+    /// `target` during the last `interval`, requests that waited longer than `target` are
+    /// dropped at dequeue; otherwise only those older than `interval` are.
+    CoDel {
+        /// Acceptable standing queueing delay (CoDel's default 5ms).
+        target: SimDuration,
+        /// Sliding window over which the minimum delay is judged (CoDel's default 100ms).
+        interval: SimDuration,
+    },
+}
+
+/// How multiple downstream calls run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CallMode {
+    /// One after the other; the first failure fails the request.
+    #[default]
+    Sequential,
+    /// All at once; the request succeeds when all do.
+    FanOut,
+}
+
+/// What a service does with a request whose caller already gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Abandoned {
+    /// Serve it anyway (the default of most servers): the work is wasted.
+    #[default]
+    Work,
+    /// Drop it when a worker picks it up if its deadline has passed.
+    DropExpired,
+    /// The caller's cancellation reaches the service, which stops working on it (and cancels
+    /// its own downstream calls).
+    Cancel,
+}
+
+/// Admission control at a replica, before the queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Admission {
+    /// A rate limiter.
+    Limiter(LimiterConfig),
+    /// At most `max` requests queued or in service at once.
+    Concurrency {
+        /// The limit.
+        max: u32,
+    },
+    /// A PID controller on queueing delay that outputs a drop probability.
+    Pid(PidConfig),
+}
+
+/// PID shedder settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PidConfig {
+    /// The queueing delay the controller steers towards.
+    pub setpoint: SimDuration,
+    /// How often the controller measures and updates.
+    #[serde(default = "default_pid_interval")]
+    pub interval: SimDuration,
+    /// Proportional gain, in drop probability per second of error.
+    #[serde(default = "default_kp")]
+    pub kp: f64,
+    /// Integral gain.
+    #[serde(default = "default_ki")]
+    pub ki: f64,
+    /// Derivative gain.
+    #[serde(default)]
+    pub kd: f64,
+}
+
+fn default_pid_interval() -> SimDuration {
+    SimDuration::from_millis(100)
+}
+
+fn default_kp() -> f64 {
+    2.0
+}
+
+fn default_ki() -> f64 {
+    10.0
+}
+
+/// How callers pick a replica.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Balancer {
+    /// In turn.
+    #[default]
+    RoundRobin,
+    /// Uniformly at random.
+    Random,
+    /// The replica with the fewest outstanding requests (lowest index on ties).
+    LeastOutstanding,
+    /// Two replicas at random, the less loaded of the two.
+    PowerOfTwo,
+}
+
+/// Passive outlier ejection (Envoy's `consecutive_5xx`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outlier {
+    /// Consecutive failures (errors and timeouts) that eject a replica.
+    #[serde(default = "default_consecutive_failures")]
+    pub consecutive_failures: u32,
+    /// How long an ejected replica stays out.
+    #[serde(default = "default_ejection")]
+    pub ejection: SimDuration,
+    /// The most replicas that may be ejected at once, in percent (Envoy's default 10).
+    #[serde(default = "default_max_ejection_percent")]
+    pub max_ejection_percent: f64,
+}
+
+fn default_consecutive_failures() -> u32 {
+    5
+}
+
+fn default_ejection() -> SimDuration {
+    SimDuration::from_secs(30)
+}
+
+fn default_max_ejection_percent() -> f64 {
+    10.0
+}
+
+/// A cache in front of a service's downstream calls: a hit skips them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cache {
+    /// The hit ratio of a warm cache, in 0–1.
+    pub hit_ratio: f64,
+    /// How long a flushed cache takes to warm up again (the hit ratio grows linearly).
+    #[serde(default)]
+    pub warmup: SimDuration,
+}
+
+/// One fault on the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// When it starts.
+    pub at: SimDuration,
+    /// How long it lasts (crashes restart after it; `CacheFlush` ignores it).
+    #[serde(default)]
+    pub duration: Option<SimDuration>,
+    /// What goes wrong.
+    pub kind: FaultKind,
+}
+
+/// What goes wrong.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum FaultKind {
+    /// Work on `service` takes `factor` times longer.
+    Slowdown {
+        /// The service.
+        service: String,
+        /// The multiplier (above 1 slows down).
+        factor: f64,
+    },
+    /// Requests to `service` fail with this probability after their work.
+    ErrorRate {
+        /// The service.
+        service: String,
+        /// Probability of an error, in 0–1.
+        error_ratio: f64,
+    },
+    /// Each replica of `service` keeps only `workers` workers.
+    CapacityDrop {
+        /// The service.
+        service: String,
+        /// Workers per replica during the fault.
+        workers: u32,
+    },
+    /// Replicas of `service` crash: requests in them are lost, callers get connection errors,
+    /// and after the fault the replica starts cold (empty cache).
+    Crash {
+        /// The service.
+        service: String,
+        /// How many replicas (the first ones); all if absent.
+        #[serde(default)]
+        replicas: Option<u32>,
+    },
+    /// The client's arrival rate is multiplied by `factor`.
+    LoadSpike {
+        /// The client.
+        client: String,
+        /// The multiplier.
+        factor: f64,
+    },
+    /// Extra one-way network latency to `service`.
+    Latency {
+        /// The service.
+        service: String,
+        /// The extra delay per message.
+        extra: Dist,
+    },
+    /// Messages to and from `service` are lost with this probability.
+    Loss {
+        /// The service.
+        service: String,
+        /// Loss probability, in 0–1.
+        loss_ratio: f64,
+    },
+    /// Every message to and from `service` is lost.
+    Partition {
+        /// The service.
+        service: String,
+    },
+    /// The cache of `service` is emptied and warms up again.
+    CacheFlush {
+        /// The service.
+        service: String,
+    },
+}
+
+/// Something that must hold when the run ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Expectation {
+    /// From `after` to the end, successes are at least `min_ratio` of offered requests.
+    GoodputAtLeast {
+        /// The client.
+        client: String,
+        /// Start of the window.
+        after: SimDuration,
+        /// The least success ratio, in 0–1.
+        min_ratio: f64,
+    },
+    /// From `after` to the end, successes are at most `max_ratio` of offered requests (for
+    /// scenarios that demonstrate a failure).
+    GoodputAtMost {
+        /// The client.
+        client: String,
+        /// Start of the window.
+        after: SimDuration,
+        /// The largest success ratio, in 0–1.
+        max_ratio: f64,
+    },
+    /// The 99th percentile latency of successful requests is at most `max`.
+    P99AtMost {
+        /// The client.
+        client: String,
+        /// The bound.
+        max: SimDuration,
+    },
+    /// Attempts arriving at services per offered request stay at most `max`.
+    AmplificationAtMost {
+        /// The bound.
+        max: f64,
+    },
+    /// After `after`, some report bucket within `within` has a success ratio of at least
+    /// `min_ratio`, and every later bucket keeps it.
+    RecoveredWithin {
+        /// The client.
+        client: String,
+        /// When the fault (or spike) ended.
+        after: SimDuration,
+        /// How long recovery may take.
+        within: SimDuration,
+        /// The success ratio that counts as recovered, in 0–1.
+        #[serde(default = "default_recovered_ratio")]
+        min_ratio: f64,
+    },
+}
+
+fn default_recovered_ratio() -> f64 {
+    0.9
+}

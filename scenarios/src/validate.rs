@@ -1,0 +1,579 @@
+//! Semantic checks of a parsed [`Scenario`]: every error names the field path and the fix.
+//!
+//! Parsing already guarantees types, units and known field names; this module checks what
+//! types cannot say: that names refer to something, that the call graph has no cycle, that
+//! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
+//! expectations aim at something that exists within the run.
+
+use crate::schema::*;
+use patterns::ConfigError;
+use sim_core::{Dist, SimDuration};
+use std::collections::BTreeMap;
+
+/// The most downstream calls one service may make per request.
+pub const CALLS_MAX: usize = 8;
+
+/// The most replicas of one service.
+pub const REPLICAS_MAX: u32 = 10_000;
+
+type Check = Result<(), ConfigError>;
+
+fn err(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+    ConfigError::new(field, reason)
+}
+
+fn at_least_one(field: &str, value: u32) -> Check {
+    if value == 0 {
+        return Err(err(field, "must be at least 1, got 0"));
+    }
+    Ok(())
+}
+
+fn ratio(field: &str, value: f64) -> Check {
+    if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
+        return Err(err(
+            field,
+            format!("must be a ratio between 0 and 1, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+fn percent(field: &str, value: f64) -> Check {
+    if !(value.is_finite() && (0.0..=100.0).contains(&value)) {
+        return Err(err(
+            field,
+            format!("must be a percentage between 0 and 100, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+fn positive(field: &str, value: f64) -> Check {
+    if !(value.is_finite() && value > 0.0) {
+        return Err(err(
+            field,
+            format!("must be a positive finite number, got {value}"),
+        ));
+    }
+    Ok(())
+}
+
+fn nonzero(field: &str, d: SimDuration) -> Check {
+    if d.is_zero() {
+        return Err(err(field, "must be longer than 0s"));
+    }
+    Ok(())
+}
+
+fn dist(field: &str, d: &Dist) -> Check {
+    d.validate()
+        .map_err(|e| ConfigError::new(e.field, e.reason).at(field))
+}
+
+fn known_service(field: &str, name: &str, services: &BTreeMap<String, Service>) -> Check {
+    if services.contains_key(name) {
+        return Ok(());
+    }
+    let known: Vec<&str> = services.keys().map(String::as_str).collect();
+    Err(err(
+        field,
+        format!(
+            "unknown service {name:?}; known services: {}",
+            known.join(", ")
+        ),
+    ))
+}
+
+fn known_client(field: &str, name: &str, clients: &BTreeMap<String, Client>) -> Check {
+    if clients.contains_key(name) {
+        return Ok(());
+    }
+    let known: Vec<&str> = clients.keys().map(String::as_str).collect();
+    Err(err(
+        field,
+        format!(
+            "unknown client {name:?}; known clients: {}",
+            known.join(", ")
+        ),
+    ))
+}
+
+fn within_run(field: &str, t: SimDuration, duration: SimDuration) -> Check {
+    if t >= duration {
+        return Err(err(
+            field,
+            format!(
+                "{t} is not before the end of the run ({duration}); move it earlier or run longer"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a whole scenario; the first problem found is returned.
+pub fn validate(s: &Scenario) -> Check {
+    if s.name.trim().is_empty() {
+        return Err(err("name", "must not be empty"));
+    }
+    nonzero("duration", s.duration)?;
+    nonzero("bucket", s.bucket)?;
+    if s.bucket > s.duration {
+        return Err(err(
+            "bucket",
+            format!(
+                "must not be longer than the run ({}), got {}",
+                s.duration, s.bucket
+            ),
+        ));
+    }
+    if s.max_events == 0 {
+        return Err(err("max_events", "must be at least 1, got 0"));
+    }
+    if s.clients.is_empty() {
+        return Err(err("clients", "must name at least one client"));
+    }
+    if s.services.is_empty() {
+        return Err(err("services", "must name at least one service"));
+    }
+    for (name, client) in &s.clients {
+        let path = format!("clients.{name}");
+        load(&format!("{path}.load"), &client.load)?;
+        call(&format!("{path}.call"), &client.call, &s.services)?;
+    }
+    for (name, service) in &s.services {
+        self::service(&format!("services.{name}"), service, &s.services)?;
+    }
+    cycles(&s.services)?;
+    for (i, f) in s.faults.iter().enumerate() {
+        fault(&format!("faults[{i}]"), f, s)?;
+    }
+    for (i, e) in s.expectations.iter().enumerate() {
+        expectation(&format!("expectations[{i}]"), e, s)?;
+    }
+    Ok(())
+}
+
+fn load(path: &str, l: &Load) -> Check {
+    match l {
+        Load::Open { rate } => schedule(&format!("{path}.rate"), rate),
+        Load::Closed { users, think } => {
+            at_least_one(&format!("{path}.users"), *users)?;
+            dist(&format!("{path}.think"), think)
+        }
+    }
+}
+
+fn schedule(path: &str, s: &Schedule) -> Check {
+    match s {
+        Schedule::Constant(_) => Ok(()),
+        Schedule::Steps(steps) => {
+            if steps.is_empty() {
+                return Err(err(path, "must list at least one step"));
+            }
+            for (i, pair) in steps.windows(2).enumerate() {
+                if pair[1].at <= pair[0].at {
+                    return Err(err(
+                        format!("{path}[{}].at", i + 1),
+                        format!(
+                            "steps must be in increasing time, got {} after {}",
+                            pair[1].at, pair[0].at
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Schedule::Ramp { start, end, .. } | Schedule::Spike { start, end, .. } => {
+            if end <= start {
+                return Err(err(
+                    format!("{path}.end"),
+                    format!("must be after start ({start}), got {end}"),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
+    known_service(&format!("{path}.target"), &c.target, services)?;
+    if let Some(t) = c.timeout {
+        nonzero(&format!("{path}.timeout"), t)?;
+    }
+    if let Some(d) = c.deadline {
+        nonzero(&format!("{path}.deadline"), d)?;
+    }
+    let mut retries = 0;
+    for (i, layer) in c.stack.iter().enumerate() {
+        let lpath = format!("{path}.stack[{i}]");
+        match layer {
+            Layer::Retry(r) => {
+                retries += 1;
+                if retries > 1 {
+                    return Err(err(lpath, "a stack may hold one Retry layer; merge them"));
+                }
+                retry(&lpath, r)?;
+            }
+            Layer::Breaker(b) => breaker(&lpath, b)?,
+            Layer::Bulkhead { max_concurrent } => {
+                at_least_one(&format!("{lpath}.max_concurrent"), *max_concurrent)?
+            }
+            Layer::Limiter(l) => limiter(&lpath, l)?,
+        }
+    }
+    Ok(())
+}
+
+fn retry(path: &str, r: &RetryLayer) -> Check {
+    at_least_one(&format!("{path}.max_attempts"), r.max_attempts)?;
+    if r.max_attempts > 100 {
+        return Err(err(
+            format!("{path}.max_attempts"),
+            format!("must be at most 100, got {}", r.max_attempts),
+        ));
+    }
+    match &r.backoff {
+        Backoff::Constant { .. } => {}
+        Backoff::Exponential {
+            base,
+            multiplier,
+            max,
+        } => {
+            nonzero(&format!("{path}.backoff.base"), *base)?;
+            if !(multiplier.is_finite() && *multiplier >= 1.0) {
+                return Err(err(
+                    format!("{path}.backoff.multiplier"),
+                    format!("must be at least 1, got {multiplier}"),
+                ));
+            }
+            if max < base {
+                return Err(err(
+                    format!("{path}.backoff.max"),
+                    format!("must not be below base ({base}), got {max}"),
+                ));
+            }
+        }
+    }
+    if let Some(b) = &r.budget {
+        ratio(&format!("{path}.budget.retry_ratio"), b.retry_ratio)?;
+        if !(b.min_per_second.is_finite() && b.min_per_second >= 0.0) {
+            return Err(err(
+                format!("{path}.budget.min_per_second"),
+                format!(
+                    "must be a finite number, not negative, got {}",
+                    b.min_per_second
+                ),
+            ));
+        }
+        nonzero(&format!("{path}.budget.window"), b.window)?;
+    }
+    Ok(())
+}
+
+fn breaker(path: &str, b: &BreakerLayer) -> Check {
+    at_least_one(&format!("{path}.window_size"), b.window_size)?;
+    at_least_one(&format!("{path}.minimum_calls"), b.minimum_calls)?;
+    if b.window_size > 100_000 {
+        return Err(err(
+            format!("{path}.window_size"),
+            format!("must be at most 100000, got {}", b.window_size),
+        ));
+    }
+    if !(b.failure_rate_percent.is_finite()
+        && b.failure_rate_percent > 0.0
+        && b.failure_rate_percent <= 100.0)
+    {
+        return Err(err(
+            format!("{path}.failure_rate_percent"),
+            format!("must be in (0, 100], got {}", b.failure_rate_percent),
+        ));
+    }
+    nonzero(&format!("{path}.open_duration"), b.open_duration)?;
+    at_least_one(&format!("{path}.half_open_calls"), b.half_open_calls)
+}
+
+fn limiter(path: &str, l: &LimiterConfig) -> Check {
+    match l {
+        LimiterConfig::FixedWindow { limit, window }
+        | LimiterConfig::SlidingWindow { limit, window } => {
+            at_least_one(&format!("{path}.limit"), *limit)?;
+            nonzero(&format!("{path}.window"), *window)
+        }
+        LimiterConfig::TokenBucket { rate, burst } | LimiterConfig::Gcra { rate, burst } => {
+            positive(&format!("{path}.rate"), rate.as_per_second())?;
+            at_least_one(&format!("{path}.burst"), *burst)
+        }
+    }
+}
+
+fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Check {
+    at_least_one(&format!("{path}.replicas"), s.replicas)?;
+    if s.replicas > REPLICAS_MAX {
+        return Err(err(
+            format!("{path}.replicas"),
+            format!("must be at most {REPLICAS_MAX}, got {}", s.replicas),
+        ));
+    }
+    at_least_one(&format!("{path}.workers"), s.workers)?;
+    if s.queue.capacity == Some(0) {
+        return Err(err(
+            format!("{path}.queue.capacity"),
+            "must be at least 1, got 0 (leave it out for the default, or write None for unbounded)",
+        ));
+    }
+    match &s.queue.discipline {
+        Discipline::Fifo | Discipline::Lifo => {}
+        Discipline::AdaptiveLifo { threshold } => {
+            nonzero(&format!("{path}.queue.discipline.threshold"), *threshold)?
+        }
+        Discipline::CoDel { target, interval } => {
+            nonzero(&format!("{path}.queue.discipline.target"), *target)?;
+            if interval <= target {
+                return Err(err(
+                    format!("{path}.queue.discipline.interval"),
+                    format!("must be longer than target ({target}), got {interval}"),
+                ));
+            }
+        }
+    }
+    dist(&format!("{path}.work"), &s.work)?;
+    if !(s.work_per_in_flight.is_finite() && s.work_per_in_flight >= 0.0) {
+        return Err(err(
+            format!("{path}.work_per_in_flight"),
+            format!(
+                "must be a finite number, not negative, got {}",
+                s.work_per_in_flight
+            ),
+        ));
+    }
+    if s.calls.len() > CALLS_MAX {
+        return Err(err(
+            format!("{path}.calls"),
+            format!("may list at most {CALLS_MAX} calls, got {}", s.calls.len()),
+        ));
+    }
+    for (i, c) in s.calls.iter().enumerate() {
+        call(&format!("{path}.calls[{i}]"), c, services)?;
+    }
+    for (i, a) in s.admission.iter().enumerate() {
+        let apath = format!("{path}.admission[{i}]");
+        match a {
+            Admission::Limiter(l) => limiter(&apath, l)?,
+            Admission::Concurrency { max } => at_least_one(&format!("{apath}.max"), *max)?,
+            Admission::Pid(p) => {
+                nonzero(&format!("{apath}.setpoint"), p.setpoint)?;
+                nonzero(&format!("{apath}.interval"), p.interval)?;
+                for (name, gain) in [("kp", p.kp), ("ki", p.ki), ("kd", p.kd)] {
+                    if !(gain.is_finite() && gain >= 0.0) {
+                        return Err(err(
+                            format!("{apath}.{name}"),
+                            format!("must be a finite number, not negative, got {gain}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(o) = &s.outlier {
+        at_least_one(
+            &format!("{path}.outlier.consecutive_failures"),
+            o.consecutive_failures,
+        )?;
+        nonzero(&format!("{path}.outlier.ejection"), o.ejection)?;
+        percent(
+            &format!("{path}.outlier.max_ejection_percent"),
+            o.max_ejection_percent,
+        )?;
+    }
+    if let Some(c) = &s.cache {
+        ratio(&format!("{path}.cache.hit_ratio"), c.hit_ratio)?;
+    }
+    if let Some(l) = &s.latency {
+        dist(&format!("{path}.latency"), l)?;
+    }
+    Ok(())
+}
+
+/// Finds a cycle in the call graph by depth-first search in name order, so the same file
+/// always reports the same cycle.
+fn cycles(services: &BTreeMap<String, Service>) -> Check {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let names: Vec<&String> = services.keys().collect();
+    let index = |name: &str| names.iter().position(|n| n.as_str() == name);
+    let mut marks = vec![Mark::New; names.len()];
+    let mut path: Vec<usize> = Vec::new();
+
+    fn visit(
+        i: usize,
+        names: &[&String],
+        services: &BTreeMap<String, Service>,
+        index: &dyn Fn(&str) -> Option<usize>,
+        marks: &mut [Mark],
+        path: &mut Vec<usize>,
+    ) -> Check {
+        marks[i] = Mark::OnPath;
+        path.push(i);
+        for (k, c) in services[names[i]].calls.iter().enumerate() {
+            let j = index(&c.target).expect("targets were checked before cycles");
+            match marks[j] {
+                Mark::OnPath => {
+                    let start = path.iter().position(|&p| p == j).unwrap_or(0);
+                    let mut chain: Vec<&str> =
+                        path[start..].iter().map(|&p| names[p].as_str()).collect();
+                    chain.push(names[j]);
+                    return Err(err(
+                        format!("services.{}.calls[{k}].target", names[i]),
+                        format!(
+                            "the call graph has a cycle ({}); a request would never finish",
+                            chain.join(" -> ")
+                        ),
+                    ));
+                }
+                Mark::New => visit(j, names, services, index, marks, path)?,
+                Mark::Done => {}
+            }
+        }
+        path.pop();
+        marks[i] = Mark::Done;
+        Ok(())
+    }
+
+    for i in 0..names.len() {
+        if marks[i] == Mark::New {
+            visit(i, &names, services, &index, &mut marks, &mut path)?;
+        }
+    }
+    Ok(())
+}
+
+fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
+    within_run(&format!("{path}.at"), f.at, s.duration)?;
+    if let Some(d) = f.duration {
+        nonzero(&format!("{path}.duration"), d)?;
+    }
+    let kpath = format!("{path}.kind");
+    let svc = |name: &str| known_service(&format!("{kpath}.service"), name, &s.services);
+    match &f.kind {
+        FaultKind::Slowdown { service, factor } => {
+            svc(service)?;
+            positive(&format!("{kpath}.factor"), *factor)
+        }
+        FaultKind::ErrorRate {
+            service,
+            error_ratio,
+        } => {
+            svc(service)?;
+            ratio(&format!("{kpath}.error_ratio"), *error_ratio)
+        }
+        FaultKind::CapacityDrop { service, workers } => {
+            svc(service)?;
+            let full = s.services[service].workers;
+            if *workers >= full {
+                return Err(err(
+                    format!("{kpath}.workers"),
+                    format!(
+                        "must be below the service's {full} workers to drop capacity, got {workers}"
+                    ),
+                ));
+            }
+            Ok(())
+        }
+        FaultKind::Crash { service, replicas } => {
+            svc(service)?;
+            if let Some(n) = replicas {
+                let total = s.services[service].replicas;
+                at_least_one(&format!("{kpath}.replicas"), *n)?;
+                if *n > total {
+                    return Err(err(
+                        format!("{kpath}.replicas"),
+                        format!("the service has {total} replicas, got {n}"),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        FaultKind::LoadSpike { client, factor } => {
+            known_client(&format!("{kpath}.client"), client, &s.clients)?;
+            if !matches!(s.clients[client].load, Load::Open { .. }) {
+                return Err(err(
+                    format!("{kpath}.client"),
+                    format!(
+                        "client {client:?} is closed-loop; a load spike needs an open-loop client"
+                    ),
+                ));
+            }
+            positive(&format!("{kpath}.factor"), *factor)
+        }
+        FaultKind::Latency { service, extra } => {
+            svc(service)?;
+            dist(&format!("{kpath}.extra"), extra)
+        }
+        FaultKind::Loss {
+            service,
+            loss_ratio,
+        } => {
+            svc(service)?;
+            ratio(&format!("{kpath}.loss_ratio"), *loss_ratio)
+        }
+        FaultKind::Partition { service } => svc(service),
+        FaultKind::CacheFlush { service } => {
+            svc(service)?;
+            if s.services[service].cache.is_none() {
+                return Err(err(
+                    format!("{kpath}.service"),
+                    format!(
+                        "service {service:?} has no cache to flush; add `cache: (hit_ratio: ..)` to it"
+                    ),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
+    let cl = |name: &str| known_client(&format!("{path}.client"), name, &s.clients);
+    match e {
+        Expectation::GoodputAtLeast {
+            client,
+            after,
+            min_ratio: r,
+        }
+        | Expectation::GoodputAtMost {
+            client,
+            after,
+            max_ratio: r,
+        } => {
+            cl(client)?;
+            within_run(&format!("{path}.after"), *after, s.duration)?;
+            let name = if matches!(e, Expectation::GoodputAtLeast { .. }) {
+                "min_ratio"
+            } else {
+                "max_ratio"
+            };
+            ratio(&format!("{path}.{name}"), *r)
+        }
+        Expectation::P99AtMost { client, max } => {
+            cl(client)?;
+            nonzero(&format!("{path}.max"), *max)
+        }
+        Expectation::AmplificationAtMost { max } => positive(&format!("{path}.max"), *max),
+        Expectation::RecoveredWithin {
+            client,
+            after,
+            within,
+            min_ratio,
+        } => {
+            cl(client)?;
+            within_run(&format!("{path}.after"), *after, s.duration)?;
+            nonzero(&format!("{path}.within"), *within)?;
+            ratio(&format!("{path}.min_ratio"), *min_ratio)
+        }
+    }
+}

@@ -1,0 +1,1811 @@
+//! The simulated world: clients, balancers, services with workers and queues, the calls
+//! between them with their pattern stacks, and the fault timeline, run on sim-core.
+//!
+//! The whole world is one [`World`] entity of the [`sim_core::Sim`]: every component lives in
+//! it (clients, services, replicas, in-flight calls and jobs), and each [`Msg`] names the
+//! component it is for. One entity keeps every handler free to touch any component (a
+//! balancer reads the replicas' load, a crash fails the calls waiting on it) without
+//! borrowing across entities; the digest still sees which component each event is for,
+//! because [`Msg::kind`](sim_core::Message::kind) folds the component and the request ids in.
+//!
+//! Vocabulary: a *request* is what a client offers; a *call* is one logical call from a
+//! caller (a client or a service) to a target service, possibly made of several *attempts*;
+//! a *job* is one attempt as the target replica sees it (queued, working, or holding its
+//! worker while its own downstream calls run).
+//!
+//! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
+//! reused, queues are bounded, and the series grow by one entry per report bucket.
+
+pub mod stack;
+
+use crate::schema::*;
+use crate::validate::CALLS_MAX;
+use sim_core::metrics::{CountSeries, GaugeSeries, LatencyHistogram};
+use sim_core::sample::{bernoulli, exponential, uniform_below};
+use sim_core::{Ctx, Entity, Message, RngStream, Sampler, Seed, SimDuration, SimTime, TimerId};
+use slotmap::{Key, SlotMap, new_key_type};
+use stack::{Breaker, Limiter, Pid, RetryBudget, backoff_delay};
+use std::collections::VecDeque;
+
+new_key_type! {
+    /// A call in flight (one logical call and its attempts).
+    pub struct CallKey;
+    /// A job: one attempt, as its replica sees it.
+    pub struct JobKey;
+}
+
+/// Why a request, call or attempt failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reason {
+    /// The caller stopped waiting for the attempt.
+    Timeout,
+    /// No time was left before the call's deadline.
+    Deadline,
+    /// The replica's queue was full.
+    QueueFull,
+    /// A service's rate limiter rejected it.
+    RateLimited,
+    /// A service's concurrency limit rejected it.
+    ConcurrencyLimited,
+    /// A shedder (CoDel queue or PID) dropped it.
+    Shed,
+    /// The service failed it (an error-rate fault).
+    Error,
+    /// The replica was down (crashed or starting).
+    Unavailable,
+    /// A downstream call of the service failed.
+    Dependency,
+    /// The caller's circuit breaker was open.
+    BreakerOpen,
+    /// The caller's bulkhead was full.
+    BulkheadFull,
+    /// The caller's own rate limiter held it back.
+    ClientLimited,
+}
+
+/// Every reason, in report order.
+pub const REASONS: [Reason; 12] = [
+    Reason::Timeout,
+    Reason::Deadline,
+    Reason::QueueFull,
+    Reason::RateLimited,
+    Reason::ConcurrencyLimited,
+    Reason::Shed,
+    Reason::Error,
+    Reason::Unavailable,
+    Reason::Dependency,
+    Reason::BreakerOpen,
+    Reason::BulkheadFull,
+    Reason::ClientLimited,
+];
+
+impl Reason {
+    /// The snake_case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Timeout => "timeout",
+            Reason::Deadline => "deadline",
+            Reason::QueueFull => "queue_full",
+            Reason::RateLimited => "rate_limited",
+            Reason::ConcurrencyLimited => "concurrency_limited",
+            Reason::Shed => "shed",
+            Reason::Error => "error",
+            Reason::Unavailable => "unavailable",
+            Reason::Dependency => "dependency",
+            Reason::BreakerOpen => "breaker_open",
+            Reason::BulkheadFull => "bulkhead_full",
+            Reason::ClientLimited => "client_limited",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The outcome of an attempt or a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It succeeded.
+    Ok,
+    /// It failed, and why.
+    Fail(Reason),
+}
+
+/// The events of the world. Each is small and `Copy`: the hot path allocates nothing.
+#[derive(Clone, Copy, Debug)]
+pub enum Msg {
+    /// An open-loop client's next arrival (`emit`), or a wake-up at a rate change to redraw.
+    Arrival {
+        /// The client.
+        client: u32,
+        /// Whether a request arrives (false: only redraw the next arrival).
+        emit: bool,
+    },
+    /// A closed-loop user finished thinking.
+    Think {
+        /// The client.
+        client: u32,
+        /// The user.
+        user: u32,
+    },
+    /// An attempt reaches its replica.
+    Deliver {
+        /// The job.
+        job: JobKey,
+    },
+    /// A job's work is done.
+    WorkDone {
+        /// The job.
+        job: JobKey,
+    },
+    /// An attempt's reply reaches its caller.
+    Reply {
+        /// The call.
+        call: CallKey,
+        /// The attempt number the reply answers.
+        attempt: u32,
+        /// What happened.
+        outcome: Outcome,
+    },
+    /// The caller stops waiting for an attempt.
+    Timeout {
+        /// The call.
+        call: CallKey,
+        /// The attempt number.
+        attempt: u32,
+    },
+    /// A backoff delay ended: the next attempt starts.
+    Retry {
+        /// The call.
+        call: CallKey,
+    },
+    /// A caller's cancellation reaches the replica.
+    Cancel {
+        /// The job.
+        job: JobKey,
+    },
+    /// A fault begins.
+    FaultStart {
+        /// Index in the scenario's fault list.
+        fault: u32,
+    },
+    /// A fault ends.
+    FaultEnd {
+        /// Index in the scenario's fault list.
+        fault: u32,
+    },
+    /// A crashed replica is up again (cold).
+    Restart {
+        /// The service.
+        service: u32,
+        /// The replica.
+        replica: u32,
+    },
+    /// A PID shedder measures and updates.
+    PidTick {
+        /// The service.
+        service: u32,
+    },
+}
+
+impl Message for Msg {
+    fn kind(&self) -> u64 {
+        let key = |k: u64| k & 0x00ff_ffff_ffff_ffff;
+        let (tag, word) = match *self {
+            Msg::Arrival { client, emit } => (1, (u64::from(client) << 1) | u64::from(emit)),
+            Msg::Think { client, user } => (2, (u64::from(client) << 32) | u64::from(user)),
+            Msg::Deliver { job } => (3, job.data().as_ffi()),
+            Msg::WorkDone { job } => (4, job.data().as_ffi()),
+            Msg::Reply {
+                call,
+                attempt,
+                outcome,
+            } => {
+                let o = match outcome {
+                    Outcome::Ok => 0,
+                    Outcome::Fail(r) => 1 + r as u64,
+                };
+                (
+                    5,
+                    call.data().as_ffi() ^ (u64::from(attempt) << 40) ^ (o << 48),
+                )
+            }
+            Msg::Timeout { call, attempt } => {
+                (6, call.data().as_ffi() ^ (u64::from(attempt) << 40))
+            }
+            Msg::Retry { call } => (7, call.data().as_ffi()),
+            Msg::Cancel { job } => (8, job.data().as_ffi()),
+            Msg::FaultStart { fault } => (9, u64::from(fault)),
+            Msg::FaultEnd { fault } => (10, u64::from(fault)),
+            Msg::Restart { service, replica } => {
+                (11, (u64::from(service) << 32) | u64::from(replica))
+            }
+            Msg::PidTick { service } => (12, u64::from(service)),
+        };
+        (tag << 56) | key(word)
+    }
+}
+
+/// A gate of a call's stack: a layer that admits or rejects a call or an attempt.
+#[derive(Debug)]
+pub enum Gate {
+    /// A circuit breaker.
+    Breaker(Breaker),
+    /// A bulkhead.
+    Bulkhead {
+        /// The most in flight.
+        max: u32,
+        /// In flight now.
+        active: u32,
+    },
+    /// A rate limiter.
+    Limiter(Limiter),
+}
+
+impl Gate {
+    fn try_acquire(&mut self, now: SimTime) -> Result<(), Reason> {
+        match self {
+            Gate::Breaker(b) => b.try_acquire(now).then_some(()).ok_or(Reason::BreakerOpen),
+            Gate::Bulkhead { max, active } => {
+                if *active < *max {
+                    *active += 1;
+                    Ok(())
+                } else {
+                    Err(Reason::BulkheadFull)
+                }
+            }
+            Gate::Limiter(l) => l
+                .try_acquire(now)
+                .then_some(())
+                .ok_or(Reason::ClientLimited),
+        }
+    }
+
+    /// Gives back what `try_acquire` took; `outcome` is `None` when the call never ran.
+    fn release(&mut self, now: SimTime, outcome: Option<Outcome>) {
+        match self {
+            Gate::Breaker(b) => match outcome {
+                Some(o) => b.record(now, o == Outcome::Ok),
+                None => b.release(),
+            },
+            Gate::Bulkhead { active, .. } => *active -= 1,
+            Gate::Limiter(_) => {}
+        }
+    }
+}
+
+/// Figures of one call site (a client's call or a service's downstream call).
+#[derive(Debug, Default, Clone)]
+pub struct CallStats {
+    /// Calls started.
+    pub calls: u64,
+    /// Attempts started (first attempts and retries).
+    pub attempts: u64,
+    /// Retries scheduled.
+    pub retries: u64,
+    /// Retries refused by the budget.
+    pub budget_exhausted: u64,
+    /// Attempts the caller stopped waiting for.
+    pub timeouts: u64,
+    /// Replies that arrived after the caller stopped waiting.
+    pub late_replies: u64,
+    /// Calls or attempts rejected by a gate of the stack, per reason index.
+    pub rejected: [u64; REASONS.len()],
+    /// Calls that succeeded.
+    pub successes: u64,
+    /// Calls that failed.
+    pub failures: u64,
+}
+
+/// One call site, compiled.
+#[derive(Debug)]
+pub struct CallSpec {
+    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`).
+    pub path: String,
+    /// The target service's index.
+    pub target: usize,
+    timeout: Option<SimDuration>,
+    deadline: Option<SimDuration>,
+    retry: Option<RetryLayer>,
+    budget: Option<RetryBudget>,
+    /// Gates acting once per call (listed before `Retry`).
+    pub outer: Vec<Gate>,
+    /// Gates acting on each attempt (listed after `Retry`, or all when there is none).
+    pub inner: Vec<Gate>,
+    rng: RngStream,
+    /// Its figures.
+    pub stats: CallStats,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Client {
+        client: u32,
+        /// The closed-loop user, or `u32::MAX` for an open-loop request.
+        user: u32,
+        offered_at: SimTime,
+    },
+    Job {
+        job: JobKey,
+        index: u8,
+    },
+}
+
+#[derive(Debug)]
+struct CallState {
+    spec: u32,
+    owner: Owner,
+    deadline: SimTime,
+    attempt: u32,
+    in_flight: bool,
+    job: JobKey,
+    replica: u32,
+    timer: Option<TimerId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Transit,
+    Queued,
+    Working,
+    Calling,
+}
+
+#[derive(Debug)]
+struct Job {
+    service: u32,
+    replica: u32,
+    call: CallKey,
+    attempt: u32,
+    /// When the caller stops waiting for this attempt.
+    deadline: SimTime,
+    enqueued: SimTime,
+    started: SimTime,
+    phase: Phase,
+    timer: Option<TimerId>,
+    next_call: u8,
+    pending: u8,
+    failed: bool,
+    children: [CallKey; CALLS_MAX],
+    /// The caller gave up on this attempt (known to the observer; the replica learns it only
+    /// through a cancellation or an expired deadline).
+    abandoned: bool,
+}
+
+#[derive(Debug)]
+struct Replica {
+    up: bool,
+    busy: u32,
+    queue: VecDeque<JobKey>,
+    outstanding: u32,
+    consecutive_failures: u32,
+    ejected_until: SimTime,
+    cold_since: SimTime,
+    codel_interval_start: SimTime,
+    codel_min_delay: SimDuration,
+    codel_overloaded: bool,
+}
+
+/// Figures of one service, over all its replicas.
+#[derive(Debug, Default, Clone)]
+pub struct ServiceStats {
+    /// Attempts that reached a replica.
+    pub arrivals: u64,
+    /// Jobs that finished successfully.
+    pub ok: u64,
+    /// Rejections and failures at the service, per reason index.
+    pub failed: [u64; REASONS.len()],
+    /// Jobs dropped at dequeue because their caller's deadline had passed.
+    pub dropped_expired: u64,
+    /// Jobs stopped by a propagated cancellation.
+    pub cancelled: u64,
+    /// Jobs that held a worker although their caller had given up.
+    pub wasted_jobs: u64,
+    /// Worker time held by those jobs.
+    pub wasted_ns: u64,
+    /// Worker time held in total.
+    pub busy_ns: u64,
+    /// Cache hits.
+    pub cache_hits: u64,
+    /// Replica ejections by outlier detection.
+    pub ejections: u64,
+    /// Crashes.
+    pub crashes: u64,
+    /// Messages to or from the service lost in the network.
+    pub messages_lost: u64,
+    /// Largest queue length of a replica.
+    pub queue_depth_max: u64,
+}
+
+/// One service, compiled, with its replicas and its fault state.
+#[derive(Debug)]
+pub struct Svc {
+    /// Its name.
+    pub name: String,
+    /// Its configuration.
+    pub config: Service,
+    work: Sampler,
+    latency: Option<Sampler>,
+    calls: Vec<u32>,
+    replicas: Vec<Replica>,
+    limiters: Vec<Limiter>,
+    concurrency_max: Option<u32>,
+    pid: Option<Pid>,
+    pid_delay_sum_ns: u64,
+    pid_delay_count: u64,
+    /// The current PID drop probability (0 without a PID shedder).
+    pub pid_drop_ratio_max: f64,
+    slowdown: f64,
+    error_ratio: f64,
+    workers_now: u32,
+    extra_latency: Option<Sampler>,
+    loss_ratio: f64,
+    partitioned: bool,
+    round_robin: usize,
+    rng_work: RngStream,
+    rng_fault: RngStream,
+    rng_net: RngStream,
+    rng_balance: RngStream,
+    rng_admission: RngStream,
+    /// Its figures.
+    pub stats: ServiceStats,
+    /// Total queue length over the replicas.
+    pub queue_series: GaugeSeries,
+    /// Busy workers over the replicas.
+    pub busy_series: GaugeSeries,
+    /// Attempts arriving per bucket.
+    pub arrival_series: CountSeries,
+    busy_total: u32,
+    queued_total: u32,
+    busy_since: SimTime,
+}
+
+/// Figures of one client.
+#[derive(Debug, Clone)]
+pub struct ClientStats {
+    /// Requests offered per bucket.
+    pub offered: CountSeries,
+    /// Requests that succeeded, per bucket of completion.
+    pub successes: CountSeries,
+    /// Requests that failed, per bucket of completion.
+    pub failures: CountSeries,
+    /// Sum of success latencies in nanoseconds, per bucket (for the mean).
+    pub latency_sum_ns: CountSeries,
+    /// Latency of successful requests.
+    pub latency: LatencyHistogram,
+    /// Failed requests per reason index.
+    pub failed: [u64; REASONS.len()],
+}
+
+/// One client, compiled.
+#[derive(Debug)]
+pub struct Cl {
+    /// Its name.
+    pub name: String,
+    /// Its index of call spec.
+    pub spec: u32,
+    schedule: Option<Schedule>,
+    think: Option<Sampler>,
+    users: u32,
+    change_points: Vec<SimTime>,
+    spike: f64,
+    rng: RngStream,
+    /// Its figures.
+    pub stats: ClientStats,
+}
+
+/// The world: every component and every request in flight.
+#[derive(Debug)]
+pub struct World {
+    /// The clients, in name order.
+    pub clients: Vec<Cl>,
+    /// The services, in name order.
+    pub services: Vec<Svc>,
+    /// Every call site: the clients' first, then the services' in order.
+    pub specs: Vec<CallSpec>,
+    faults: Vec<Fault>,
+    fault_active: Vec<bool>,
+    calls: SlotMap<CallKey, CallState>,
+    jobs: SlotMap<JobKey, Job>,
+    scratch: Vec<JobKey>,
+    /// The report bucket width.
+    pub bucket: SimDuration,
+}
+
+type C<'a, 'b> = &'a mut Ctx<'b, Msg, ()>;
+
+fn compile(d: &sim_core::Dist) -> Sampler {
+    d.compile()
+        .expect("distributions are checked by validation before a world is built")
+}
+
+fn limiter_of(l: &LimiterConfig) -> Limiter {
+    Limiter::new(l)
+}
+
+impl Schedule {
+    /// The scheduled rate at `t`, per second.
+    pub fn rate_at(&self, t: SimTime) -> f64 {
+        let t = t.since_start();
+        match self {
+            Schedule::Constant(r) => r.as_per_second(),
+            Schedule::Steps(steps) => steps
+                .iter()
+                .rev()
+                .find(|s| s.at <= t)
+                .map_or(0.0, |s| s.rate.as_per_second()),
+            Schedule::Ramp {
+                from,
+                to,
+                start,
+                end,
+            } => {
+                if t <= *start {
+                    from.as_per_second()
+                } else if t >= *end {
+                    to.as_per_second()
+                } else {
+                    let f = (t - *start).as_secs_f64() / (*end - *start).as_secs_f64();
+                    from.as_per_second() + f * (to.as_per_second() - from.as_per_second())
+                }
+            }
+            Schedule::Spike {
+                base,
+                peak,
+                start,
+                end,
+            } => {
+                if t >= *start && t < *end {
+                    peak.as_per_second()
+                } else {
+                    base.as_per_second()
+                }
+            }
+        }
+    }
+
+    /// The instants where the rate changes (a ramp is followed in 100 steps).
+    fn change_points(&self) -> Vec<SimDuration> {
+        match self {
+            Schedule::Constant(_) => Vec::new(),
+            Schedule::Steps(steps) => steps.iter().map(|s| s.at).collect(),
+            Schedule::Ramp { start, end, .. } => {
+                let span = *end - *start;
+                (0..=100).map(|i| *start + span * i / 100).collect()
+            }
+            Schedule::Spike { start, end, .. } => vec![*start, *end],
+        }
+    }
+}
+
+impl World {
+    /// Builds the world of a validated scenario for one seed.
+    pub fn new(s: &Scenario, seed: Seed, bucket: SimDuration) -> Self {
+        let names: Vec<&String> = s.services.keys().collect();
+        let service_index = |name: &str| {
+            names
+                .iter()
+                .position(|n| n.as_str() == name)
+                .expect("call targets are checked by validation")
+        };
+        let mut specs = Vec::new();
+        let mut make_spec = |path: String, c: &Call| -> u32 {
+            let retry_at = c.stack.iter().position(|l| matches!(l, Layer::Retry(_)));
+            let mut outer = Vec::new();
+            let mut inner = Vec::new();
+            let mut retry = None;
+            for (i, layer) in c.stack.iter().enumerate() {
+                let gate = match layer {
+                    Layer::Retry(r) => {
+                        retry = Some(r.clone());
+                        continue;
+                    }
+                    Layer::Breaker(b) => Gate::Breaker(Breaker::new(b.clone())),
+                    Layer::Bulkhead { max_concurrent } => Gate::Bulkhead {
+                        max: *max_concurrent,
+                        active: 0,
+                    },
+                    Layer::Limiter(l) => Gate::Limiter(limiter_of(l)),
+                };
+                if retry_at.is_some_and(|r| i < r) {
+                    outer.push(gate);
+                } else {
+                    inner.push(gate);
+                }
+            }
+            let budget = retry
+                .as_ref()
+                .and_then(|r| r.budget.clone())
+                .map(RetryBudget::new);
+            let rng = seed.stream(&format!("{path}/retry"));
+            specs.push(CallSpec {
+                path,
+                target: service_index(&c.target),
+                timeout: c.timeout,
+                deadline: c.deadline,
+                retry,
+                budget,
+                outer,
+                inner,
+                rng,
+                stats: CallStats::default(),
+            });
+            (specs.len() - 1) as u32
+        };
+
+        let mut clients = Vec::new();
+        for (name, c) in &s.clients {
+            let spec = make_spec(format!("clients.{name}.call"), &c.call);
+            let (schedule, think, users) = match &c.load {
+                Load::Open { rate } => (Some(rate.clone()), None, 0),
+                Load::Closed { users, think } => (None, Some(compile(think)), *users),
+            };
+            let mut change_points: Vec<SimTime> = schedule
+                .iter()
+                .flat_map(|s| s.change_points())
+                .chain(s.faults.iter().flat_map(|f| match &f.kind {
+                    FaultKind::LoadSpike { client, .. } if client == name => {
+                        let mut v = vec![f.at];
+                        if let Some(d) = f.duration {
+                            v.push(f.at + d);
+                        }
+                        v
+                    }
+                    _ => Vec::new(),
+                }))
+                .map(|d| SimTime::ZERO + d)
+                .collect();
+            change_points.sort();
+            change_points.dedup();
+            clients.push(Cl {
+                name: name.clone(),
+                spec,
+                schedule,
+                think,
+                users,
+                change_points,
+                spike: 1.0,
+                rng: seed.stream(&format!("clients/{name}/load")),
+                stats: ClientStats {
+                    offered: CountSeries::new(bucket),
+                    successes: CountSeries::new(bucket),
+                    failures: CountSeries::new(bucket),
+                    latency_sum_ns: CountSeries::new(bucket),
+                    latency: LatencyHistogram::new(),
+                    failed: [0; REASONS.len()],
+                },
+            });
+        }
+
+        let mut services = Vec::new();
+        for (name, sv) in &s.services {
+            let calls = sv
+                .calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| make_spec(format!("services.{name}.calls[{i}]"), c))
+                .collect();
+            let capacity = sv.queue.capacity.unwrap_or(1024).min(4096) as usize;
+            let replicas = (0..sv.replicas)
+                .map(|_| Replica {
+                    up: true,
+                    busy: 0,
+                    queue: VecDeque::with_capacity(capacity),
+                    outstanding: 0,
+                    consecutive_failures: 0,
+                    ejected_until: SimTime::ZERO,
+                    cold_since: SimTime::ZERO,
+                    codel_interval_start: SimTime::ZERO,
+                    codel_min_delay: SimDuration::MAX,
+                    codel_overloaded: false,
+                })
+                .collect();
+            let mut limiters = Vec::new();
+            let mut concurrency_max = None;
+            let mut pid = None;
+            for a in &sv.admission {
+                match a {
+                    Admission::Limiter(l) => limiters.push(limiter_of(l)),
+                    Admission::Concurrency { max } => {
+                        concurrency_max = Some(concurrency_max.map_or(*max, |m: u32| m.min(*max)))
+                    }
+                    Admission::Pid(p) => pid = Some(Pid::new(p.clone())),
+                }
+            }
+            let stream = |what: &str| seed.stream(&format!("services/{name}/{what}"));
+            services.push(Svc {
+                name: name.clone(),
+                config: sv.clone(),
+                work: compile(&sv.work),
+                latency: sv.latency.as_ref().map(compile),
+                calls,
+                replicas,
+                limiters,
+                concurrency_max,
+                pid,
+                pid_delay_sum_ns: 0,
+                pid_delay_count: 0,
+                pid_drop_ratio_max: 0.0,
+                slowdown: 1.0,
+                error_ratio: 0.0,
+                workers_now: sv.workers,
+                extra_latency: None,
+                loss_ratio: 0.0,
+                partitioned: false,
+                round_robin: 0,
+                rng_work: stream("work"),
+                rng_fault: stream("faults"),
+                rng_net: stream("network"),
+                rng_balance: stream("balancer"),
+                rng_admission: stream("admission"),
+                stats: ServiceStats::default(),
+                queue_series: GaugeSeries::new(bucket),
+                busy_series: GaugeSeries::new(bucket),
+                arrival_series: CountSeries::new(bucket),
+                busy_total: 0,
+                queued_total: 0,
+                busy_since: SimTime::ZERO,
+            });
+        }
+
+        World {
+            clients,
+            services,
+            specs,
+            faults: s.faults.clone(),
+            fault_active: vec![false; s.faults.len()],
+            calls: SlotMap::with_key(),
+            jobs: SlotMap::with_key(),
+            scratch: Vec::new(),
+            bucket,
+        }
+    }
+
+    /// The events that start a run: first arrivals, users, faults, controller ticks.
+    pub fn initial_events(&mut self) -> Vec<(SimTime, Msg)> {
+        let mut events = Vec::new();
+        for (i, c) in self.clients.iter_mut().enumerate() {
+            let client = i as u32;
+            if c.schedule.is_some() {
+                events.push((
+                    SimTime::ZERO,
+                    Msg::Arrival {
+                        client,
+                        emit: false,
+                    },
+                ));
+            } else if let Some(think) = &c.think {
+                for user in 0..c.users {
+                    // Users start spread over one think time, not all at once.
+                    let start = think.sample(&mut c.rng);
+                    events.push((SimTime::ZERO + start, Msg::Think { client, user }));
+                }
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            events.push((SimTime::ZERO + f.at, Msg::FaultStart { fault: i as u32 }));
+        }
+        for (i, s) in self.services.iter().enumerate() {
+            if let Some(p) = &s.pid {
+                events.push((
+                    SimTime::ZERO + p.interval(),
+                    Msg::PidTick { service: i as u32 },
+                ));
+            }
+        }
+        events
+    }
+
+    /// Jobs and calls in flight (for the flat-memory check).
+    pub fn in_flight(&self) -> (usize, usize) {
+        (self.calls.len(), self.jobs.len())
+    }
+
+    /// Closes the busy-time accounting at `end`.
+    pub fn finish(&mut self, end: SimTime) {
+        for s in &mut self.services {
+            let held = end.saturating_duration_since(s.busy_since).as_nanos();
+            s.stats.busy_ns += u64::from(s.busy_total) * held;
+            s.busy_since = end;
+        }
+    }
+
+    // ---- gauges ------------------------------------------------------------------------
+
+    fn busy_change(&mut self, now: SimTime, svc: usize, delta: i32) {
+        let s = &mut self.services[svc];
+        let held = now.saturating_duration_since(s.busy_since).as_nanos();
+        s.stats.busy_ns += u64::from(s.busy_total) * held;
+        s.busy_since = now;
+        s.busy_total = s.busy_total.checked_add_signed(delta).expect("busy count");
+        s.busy_series.set(now, f64::from(s.busy_total));
+    }
+
+    fn queue_change(&mut self, now: SimTime, svc: usize, delta: i32) {
+        let s = &mut self.services[svc];
+        s.queued_total = s
+            .queued_total
+            .checked_add_signed(delta)
+            .expect("queue count");
+        s.queue_series.set(now, f64::from(s.queued_total));
+    }
+
+    // ---- network -----------------------------------------------------------------------
+
+    /// The one-way delay of a message to or from `svc`, or `None` if it is lost.
+    fn network(&mut self, ctx: C, svc: usize) -> Option<SimDuration> {
+        let s = &mut self.services[svc];
+        if s.partitioned || (s.loss_ratio > 0.0 && bernoulli(&mut s.rng_net, s.loss_ratio)) {
+            s.stats.messages_lost += 1;
+            ctx.digest_note(0x1055 ^ svc as u64);
+            return None;
+        }
+        let mut d = SimDuration::ZERO;
+        if let Some(l) = &s.latency {
+            d += l.sample(&mut s.rng_net);
+        }
+        if let Some(l) = &s.extra_latency {
+            d += l.sample(&mut s.rng_net);
+        }
+        Some(d)
+    }
+
+    // ---- clients -----------------------------------------------------------------------
+
+    fn on_arrival(&mut self, ctx: C, client: usize, emit: bool) {
+        let now = ctx.now();
+        if emit {
+            self.offer(ctx, client, u32::MAX);
+        }
+        let c = &mut self.clients[client];
+        let schedule = c
+            .schedule
+            .as_ref()
+            .expect("arrivals are for open-loop clients");
+        let rate = schedule.rate_at(now) * c.spike;
+        let i = c.change_points.partition_point(|t| *t <= now);
+        let next_change = c.change_points.get(i).copied();
+        let client_id = client as u32;
+        let next = if rate > 0.0 {
+            let gap = SimDuration::from_nanos_f64(exponential(&mut c.rng, 1e9 / rate))
+                .max(SimDuration::from_nanos(1));
+            let t = now.saturating_add(gap);
+            // Memorylessness makes a redraw at each change point exact for piecewise rates.
+            match next_change {
+                Some(change) if t > change => Some((change, false)),
+                _ => Some((t, true)),
+            }
+        } else {
+            next_change.map(|change| (change, false))
+        };
+        if let Some((t, emit)) = next {
+            ctx.send_at(
+                ctx.me(),
+                t,
+                Msg::Arrival {
+                    client: client_id,
+                    emit,
+                },
+            );
+        }
+    }
+
+    fn offer(&mut self, ctx: C, client: usize, user: u32) {
+        let now = ctx.now();
+        let c = &mut self.clients[client];
+        c.stats.offered.add(now, 1);
+        let spec = c.spec;
+        self.start_call(
+            ctx,
+            spec,
+            Owner::Client {
+                client: client as u32,
+                user,
+                offered_at: now,
+            },
+            SimTime::MAX,
+        );
+    }
+
+    fn client_done(&mut self, ctx: C, client: u32, user: u32, offered_at: SimTime, o: Outcome) {
+        let now = ctx.now();
+        let c = &mut self.clients[client as usize];
+        match o {
+            Outcome::Ok => {
+                let latency = now - offered_at;
+                c.stats.successes.add(now, 1);
+                c.stats.latency.record(latency);
+                c.stats.latency_sum_ns.add(now, latency.as_nanos());
+            }
+            Outcome::Fail(r) => {
+                c.stats.failures.add(now, 1);
+                c.stats.failed[r.index()] += 1;
+            }
+        }
+        if user != u32::MAX {
+            let think = c
+                .think
+                .as_ref()
+                .expect("closed-loop clients have a think time")
+                .sample(&mut c.rng);
+            ctx.send_self(think, Msg::Think { client, user });
+        }
+    }
+
+    // ---- calls -------------------------------------------------------------------------
+
+    fn start_call(&mut self, ctx: C, spec: u32, owner: Owner, parent_deadline: SimTime) -> CallKey {
+        let now = ctx.now();
+        let sp = &mut self.specs[spec as usize];
+        sp.stats.calls += 1;
+        let deadline = sp
+            .deadline
+            .map_or(SimTime::MAX, |d| now.saturating_add(d))
+            .min(parent_deadline);
+        let key = self.calls.insert(CallState {
+            spec,
+            owner,
+            deadline,
+            attempt: 0,
+            in_flight: false,
+            job: JobKey::null(),
+            replica: 0,
+            timer: None,
+        });
+        if now >= deadline {
+            self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
+            return key;
+        }
+        let sp = &mut self.specs[spec as usize];
+        for g in 0..sp.outer.len() {
+            if let Err(reason) = sp.outer[g].try_acquire(now) {
+                for earlier in &mut sp.outer[..g] {
+                    earlier.release(now, None);
+                }
+                sp.stats.rejected[reason.index()] += 1;
+                self.finish_call(ctx, key, Outcome::Fail(reason), false);
+                return key;
+            }
+        }
+        if let Some(b) = &mut sp.budget {
+            b.deposit(now);
+        }
+        self.start_attempt(ctx, key);
+        key
+    }
+
+    fn start_attempt(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        call.attempt += 1;
+        let attempt = call.attempt;
+        let deadline = call.deadline;
+        let sp = &mut self.specs[call.spec as usize];
+        sp.stats.attempts += 1;
+        for g in 0..sp.inner.len() {
+            if let Err(reason) = sp.inner[g].try_acquire(now) {
+                for earlier in &mut sp.inner[..g] {
+                    earlier.release(now, None);
+                }
+                sp.stats.rejected[reason.index()] += 1;
+                // Nothing was sent: the attempt fails here, without touching a replica.
+                self.attempt_done(ctx, key, Outcome::Fail(reason), false);
+                return;
+            }
+        }
+        let attempt_deadline = sp
+            .timeout
+            .map_or(SimTime::MAX, |t| now.saturating_add(t))
+            .min(deadline);
+        let svc = sp.target;
+        let replica = self.pick_replica(now, svc);
+        let call = &mut self.calls[key];
+        call.in_flight = true;
+        call.replica = replica as u32;
+        self.services[svc].replicas[replica].outstanding += 1;
+        if attempt_deadline != SimTime::MAX {
+            let timer = ctx.timer_self(attempt_deadline - now, Msg::Timeout { call: key, attempt });
+            self.calls[key].timer = Some(timer);
+        }
+        let job = self.jobs.insert(Job {
+            service: svc as u32,
+            replica: replica as u32,
+            call: key,
+            attempt,
+            deadline: attempt_deadline,
+            enqueued: now,
+            started: now,
+            phase: Phase::Transit,
+            timer: None,
+            next_call: 0,
+            pending: 0,
+            failed: false,
+            children: [CallKey::null(); CALLS_MAX],
+            abandoned: false,
+        });
+        self.calls[key].job = job;
+        match self.network(ctx, svc) {
+            Some(delay) => ctx.send_self(delay, Msg::Deliver { job }),
+            None => {
+                self.jobs.remove(job);
+            }
+        }
+    }
+
+    fn pick_replica(&mut self, now: SimTime, svc: usize) -> usize {
+        let s = &mut self.services[svc];
+        let n = s.replicas.len();
+        if n == 1 {
+            return 0;
+        }
+        let eligible = |r: &Replica| r.ejected_until <= now;
+        let any_eligible = s.replicas.iter().any(eligible);
+        let ok = |r: &Replica| !any_eligible || eligible(r);
+        match s.config.balancer {
+            Balancer::RoundRobin => {
+                for _ in 0..n {
+                    let i = s.round_robin % n;
+                    s.round_robin = (s.round_robin + 1) % n;
+                    if ok(&s.replicas[i]) {
+                        return i;
+                    }
+                }
+                0
+            }
+            Balancer::Random => {
+                let candidates = s.replicas.iter().filter(|r| ok(r)).count() as u64;
+                let k = uniform_below(&mut s.rng_balance, candidates) as usize;
+                s.replicas
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| ok(r))
+                    .nth(k)
+                    .map_or(0, |(i, _)| i)
+            }
+            Balancer::LeastOutstanding => s
+                .replicas
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| ok(r))
+                .min_by_key(|(i, r)| (r.outstanding, *i))
+                .map_or(0, |(i, _)| i),
+            Balancer::PowerOfTwo => {
+                let mut pick = || loop {
+                    let i = uniform_below(&mut s.rng_balance, n as u64) as usize;
+                    if ok(&s.replicas[i]) {
+                        break i;
+                    }
+                };
+                let a = pick();
+                let b = pick();
+                if s.replicas[b].outstanding < s.replicas[a].outstanding {
+                    b
+                } else {
+                    a
+                }
+            }
+        }
+    }
+
+    fn on_reply(&mut self, ctx: C, key: CallKey, attempt: u32, outcome: Outcome) {
+        let Some(call) = self.calls.get_mut(key) else {
+            return;
+        };
+        if call.attempt != attempt || !call.in_flight {
+            self.specs[call.spec as usize].stats.late_replies += 1;
+            return;
+        }
+        if let Some(t) = call.timer.take() {
+            ctx.cancel(t);
+        }
+        self.attempt_done(ctx, key, outcome, true);
+    }
+
+    fn on_timeout(&mut self, ctx: C, key: CallKey, attempt: u32) {
+        let Some(call) = self.calls.get_mut(key) else {
+            return;
+        };
+        if call.attempt != attempt || !call.in_flight {
+            return;
+        }
+        call.timer = None;
+        let job = call.job;
+        let spec = call.spec as usize;
+        self.specs[spec].stats.timeouts += 1;
+        self.abandon_job(ctx, self.specs[spec].target, job);
+        self.attempt_done(ctx, key, Outcome::Fail(Reason::Timeout), true);
+    }
+
+    /// The caller gave up on `job`: mark it, and cancel it if the service listens.
+    fn abandon_job(&mut self, ctx: C, svc: usize, job: JobKey) {
+        if let Some(j) = self.jobs.get_mut(job) {
+            j.abandoned = true;
+            if self.services[svc].config.on_abandoned == Abandoned::Cancel
+                && let Some(delay) = self.network(ctx, svc)
+            {
+                ctx.send_self(delay, Msg::Cancel { job });
+            }
+        }
+    }
+
+    fn attempt_done(&mut self, ctx: C, key: CallKey, outcome: Outcome, sent: bool) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let spec = call.spec as usize;
+        let replica = call.replica as usize;
+        let attempt = call.attempt;
+        let deadline = call.deadline;
+        call.in_flight = false;
+        let sp = &mut self.specs[spec];
+        let svc = sp.target;
+        if sent {
+            for g in &mut sp.inner {
+                g.release(now, Some(outcome));
+            }
+            self.observe_replica(now, svc, replica, outcome);
+        }
+        let Outcome::Fail(reason) = outcome else {
+            self.finish_call(ctx, key, Outcome::Ok, true);
+            return;
+        };
+        let sp = &mut self.specs[spec];
+        let may_retry = sp
+            .retry
+            .as_ref()
+            .is_some_and(|r| attempt < r.max_attempts && reason != Reason::Deadline);
+        if may_retry {
+            if let Some(b) = &mut sp.budget
+                && !b.try_withdraw(now)
+            {
+                sp.stats.budget_exhausted += 1;
+                self.finish_call(ctx, key, outcome, true);
+                return;
+            }
+            let r = sp.retry.as_ref().expect("checked above");
+            let delay = backoff_delay(&r.backoff, r.jitter, attempt, &mut sp.rng);
+            if now.saturating_add(delay) < deadline {
+                sp.stats.retries += 1;
+                ctx.send_self(delay, Msg::Retry { call: key });
+                return;
+            }
+        }
+        self.finish_call(ctx, key, outcome, true);
+    }
+
+    /// Outlier detection: consecutive failures seen by callers eject a replica.
+    fn observe_replica(&mut self, now: SimTime, svc: usize, replica: usize, outcome: Outcome) {
+        let s = &mut self.services[svc];
+        s.replicas[replica].outstanding -= 1;
+        let Some(o) = &s.config.outlier else {
+            return;
+        };
+        if outcome == Outcome::Ok {
+            s.replicas[replica].consecutive_failures = 0;
+            return;
+        }
+        let r = &mut s.replicas[replica];
+        r.consecutive_failures += 1;
+        if r.consecutive_failures < o.consecutive_failures || r.ejected_until > now {
+            return;
+        }
+        let ejected = s.replicas.iter().filter(|r| r.ejected_until > now).count();
+        let n = s.replicas.len();
+        let allowed = ((n as f64 * o.max_ejection_percent / 100.0) as usize).max(1);
+        if ejected < allowed {
+            let r = &mut s.replicas[replica];
+            r.ejected_until = now + o.ejection;
+            r.consecutive_failures = 0;
+            s.stats.ejections += 1;
+        }
+    }
+
+    fn on_retry(&mut self, ctx: C, key: CallKey) {
+        if self.calls.contains_key(key) {
+            self.start_attempt(ctx, key);
+        }
+    }
+
+    fn finish_call(&mut self, ctx: C, key: CallKey, outcome: Outcome, admitted: bool) {
+        let now = ctx.now();
+        let call = self.calls.remove(key).expect("finishing a live call");
+        let sp = &mut self.specs[call.spec as usize];
+        if admitted {
+            for g in &mut sp.outer {
+                g.release(now, Some(outcome));
+            }
+        }
+        match outcome {
+            Outcome::Ok => sp.stats.successes += 1,
+            Outcome::Fail(_) => sp.stats.failures += 1,
+        }
+        match call.owner {
+            Owner::Client {
+                client,
+                user,
+                offered_at,
+            } => self.client_done(ctx, client, user, offered_at, outcome),
+            Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
+        }
+    }
+
+    /// Drops a call whose owner no longer needs it, cancelling its attempt downstream.
+    fn cancel_call(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let Some(call) = self.calls.remove(key) else {
+            return;
+        };
+        if let Some(t) = call.timer {
+            ctx.cancel(t);
+        }
+        let sp = &mut self.specs[call.spec as usize];
+        for g in &mut sp.outer {
+            g.release(now, None);
+        }
+        let svc = sp.target;
+        if call.in_flight {
+            for g in &mut self.specs[call.spec as usize].inner {
+                g.release(now, None);
+            }
+            self.services[svc].replicas[call.replica as usize].outstanding -= 1;
+            self.abandon_job(ctx, svc, call.job);
+        }
+    }
+
+    // ---- jobs --------------------------------------------------------------------------
+
+    fn on_deliver(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let Some(j) = self.jobs.get(job) else {
+            return;
+        };
+        let svc = j.service as usize;
+        let r = j.replica as usize;
+        let s = &mut self.services[svc];
+        s.stats.arrivals += 1;
+        s.arrival_series.add(now, 1);
+        if !s.replicas[r].up {
+            self.reply(ctx, job, Outcome::Fail(Reason::Unavailable));
+            return;
+        }
+        let rejected =
+            if s.limiters.iter_mut().any(|l| !l.try_acquire(now)) {
+                Some(Reason::RateLimited)
+            } else if s
+                .concurrency_max
+                .is_some_and(|m| s.replicas[r].busy + s.replicas[r].queue.len() as u32 >= m)
+            {
+                Some(Reason::ConcurrencyLimited)
+            } else if s.pid.as_ref().is_some_and(|p| {
+                p.drop_ratio > 0.0 && bernoulli(&mut s.rng_admission, p.drop_ratio)
+            }) {
+                Some(Reason::Shed)
+            } else {
+                None
+            };
+        if let Some(reason) = rejected {
+            self.reply(ctx, job, Outcome::Fail(reason));
+            return;
+        }
+        let replica = &mut s.replicas[r];
+        if replica.busy < s.workers_now && replica.queue.is_empty() {
+            self.start_work(ctx, job);
+        } else if s
+            .config
+            .queue
+            .capacity
+            .is_none_or(|c| (replica.queue.len() as u32) < c)
+        {
+            replica.queue.push_back(job);
+            let depth = replica.queue.len() as u64;
+            s.stats.queue_depth_max = s.stats.queue_depth_max.max(depth);
+            let j = &mut self.jobs[job];
+            j.phase = Phase::Queued;
+            j.enqueued = now;
+            self.queue_change(now, svc, 1);
+        } else {
+            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull));
+        }
+    }
+
+    /// Starts work on `job`, or drops it if it expired and the service drops expired work.
+    fn start_work(&mut self, ctx: C, job: JobKey) -> bool {
+        let now = ctx.now();
+        let j = &mut self.jobs[job];
+        let svc = j.service as usize;
+        let r = j.replica as usize;
+        let s = &mut self.services[svc];
+        if s.config.on_abandoned == Abandoned::DropExpired && now >= j.deadline {
+            s.stats.dropped_expired += 1;
+            self.jobs.remove(job);
+            return false;
+        }
+        let replica = &mut s.replicas[r];
+        replica.busy += 1;
+        let in_flight = f64::from(replica.busy) + replica.queue.len() as f64;
+        let factor = s.slowdown * (1.0 + s.config.work_per_in_flight * in_flight);
+        let work = s.work.sample(&mut s.rng_work).mul_f64(factor);
+        j.phase = Phase::Working;
+        j.started = now;
+        j.timer = Some(ctx.timer_self(work, Msg::WorkDone { job }));
+        self.busy_change(now, svc, 1);
+        true
+    }
+
+    /// Lets free workers of a replica take waiting jobs.
+    fn dequeue(&mut self, ctx: C, svc: usize, r: usize) {
+        let now = ctx.now();
+        loop {
+            let s = &mut self.services[svc];
+            let replica = &mut s.replicas[r];
+            if replica.busy >= s.workers_now || !replica.up {
+                return;
+            }
+            let newest_first = match &s.config.queue.discipline {
+                Discipline::Fifo | Discipline::CoDel { .. } => false,
+                Discipline::Lifo => true,
+                Discipline::AdaptiveLifo { threshold } => replica
+                    .queue
+                    .front()
+                    .is_some_and(|f| now - self.jobs[*f].enqueued > *threshold),
+            };
+            let next = if newest_first {
+                replica.queue.pop_back()
+            } else {
+                replica.queue.pop_front()
+            };
+            let Some(job) = next else {
+                return;
+            };
+            self.queue_change(now, svc, -1);
+            let s = &mut self.services[svc];
+            let sojourn = now - self.jobs[job].enqueued;
+            if s.pid.is_some() {
+                s.pid_delay_sum_ns += sojourn.as_nanos();
+                s.pid_delay_count += 1;
+            }
+            if let Discipline::CoDel { target, interval } = s.config.queue.discipline {
+                let replica = &mut s.replicas[r];
+                if now >= replica.codel_interval_start + interval {
+                    replica.codel_overloaded = replica.codel_min_delay > target;
+                    replica.codel_interval_start = now;
+                    replica.codel_min_delay = SimDuration::MAX;
+                }
+                replica.codel_min_delay = replica.codel_min_delay.min(sojourn);
+                let limit = if replica.codel_overloaded {
+                    target
+                } else {
+                    interval
+                };
+                if sojourn > limit {
+                    self.reply(ctx, job, Outcome::Fail(Reason::Shed));
+                    continue;
+                }
+            }
+            self.start_work(ctx, job);
+        }
+    }
+
+    fn on_work_done(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let Some(j) = self.jobs.get_mut(job) else {
+            return;
+        };
+        j.timer = None;
+        let svc = j.service as usize;
+        let r = j.replica as usize;
+        let s = &mut self.services[svc];
+        if s.error_ratio > 0.0 && bernoulli(&mut s.rng_fault, s.error_ratio) {
+            self.finish_job(ctx, job, Outcome::Fail(Reason::Error));
+            return;
+        }
+        if let Some(cache) = &s.config.cache {
+            let warm = if cache.warmup.is_zero() {
+                1.0
+            } else {
+                let since = now.saturating_duration_since(s.replicas[r].cold_since);
+                (since.as_secs_f64() / cache.warmup.as_secs_f64()).min(1.0)
+            };
+            if bernoulli(&mut s.rng_fault, cache.hit_ratio * warm) {
+                s.stats.cache_hits += 1;
+                self.finish_job(ctx, job, Outcome::Ok);
+                return;
+            }
+        }
+        let n = s.calls.len();
+        if n == 0 {
+            self.finish_job(ctx, job, Outcome::Ok);
+            return;
+        }
+        let j = &mut self.jobs[job];
+        j.phase = Phase::Calling;
+        match s.config.call_mode {
+            CallMode::Sequential => {
+                j.pending = 1;
+                self.start_child(ctx, job, 0);
+            }
+            CallMode::FanOut => {
+                j.pending = n as u8;
+                for i in 0..n {
+                    if !self.jobs.contains_key(job) {
+                        break;
+                    }
+                    self.start_child(ctx, job, i);
+                }
+            }
+        }
+    }
+
+    fn start_child(&mut self, ctx: C, job: JobKey, index: usize) {
+        let j = &mut self.jobs[job];
+        j.next_call = index as u8 + 1;
+        let svc = j.service as usize;
+        let s = &self.services[svc];
+        // A deadline-aware service passes its caller's deadline down; a naive one does not.
+        let parent_deadline = if s.config.on_abandoned == Abandoned::Work {
+            SimTime::MAX
+        } else {
+            j.deadline
+        };
+        let spec = s.calls[index];
+        let key = self.start_call(
+            ctx,
+            spec,
+            Owner::Job {
+                job,
+                index: index as u8,
+            },
+            parent_deadline,
+        );
+        if self.calls.contains_key(key)
+            && let Some(j) = self.jobs.get_mut(job)
+        {
+            j.children[index] = key;
+        }
+    }
+
+    fn child_done(&mut self, ctx: C, job: JobKey, index: u8, outcome: Outcome) {
+        let Some(j) = self.jobs.get_mut(job) else {
+            return;
+        };
+        j.children[index as usize] = CallKey::null();
+        j.pending -= 1;
+        if outcome != Outcome::Ok {
+            j.failed = true;
+        }
+        let svc = j.service as usize;
+        let n = self.services[svc].calls.len();
+        match self.services[svc].config.call_mode {
+            CallMode::Sequential => {
+                if j.failed {
+                    self.finish_job(ctx, job, Outcome::Fail(Reason::Dependency));
+                } else if (j.next_call as usize) < n {
+                    j.pending = 1;
+                    let next = j.next_call as usize;
+                    self.start_child(ctx, job, next);
+                } else {
+                    self.finish_job(ctx, job, Outcome::Ok);
+                }
+            }
+            CallMode::FanOut => {
+                if j.pending == 0 {
+                    let o = if j.failed {
+                        Outcome::Fail(Reason::Dependency)
+                    } else {
+                        Outcome::Ok
+                    };
+                    self.finish_job(ctx, job, o);
+                }
+            }
+        }
+    }
+
+    /// Releases the worker `job` holds (if any), accounting wasted work.
+    fn release_worker(&mut self, now: SimTime, j: &Job) -> bool {
+        if !matches!(j.phase, Phase::Working | Phase::Calling) {
+            return false;
+        }
+        let svc = j.service as usize;
+        let s = &mut self.services[svc];
+        s.replicas[j.replica as usize].busy -= 1;
+        if j.abandoned {
+            s.stats.wasted_jobs += 1;
+            s.stats.wasted_ns += (now - j.started).as_nanos();
+        }
+        self.busy_change(now, svc, -1);
+        true
+    }
+
+    fn finish_job(&mut self, ctx: C, job: JobKey, outcome: Outcome) {
+        let now = ctx.now();
+        let j = &self.jobs[job];
+        let (svc, r) = (j.service as usize, j.replica as usize);
+        let j = self.jobs.remove(job).expect("live job");
+        let freed = self.release_worker(now, &j);
+        self.send_reply(ctx, &j, outcome);
+        if freed {
+            self.dequeue(ctx, svc, r);
+        }
+    }
+
+    /// Answers a job that never reached a worker (rejected, shed, replica down).
+    fn reply(&mut self, ctx: C, job: JobKey, outcome: Outcome) {
+        let j = self.jobs.remove(job).expect("live job");
+        self.send_reply(ctx, &j, outcome);
+    }
+
+    fn send_reply(&mut self, ctx: C, j: &Job, outcome: Outcome) {
+        let svc = j.service as usize;
+        let s = &mut self.services[svc];
+        match outcome {
+            Outcome::Ok => s.stats.ok += 1,
+            Outcome::Fail(r) => s.stats.failed[r.index()] += 1,
+        }
+        if let Some(delay) = self.network(ctx, svc) {
+            ctx.send_self(
+                delay,
+                Msg::Reply {
+                    call: j.call,
+                    attempt: j.attempt,
+                    outcome,
+                },
+            );
+        }
+    }
+
+    fn on_cancel(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let Some(j) = self.jobs.remove(job) else {
+            return;
+        };
+        let (svc, r) = (j.service as usize, j.replica as usize);
+        self.services[svc].stats.cancelled += 1;
+        match j.phase {
+            Phase::Transit => {}
+            Phase::Queued => {
+                let q = &mut self.services[svc].replicas[r].queue;
+                if let Some(pos) = q.iter().position(|k| *k == job) {
+                    q.remove(pos);
+                    self.queue_change(now, svc, -1);
+                }
+            }
+            Phase::Working | Phase::Calling => {
+                if let Some(t) = j.timer {
+                    ctx.cancel(t);
+                }
+                for child in j.children {
+                    if !child.is_null() {
+                        self.cancel_call(ctx, child);
+                    }
+                }
+                self.release_worker(now, &j);
+                self.dequeue(ctx, svc, r);
+            }
+        }
+    }
+
+    // ---- faults ------------------------------------------------------------------------
+
+    fn on_fault(&mut self, ctx: C, fault: usize, start: bool) {
+        let now = ctx.now();
+        self.fault_active[fault] = start;
+        let f = self.faults[fault].clone();
+        if start && let Some(d) = f.duration {
+            ctx.send_self(
+                d,
+                Msg::FaultEnd {
+                    fault: fault as u32,
+                },
+            );
+        }
+        let service_index = |w: &World, name: &str| {
+            w.services
+                .iter()
+                .position(|s| s.name == name)
+                .expect("fault targets are checked by validation")
+        };
+        match &f.kind {
+            FaultKind::Crash { service, replicas } => {
+                let svc = service_index(self, service);
+                let n = replicas.unwrap_or(self.services[svc].replicas.len() as u32);
+                for r in 0..n as usize {
+                    if start {
+                        self.crash(ctx, svc, r);
+                    } else {
+                        let delay = self.services[svc].config.restart.unwrap_or_default();
+                        ctx.send_self(
+                            delay,
+                            Msg::Restart {
+                                service: svc as u32,
+                                replica: r as u32,
+                            },
+                        );
+                    }
+                }
+            }
+            FaultKind::CacheFlush { service } => {
+                if start {
+                    let svc = service_index(self, service);
+                    for r in &mut self.services[svc].replicas {
+                        r.cold_since = now;
+                    }
+                }
+            }
+            FaultKind::LoadSpike { client, .. } => {
+                let c = self
+                    .clients
+                    .iter()
+                    .position(|c| &c.name == client)
+                    .expect("fault targets are checked by validation");
+                let mut spike = 1.0;
+                for (i, g) in self.faults.iter().enumerate() {
+                    if let FaultKind::LoadSpike {
+                        client: other,
+                        factor,
+                    } = &g.kind
+                        && self.fault_active[i]
+                        && other == client
+                    {
+                        spike *= factor;
+                    }
+                }
+                self.clients[c].spike = spike;
+            }
+            FaultKind::Slowdown { service, .. }
+            | FaultKind::ErrorRate { service, .. }
+            | FaultKind::CapacityDrop { service, .. }
+            | FaultKind::Latency { service, .. }
+            | FaultKind::Loss { service, .. }
+            | FaultKind::Partition { service } => {
+                let svc = service_index(self, service);
+                self.recompute_service_faults(svc);
+                for r in 0..self.services[svc].replicas.len() {
+                    self.dequeue(ctx, svc, r);
+                }
+            }
+        }
+    }
+
+    /// Applies every active fault aimed at `svc` (overlapping faults compose).
+    fn recompute_service_faults(&mut self, svc: usize) {
+        let s = &mut self.services[svc];
+        s.slowdown = 1.0;
+        s.error_ratio = 0.0;
+        s.workers_now = s.config.workers;
+        s.extra_latency = None;
+        s.loss_ratio = 0.0;
+        s.partitioned = false;
+        for (f, active) in self.faults.iter().zip(&self.fault_active) {
+            if !active {
+                continue;
+            }
+            match &f.kind {
+                FaultKind::Slowdown { service, factor } if *service == s.name => {
+                    s.slowdown *= factor
+                }
+                FaultKind::ErrorRate {
+                    service,
+                    error_ratio,
+                } if *service == s.name => {
+                    s.error_ratio = 1.0 - (1.0 - s.error_ratio) * (1.0 - error_ratio)
+                }
+                FaultKind::CapacityDrop { service, workers } if *service == s.name => {
+                    s.workers_now = s.workers_now.min(*workers)
+                }
+                FaultKind::Latency { service, extra } if *service == s.name => {
+                    s.extra_latency = Some(compile(extra))
+                }
+                FaultKind::Loss {
+                    service,
+                    loss_ratio,
+                } if *service == s.name => {
+                    s.loss_ratio = 1.0 - (1.0 - s.loss_ratio) * (1.0 - loss_ratio)
+                }
+                FaultKind::Partition { service } if *service == s.name => s.partitioned = true,
+                _ => {}
+            }
+        }
+    }
+
+    fn crash(&mut self, ctx: C, svc: usize, r: usize) {
+        let now = ctx.now();
+        self.services[svc].stats.crashes += 1;
+        self.services[svc].replicas[r].up = false;
+        let mut lost = std::mem::take(&mut self.scratch);
+        lost.clear();
+        lost.extend(self.jobs.iter().filter_map(|(k, j)| {
+            (j.service as usize == svc && j.replica as usize == r && j.phase != Phase::Transit)
+                .then_some(k)
+        }));
+        for &job in &lost {
+            let Some(j) = self.jobs.remove(job) else {
+                continue;
+            };
+            if let Some(t) = j.timer {
+                ctx.cancel(t);
+            }
+            for child in j.children {
+                if !child.is_null() {
+                    self.cancel_call(ctx, child);
+                }
+            }
+            if j.phase == Phase::Queued {
+                self.queue_change(now, svc, -1);
+            }
+            self.release_worker(now, &j);
+            // The connection resets: callers learn at once that the attempt failed.
+            self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable));
+        }
+        self.services[svc].replicas[r].queue.clear();
+        self.scratch = lost;
+    }
+
+    fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
+        let now = ctx.now();
+        let replica = &mut self.services[svc].replicas[r];
+        replica.up = true;
+        replica.cold_since = now;
+        replica.codel_overloaded = false;
+        replica.codel_min_delay = SimDuration::MAX;
+        replica.codel_interval_start = now;
+    }
+
+    fn on_pid_tick(&mut self, ctx: C, svc: usize) {
+        let now = ctx.now();
+        let s = &mut self.services[svc];
+        let oldest = s
+            .replicas
+            .iter()
+            .filter_map(|r| r.queue.front())
+            .map(|k| now - self.jobs[*k].enqueued)
+            .max()
+            .unwrap_or_default();
+        let mean = s
+            .pid_delay_sum_ns
+            .checked_div(s.pid_delay_count)
+            .map_or(SimDuration::ZERO, SimDuration::from_nanos);
+        s.pid_delay_sum_ns = 0;
+        s.pid_delay_count = 0;
+        let pid = s
+            .pid
+            .as_mut()
+            .expect("ticks are for services with a PID shedder");
+        pid.update(mean.max(oldest));
+        s.pid_drop_ratio_max = s.pid_drop_ratio_max.max(pid.drop_ratio);
+        let interval = pid.interval();
+        ctx.send_self(
+            interval,
+            Msg::PidTick {
+                service: svc as u32,
+            },
+        );
+    }
+}
+
+impl Entity for World {
+    type Msg = Msg;
+    type Shared = ();
+
+    fn handle(&mut self, ctx: &mut Ctx<'_, Msg, ()>, msg: Msg) {
+        match msg {
+            Msg::Arrival { client, emit } => self.on_arrival(ctx, client as usize, emit),
+            Msg::Think { client, user } => self.offer(ctx, client as usize, user),
+            Msg::Deliver { job } => self.on_deliver(ctx, job),
+            Msg::WorkDone { job } => self.on_work_done(ctx, job),
+            Msg::Reply {
+                call,
+                attempt,
+                outcome,
+            } => self.on_reply(ctx, call, attempt, outcome),
+            Msg::Timeout { call, attempt } => self.on_timeout(ctx, call, attempt),
+            Msg::Retry { call } => self.on_retry(ctx, call),
+            Msg::Cancel { job } => self.on_cancel(ctx, job),
+            Msg::FaultStart { fault } => self.on_fault(ctx, fault as usize, true),
+            Msg::FaultEnd { fault } => self.on_fault(ctx, fault as usize, false),
+            Msg::Restart { service, replica } => {
+                self.on_restart(ctx, service as usize, replica as usize)
+            }
+            Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! `resim check`: malformed scenario files give one line with the file, the location and the
+//! fix, and no input makes the parser panic.
+
+use proptest::prelude::*;
+use scenarios::ScenarioError;
+use scenarios::load::parse;
+
+const BASE: &str = r#"// a valid scenario that each case below breaks in one place
+Scenario(
+    name: "base",
+    duration: "10s",
+    clients: {
+        "web": (
+            load: Open(rate: Constant("100/s")),
+            call: (target: "api", timeout: "1s", stack: [Retry((max_attempts: 3, jitter: Full))]),
+        ),
+    },
+    services: {
+        "api": (
+            workers: 4,
+            queue: (capacity: 50, discipline: Fifo),
+            work: Exponential(mean: "10ms"),
+            calls: [(target: "db")],
+        ),
+        "db": (workers: 2, work: Constant(value: "5ms")),
+    },
+    faults: [(at: "2s", duration: "1s", kind: Slowdown(service: "db", factor: 3.0))],
+    expectations: [GoodputAtLeast(client: "web", after: "5s", min_ratio: 0.9)],
+)
+"#;
+
+/// The one-line error for `BASE` with `from` replaced by `to` (which must occur in it).
+fn check(from: &str, to: &str) -> String {
+    assert!(
+        BASE.contains(from),
+        "the case must change the base: {from:?}"
+    );
+    let text = BASE.replacen(from, to, 1);
+    match parse("bad.ron", &text) {
+        Ok(_) => panic!("expected an error after replacing {from:?} with {to:?}"),
+        Err(e) => {
+            let line = e.to_string();
+            assert!(!line.contains('\n'), "one line: {line}");
+            match &e {
+                ScenarioError::Syntax {
+                    line: l, column, ..
+                } => {
+                    assert!(*l >= 1 && *column >= 1, "{line}");
+                    assert!(
+                        line.starts_with(&format!("bad.ron:{l}:{column}: ")),
+                        "{line}"
+                    );
+                }
+                ScenarioError::Invalid { error, .. } => {
+                    assert!(!error.field.is_empty(), "{line}");
+                    assert!(
+                        line.starts_with(&format!("bad.ron: {}: ", error.field)),
+                        "{line}"
+                    );
+                }
+                ScenarioError::Read { .. } => panic!("parse never reads files"),
+            }
+            line
+        }
+    }
+}
+
+#[test]
+fn the_base_scenario_is_valid() {
+    let s = parse("base.ron", BASE).unwrap();
+    assert_eq!(s.services.len(), 2);
+}
+
+#[test]
+fn malformed_files_get_one_line_with_location_and_fix() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("typo in a field name", "workers: 4,", "wokers: 4,"),
+        (
+            "unknown field",
+            "workers: 4,",
+            "workers: 4, colour: \"red\",",
+        ),
+        ("wrong type", "workers: 4,", "workers: \"four\","),
+        (
+            "missing field",
+            "\"db\": (workers: 2, work: Constant(value: \"5ms\"))",
+            "\"db\": (workers: 2)",
+        ),
+        ("syntax: missing comma", "workers: 4,", "workers: 4"),
+        (
+            "unit-less duration",
+            "duration: \"10s\"",
+            "duration: \"10\"",
+        ),
+        ("negative duration", "timeout: \"1s\"", "timeout: \"-1s\""),
+        ("duration as a number", "timeout: \"1s\"", "timeout: 1"),
+        (
+            "rate without unit",
+            "Constant(\"100/s\")",
+            "Constant(\"100\")",
+        ),
+        ("unknown variant", "Exponential(mean", "Exponentia(mean"),
+        ("unknown jitter", "jitter: Full", "jitter: Fully"),
+        (
+            "unknown service in a call",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"dbx\")]",
+        ),
+        (
+            "unknown client target",
+            "call: (target: \"api\"",
+            "call: (target: \"apj\"",
+        ),
+        (
+            "cycle in the call graph",
+            "(workers: 2, work: Constant(value: \"5ms\"))",
+            "(workers: 2, work: Constant(value: \"5ms\"), calls: [(target: \"api\")])",
+        ),
+        ("zero workers", "workers: 4,", "workers: 0,"),
+        ("zero queue capacity", "capacity: 50", "capacity: 0"),
+        (
+            "impossible ratio",
+            "Slowdown(service: \"db\", factor: 3.0)",
+            "ErrorRate(service: \"db\", error_ratio: 1.5)",
+        ),
+        (
+            "impossible expectation ratio",
+            "min_ratio: 0.9",
+            "min_ratio: 90",
+        ),
+        (
+            "fault aimed at nothing",
+            "Slowdown(service: \"db\"",
+            "Slowdown(service: \"cache\"",
+        ),
+        ("fault after the run", "at: \"2s\"", "at: \"20s\""),
+        (
+            "cache flush without a cache",
+            "Slowdown(service: \"db\", factor: 3.0)",
+            "CacheFlush(service: \"db\")",
+        ),
+        (
+            "expectation on an unknown client",
+            "client: \"web\"",
+            "client: \"mobile\"",
+        ),
+        (
+            "impossible distribution",
+            "Exponential(mean: \"10ms\")",
+            "LogNormal(median: \"40ms\", p99: \"20ms\")",
+        ),
+        ("zero retry attempts", "max_attempts: 3", "max_attempts: 0"),
+        (
+            "breaker threshold above 100%",
+            "stack: [Retry((max_attempts: 3, jitter: Full))]",
+            "stack: [Breaker((failure_rate_percent: 150))]",
+        ),
+        (
+            "codel interval not above target",
+            "discipline: Fifo",
+            "discipline: CoDel(target: \"100ms\", interval: \"5ms\")",
+        ),
+        (
+            "steps out of order",
+            "Constant(\"100/s\")",
+            "Steps([(at: \"5s\", rate: \"1/s\"), (at: \"1s\", rate: \"2/s\")])",
+        ),
+        (
+            "bucket longer than the run",
+            "duration: \"10s\",",
+            "duration: \"10s\", bucket: \"1m\",",
+        ),
+        ("unclosed string", "name: \"base\"", "name: \"base"),
+    ];
+    assert!(cases.len() >= 20);
+    let mut all = String::new();
+    for (what, from, to) in cases {
+        let line = check(from, to);
+        all.push_str(&format!("{what:<36} {line}\n"));
+    }
+    insta::with_settings!({ description => "one line per malformed variant of the base scenario in tests/check.rs" }, {
+        insta::assert_snapshot!("check__malformed_files", all);
+    });
+}
+
+#[test]
+fn an_empty_file_says_where() {
+    let e = parse("empty.ron", "").unwrap_err().to_string();
+    assert!(e.starts_with("empty.ron:1:1: "), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Cutting, duplicating or replacing a piece of a valid file never panics.
+    #[test]
+    fn mutated_files_never_panic(at in 0usize..BASE.len(), len in 0usize..40, insert in "[ -~]{0,12}") {
+        let mut chars: Vec<char> = BASE.chars().collect();
+        let at = at.min(chars.len());
+        let end = (at + len).min(chars.len());
+        chars.splice(at..end, insert.chars());
+        let text: String = chars.into_iter().collect();
+        if let Err(e) = parse("m.ron", &text) {
+            prop_assert!(!e.to_string().contains('\n'));
+        }
+    }
+
+    /// Arbitrary text never panics.
+    #[test]
+    fn garbage_never_panics(text in "\\PC{0,200}") {
+        let _ = parse("g.ron", &text);
+    }
+}
