@@ -5,16 +5,29 @@
 //! client holds, with its [`Backoff`](crate::backoff::Backoff) and
 //! [`RetryBudget`](crate::budget::RetryBudget); [`RetryRequest`] is the per-request state.
 //!
-//! ```ignore
-//! let mut policy = RetryPolicy::new(RetryConfig::default())?;
+//! ```
+//! use patterns::retry::{Failure, RetryConfig, RetryDecision, RetryPolicy, Safety};
+//! use sim_core::{Seed, SimDuration, SimTime};
+//!
+//! let mut policy = RetryPolicy::new(RetryConfig::default()).unwrap();
+//! let mut rng = Seed(7).stream("client/retries");
+//! let now = SimTime::ZERO;
+//! let deadline = SimTime::from_secs(10);
 //! let mut request = policy.begin(now, Some(deadline), Safety::Idempotent);
-//! // ... the first attempt fails with a 503 and `Retry-After: 2s`:
-//! match policy.on_failure(now, &mut request, Failure::Status { code: 503, retry_after }, &mut rng) {
-//!     RetryDecision::Retry { after, attempt, .. } => { /* send attempt `attempt` at now + after */ }
-//!     RetryDecision::GiveUp { reason } => { /* report `reason` */ }
+//! // The first attempt fails after 100ms with a 503 and `Retry-After: 2s`.
+//! let now = now + SimDuration::from_millis(100);
+//! let failure = Failure::Status { code: 503, retry_after: Some(SimDuration::from_secs(2)) };
+//! match policy.on_failure(now, &mut request, failure, &mut rng) {
+//!     RetryDecision::Retry { after, attempt, .. } => {
+//!         // The backoff (about 1s) is shorter than what the server asked for.
+//!         assert_eq!(after, SimDuration::from_secs(2));
+//!         assert_eq!(attempt, 2);
+//!     }
+//!     RetryDecision::GiveUp { reason } => panic!("gave up: {reason:?}"),
 //! }
-//! // ... or it succeeds:
-//! policy.on_success(now, &mut request);
+//! // The second attempt succeeds; the request ends.
+//! policy.on_success(now + SimDuration::from_millis(2100), &mut request);
+//! assert_eq!(request.outcome(), Some(true));
 //! ```
 //!
 //! **`max_attempts` counts the first attempt**: 3 means one try and two retries. Configs may
