@@ -1,1 +1,39 @@
-//! Placeholder until its issue lands; see the crate docs for what this module will hold.
+//! Load shedders: refuse some work early so the work that is admitted finishes in time.
+//!
+//! | type | decides on | output |
+//! |---|---|---|
+//! | [`CoDelQueue`] | the head's sojourn time (RFC 8289) | drops at dequeue |
+//! | [`RpcQueue`] | shortest sojourn over an interval; adaptive LIFO | drops expired requests at dequeue |
+//! | [`PidShedder`] | a measured signal against a setpoint | a drop probability (RNG injected) |
+//! | [`PriorityShedder`] | a load percentage against per-class thresholds | shed the least important classes first |
+//! | [`AdaptiveThrottle`] | the client's own requests and accepts | a local rejection probability |
+//!
+//! CoDel, exactly as RFC 8289's pseudocode (target 5ms, interval 100ms):
+//!
+//! ```text
+//!                    sojourn ≥ target (and more than queue_len_min queued)
+//!   ┌──────────────┐ ─────────────────────────────────▶ ┌──────────────────────────────┐
+//!   │ IDLE         │   first_above = now + interval      │ IDLE, first_above set         │
+//!   │ first_above  │ ◀───────────────────────────────── │                               │
+//!   │   = none     │          sojourn < target           └──────────────────────────────┘
+//!   └──────────────┘                                         │ now ≥ first_above:
+//!          ▲                                                 │ drop one; count = 1, or
+//!          │ sojourn < target, or queue empty                │ count − lastcount if > 1 and
+//!          │                                                 ▼ within 16 intervals of drop_next
+//!   ┌─────────────────────────────────────────────────────────────────┐
+//!   │ DROPPING: at each dequeue with now ≥ drop_next, drop, count += 1, │
+//!   │ drop_next = drop_next + interval / √count                          │
+//!   └─────────────────────────────────────────────────────────────────┘
+//! ```
+
+mod codel;
+mod pid;
+mod priority;
+mod rpc;
+mod throttle;
+
+pub use codel::{CoDelConfig, CoDelQueue, CoDelState, Dequeued, control_law};
+pub use pid::{PidConfig, PidShedder};
+pub use priority::{PRIORITY_CLASSES_MAX, PriorityConfig, PriorityShedder, Shed};
+pub use rpc::{RpcDequeued, RpcQueue, RpcQueueConfig};
+pub use throttle::{AdaptiveThrottle, AdaptiveThrottleConfig, drop_probability};

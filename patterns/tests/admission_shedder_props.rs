@@ -1,0 +1,154 @@
+//! Load shedders on arbitrary input: conservation, bounds, and no panics.
+
+use patterns::shedder::{
+    AdaptiveThrottle, AdaptiveThrottleConfig, CoDelConfig, CoDelQueue, PidConfig, PidShedder,
+    PriorityConfig, PriorityShedder, RpcQueue, RpcQueueConfig,
+};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use sim_core::{Seed, SimDuration, SimTime};
+
+/// (gap in µs, arrivals, dequeues) per step.
+fn steps() -> impl Strategy<Value = Vec<(u64, u8, u8)>> {
+    proptest::collection::vec((0u64..20_000, 0u8..4, 0u8..3), 1..300)
+}
+
+/// Runs a queue discipline over `steps`, checking conservation: every request enqueued is
+/// delivered, dropped, refused at the door, or still queued.
+fn check<Q>(
+    mut queue: Q,
+    steps: &[(u64, u8, u8)],
+    enqueue: impl Fn(&mut Q, SimTime, u64) -> bool,
+    mut dequeue: impl FnMut(&mut Q, SimTime) -> (Option<u64>, usize),
+    len: impl Fn(&Q) -> usize,
+) -> Result<(), TestCaseError> {
+    let mut now = SimTime::ZERO;
+    let (mut offered, mut refused, mut delivered, mut dropped) = (0u64, 0u64, 0u64, 0u64);
+    for &(gap, arrivals, dequeues) in steps {
+        now += SimDuration::from_micros(gap);
+        for _ in 0..arrivals {
+            offered += 1;
+            if !enqueue(&mut queue, now, offered) {
+                refused += 1;
+            }
+        }
+        for _ in 0..dequeues {
+            let (d, n) = dequeue(&mut queue, now);
+            delivered += u64::from(d.is_some());
+            dropped += n as u64;
+        }
+        prop_assert_eq!(offered, refused + delivered + dropped + len(&queue) as u64);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/admission_shedder_props.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn codel_conserves_requests(
+        target_us in 1u64..20_000, extra_us in 1u64..200_000, capacity in 1usize..50,
+        queue_len_min in 0usize..3, steps in steps(),
+    ) {
+        let config = CoDelConfig {
+            target: SimDuration::from_micros(target_us),
+            interval: SimDuration::from_micros(target_us + extra_us),
+            queue_capacity: capacity,
+            queue_len_min,
+        };
+        check(
+            CoDelQueue::new(&config).unwrap(),
+            &steps,
+            |q, t, id| q.enqueue(t, id).is_ok(),
+            |q, t| { let d = q.dequeue(t); (d.delivered.map(|x| x.0), d.dropped.len()) },
+            |q| q.len(),
+        )?;
+    }
+
+    #[test]
+    fn rpc_queue_conserves_requests_and_never_serves_an_expired_one(
+        target_us in 1u64..20_000, extra_us in 1u64..200_000, capacity in 1usize..50,
+        lifo in any::<bool>(), steps in steps(),
+    ) {
+        let config = RpcQueueConfig {
+            target: SimDuration::from_micros(target_us),
+            interval: SimDuration::from_micros(target_us + extra_us),
+            adaptive_lifo: lifo,
+            queue_capacity: capacity,
+        };
+        let mut worst = Ok(());
+        check(
+            RpcQueue::new(&config).unwrap(),
+            &steps,
+            |q, t, id| q.enqueue(t, id).is_ok(),
+            |q, t| {
+                let d = q.dequeue(t);
+                if let Some((_, sojourn)) = d.delivered {
+                    if sojourn > q.wait_max() {
+                        worst = Err(TestCaseError::fail(format!("served after {sojourn}")));
+                    }
+                }
+                (d.delivered.map(|x| x.0), d.dropped.len())
+            },
+            |q| q.len(),
+        )?;
+        worst?;
+    }
+
+    #[test]
+    fn pid_stays_in_range_on_any_signal(
+        setpoint in -1e6f64..1e6, gains in (0f64..10.0, 0f64..10.0, 0f64..10.0), cap in 0f64..=1.0,
+        signal in proptest::collection::vec((any::<u64>(), prop_oneof![any::<f64>(), -1e9f64..1e9]), 1..100),
+    ) {
+        let mut pid = PidShedder::new(&PidConfig {
+            setpoint,
+            gain_proportional: gains.0,
+            gain_integral: gains.1,
+            gain_derivative: gains.2,
+            drop_ratio_max: cap,
+        }).unwrap();
+        let mut rng = Seed(1).stream("pid");
+        for (t, m) in signal {
+            let p = pid.update(SimTime::from_nanos(t), m);
+            prop_assert!((0.0..=cap).contains(&p));
+            let _ = pid.should_drop(&mut rng);
+        }
+    }
+
+    #[test]
+    fn throttle_and_priority_never_panic(
+        k in prop_oneof![0.0f64..10.0, Just(f64::NAN)], window in any::<u64>(), buckets in 0u32..5000,
+        calls in proptest::collection::vec((any::<u64>(), any::<bool>(), any::<usize>(), any::<f64>()), 0..100),
+        thresholds in proptest::collection::vec(prop_oneof![-10f64..200.0, Just(f64::NAN)], 0..6),
+    ) {
+        let mut rng = Seed(2).stream("throttle");
+        match AdaptiveThrottle::new(&AdaptiveThrottleConfig {
+            accepts_multiplier: k,
+            window: SimDuration::from_nanos(window),
+            bucket_count: buckets,
+        }) {
+            Err(e) => prop_assert!(["accepts_multiplier", "window", "bucket_count"].contains(&e.field.as_str())),
+            Ok(mut t) => for &(now, accepted, _, _) in &calls {
+                let now = SimTime::from_nanos(now);
+                let _ = t.try_send(now, &mut rng);
+                if accepted { t.on_accepted(now) }
+                let p = t.drop_probability(now);
+                prop_assert!((0.0..1.0).contains(&p));
+            },
+        }
+        match PriorityShedder::new(&PriorityConfig { shed_thresholds_percent: thresholds }) {
+            Err(e) => prop_assert!(e.field.starts_with("shed_thresholds_percent")),
+            Ok(mut s) => for &(_, _, class, load) in &calls {
+                s.set_load(load);
+                let shed = s.admit(class).is_err();
+                // Less important classes are shed whenever a more important one is.
+                if shed { prop_assert!(s.admit(0).is_err()) }
+            },
+        }
+    }
+}
