@@ -1,1 +1,26 @@
-//! Placeholder until its issue lands; see the crate docs for what this module will hold.
+//! Bulkhead: a cap on concurrent calls to one dependency, so a slow dependency cannot take
+//! every worker, with a bounded wait queue served in arrival order.
+//!
+//! [`Bulkhead`] is configured by [`BulkheadConfig`] (resilience4j's `max_concurrent_calls` 25
+//! and `max_wait_duration` 0, plus a `queue_capacity` bound, default 100).
+//!
+//! ```text
+//!   arrival ──▶ slot free? ── yes ──▶ RUNNING (active += 1) ── release ──┐
+//!                  │ no                                                  │
+//!                  ▼                                                     │ slot goes to the
+//!          max_wait_duration = 0 or queue full? ── yes ──▶ REJECTED      │ oldest waiter
+//!                  │ no                                                  │ still in time
+//!                  ▼                                                     │
+//!               WAITING (FIFO) ◀──────────────────────────────────────────┘
+//!                  │ deadline passes (expire) or caller cancels
+//!                  ▼
+//!               TIMED OUT / CANCELLED
+//! ```
+
+mod config;
+mod machine;
+
+pub use config::{BULKHEAD_SIZE_MAX, BulkheadConfig};
+pub use machine::{
+    Bulkhead, BulkheadDecision, BulkheadPermit, BulkheadRejection, BulkheadStats, Granted,
+};
