@@ -336,7 +336,12 @@ fn monte_carlo(f: f64, n: u32, requests: u64, seed: u64) -> (f64, f64, f64, f64)
 
 #[test]
 fn monte_carlo_matches_theory_within_three_standard_errors() {
-    let requests = 100_000;
+    // RESIM_SLOW_TESTS=1 runs twenty times as many requests (about a second).
+    let requests = if std::env::var_os("RESIM_SLOW_TESTS").is_some() {
+        2_000_000
+    } else {
+        100_000
+    };
     for (i, (f, n)) in [(0.1, 2), (0.3, 2), (0.5, 1), (0.5, 4), (0.8, 3), (0.9, 5)]
         .into_iter()
         .enumerate()
