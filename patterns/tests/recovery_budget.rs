@@ -300,6 +300,38 @@ fn slot(t: u64, window_ms: u64) -> u64 {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn amplification_stays_within_the_window_budget_at_any_failure_ratio(
+        failure_percent in 0u32..=100,
+        budget_percent in 0u32..=50,
+        max_attempts in 1u32..6,
+    ) {
+        let config = WindowBudgetConfig {
+            budget_percent: f64::from(budget_percent),
+            window: SimDuration::from_secs(10),
+            min_retries_per_window: 2,
+        };
+        let duration = SimDuration::from_secs(40);
+        let (totals, _) = check(
+            Some(BudgetConfig::Window(config)),
+            max_attempts,
+            f64::from(failure_percent) / 100.0,
+            MS * 10,
+            MS * 5,
+            duration,
+        );
+        let spans = duration.as_nanos().div_ceil(9_000_000_000) as f64;
+        let bound = 1.0 + f64::from(budget_percent) / 100.0 + 2.0 * spans / totals.requests as f64;
+        prop_assert!(totals.amplification() <= bound, "{:?} > {}", totals, bound);
+        if failure_percent == 0 {
+            prop_assert_eq!(totals.attempts, totals.requests);
+        }
+    }
+}
+
+proptest! {
     #[test]
     fn window_budget_matches_a_list_of_timestamps(
         steps in ops(),

@@ -2,6 +2,7 @@
 
 use patterns::budget::{BudgetConfig, RetryBudget, ThrottlingConfig, WindowBudgetConfig};
 use patterns::hedge::{HedgeAction, HedgeConfig, HedgeDelay, Hedger};
+use patterns::retry::Safety;
 use proptest::prelude::*;
 use sim_core::{SimDuration, SimTime};
 
@@ -20,8 +21,18 @@ struct Outcome {
 /// Runs one hedged request: attempt `i` takes `attempts[i].0` ms and succeeds if
 /// `attempts[i].1`; checks the machine's promises on the way.
 fn check(hedger: &mut Hedger, budget: &mut RetryBudget, attempts: &[(u64, bool)]) -> Outcome {
+    check_with(hedger, budget, Safety::Idempotent, attempts)
+}
+
+/// As [`check`], for an operation of the given safety.
+fn check_with(
+    hedger: &mut Hedger,
+    budget: &mut RetryBudget,
+    safety: Safety,
+    attempts: &[(u64, bool)],
+) -> Outcome {
     let start = SimTime::from_secs(1);
-    let (mut request, first) = hedger.begin(start, budget);
+    let (mut request, first) = hedger.begin(start, safety, budget);
     let mut timer: Option<SimTime> = None;
     // (time the response arrives, attempt)
     let mut pending: Vec<(SimTime, u32)> = Vec::new();
@@ -118,6 +129,26 @@ fn a_slow_first_attempt_is_hedged_and_loses() {
         1,
         "the hedge is counted as a retry"
     );
+}
+
+#[test]
+fn unsafe_operations_are_never_hedged() {
+    let mut budget = RetryBudget::unlimited();
+    let got = check_with(
+        &mut fixed(50, 2),
+        &mut budget,
+        Safety::Unsafe,
+        &[(500, true), (30, true), (30, true)],
+    );
+    assert_eq!(got.sent, vec![(0, 0)]);
+    assert_eq!(got.winner, Some((0, 500)));
+    let got = check_with(
+        &mut fixed(50, 2),
+        &mut budget,
+        Safety::IdempotencyKey,
+        &[(500, true), (30, true), (30, true)],
+    );
+    assert_eq!(got.sent, vec![(0, 0), (1, 50)]);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use crate::ConfigError;
 use crate::budget::{AttemptResult, RetryBudget};
+use crate::retry::Safety;
 use crate::timeout::LatencyWindow;
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
@@ -149,7 +150,7 @@ pub struct Hedger {
 pub struct HedgedRequest {
     phase: Phase,
     started: SimTime,
-    denied: bool,
+    hedging_stopped: bool,
 }
 
 impl Hedger {
@@ -190,10 +191,16 @@ impl Hedger {
         }
     }
 
-    /// A request starts: send attempt 0 now. Tells the budget about the request.
-    pub fn begin(&self, now: SimTime, budget: &mut RetryBudget) -> (HedgedRequest, HedgeAction) {
+    /// A request starts: send attempt 0 now. Tells the budget about the request. An
+    /// [`Safety::Unsafe`] operation is never hedged: a hedge runs it twice by design.
+    pub fn begin(
+        &self,
+        now: SimTime,
+        safety: Safety,
+        budget: &mut RetryBudget,
+    ) -> (HedgedRequest, HedgeAction) {
         budget.on_request(now);
-        let hedge_at = Some(now.saturating_add(self.delay()));
+        let hedge_at = (safety != Safety::Unsafe).then(|| now.saturating_add(self.delay()));
         let request = HedgedRequest {
             phase: Phase::Running {
                 in_flight: vec![0],
@@ -201,7 +208,7 @@ impl Hedger {
                 hedge_at,
             },
             started: now,
-            denied: false,
+            hedging_stopped: hedge_at.is_none(),
         };
         (
             request,
@@ -249,12 +256,12 @@ impl HedgedRequest {
         else {
             return None;
         };
-        if self.denied || *sent >= hedger.attempts_max() {
+        if self.hedging_stopped || *sent >= hedger.attempts_max() {
             *hedge_at = None;
             return None;
         }
         if budget.try_retry(now).is_err() {
-            self.denied = true;
+            self.hedging_stopped = true;
             *hedge_at = None;
             return None;
         }

@@ -12,6 +12,10 @@
 //! retry policy uses ([`crate::retry::RetryPolicy::budget_mut`]) so that both draw from one
 //! pool. A refused hedge is not sent and no further hedges are tried for that request.
 //!
+//! Hedging runs an operation more than once on purpose, so, like retries, it is only for
+//! operations that are idempotent or carry an idempotency key: an
+//! [`Unsafe`](crate::retry::Safety::Unsafe) request sends its first attempt and nothing else.
+//!
 //! When an attempt succeeds, the action names the **losers to cancel**: every other attempt
 //! still in flight. A failed attempt does not end the request while others are in flight;
 //! when none is, a hedge that is still allowed goes out at once (as gRPC does on a non-fatal
