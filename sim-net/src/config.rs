@@ -269,7 +269,8 @@ pub enum FaultKind {
         loss_ratio: f64,
     },
     /// Messages that reach the end of a selected link are held there, in order, and handed
-    /// over when the clog ends (a stalled TCP connection, a full receive buffer).
+    /// over when the clog ends (a stalled TCP connection, a full receive buffer). The hold
+    /// is unbounded: everything sent over the link while it is clogged waits.
     Clog {
         /// One side.
         from: Vec<String>,
@@ -287,7 +288,9 @@ pub enum FaultKind {
         node: String,
     },
     /// The node stops taking messages from `start` to `end` (a long GC pause, SIGSTOP):
-    /// messages that reach it are held and handed over, in order, when it resumes.
+    /// messages that reach it are held (unbounded) and handed over, in order, when it
+    /// resumes. The node's own timers are the world's business: a world that models the
+    /// pause fully checks [`crate::Network::node_status`] before acting.
     Pause {
         /// The node's name.
         node: String,

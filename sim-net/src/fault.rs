@@ -3,7 +3,7 @@
 //! blocked?).
 //!
 //! Faults cost no events: the timeline is applied lazily. Before every network operation at
-//! time `now`, [`Timeline::advance`] applies the edges at or before `now` in `(time,
+//! time `now`, the timeline applies the edges at or before `now` in `(time,
 //! install order)` order, so the network sees the same state it would if each edge had been
 //! an event. The only fault that needs an event of its own is the end of a clog or a pause
 //! with messages held (they must be handed over at that instant, not at the next send); the
