@@ -6,8 +6,8 @@
 //! print the same report. Floats appear only here, rounded for display.
 
 use crate::schema::{Expectation, Scenario};
-use crate::world::stack::BreakerState;
 use crate::world::{ClientStats, Gate, REASONS, World};
+use patterns::breaker::StateKind;
 use serde::Serialize;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime, StopReason};
@@ -254,6 +254,20 @@ pub struct Report {
     pub expectations: Vec<ExpectationResult>,
 }
 
+/// How many breaker transitions a report lists (the count is always complete).
+const TRANSITIONS_LISTED: usize = 32;
+
+fn state_name(s: StateKind) -> &'static str {
+    match s {
+        StateKind::Closed => "closed",
+        StateKind::Open => "open",
+        StateKind::HalfOpen => "half_open",
+        StateKind::ForcedOpen => "forced_open",
+        StateKind::ForcedClosed => "forced_closed",
+        StateKind::Disabled => "disabled",
+    }
+}
+
 fn round3(x: f64) -> f64 {
     libm::round(x * 1000.0) / 1000.0
 }
@@ -410,19 +424,17 @@ impl Report {
                     .chain(&sp.inner)
                     .filter_map(|g| match g {
                         Gate::Breaker(b) => Some(BreakerReport {
-                            state: match b.state() {
-                                BreakerState::Open { until } if until <= end => "half_open",
-                                s => s.name(),
-                            }
-                            .to_string(),
-                            transitions_total: b.transitions_total,
+                            state: state_name(b.state()).to_string(),
+                            transitions_total: b.transitions().len() as u64
+                                + b.stats().transitions_dropped,
                             transitions: b
-                                .transitions
+                                .transitions()
                                 .iter()
-                                .map(|(t, from, to)| Transition {
-                                    t_s: round3(t.as_secs_f64()),
-                                    from: from.to_string(),
-                                    to: to.to_string(),
+                                .take(TRANSITIONS_LISTED)
+                                .map(|t| Transition {
+                                    t_s: round3(t.at.as_secs_f64()),
+                                    from: state_name(t.from).to_string(),
+                                    to: state_name(t.to).to_string(),
                                 })
                                 .collect(),
                         }),

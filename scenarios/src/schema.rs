@@ -9,6 +9,11 @@
 //! Maps (`clients`, `services`) are `BTreeMap`s: their order is the order of the names, which
 //! is what fixes the order in which the world is built and reported.
 
+pub use patterns::breaker::BreakerConfig;
+pub use patterns::bulkhead::BulkheadConfig;
+pub use patterns::limiter::LimiterConfig;
+pub use patterns::retry::RetryConfig;
+pub use patterns::shedder::PidConfig;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
 use std::collections::BTreeMap;
@@ -145,198 +150,30 @@ pub struct Call {
     /// layers after it act on every attempt.
     #[serde(default)]
     pub stack: Vec<Layer>,
+    /// The share of requests that make this call when the service's `call_mode` is `Pick`.
+    #[serde(default = "default_weight")]
+    pub weight: f64,
 }
 
-/// One layer of a call's pattern stack.
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// One layer of a call's pattern stack. Each carries the configuration of the `patterns`
+/// crate under that crate's names and defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum Layer {
-    /// Retries failed attempts with backoff, jitter and an optional budget.
-    Retry(RetryLayer),
-    /// A circuit breaker.
-    Breaker(BreakerLayer),
-    /// A bulkhead: at most `max_concurrent` calls in flight through this layer; more are
-    /// rejected at once.
-    Bulkhead {
-        /// The most calls in flight at once.
-        max_concurrent: u32,
-    },
-    /// A client-side rate limiter.
+    /// Retries failed attempts with backoff, jitter and an optional budget
+    /// ([`patterns::retry::RetryConfig`]).
+    Retry(RetryConfig),
+    /// A circuit breaker ([`patterns::breaker::BreakerConfig`], resilience4j's names).
+    Breaker(BreakerConfig),
+    /// A bulkhead: a cap on calls in flight through this layer
+    /// ([`patterns::bulkhead::BulkheadConfig`]); calls beyond it are rejected at once.
+    Bulkhead(BulkheadConfig),
+    /// A client-side rate limiter ([`patterns::limiter::LimiterConfig`]).
     Limiter(LimiterConfig),
-}
-
-/// Retry settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RetryLayer {
-    /// Attempts in total, the first included (gRPC's `maxAttempts`).
-    #[serde(default = "default_max_attempts")]
-    pub max_attempts: u32,
-    /// The delay before each retry.
-    #[serde(default)]
-    pub backoff: Backoff,
-    /// Randomisation of that delay.
-    #[serde(default)]
-    pub jitter: Jitter,
-    /// A retry budget shared by every call through this layer.
-    #[serde(default)]
-    pub budget: Option<Budget>,
-}
-
-fn default_max_attempts() -> u32 {
-    3
-}
-
-/// How long to wait before retry number n (n = 1 for the first retry).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub enum Backoff {
-    /// Always `delay`.
-    Constant {
-        /// The delay.
-        delay: SimDuration,
-    },
-    /// `base · multiplier^(n-1)`, capped at `max`.
-    Exponential {
-        /// The first delay.
-        base: SimDuration,
-        /// The growth factor per retry.
-        #[serde(default = "default_multiplier")]
-        multiplier: f64,
-        /// The cap.
-        max: SimDuration,
-    },
-}
-
-fn default_multiplier() -> f64 {
-    2.0
-}
-
-impl Default for Backoff {
-    /// gRPC's defaults: 1s initial backoff, multiplier 1.6, 120s cap.
-    fn default() -> Self {
-        Backoff::Exponential {
-            base: SimDuration::from_secs(1),
-            multiplier: 1.6,
-            max: SimDuration::from_secs(120),
-        }
-    }
-}
-
-/// Randomisation of a backoff delay `d`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Jitter {
-    /// Exactly `d`: every caller that failed together retries together.
-    None,
-    /// Uniform on `[0, d]` (AWS "full jitter").
-    #[default]
-    Full,
-    /// `d/2 +` uniform on `[0, d/2]` (AWS "equal jitter").
-    Equal,
-}
-
-/// A retry budget: retries may be at most `ratio` of first attempts, plus a floor of
-/// `min_per_second` retries per second (Finagle's and Envoy's retry budget).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Budget {
-    /// Retries allowed per first attempt, in 0–1 (Finagle's default 0.2).
-    #[serde(default = "default_budget_ratio")]
-    pub retry_ratio: f64,
-    /// Retries allowed per second whatever the ratio (Finagle's default 10).
-    #[serde(default = "default_budget_floor")]
-    pub min_per_second: f64,
-    /// The window over which deposits count (Finagle's default 10s).
-    #[serde(default = "default_budget_window")]
-    pub window: SimDuration,
-}
-
-fn default_budget_ratio() -> f64 {
-    0.2
-}
-
-fn default_budget_floor() -> f64 {
-    10.0
-}
-
-fn default_budget_window() -> SimDuration {
-    SimDuration::from_secs(10)
-}
-
-/// Circuit breaker settings (resilience4j names and defaults, count-based window).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BreakerLayer {
-    /// Outcomes kept in the sliding window.
-    #[serde(default = "default_window_size")]
-    pub window_size: u32,
-    /// Outcomes needed before the failure rate is judged.
-    #[serde(default = "default_minimum_calls")]
-    pub minimum_calls: u32,
-    /// Failure rate, in percent, at or above which the breaker opens.
-    #[serde(default = "default_failure_rate_percent")]
-    pub failure_rate_percent: f64,
-    /// How long the breaker stays open before letting probes through.
-    #[serde(default = "default_open_duration")]
-    pub open_duration: SimDuration,
-    /// Calls let through while half-open; all must succeed to close again.
-    #[serde(default = "default_half_open_calls")]
-    pub half_open_calls: u32,
-}
-
-fn default_window_size() -> u32 {
-    100
-}
-
-fn default_minimum_calls() -> u32 {
-    100
-}
-
-fn default_failure_rate_percent() -> f64 {
-    50.0
-}
-
-fn default_open_duration() -> SimDuration {
-    SimDuration::from_secs(60)
-}
-
-fn default_half_open_calls() -> u32 {
-    10
-}
-
-/// A rate limiter, as admission control at a service or as a client-side layer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub enum LimiterConfig {
-    /// At most `limit` per window aligned to multiples of `window` (allows 2× at a boundary).
-    FixedWindow {
-        /// Requests per window.
-        limit: u32,
-        /// The window length.
-        window: SimDuration,
-    },
-    /// Weighted sliding window counter: the previous window counts in proportion to how much
-    /// of it still overlaps the sliding window.
-    SlidingWindow {
-        /// Requests per window.
-        limit: u32,
-        /// The window length.
-        window: SimDuration,
-    },
-    /// Token bucket: `rate` tokens per second up to `burst`.
-    TokenBucket {
-        /// The refill rate.
-        rate: Rate,
-        /// The bucket size.
-        burst: u32,
-    },
-    /// GCRA (generic cell rate algorithm): the token bucket as a theoretical arrival time.
-    Gcra {
-        /// The sustained rate.
-        rate: Rate,
-        /// How many requests may arrive back to back.
-        burst: u32,
-    },
 }
 
 /// A service: replicas of a worker pool with a queue, a handler and its dependencies.
@@ -433,15 +270,33 @@ pub enum Discipline {
         /// Queueing delay above which the queue serves newest first.
         threshold: SimDuration,
     },
-    /// Queue CoDel (as in Facebook's RPC servers): if no request left the queue faster than
-    /// `target` during the last `interval`, requests that waited longer than `target` are
-    /// dropped at dequeue; otherwise only those older than `interval` are.
+    /// CoDel for RPC queues (as in Facebook's servers, [`patterns::shedder::RpcQueue`]): if
+    /// no request left the queue faster than `target` during the last `interval`, requests
+    /// that waited longer than `target` are dropped at dequeue (otherwise only those older
+    /// than `interval`), and with `adaptive_lifo` the newest are served first meanwhile.
     CoDel {
         /// Acceptable standing queueing delay (CoDel's default 5ms).
+        #[serde(default = "default_codel_target")]
         target: SimDuration,
-        /// Sliding window over which the minimum delay is judged (CoDel's default 100ms).
+        /// The interval over which the minimum delay is judged (CoDel's default 100ms).
+        #[serde(default = "default_codel_interval")]
         interval: SimDuration,
+        /// Serve newest first while overloaded.
+        #[serde(default = "default_true")]
+        adaptive_lifo: bool,
     },
+}
+
+fn default_codel_target() -> SimDuration {
+    SimDuration::from_millis(5)
+}
+
+fn default_codel_interval() -> SimDuration {
+    SimDuration::from_millis(100)
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// How multiple downstream calls run.
@@ -452,6 +307,9 @@ pub enum CallMode {
     Sequential,
     /// All at once; the request succeeds when all do.
     FanOut,
+    /// One of them, picked at random in proportion to `weight` (request types: 90% reads go
+    /// to the catalog, 10% to payments).
+    Pick,
 }
 
 /// What a service does with a request whose caller already gave up.
@@ -471,47 +329,26 @@ pub enum Abandoned {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum Admission {
-    /// A rate limiter.
+    /// A rate limiter ([`patterns::limiter::LimiterConfig`]).
     Limiter(LimiterConfig),
     /// At most `max` requests queued or in service at once.
     Concurrency {
         /// The limit.
         max: u32,
     },
-    /// A PID controller on queueing delay that outputs a drop probability.
-    Pid(PidConfig),
-}
-
-/// PID shedder settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PidConfig {
-    /// The queueing delay the controller steers towards.
-    pub setpoint: SimDuration,
-    /// How often the controller measures and updates.
-    #[serde(default = "default_pid_interval")]
-    pub interval: SimDuration,
-    /// Proportional gain, in drop probability per second of error.
-    #[serde(default = "default_kp")]
-    pub kp: f64,
-    /// Integral gain.
-    #[serde(default = "default_ki")]
-    pub ki: f64,
-    /// Derivative gain.
-    #[serde(default)]
-    pub kd: f64,
+    /// A PID controller that holds the queueing delay (in milliseconds) at its setpoint by
+    /// dropping arrivals with the probability it computes ([`patterns::shedder::PidShedder`]).
+    Pid {
+        /// How often the queueing delay is measured and the drop probability updated.
+        #[serde(default = "default_pid_interval")]
+        interval: SimDuration,
+        /// The controller: setpoint in milliseconds of queueing delay, gains per millisecond.
+        controller: PidConfig,
+    },
 }
 
 fn default_pid_interval() -> SimDuration {
     SimDuration::from_millis(100)
-}
-
-fn default_kp() -> f64 {
-    2.0
-}
-
-fn default_ki() -> f64 {
-    10.0
 }
 
 /// How callers pick a replica.

@@ -7,11 +7,15 @@
 
 use crate::schema::*;
 use patterns::ConfigError;
+use patterns::retry::RetryPolicy;
 use sim_core::{Dist, SimDuration};
 use std::collections::BTreeMap;
 
 /// The most downstream calls one service may make per request.
 pub const CALLS_MAX: usize = 8;
+
+/// The most layers in one call's pattern stack.
+pub const LAYERS_MAX: usize = 6;
 
 /// The most replicas of one service.
 pub const REPLICAS_MAX: u32 = 10_000;
@@ -204,6 +208,21 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
     if let Some(d) = c.deadline {
         nonzero(&format!("{path}.deadline"), d)?;
     }
+    if c.stack.len() > LAYERS_MAX {
+        return Err(err(
+            format!("{path}.stack"),
+            format!(
+                "may hold at most {LAYERS_MAX} layers, got {}",
+                c.stack.len()
+            ),
+        ));
+    }
+    if !(c.weight.is_finite() && c.weight >= 0.0) {
+        return Err(err(
+            format!("{path}.weight"),
+            format!("must be a finite number, not negative, got {}", c.weight),
+        ));
+    }
     let mut retries = 0;
     for (i, layer) in c.stack.iter().enumerate() {
         let lpath = format!("{path}.stack[{i}]");
@@ -213,98 +232,25 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
                 if retries > 1 {
                     return Err(err(lpath, "a stack may hold one Retry layer; merge them"));
                 }
-                retry(&lpath, r)?;
+                RetryPolicy::new(r.clone()).map_err(|e| e.at(&lpath))?;
             }
-            Layer::Breaker(b) => breaker(&lpath, b)?,
-            Layer::Bulkhead { max_concurrent } => {
-                at_least_one(&format!("{lpath}.max_concurrent"), *max_concurrent)?
+            Layer::Breaker(b) => b.validate().map_err(|e| e.at(&lpath))?,
+            Layer::Bulkhead(b) => {
+                b.validate().map_err(|e| e.at(&lpath))?;
+                if !b.max_wait_duration.is_zero() {
+                    return Err(err(
+                        format!("{lpath}.max_wait_duration"),
+                        format!(
+                            "waiting for a bulkhead slot is not simulated; use \"0s\" (reject when full), got {}",
+                            b.max_wait_duration
+                        ),
+                    ));
+                }
             }
-            Layer::Limiter(l) => limiter(&lpath, l)?,
+            Layer::Limiter(l) => l.validate().map_err(|e| e.at(&lpath))?,
         }
     }
     Ok(())
-}
-
-fn retry(path: &str, r: &RetryLayer) -> Check {
-    at_least_one(&format!("{path}.max_attempts"), r.max_attempts)?;
-    if r.max_attempts > 100 {
-        return Err(err(
-            format!("{path}.max_attempts"),
-            format!("must be at most 100, got {}", r.max_attempts),
-        ));
-    }
-    match &r.backoff {
-        Backoff::Constant { .. } => {}
-        Backoff::Exponential {
-            base,
-            multiplier,
-            max,
-        } => {
-            nonzero(&format!("{path}.backoff.base"), *base)?;
-            if !(multiplier.is_finite() && *multiplier >= 1.0) {
-                return Err(err(
-                    format!("{path}.backoff.multiplier"),
-                    format!("must be at least 1, got {multiplier}"),
-                ));
-            }
-            if max < base {
-                return Err(err(
-                    format!("{path}.backoff.max"),
-                    format!("must not be below base ({base}), got {max}"),
-                ));
-            }
-        }
-    }
-    if let Some(b) = &r.budget {
-        ratio(&format!("{path}.budget.retry_ratio"), b.retry_ratio)?;
-        if !(b.min_per_second.is_finite() && b.min_per_second >= 0.0) {
-            return Err(err(
-                format!("{path}.budget.min_per_second"),
-                format!(
-                    "must be a finite number, not negative, got {}",
-                    b.min_per_second
-                ),
-            ));
-        }
-        nonzero(&format!("{path}.budget.window"), b.window)?;
-    }
-    Ok(())
-}
-
-fn breaker(path: &str, b: &BreakerLayer) -> Check {
-    at_least_one(&format!("{path}.window_size"), b.window_size)?;
-    at_least_one(&format!("{path}.minimum_calls"), b.minimum_calls)?;
-    if b.window_size > 100_000 {
-        return Err(err(
-            format!("{path}.window_size"),
-            format!("must be at most 100000, got {}", b.window_size),
-        ));
-    }
-    if !(b.failure_rate_percent.is_finite()
-        && b.failure_rate_percent > 0.0
-        && b.failure_rate_percent <= 100.0)
-    {
-        return Err(err(
-            format!("{path}.failure_rate_percent"),
-            format!("must be in (0, 100], got {}", b.failure_rate_percent),
-        ));
-    }
-    nonzero(&format!("{path}.open_duration"), b.open_duration)?;
-    at_least_one(&format!("{path}.half_open_calls"), b.half_open_calls)
-}
-
-fn limiter(path: &str, l: &LimiterConfig) -> Check {
-    match l {
-        LimiterConfig::FixedWindow { limit, window }
-        | LimiterConfig::SlidingWindow { limit, window } => {
-            at_least_one(&format!("{path}.limit"), *limit)?;
-            nonzero(&format!("{path}.window"), *window)
-        }
-        LimiterConfig::TokenBucket { rate, burst } | LimiterConfig::Gcra { rate, burst } => {
-            positive(&format!("{path}.rate"), rate.as_per_second())?;
-            at_least_one(&format!("{path}.burst"), *burst)
-        }
-    }
 }
 
 fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Check {
@@ -327,7 +273,9 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
         Discipline::AdaptiveLifo { threshold } => {
             nonzero(&format!("{path}.queue.discipline.threshold"), *threshold)?
         }
-        Discipline::CoDel { target, interval } => {
+        Discipline::CoDel {
+            target, interval, ..
+        } => {
             nonzero(&format!("{path}.queue.discipline.target"), *target)?;
             if interval <= target {
                 return Err(err(
@@ -356,22 +304,28 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     for (i, c) in s.calls.iter().enumerate() {
         call(&format!("{path}.calls[{i}]"), c, services)?;
     }
+    if s.call_mode == CallMode::Pick && !s.calls.is_empty() {
+        let total: f64 = s.calls.iter().map(|c| c.weight).sum();
+        if total <= 0.0 {
+            return Err(err(
+                format!("{path}.calls"),
+                "with call_mode Pick, at least one call needs a positive weight",
+            ));
+        }
+    }
     for (i, a) in s.admission.iter().enumerate() {
         let apath = format!("{path}.admission[{i}]");
         match a {
-            Admission::Limiter(l) => limiter(&apath, l)?,
+            Admission::Limiter(l) => l.validate().map_err(|e| e.at(&apath))?,
             Admission::Concurrency { max } => at_least_one(&format!("{apath}.max"), *max)?,
-            Admission::Pid(p) => {
-                nonzero(&format!("{apath}.setpoint"), p.setpoint)?;
-                nonzero(&format!("{apath}.interval"), p.interval)?;
-                for (name, gain) in [("kp", p.kp), ("ki", p.ki), ("kd", p.kd)] {
-                    if !(gain.is_finite() && gain >= 0.0) {
-                        return Err(err(
-                            format!("{apath}.{name}"),
-                            format!("must be a finite number, not negative, got {gain}"),
-                        ));
-                    }
-                }
+            Admission::Pid {
+                interval,
+                controller,
+            } => {
+                nonzero(&format!("{apath}.interval"), *interval)?;
+                controller
+                    .validate()
+                    .map_err(|e| e.at(&format!("{apath}.controller")))?;
             }
         }
     }

@@ -12,7 +12,7 @@ Scenario(
     clients: {
         "web": (
             load: Open(rate: Constant("100/s")),
-            call: (target: "api", timeout: "1s", stack: [Retry((max_attempts: 3, jitter: Full))]),
+            call: (target: "api", timeout: "1s", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),
         ),
     },
     services: {
@@ -152,8 +152,8 @@ fn malformed_files_get_one_line_with_location_and_fix() {
         ("zero retry attempts", "max_attempts: 3", "max_attempts: 0"),
         (
             "breaker threshold above 100%",
-            "stack: [Retry((max_attempts: 3, jitter: Full))]",
-            "stack: [Breaker((failure_rate_percent: 150))]",
+            "stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]",
+            "stack: [Breaker((failure_rate_threshold: 150))]",
         ),
         (
             "codel interval not above target",

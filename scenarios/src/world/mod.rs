@@ -20,11 +20,15 @@ pub mod stack;
 
 use crate::schema::*;
 use crate::validate::CALLS_MAX;
+use patterns::limiter::{Cost, Limiter, RateLimiter};
+use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
+use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
 use sim_core::metrics::{CountSeries, GaugeSeries, LatencyHistogram};
-use sim_core::sample::{bernoulli, exponential, uniform_below};
+use sim_core::sample::{bernoulli, exponential, uniform_below, unit_f64};
 use sim_core::{Ctx, Entity, Message, RngStream, Sampler, Seed, SimDuration, SimTime, TimerId};
 use slotmap::{Key, SlotMap, new_key_type};
-use stack::{Breaker, Limiter, Pid, RetryBudget, backoff_delay};
+pub use stack::Gate;
+use stack::{Permits, acquire_all, failure_of, release_all};
 use std::collections::VecDeque;
 
 new_key_type! {
@@ -227,54 +231,6 @@ impl Message for Msg {
     }
 }
 
-/// A gate of a call's stack: a layer that admits or rejects a call or an attempt.
-#[derive(Debug)]
-pub enum Gate {
-    /// A circuit breaker.
-    Breaker(Breaker),
-    /// A bulkhead.
-    Bulkhead {
-        /// The most in flight.
-        max: u32,
-        /// In flight now.
-        active: u32,
-    },
-    /// A rate limiter.
-    Limiter(Limiter),
-}
-
-impl Gate {
-    fn try_acquire(&mut self, now: SimTime) -> Result<(), Reason> {
-        match self {
-            Gate::Breaker(b) => b.try_acquire(now).then_some(()).ok_or(Reason::BreakerOpen),
-            Gate::Bulkhead { max, active } => {
-                if *active < *max {
-                    *active += 1;
-                    Ok(())
-                } else {
-                    Err(Reason::BulkheadFull)
-                }
-            }
-            Gate::Limiter(l) => l
-                .try_acquire(now)
-                .then_some(())
-                .ok_or(Reason::ClientLimited),
-        }
-    }
-
-    /// Gives back what `try_acquire` took; `outcome` is `None` when the call never ran.
-    fn release(&mut self, now: SimTime, outcome: Option<Outcome>) {
-        match self {
-            Gate::Breaker(b) => match outcome {
-                Some(o) => b.record(now, o == Outcome::Ok),
-                None => b.release(),
-            },
-            Gate::Bulkhead { active, .. } => *active -= 1,
-            Gate::Limiter(_) => {}
-        }
-    }
-}
-
 /// Figures of one call site (a client's call or a service's downstream call).
 #[derive(Debug, Default, Clone)]
 pub struct CallStats {
@@ -307,13 +263,15 @@ pub struct CallSpec {
     pub target: usize,
     timeout: Option<SimDuration>,
     deadline: Option<SimDuration>,
-    retry: Option<RetryLayer>,
-    budget: Option<RetryBudget>,
+    /// The retry policy (with its backoff and budget), shared by every call of this site.
+    pub retry: Option<RetryPolicy>,
     /// Gates acting once per call (listed before `Retry`).
     pub outer: Vec<Gate>,
     /// Gates acting on each attempt (listed after `Retry`, or all when there is none).
     pub inner: Vec<Gate>,
     rng: RngStream,
+    /// Its share of requests under `CallMode::Pick`.
+    pub weight: f64,
     /// Its figures.
     pub stats: CallStats,
 }
@@ -342,6 +300,9 @@ struct CallState {
     job: JobKey,
     replica: u32,
     timer: Option<TimerId>,
+    retry: Option<RetryRequest>,
+    outer: Permits,
+    inner: Permits,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -377,14 +338,50 @@ struct Job {
 struct Replica {
     up: bool,
     busy: u32,
-    queue: VecDeque<JobKey>,
+    queue: Waiting,
     outstanding: u32,
     consecutive_failures: u32,
     ejected_until: SimTime,
     cold_since: SimTime,
-    codel_interval_start: SimTime,
-    codel_min_delay: SimDuration,
-    codel_overloaded: bool,
+}
+
+/// A replica's queue. Jobs cancelled while queued stay in it until they reach the front,
+/// where they are skipped (slot map keys are versioned, so a removed job never resolves).
+#[derive(Debug)]
+enum Waiting {
+    /// FIFO, LIFO or adaptive LIFO: the discipline chooses at dequeue.
+    Plain(VecDeque<JobKey>),
+    /// CoDel for RPC queues, from the patterns crate.
+    CoDel(RpcQueue<JobKey>),
+}
+
+impl Waiting {
+    fn new(config: &QueueConfig) -> Waiting {
+        let capacity = config.capacity.map_or(usize::MAX, |c| c as usize);
+        match config.discipline {
+            Discipline::CoDel {
+                target,
+                interval,
+                adaptive_lifo,
+            } => Waiting::CoDel(
+                RpcQueue::new(&RpcQueueConfig {
+                    target,
+                    interval,
+                    adaptive_lifo,
+                    queue_capacity: capacity,
+                })
+                .expect("queue settings are validated with the scenario"),
+            ),
+            _ => Waiting::Plain(VecDeque::with_capacity(capacity.min(4096))),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Waiting::Plain(q) => q.len(),
+            Waiting::CoDel(q) => q.len(),
+        }
+    }
 }
 
 /// Figures of one service, over all its replicas.
@@ -431,7 +428,7 @@ pub struct Svc {
     replicas: Vec<Replica>,
     limiters: Vec<Limiter>,
     concurrency_max: Option<u32>,
-    pid: Option<Pid>,
+    pid: Option<(PidShedder, SimDuration)>,
     pid_delay_sum_ns: u64,
     pid_delay_count: u64,
     /// The current PID drop probability (0 without a PID shedder).
@@ -448,6 +445,7 @@ pub struct Svc {
     rng_net: RngStream,
     rng_balance: RngStream,
     rng_admission: RngStream,
+    rng_route: RngStream,
     /// Its figures.
     pub stats: ServiceStats,
     /// Total queue length over the replicas.
@@ -518,10 +516,6 @@ type C<'a, 'b> = &'a mut Ctx<'b, Msg, ()>;
 fn compile(d: &sim_core::Dist) -> Sampler {
     d.compile()
         .expect("distributions are checked by validation before a world is built")
-}
-
-fn limiter_of(l: &LimiterConfig) -> Limiter {
-    Limiter::new(l)
 }
 
 impl Schedule {
@@ -596,17 +590,14 @@ impl World {
             let mut inner = Vec::new();
             let mut retry = None;
             for (i, layer) in c.stack.iter().enumerate() {
-                let gate = match layer {
-                    Layer::Retry(r) => {
-                        retry = Some(r.clone());
-                        continue;
-                    }
-                    Layer::Breaker(b) => Gate::Breaker(Breaker::new(b.clone())),
-                    Layer::Bulkhead { max_concurrent } => Gate::Bulkhead {
-                        max: *max_concurrent,
-                        active: 0,
-                    },
-                    Layer::Limiter(l) => Gate::Limiter(limiter_of(l)),
+                if let Layer::Retry(r) = layer {
+                    retry = Some(
+                        RetryPolicy::new(r.clone())
+                            .expect("retry configs are validated with the scenario"),
+                    );
+                }
+                let Some(gate) = Gate::of(layer) else {
+                    continue;
                 };
                 if retry_at.is_some_and(|r| i < r) {
                     outer.push(gate);
@@ -614,10 +605,6 @@ impl World {
                     inner.push(gate);
                 }
             }
-            let budget = retry
-                .as_ref()
-                .and_then(|r| r.budget.clone())
-                .map(RetryBudget::new);
             let rng = seed.stream(&format!("{path}/retry"));
             specs.push(CallSpec {
                 path,
@@ -625,7 +612,7 @@ impl World {
                 timeout: c.timeout,
                 deadline: c.deadline,
                 retry,
-                budget,
+                weight: c.weight,
                 outer,
                 inner,
                 rng,
@@ -686,19 +673,15 @@ impl World {
                 .enumerate()
                 .map(|(i, c)| make_spec(format!("services.{name}.calls[{i}]"), c))
                 .collect();
-            let capacity = sv.queue.capacity.unwrap_or(1024).min(4096) as usize;
             let replicas = (0..sv.replicas)
                 .map(|_| Replica {
                     up: true,
                     busy: 0,
-                    queue: VecDeque::with_capacity(capacity),
+                    queue: Waiting::new(&sv.queue),
                     outstanding: 0,
                     consecutive_failures: 0,
                     ejected_until: SimTime::ZERO,
                     cold_since: SimTime::ZERO,
-                    codel_interval_start: SimTime::ZERO,
-                    codel_min_delay: SimDuration::MAX,
-                    codel_overloaded: false,
                 })
                 .collect();
             let mut limiters = Vec::new();
@@ -706,11 +689,22 @@ impl World {
             let mut pid = None;
             for a in &sv.admission {
                 match a {
-                    Admission::Limiter(l) => limiters.push(limiter_of(l)),
+                    Admission::Limiter(l) => limiters.push(
+                        Limiter::new(l).expect("limiter configs are validated with the scenario"),
+                    ),
                     Admission::Concurrency { max } => {
                         concurrency_max = Some(concurrency_max.map_or(*max, |m: u32| m.min(*max)))
                     }
-                    Admission::Pid(p) => pid = Some(Pid::new(p.clone())),
+                    Admission::Pid {
+                        interval,
+                        controller,
+                    } => {
+                        pid = Some((
+                            PidShedder::new(controller)
+                                .expect("PID configs are validated with the scenario"),
+                            *interval,
+                        ))
+                    }
                 }
             }
             let stream = |what: &str| seed.stream(&format!("services/{name}/{what}"));
@@ -739,6 +733,7 @@ impl World {
                 rng_net: stream("network"),
                 rng_balance: stream("balancer"),
                 rng_admission: stream("admission"),
+                rng_route: stream("route"),
                 stats: ServiceStats::default(),
                 queue_series: GaugeSeries::new(bucket),
                 busy_series: GaugeSeries::new(bucket),
@@ -787,9 +782,9 @@ impl World {
             events.push((SimTime::ZERO + f.at, Msg::FaultStart { fault: i as u32 }));
         }
         for (i, s) in self.services.iter().enumerate() {
-            if let Some(p) = &s.pid {
+            if let Some((_, interval)) = &s.pid {
                 events.push((
-                    SimTime::ZERO + p.interval(),
+                    SimTime::ZERO + *interval,
                     Msg::PidTick { service: i as u32 },
                 ));
             }
@@ -952,24 +947,23 @@ impl World {
             job: JobKey::null(),
             replica: 0,
             timer: None,
+            retry: None,
+            outer: Permits::default(),
+            inner: Permits::default(),
         });
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
             return key;
         }
-        let sp = &mut self.specs[spec as usize];
-        for g in 0..sp.outer.len() {
-            if let Err(reason) = sp.outer[g].try_acquire(now) {
-                for earlier in &mut sp.outer[..g] {
-                    earlier.release(now, None);
-                }
-                sp.stats.rejected[reason.index()] += 1;
-                self.finish_call(ctx, key, Outcome::Fail(reason), false);
-                return key;
-            }
+        let call = &mut self.calls[key];
+        if let Err(reason) = acquire_all(&mut sp.outer, now, &mut call.outer) {
+            sp.stats.rejected[reason.index()] += 1;
+            self.finish_call(ctx, key, Outcome::Fail(reason), false);
+            return key;
         }
-        if let Some(b) = &mut sp.budget {
-            b.deposit(now);
+        if let Some(policy) = &mut sp.retry {
+            let deadline = (deadline != SimTime::MAX).then_some(deadline);
+            call.retry = Some(policy.begin(now, deadline, Safety::Idempotent));
         }
         self.start_attempt(ctx, key);
         key
@@ -983,16 +977,11 @@ impl World {
         let deadline = call.deadline;
         let sp = &mut self.specs[call.spec as usize];
         sp.stats.attempts += 1;
-        for g in 0..sp.inner.len() {
-            if let Err(reason) = sp.inner[g].try_acquire(now) {
-                for earlier in &mut sp.inner[..g] {
-                    earlier.release(now, None);
-                }
-                sp.stats.rejected[reason.index()] += 1;
-                // Nothing was sent: the attempt fails here, without touching a replica.
-                self.attempt_done(ctx, key, Outcome::Fail(reason), false);
-                return;
-            }
+        if let Err(reason) = acquire_all(&mut sp.inner, now, &mut call.inner) {
+            sp.stats.rejected[reason.index()] += 1;
+            // Nothing was sent: the attempt fails here, without touching a replica.
+            self.attempt_done(ctx, key, Outcome::Fail(reason), false);
+            return;
         }
         let attempt_deadline = sp
             .timeout
@@ -1134,43 +1123,41 @@ impl World {
         let call = &mut self.calls[key];
         let spec = call.spec as usize;
         let replica = call.replica as usize;
-        let attempt = call.attempt;
-        let deadline = call.deadline;
         call.in_flight = false;
         let sp = &mut self.specs[spec];
         let svc = sp.target;
         if sent {
-            for g in &mut sp.inner {
-                g.release(now, Some(outcome));
-            }
+            release_all(
+                &mut sp.inner,
+                now,
+                &mut call.inner,
+                Some(outcome == Outcome::Ok),
+            );
             self.observe_replica(now, svc, replica, outcome);
         }
-        let Outcome::Fail(reason) = outcome else {
-            self.finish_call(ctx, key, Outcome::Ok, true);
+        let call = &mut self.calls[key];
+        let sp = &mut self.specs[spec];
+        let (Some(policy), Some(request)) = (&mut sp.retry, &mut call.retry) else {
+            self.finish_call(ctx, key, outcome, true);
             return;
         };
-        let sp = &mut self.specs[spec];
-        let may_retry = sp
-            .retry
-            .as_ref()
-            .is_some_and(|r| attempt < r.max_attempts && reason != Reason::Deadline);
-        if may_retry {
-            if let Some(b) = &mut sp.budget
-                && !b.try_withdraw(now)
-            {
-                sp.stats.budget_exhausted += 1;
-                self.finish_call(ctx, key, outcome, true);
-                return;
-            }
-            let r = sp.retry.as_ref().expect("checked above");
-            let delay = backoff_delay(&r.backoff, r.jitter, attempt, &mut sp.rng);
-            if now.saturating_add(delay) < deadline {
+        let Outcome::Fail(reason) = outcome else {
+            policy.on_success(now, request);
+            self.finish_call(ctx, key, outcome, true);
+            return;
+        };
+        match policy.on_failure(now, request, failure_of(reason), &mut sp.rng) {
+            RetryDecision::Retry { after, .. } => {
                 sp.stats.retries += 1;
-                ctx.send_self(delay, Msg::Retry { call: key });
-                return;
+                ctx.send_self(after, Msg::Retry { call: key });
+            }
+            RetryDecision::GiveUp { reason: why } => {
+                if why == GiveUpReason::BudgetExhausted {
+                    sp.stats.budget_exhausted += 1;
+                }
+                self.finish_call(ctx, key, outcome, true);
             }
         }
-        self.finish_call(ctx, key, outcome, true);
     }
 
     /// Outlier detection: consecutive failures seen by callers eject a replica.
@@ -1208,12 +1195,15 @@ impl World {
 
     fn finish_call(&mut self, ctx: C, key: CallKey, outcome: Outcome, admitted: bool) {
         let now = ctx.now();
-        let call = self.calls.remove(key).expect("finishing a live call");
+        let mut call = self.calls.remove(key).expect("finishing a live call");
         let sp = &mut self.specs[call.spec as usize];
         if admitted {
-            for g in &mut sp.outer {
-                g.release(now, Some(outcome));
-            }
+            release_all(
+                &mut sp.outer,
+                now,
+                &mut call.outer,
+                Some(outcome == Outcome::Ok),
+            );
         }
         match outcome {
             Outcome::Ok => sp.stats.successes += 1,
@@ -1232,21 +1222,20 @@ impl World {
     /// Drops a call whose owner no longer needs it, cancelling its attempt downstream.
     fn cancel_call(&mut self, ctx: C, key: CallKey) {
         let now = ctx.now();
-        let Some(call) = self.calls.remove(key) else {
+        let Some(mut call) = self.calls.remove(key) else {
             return;
         };
         if let Some(t) = call.timer {
             ctx.cancel(t);
         }
         let sp = &mut self.specs[call.spec as usize];
-        for g in &mut sp.outer {
-            g.release(now, None);
+        release_all(&mut sp.outer, now, &mut call.outer, None);
+        if let (Some(policy), Some(request)) = (&mut sp.retry, &mut call.retry) {
+            policy.abandon(now, request);
         }
         let svc = sp.target;
         if call.in_flight {
-            for g in &mut self.specs[call.spec as usize].inner {
-                g.release(now, None);
-            }
+            release_all(&mut sp.inner, now, &mut call.inner, None);
             self.services[svc].replicas[call.replica as usize].outstanding -= 1;
             self.abandon_job(ctx, svc, call.job);
         }
@@ -1268,44 +1257,56 @@ impl World {
             self.reply(ctx, job, Outcome::Fail(Reason::Unavailable));
             return;
         }
-        let rejected =
-            if s.limiters.iter_mut().any(|l| !l.try_acquire(now)) {
-                Some(Reason::RateLimited)
-            } else if s
-                .concurrency_max
-                .is_some_and(|m| s.replicas[r].busy + s.replicas[r].queue.len() as u32 >= m)
-            {
-                Some(Reason::ConcurrencyLimited)
-            } else if s.pid.as_ref().is_some_and(|p| {
-                p.drop_ratio > 0.0 && bernoulli(&mut s.rng_admission, p.drop_ratio)
-            }) {
-                Some(Reason::Shed)
-            } else {
-                None
-            };
+        let one = Cost::new(1).expect("a cost of one is valid");
+        let rejected = if s
+            .limiters
+            .iter_mut()
+            .any(|l| !l.acquire(now, one).allowed())
+        {
+            Some(Reason::RateLimited)
+        } else if s
+            .concurrency_max
+            .is_some_and(|m| s.replicas[r].busy + s.replicas[r].queue.len() as u32 >= m)
+        {
+            Some(Reason::ConcurrencyLimited)
+        } else if s
+            .pid
+            .as_ref()
+            .is_some_and(|(p, _)| p.should_drop(&mut s.rng_admission))
+        {
+            Some(Reason::Shed)
+        } else {
+            None
+        };
         if let Some(reason) = rejected {
             self.reply(ctx, job, Outcome::Fail(reason));
             return;
         }
         let replica = &mut s.replicas[r];
-        if replica.busy < s.workers_now && replica.queue.is_empty() {
+        if replica.busy < s.workers_now && replica.queue.len() == 0 {
             self.start_work(ctx, job);
-        } else if s
-            .config
-            .queue
-            .capacity
-            .is_none_or(|c| (replica.queue.len() as u32) < c)
-        {
-            replica.queue.push_back(job);
-            let depth = replica.queue.len() as u64;
-            s.stats.queue_depth_max = s.stats.queue_depth_max.max(depth);
-            let j = &mut self.jobs[job];
-            j.phase = Phase::Queued;
-            j.enqueued = now;
-            self.queue_change(now, svc, 1);
-        } else {
-            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull));
+            return;
         }
+        let accepted = match &mut replica.queue {
+            Waiting::Plain(q) => {
+                let room = s.config.queue.capacity.is_none_or(|c| (q.len() as u32) < c);
+                if room {
+                    q.push_back(job);
+                }
+                room
+            }
+            Waiting::CoDel(q) => q.enqueue(now, job).is_ok(),
+        };
+        if !accepted {
+            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull));
+            return;
+        }
+        let depth = replica.queue.len() as u64;
+        s.stats.queue_depth_max = s.stats.queue_depth_max.max(depth);
+        let j = &mut self.jobs[job];
+        j.phase = Phase::Queued;
+        j.enqueued = now;
+        self.queue_change(now, svc, 1);
     }
 
     /// Starts work on `job`, or drops it if it expired and the service drops expired work.
@@ -1341,46 +1342,51 @@ impl World {
             if replica.busy >= s.workers_now || !replica.up {
                 return;
             }
-            let newest_first = match &s.config.queue.discipline {
-                Discipline::Fifo | Discipline::CoDel { .. } => false,
-                Discipline::Lifo => true,
-                Discipline::AdaptiveLifo { threshold } => replica
-                    .queue
-                    .front()
-                    .is_some_and(|f| now - self.jobs[*f].enqueued > *threshold),
+            let mut shed = std::mem::take(&mut self.scratch);
+            shed.clear();
+            let next = match &mut replica.queue {
+                Waiting::Plain(q) => {
+                    let newest_first = match &s.config.queue.discipline {
+                        Discipline::Lifo => true,
+                        Discipline::AdaptiveLifo { threshold } => q.front().is_some_and(|f| {
+                            self.jobs
+                                .get(*f)
+                                .is_some_and(|j| now - j.enqueued > *threshold)
+                        }),
+                        _ => false,
+                    };
+                    if newest_first {
+                        q.pop_back()
+                    } else {
+                        q.pop_front()
+                    }
+                }
+                Waiting::CoDel(q) => {
+                    let out = q.dequeue(now);
+                    shed.extend(out.dropped.into_iter().map(|(job, _)| job));
+                    out.delivered.map(|(job, _)| job)
+                }
             };
-            let next = if newest_first {
-                replica.queue.pop_back()
-            } else {
-                replica.queue.pop_front()
-            };
+            for &job in &shed {
+                if self.jobs.contains_key(job) {
+                    self.queue_change(now, svc, -1);
+                    self.reply(ctx, job, Outcome::Fail(Reason::Shed));
+                }
+            }
+            self.scratch = shed;
             let Some(job) = next else {
                 return;
             };
+            // A job cancelled while it waited was already taken off the gauge.
+            let Some(j) = self.jobs.get(job) else {
+                continue;
+            };
+            let sojourn = now - j.enqueued;
             self.queue_change(now, svc, -1);
             let s = &mut self.services[svc];
-            let sojourn = now - self.jobs[job].enqueued;
             if s.pid.is_some() {
                 s.pid_delay_sum_ns += sojourn.as_nanos();
                 s.pid_delay_count += 1;
-            }
-            if let Discipline::CoDel { target, interval } = s.config.queue.discipline {
-                let replica = &mut s.replicas[r];
-                if now >= replica.codel_interval_start + interval {
-                    replica.codel_overloaded = replica.codel_min_delay > target;
-                    replica.codel_interval_start = now;
-                    replica.codel_min_delay = SimDuration::MAX;
-                }
-                replica.codel_min_delay = replica.codel_min_delay.min(sojourn);
-                let limit = if replica.codel_overloaded {
-                    target
-                } else {
-                    interval
-                };
-                if sojourn > limit {
-                    self.reply(ctx, job, Outcome::Fail(Reason::Shed));
-                    continue;
-                }
             }
             self.start_work(ctx, job);
         }
@@ -1431,6 +1437,25 @@ impl World {
                         break;
                     }
                     self.start_child(ctx, job, i);
+                }
+            }
+            CallMode::Pick => {
+                let weights = s.calls.iter().map(|&c| self.specs[c as usize].weight);
+                let total: f64 = weights.clone().sum();
+                let mut u = unit_f64(&mut s.rng_route) * total;
+                let mut pick = n - 1;
+                for (i, w) in weights.enumerate() {
+                    if u < w {
+                        pick = i;
+                        break;
+                    }
+                    u -= w;
+                }
+                j.pending = 1;
+                // The request makes only this call: nothing follows it.
+                self.start_child(ctx, job, pick);
+                if let Some(j) = self.jobs.get_mut(job) {
+                    j.next_call = n as u8;
                 }
             }
         }
@@ -1486,6 +1511,14 @@ impl World {
                 } else {
                     self.finish_job(ctx, job, Outcome::Ok);
                 }
+            }
+            CallMode::Pick => {
+                let o = if j.failed {
+                    Outcome::Fail(Reason::Dependency)
+                } else {
+                    Outcome::Ok
+                };
+                self.finish_job(ctx, job, o);
             }
             CallMode::FanOut => {
                 if j.pending == 0 {
@@ -1563,11 +1596,8 @@ impl World {
         match j.phase {
             Phase::Transit => {}
             Phase::Queued => {
-                let q = &mut self.services[svc].replicas[r].queue;
-                if let Some(pos) = q.iter().position(|k| *k == job) {
-                    q.remove(pos);
-                    self.queue_change(now, svc, -1);
-                }
+                // The entry stays in the queue and is skipped when it reaches the front.
+                self.queue_change(now, svc, -1);
             }
             Phase::Working | Phase::Calling => {
                 if let Some(t) = j.timer {
@@ -1736,7 +1766,7 @@ impl World {
             // The connection resets: callers learn at once that the attempt failed.
             self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable));
         }
-        self.services[svc].replicas[r].queue.clear();
+        self.services[svc].replicas[r].queue = Waiting::new(&self.services[svc].config.queue);
         self.scratch = lost;
     }
 
@@ -1745,19 +1775,21 @@ impl World {
         let replica = &mut self.services[svc].replicas[r];
         replica.up = true;
         replica.cold_since = now;
-        replica.codel_overloaded = false;
-        replica.codel_min_delay = SimDuration::MAX;
-        replica.codel_interval_start = now;
     }
 
     fn on_pid_tick(&mut self, ctx: C, svc: usize) {
         let now = ctx.now();
         let s = &mut self.services[svc];
+        // The signal: the mean queueing delay of the requests served since the last tick, or
+        // the age of the oldest waiting request if that is longer (nothing may have left).
         let oldest = s
             .replicas
             .iter()
-            .filter_map(|r| r.queue.front())
-            .map(|k| now - self.jobs[*k].enqueued)
+            .filter_map(|r| match &r.queue {
+                Waiting::Plain(q) => q.iter().find_map(|k| self.jobs.get(*k)),
+                Waiting::CoDel(_) => None,
+            })
+            .map(|j| now - j.enqueued)
             .max()
             .unwrap_or_default();
         let mean = s
@@ -1766,13 +1798,13 @@ impl World {
             .map_or(SimDuration::ZERO, SimDuration::from_nanos);
         s.pid_delay_sum_ns = 0;
         s.pid_delay_count = 0;
-        let pid = s
+        let (pid, interval) = s
             .pid
             .as_mut()
             .expect("ticks are for services with a PID shedder");
-        pid.update(mean.max(oldest));
-        s.pid_drop_ratio_max = s.pid_drop_ratio_max.max(pid.drop_ratio);
-        let interval = pid.interval();
+        let drop_ratio = pid.update(now, mean.max(oldest).as_millis_f64());
+        s.pid_drop_ratio_max = s.pid_drop_ratio_max.max(drop_ratio);
+        let interval = *interval;
         ctx.send_self(
             interval,
             Msg::PidTick {
