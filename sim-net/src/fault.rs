@@ -256,25 +256,26 @@ impl Timeline {
     /// Ends fault `id` at `now` (after `advance(now)`): an active fault ends, a pending one
     /// never starts. Returns false if it was already over or `id` is unknown.
     pub fn end(&mut self, id: FaultId, nodes: &mut [Node]) -> bool {
+        let now = self.now;
         let Some(fault) = self.faults.get_mut(id.0 as usize) else {
             return false;
         };
+        let phase = fault.phase;
+        if phase == Phase::Over {
+            return false;
+        }
+        fault.end = Some(now);
         if let Some(key) = fault.end_key.take() {
             self.edges.remove(&key);
         }
-        fault.end = Some(self.now);
-        match fault.phase {
-            Phase::Over => false,
-            Phase::Pending => {
-                self.edges.remove(&fault.start_key);
-                fault.phase = Phase::Over;
-                true
-            }
-            Phase::Active => {
-                self.finish(id, nodes);
-                true
-            }
+        if phase == Phase::Pending {
+            fault.phase = Phase::Over;
+            let start_key = fault.start_key;
+            self.edges.remove(&start_key);
+        } else {
+            self.finish(id, nodes);
         }
+        true
     }
 
     /// The active faults' effects, in install order.

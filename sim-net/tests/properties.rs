@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Record, deliveries, run, send_at, sends, world};
+use common::{Msg, Record, control_at, deliveries, run, send_at, sends, world};
 use proptest::prelude::*;
 use sim_core::{Dist, SimDuration, SimTime};
 use sim_net::{FaultConfig, FaultKind, LinkConfig, LinkOrder, NetworkConfig, NodeId, SendOutcome};
@@ -27,6 +27,9 @@ struct FaultPlan {
     one_way: bool,
     start_us: u64,
     length_us: u64,
+    /// Installed without an end and ended by an `end_fault` command at the same instant,
+    /// instead of by the timeline.
+    ended_by_command: bool,
 }
 
 impl FaultPlan {
@@ -57,6 +60,14 @@ impl FaultPlan {
     }
 
     fn config(&self) -> FaultConfig {
+        let mut config = self.timed_config();
+        if self.ended_by_command {
+            config.end = None;
+        }
+        config
+    }
+
+    fn timed_config(&self) -> FaultConfig {
         let names = |list: &[usize]| list.iter().map(|i| format!("n{i}")).collect::<Vec<_>>();
         let (from, to, one_way) = (names(&self.from), names(&self.to), self.one_way);
         let kind = match self.shape {
@@ -96,15 +107,17 @@ fn fault_plan(nodes: usize, shapes: Vec<Shape>) -> impl Strategy<Value = FaultPl
         any::<bool>(),
         0u64..200_000,
         1u64..120_000,
+        any::<bool>(),
     )
         .prop_map(
-            |(shape, from, to, one_way, start_us, length_us)| FaultPlan {
+            |(shape, from, to, one_way, start_us, length_us, ended_by_command)| FaultPlan {
                 shape,
                 from,
                 to,
                 one_way,
                 start_us,
                 length_us,
+                ended_by_command,
             },
         )
 }
@@ -116,11 +129,8 @@ fn plan(lossy: bool, shapes: Vec<Shape>) -> impl Strategy<Value = Plan> {
         } else {
             prop::collection::vec(fault_plan(nodes, shapes.clone()), 1..=3).boxed()
         };
-        let ratio = if lossy {
-            0.0..0.3
-        } else {
-            0.0..f64::MIN_POSITIVE
-        };
+        // Drawn either way so both kinds of plan shrink alike; zeroed below when not lossy.
+        let ratio = 0.0..0.3;
         (
             Just(nodes),
             0u64..5_000,
@@ -177,9 +187,15 @@ fn check(plan: &Plan) -> Vec<Record> {
             bandwidth: None,
         },
         links: vec![],
-        faults: plan.faults.iter().map(FaultPlan::config).collect(),
+        faults: vec![],
     };
     let (mut sim, nodes) = world(plan.seed, plan.nodes, &config);
+    for fault in &plan.faults {
+        let id = sim.shared_mut().net.add_fault(&fault.config()).unwrap();
+        if fault.ended_by_command {
+            control_at(&mut sim, fault.window().1, nodes[0], Msg::EndFault(id));
+        }
+    }
     for (tag, &(at_us, s, t)) in plan.sends.iter().enumerate() {
         send_at(
             &mut sim,
