@@ -364,3 +364,90 @@ fn monte_carlo_matches_theory_within_three_standard_errors() {
         );
     }
 }
+
+/// A readable trace of the real policy (backoff, jitter, budget) over a few requests.
+fn trace(seed: u64) -> String {
+    use patterns::budget::{BudgetConfig, WindowBudgetConfig};
+    let mut policy = RetryPolicy::new(RetryConfig {
+        max_attempts: 4,
+        backoff: BackoffConfig {
+            strategy: Growth::Exponential {
+                delay_initial: MS * 100,
+                multiplier: 2.0,
+                delay_max: SimDuration::from_secs(1),
+            },
+            jitter: Jitter::Full,
+        },
+        budget: Some(BudgetConfig::Window(WindowBudgetConfig {
+            budget_percent: 20.0,
+            window: SimDuration::from_secs(10),
+            min_retries_per_window: 2,
+        })),
+        ..RetryConfig::default()
+    })
+    .unwrap();
+    let mut rng = Seed(seed).stream("retry/trace");
+    let mut text = String::new();
+    // (time, request, attempt), processed in time order.
+    let mut events: Vec<(SimTime, usize, u32)> = Vec::new();
+    let mut requests = Vec::new();
+    for i in 0..8 {
+        let start = SimTime::from_millis(100 * i as u64);
+        requests.push(policy.begin(
+            start,
+            Some(start + SimDuration::from_secs(2)),
+            Safety::Idempotent,
+        ));
+        events.push((start + MS * 20, i, 1));
+    }
+    while !events.is_empty() {
+        events.sort();
+        let (now, i, attempt) = events.remove(0);
+        let ms = now.as_nanos() as f64 / 1e6;
+        if !bernoulli(&mut rng, 0.6) {
+            policy.on_success(now, &mut requests[i]);
+            text.push_str(&format!(
+                "{ms:>10.3}ms  request {i} attempt {attempt}: ok\n"
+            ));
+            continue;
+        }
+        let failure = if bernoulli(&mut rng, 0.2) {
+            Failure::Status {
+                code: 429,
+                retry_after: Some(MS * 500),
+            }
+        } else {
+            status(503)
+        };
+        let line = match policy.on_failure(now, &mut requests[i], failure, &mut rng) {
+            RetryDecision::Retry {
+                after,
+                attempt: next,
+                reason,
+            } => {
+                events.push((now + after + MS * 20, i, next));
+                format!(
+                    "retry after {:.3}ms ({reason:?})",
+                    after.as_nanos() as f64 / 1e6
+                )
+            }
+            RetryDecision::GiveUp { reason } => format!("give up ({reason:?})"),
+        };
+        let code = match failure {
+            Failure::Status { code, .. } => code,
+            _ => 0,
+        };
+        text.push_str(&format!(
+            "{ms:>10.3}ms  request {i} attempt {attempt}: {code}, {line}\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn a_trace_of_the_policy_is_pinned() {
+    let seed = 7;
+    insta::with_settings!({ description => format!("seed {seed}, stream \"retry/trace\"; 8 requests 100ms apart, attempts take 20ms and fail with probability 0.6 (a fifth of failures are 429 with Retry-After 500ms), deadline 2s, exponential 100ms x2 up to 1s with full jitter, window budget 20% + 2") }, {
+        insta::assert_snapshot!("retry__trace", trace(seed));
+    });
+}
