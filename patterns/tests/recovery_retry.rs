@@ -451,3 +451,111 @@ fn a_trace_of_the_policy_is_pinned() {
         insta::assert_snapshot!("retry__trace", trace(seed));
     });
 }
+
+/// The documented table, written out naively: the decision for a failure of attempt
+/// `attempt` at `now`, with a constant backoff of `delay`.
+fn reference_decision(
+    config: &RetryConfig,
+    safety: Safety,
+    deadline: Option<SimTime>,
+    delay: SimDuration,
+    now: SimTime,
+    attempt: u32,
+    failure: Failure,
+) -> RetryDecision {
+    let give_up = |reason| RetryDecision::GiveUp { reason };
+    let reason = match failure {
+        Failure::Timeout if config.retry_on_timeout => RetryReason::Timeout,
+        Failure::ConnectionError if config.retry_on_connection_error => {
+            RetryReason::ConnectionError
+        }
+        Failure::Status { code, retry_after }
+            if (code == 429 && config.retry_on_throttled)
+                || config.retry_on_status.contains(&code) =>
+        {
+            match retry_after {
+                Some(requested) if code == 429 || code == 503 => {
+                    RetryReason::RetryAfter { code, requested }
+                }
+                _ => RetryReason::TransientStatus { code },
+            }
+        }
+        _ => return give_up(GiveUpReason::NotRetryable { failure }),
+    };
+    if safety == Safety::Unsafe {
+        return give_up(GiveUpReason::NotIdempotent);
+    }
+    if attempt >= config.max_attempts {
+        return give_up(GiveUpReason::AttemptsExhausted { attempts: attempt });
+    }
+    let mut after = delay;
+    if let RetryReason::RetryAfter { requested, .. } = reason {
+        if requested > config.retry_after_max {
+            return give_up(GiveUpReason::RetryAfterTooLong { requested });
+        }
+        after = after.max(requested);
+    }
+    if let Some(deadline) = deadline {
+        let start_at = now + after;
+        if start_at + config.attempt_duration_min > deadline {
+            return give_up(GiveUpReason::DeadlineExceeded { start_at, deadline });
+        }
+    }
+    RetryDecision::Retry {
+        after,
+        attempt: attempt + 1,
+        reason,
+    }
+}
+
+fn any_failure() -> impl proptest::strategy::Strategy<Value = Failure> {
+    use proptest::prelude::*;
+    prop_oneof![
+        Just(Failure::Timeout),
+        Just(Failure::ConnectionError),
+        (
+            prop::sample::select(vec![400u16, 404, 408, 409, 429, 500, 501, 502, 503, 504]),
+            proptest::option::of(0u64..300_000),
+        )
+            .prop_map(|(code, ms)| Failure::Status {
+                code,
+                retry_after: ms.map(|ms| MS * ms),
+            }),
+    ]
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_policy_follows_the_documented_table(
+        failures in proptest::collection::vec(any_failure(), 1..8),
+        max_attempts in 1u32..6,
+        flags in proptest::array::uniform3(proptest::bool::ANY),
+        safety in proptest::sample::select(vec![Safety::Idempotent, Safety::IdempotencyKey, Safety::Unsafe]),
+        deadline_ms in proptest::option::of(0u64..20_000),
+        delay_ms in 0u64..3000,
+        attempt_ms in 1u64..1000,
+    ) {
+        let config = RetryConfig {
+            max_attempts,
+            backoff: constant_backoff(MS * delay_ms),
+            retry_on_timeout: flags[0],
+            retry_on_connection_error: flags[1],
+            retry_on_throttled: flags[2],
+            retry_after_max: SimDuration::from_secs(120),
+            ..RetryConfig::default()
+        };
+        let deadline = deadline_ms.map(SimTime::from_millis);
+        let got = check(config.clone(), safety, deadline, MS * attempt_ms, &failures);
+        let mut now = SimTime::ZERO;
+        for (i, (decision, failure)) in got.iter().zip(&failures).enumerate() {
+            now += MS * attempt_ms;
+            let expected = reference_decision(
+                &config, safety, deadline, MS * delay_ms, now, i as u32 + 1, *failure,
+            );
+            proptest::prop_assert_eq!(*decision, expected);
+            if let RetryDecision::Retry { after, .. } = decision {
+                now += *after;
+            }
+        }
+    }
+}
