@@ -10,7 +10,9 @@
 //! cargo run -p sim-net --example ping_pong -- --seed 7
 //! ```
 
-use sim_core::{Ctx, Dist, Entity, Limits, Message, Seed, Sim, SimDuration, SimTime, TimerId};
+use sim_core::{
+    Ctx, Dist, Entity, Limits, Message, Seed, Sim, SimDuration, SimTime, TimerId, TraceRecord,
+};
 use sim_net::{
     Delivery, FaultConfig, FaultKind, Inbound, LinkConfig, Network, NetworkConfig, NetworkHost,
     NodeId, SendOutcome,
@@ -199,6 +201,8 @@ pub struct Report {
     pub text: String,
     /// The run digest.
     pub digest: String,
+    /// Every executed event, for finding where two runs part.
+    pub trace: Vec<TraceRecord>,
 }
 
 /// Plays for three seconds of virtual time with `seed`.
@@ -234,6 +238,7 @@ pub fn run(seed: u64) -> Report {
         player.peer = Some(peer);
     }
     sim.schedule(SimTime::ZERO, ping, Msg::Serve);
+    sim.enable_trace(10_000);
     let stop = sim.run();
 
     let world = sim.shared();
@@ -291,7 +296,11 @@ pub fn run(seed: u64) -> Report {
     }
     let digest = sim.digest().to_string();
     text.push_str(&format!("digest {digest}\n"));
-    Report { text, digest }
+    Report {
+        text,
+        digest,
+        trace: sim.trace().to_vec(),
+    }
 }
 
 #[allow(dead_code)] // the test includes this file for `run` only

@@ -14,7 +14,8 @@
 //!   `validate()` and [`ConfigError`]s that name the field path and the fix.
 //! - [`Rule`]: a hook that sees each message at send time and says pass, drop or delay.
 //! - [`LinkStats`]: sent, delivered, duplicated, held, dropped by [`DropReason`], and a
-//!   latency histogram, per link.
+//!   latency histogram, per link; [`Network::report`] turns them into serializable
+//!   [`LinkReport`]s.
 //!
 //! Module map:
 //!
@@ -107,7 +108,7 @@ pub use config::{
 };
 pub use endpoint::{NetworkHost, crash, end_fault, pause, receive, restart, resume, send};
 pub use fault::FaultId;
-pub use link::{DropReason, LinkStats};
+pub use link::{DropReason, LinkReport, LinkStats};
 pub use network::{Action, LinkId, Network, NodeId, NodeStatus, Outbox, SendOutcome};
 pub use packet::{Arrived, Delivery, Inbound, PacketId};
 pub use rule::{MessageView, Rule, RuleId, Verdict};

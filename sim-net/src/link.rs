@@ -4,9 +4,10 @@
 use crate::config::{ConfigError, LinkConfig, LinkOrder};
 use crate::packet::Packet;
 use crate::{LinkId, NodeId};
+use serde::Serialize;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Why the network dropped a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -142,6 +143,61 @@ impl LinkStats {
             self.delivered + self.dropped_total() + self.in_flight,
             "link accounting broken: {self:?}"
         );
+    }
+}
+
+/// The figures of one link, ready for a report (serializes to one JSON object).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinkReport {
+    /// The source node's name.
+    pub source: String,
+    /// The target node's name.
+    pub target: String,
+    /// Messages sent.
+    pub sent: u64,
+    /// Copies handed over.
+    pub delivered: u64,
+    /// Extra copies made.
+    pub duplicated: u64,
+    /// Times a copy was held.
+    pub held: u64,
+    /// Copies still on their way when the report was made.
+    pub in_flight: u64,
+    /// Copies dropped, by [`DropReason::as_str`]; reasons with no drops are left out.
+    pub dropped: BTreeMap<&'static str, u64>,
+    /// Median send-to-delivery latency in milliseconds (0 when nothing was delivered).
+    pub latency_ms_p50: f64,
+    /// 99th percentile latency in milliseconds.
+    pub latency_ms_p99: f64,
+    /// Largest latency in milliseconds.
+    pub latency_ms_max: f64,
+}
+
+impl LinkStats {
+    /// These counters as a [`LinkReport`] for `source → target`.
+    pub fn report(&self, source: &str, target: &str) -> LinkReport {
+        let ms = |d: SimDuration| d.as_millis_f64();
+        let (p50, p99, max) = match self.latency() {
+            Some(h) => (ms(h.quantile(0.5)), ms(h.quantile(0.99)), ms(h.max())),
+            None => (0.0, 0.0, 0.0),
+        };
+        LinkReport {
+            source: source.to_string(),
+            target: target.to_string(),
+            sent: self.sent,
+            delivered: self.delivered,
+            duplicated: self.duplicated,
+            held: self.held,
+            in_flight: self.in_flight,
+            dropped: DropReason::ALL
+                .iter()
+                .filter(|r| self.dropped(**r) > 0)
+                .map(|r| (r.as_str(), self.dropped(*r)))
+                .collect(),
+            latency_ms_p50: p50,
+            latency_ms_p99: p99,
+            latency_ms_max: max,
+        }
     }
 }
 

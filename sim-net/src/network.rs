@@ -9,7 +9,7 @@
 
 use crate::config::{ConfigError, FaultConfig, FaultKind, LinkConfig, NetworkConfig};
 use crate::fault::{Degradation, Effect, FaultId, LinkSet, Timeline};
-use crate::link::{DropReason, Link, LinkParams, LinkStats, Order};
+use crate::link::{DropReason, Link, LinkParams, LinkReport, LinkStats, Order};
 use crate::packet::{Arrived, Delivery, Inbound, Inner, Packet, PacketId};
 use crate::rule::{MessageView, Rule, RuleId, Verdict};
 use sim_core::sample::unit_f64;
@@ -456,6 +456,14 @@ impl<P> Network<P> {
         self.link_index
             .iter()
             .map(|(&(s, t), id)| (s, t, &self.links[id.0 as usize].stats))
+    }
+
+    /// A report of every link that has carried something, in the order of
+    /// [`Network::links`].
+    pub fn report(&self) -> Vec<LinkReport> {
+        self.links()
+            .map(|(s, t, stats)| stats.report(self.node_name(s), self.node_name(t)))
+            .collect()
     }
 
     /// The counters of all links added up.

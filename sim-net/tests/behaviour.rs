@@ -412,3 +412,34 @@ fn same_seed_same_history_and_other_links_do_not_shift_the_numbers() {
     assert_eq!(times_with_third, times, "n0->n1 draws from its own streams");
     assert_ne!(digest_with_third, digest);
 }
+
+#[test]
+fn the_report_lists_each_used_link_with_drops_by_reason() {
+    let network = r#"(
+        default_link: (latency: Constant(value: "10ms")),
+        faults: [(start: "5ms", kind: Partition(from: ["n1"]))],
+    )"#;
+    let (mut sim, nodes) = world(1, 3, &config(network));
+    send_at(&mut sim, SimTime::ZERO, nodes[0], nodes[1], 1);
+    send_at(&mut sim, SimTime::ZERO, nodes[0], nodes[2], 2);
+    send_at(&mut sim, SimTime::from_millis(6), nodes[1], nodes[0], 3);
+    run(&mut sim);
+    let report = sim.shared().net.report();
+    let text: Vec<String> = report
+        .iter()
+        .map(|r| {
+            format!(
+                "{}->{} sent={} delivered={} in_flight={} dropped={:?} p99={:.1}ms",
+                r.source, r.target, r.sent, r.delivered, r.in_flight, r.dropped, r.latency_ms_p99
+            )
+        })
+        .collect();
+    assert_eq!(
+        text,
+        [
+            "n0->n1 sent=1 delivered=0 in_flight=0 dropped={\"partitioned\": 1} p99=0.0ms",
+            "n0->n2 sent=1 delivered=1 in_flight=0 dropped={} p99=10.0ms",
+            "n1->n0 sent=1 delivered=0 in_flight=0 dropped={\"partitioned\": 1} p99=0.0ms",
+        ]
+    );
+}

@@ -19,6 +19,11 @@ fn the_timeline_shows_the_partition_and_the_recovery() {
 fn same_seed_same_digest_other_seed_other_digest() {
     let first = ping_pong::run(7);
     let again = ping_pong::run(7);
+    assert_eq!(
+        sim_core::sim::first_divergence(&first.trace, &again.trace),
+        None,
+        "the same seed replayed a different history"
+    );
     assert_eq!(first.digest, again.digest);
     assert_eq!(first.text, again.text);
     assert_ne!(ping_pong::run(8).digest, first.digest);
