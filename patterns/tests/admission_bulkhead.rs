@@ -232,4 +232,35 @@ proptest! {
     ) {
         check(&config(max, wait, queue), &steps);
     }
+
+    #[test]
+    fn bulkhead_configs_are_refused_with_a_field_or_never_panic(
+        max in prop_oneof![Just(0u32), 1u32..4, Just(u32::MAX)],
+        queue in prop_oneof![0u32..4, Just(u32::MAX)],
+        wait in prop_oneof![Just(0u64), 1u64..1_000_000_000, Just(u64::MAX)],
+        calls in proptest::collection::vec((any::<u64>(), 0u8..3), 0..50),
+    ) {
+        let config = BulkheadConfig {
+            max_concurrent_calls: max,
+            max_wait_duration: SimDuration::from_nanos(wait),
+            queue_capacity: queue,
+        };
+        match Bulkhead::<u64>::new(&config) {
+            Err(e) => prop_assert!(["max_concurrent_calls", "queue_capacity"].contains(&e.field.as_str()), "{}", e),
+            Ok(mut b) => {
+                let mut permits = Vec::new();
+                for &(t, op) in &calls {
+                    let now = SimTime::from_nanos(t);
+                    match op {
+                        0 => if let BulkheadDecision::Admit(p) = b.try_acquire(now, t) { permits.push(p) },
+                        1 => if let Some(p) = permits.pop() {
+                            let (granted, _) = b.release(now, p);
+                            permits.extend(granted.map(|g| g.permit));
+                        },
+                        _ => { let _ = b.expire(now); }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -151,4 +151,50 @@ proptest! {
             },
         }
     }
+
+    #[test]
+    fn queue_configs_are_refused_with_a_field_or_never_panic(
+        target in prop_oneof![Just(0u64), any::<u64>(), 1u64..10_000_000],
+        interval in prop_oneof![Just(0u64), any::<u64>(), 1u64..100_000_000],
+        capacity in 0usize..4, queue_len_min in 0usize..3, lifo in any::<bool>(),
+        setpoint in prop_oneof![Just(f64::NAN), Just(f64::INFINITY), -1e3f64..1e3],
+        gain in prop_oneof![Just(-1.0f64), Just(f64::NAN), 0.0f64..1.0],
+        cap in prop_oneof![Just(1.5f64), Just(f64::NAN), 0.0f64..=1.0],
+        calls in proptest::collection::vec((any::<u64>(), any::<bool>()), 0..50),
+    ) {
+        let codel = CoDelConfig {
+            target: SimDuration::from_nanos(target),
+            interval: SimDuration::from_nanos(interval),
+            queue_capacity: capacity,
+            queue_len_min,
+        };
+        match CoDelQueue::new(&codel) {
+            Err(e) => prop_assert!(["target", "interval", "queue_capacity"].contains(&e.field.as_str()), "{}", e),
+            Ok(mut q) => for &(t, enqueue) in &calls {
+                let t = SimTime::from_nanos(t);
+                if enqueue { let _ = q.enqueue(t, 0u8); } else { let _ = q.dequeue(t); }
+            },
+        }
+        let rpc = RpcQueueConfig {
+            target: SimDuration::from_nanos(target),
+            interval: SimDuration::from_nanos(interval),
+            adaptive_lifo: lifo,
+            queue_capacity: capacity,
+        };
+        match RpcQueue::new(&rpc) {
+            Err(e) => prop_assert!(["target", "interval", "queue_capacity"].contains(&e.field.as_str()), "{}", e),
+            Ok(mut q) => for &(t, enqueue) in &calls {
+                let t = SimTime::from_nanos(t);
+                if enqueue { let _ = q.enqueue(t, 0u8); } else { let _ = q.dequeue(t); }
+            },
+        }
+        let pid = PidConfig { setpoint, gain_integral: gain, drop_ratio_max: cap, ..PidConfig::default() };
+        match PidShedder::new(&pid) {
+            Err(e) => prop_assert!(["setpoint", "gain_integral", "drop_ratio_max"].contains(&e.field.as_str()), "{}", e),
+            Ok(mut p) => for &(t, _) in &calls {
+                let r = p.update(SimTime::from_nanos(t), t as f64);
+                prop_assert!((0.0..=cap).contains(&r));
+            },
+        }
+    }
 }

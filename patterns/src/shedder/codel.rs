@@ -17,7 +17,8 @@ pub struct CoDelConfig {
     /// The queue's bound: an arrival that finds it full is refused at once (tail drop).
     pub queue_capacity: usize,
     /// Sojourn is not judged while at most this many requests remain queued after a dequeue:
-    /// RFC 8289's `bytes() <= MAXPACKET` with a request as the unit. Default 1.
+    /// RFC 8289's `bytes() <= MAXPACKET` (at most one packet's worth left) with a request as
+    /// the unit. Default 1; 0 judges every dequeue but the one that empties the queue.
     pub queue_len_min: usize,
 }
 
@@ -196,7 +197,7 @@ impl<T> CoDelQueue<T> {
         };
         let sojourn = now.saturating_duration_since(enqueued);
         let mut ok_to_drop = false;
-        if sojourn < self.config.target || self.queue.len() < self.config.queue_len_min {
+        if sojourn < self.config.target || self.queue.len() <= self.config.queue_len_min {
             // Went below: stay below for at least an interval before dropping again.
             self.first_above = None;
         } else {

@@ -134,13 +134,11 @@ impl<T> RpcQueue<T> {
     /// Close the measuring interval if it is over: judge it, start the next.
     fn roll(&mut self, now: SimTime) {
         if now >= self.interval_start.saturating_add(self.config.interval) {
-            // An interval in which nothing was dequeued says nothing about a standing queue
-            // unless requests were waiting all along; judge by the oldest waiting request then.
+            // In an interval without dequeues, the shortest wait is the newest request's.
             let shortest = self.sojourn_min.or_else(|| {
                 self.queue
-                    .iter()
+                    .back()
                     .map(|(t, _)| now.saturating_duration_since(*t))
-                    .min()
             });
             self.overloaded = shortest.is_some_and(|s| s > self.config.target);
             self.interval_start = now;
