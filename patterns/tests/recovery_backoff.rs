@@ -258,7 +258,22 @@ fn any_jitter() -> impl Strategy<Value = Jitter> {
     ]
 }
 
+/// Proptest settings for this file: failures are kept in `proptest-regressions/`.
+fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/recovery_backoff.txt",
+            ),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 proptest! {
+    #![proptest_config(proptest_config(256))]
+
     #[test]
     fn every_delay_stays_within_its_formula(
         strategy in any_strategy(),

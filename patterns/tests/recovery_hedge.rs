@@ -241,7 +241,22 @@ fn invalid_hedging_names_the_field() {
     }
 }
 
+/// Proptest settings for this file: failures are kept in `proptest-regressions/`.
+fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/recovery_hedge.txt",
+            ),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 proptest! {
+    #![proptest_config(proptest_config(256))]
+
     #[test]
     fn hedging_keeps_its_promises(
         attempts in prop::collection::vec((1u64..300, any::<bool>()), 11),

@@ -159,7 +159,22 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
     )
 }
 
+/// Proptest settings for this file: failures are kept in `proptest-regressions/`.
+fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/recovery_idempotency.txt",
+            ),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 proptest! {
+    #![proptest_config(proptest_config(256))]
+
     #[test]
     fn concurrent_duplicates_never_both_execute(
         steps in steps(),

@@ -524,7 +524,22 @@ fn any_failure() -> impl proptest::strategy::Strategy<Value = Failure> {
     ]
 }
 
+/// Proptest settings for this file: failures are kept in `proptest-regressions/`.
+fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/recovery_retry.txt",
+            ),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 proptest::proptest! {
+    #![proptest_config(proptest_config(256))]
+
     #[test]
     fn the_policy_follows_the_documented_table(
         failures in proptest::collection::vec(any_failure(), 1..8),

@@ -125,7 +125,22 @@ fn no_call_is_made_without_time_beyond_the_reserve() {
     assert!(matches!(got[0], Propagation::Call { timeout, .. } if timeout == MS * 300));
 }
 
+/// Proptest settings for this file: failures are kept in `proptest-regressions/`.
+fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(
+                "proptest-regressions/recovery_timeout.txt",
+            ),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
+
 proptest! {
+    #![proptest_config(proptest_config(256))]
+
     #[test]
     fn no_child_deadline_exceeds_its_parents(
         start in 0u64..1_000_000_000_000,
