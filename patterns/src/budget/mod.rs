@@ -14,6 +14,11 @@
 //! | [`BudgetConfig::Concurrency`] | Envoy `retry_budget` | active retries `< max(min_retry_concurrency, budget_percent% · active requests)` | concurrent retries bounded, not their rate |
 //! | [`BudgetConfig::Tps`] | tower / Finagle `TpsBudget` | `reserve + Σ deposits − Σ withdrawals ≥ 1` over the last `ttl` | `attempts / requests ≤ 1 + retry_ratio`, plus `min_per_sec · ttl` per `ttl` |
 //!
+//! The Envoy budget counts a granted retry as active from the grant (while it waits out its
+//! backoff) until its attempt ends, which is slightly stricter than counting it only while
+//! in flight, and counts requests from [`RetryBudget::on_request`] to
+//! [`RetryBudget::on_request_end`].
+//!
 //! A "request" is a logical call (its first attempt); retries are not requests, so the ratio
 //! attempts / requests is the amplification a dependency sees.
 //!
