@@ -215,13 +215,10 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
     Ok(())
 }
 
-/// The closed-state judge, recomputed from every outcome since the last close.
-fn naive_trips(config: &BreakerConfig, outcomes: &[(bool, bool)]) -> bool {
-    let run = outcomes
-        .iter()
-        .rev()
-        .take_while(|(failed, _)| *failed)
-        .count() as u32;
+/// The closed-state judge, recomputed from every outcome since the last close:
+/// (report time, failed, slow) in time order.
+fn naive_trips(config: &BreakerConfig, outcomes: &[(SimTime, bool, bool)]) -> bool {
+    let run = outcomes.iter().rev().take_while(|o| o.1).count() as u32;
     if config
         .consecutive_failure_threshold
         .is_some_and(|n| run >= n)
@@ -229,16 +226,33 @@ fn naive_trips(config: &BreakerConfig, outcomes: &[(bool, bool)]) -> bool {
         return true;
     }
     let size = config.sliding_window_size as usize;
-    let window = &outcomes[outcomes.len().saturating_sub(size)..];
-    let minimum = config
-        .minimum_number_of_calls
-        .min(config.sliding_window_size) as usize;
+    let (window, minimum): (Vec<_>, usize) = match config.sliding_window_type {
+        SlidingWindowType::CountBased => (
+            outcomes[outcomes.len().saturating_sub(size)..].to_vec(),
+            config
+                .minimum_number_of_calls
+                .min(config.sliding_window_size) as usize,
+        ),
+        SlidingWindowType::TimeBased => {
+            // The calls of the last `size` whole seconds, the current one included.
+            let second = |t: SimTime| t.as_nanos() / 1_000_000_000;
+            let now = second(outcomes.last().expect("one outcome").0);
+            (
+                outcomes
+                    .iter()
+                    .filter(|o| second(o.0) + size as u64 > now)
+                    .copied()
+                    .collect(),
+                config.minimum_number_of_calls as usize,
+            )
+        }
+    };
     if window.len() < minimum {
         return false;
     }
     let rate = |k: usize| 100.0 * k as f64 / window.len() as f64;
-    rate(window.iter().filter(|o| o.0).count()) >= config.failure_rate_threshold
-        || rate(window.iter().filter(|o| o.1).count()) >= config.slow_call_rate_threshold
+    rate(window.iter().filter(|o| o.1).count()) >= config.failure_rate_threshold
+        || rate(window.iter().filter(|o| o.2).count()) >= config.slow_call_rate_threshold
 }
 
 proptest! {
@@ -258,11 +272,10 @@ proptest! {
     }
 
     #[test]
-    fn count_based_judge_matches_the_naive_recount(
+    fn closed_state_judge_matches_the_naive_recount(
         config in config(),
         outcomes in proptest::collection::vec((any::<bool>(), 0u64..4000), 1..120),
     ) {
-        let config = BreakerConfig { sliding_window_type: SlidingWindowType::CountBased, ..config };
         let mut breaker = Breaker::new(&config).unwrap();
         let mut seen = Vec::new();
         let mut now = SimTime::ZERO;
@@ -273,7 +286,7 @@ proptest! {
             };
             now += ms(duration_ms);
             if failed { breaker.on_failure(now, p) } else { breaker.on_success(now, p) }
-            seen.push((failed, ms(duration_ms) > config.slow_call_duration_threshold));
+            seen.push((now, failed, ms(duration_ms) > config.slow_call_duration_threshold));
             let tripped = naive_trips(&config, &seen);
             prop_assert_eq!(breaker.state() == StateKind::Open, tripped, "after {:?}", seen);
             if tripped { break; }

@@ -278,7 +278,9 @@ fn keyed_registry_caps_its_keys() {
     let mut k = keyed(2, WhenFull::RejectNewKeys);
     assert!(k.acquire(ms(0), &"a", Cost::ONE).allowed());
     assert!(k.acquire(ms(0), &"b", Cost::ONE).allowed());
+    let peeked = k.peek(ms(1), &"c", Cost::ONE);
     let d = k.acquire(ms(1), &"c", Cost::ONE);
+    assert_eq!(peeked, d);
     assert_eq!(
         d.outcome,
         RateOutcome::Reject(RateRejection::TooManyKeys { max_keys: 2 })

@@ -137,7 +137,21 @@ impl<K: Ord + Clone> Keyed<K> {
             Some(e) => e.limiter.peek(now, cost),
             None => {
                 let fresh = Limiter::new(&self.config.limiter).expect("validated config");
-                fresh.peek(now, cost)
+                let mut d = fresh.peek(now, cost);
+                // Full, and no key would be forgotten by now: acquire would refuse the key.
+                let full = self.entries.len() >= self.config.max_keys
+                    && !self
+                        .by_expiry
+                        .first_key_value()
+                        .is_some_and(|(&(at, _), _)| at <= now);
+                if full && self.config.when_full == WhenFull::RejectNewKeys {
+                    d.outcome = RateOutcome::Reject(RateRejection::TooManyKeys {
+                        max_keys: self.config.max_keys,
+                    });
+                    d.retry_after = None;
+                    d.delay = SimDuration::ZERO;
+                }
+                d
             }
         }
     }
@@ -150,12 +164,8 @@ impl<K: Ord + Clone> Keyed<K> {
         if !self.entries.contains_key(key) && self.entries.len() >= self.config.max_keys {
             match self.config.when_full {
                 WhenFull::RejectNewKeys => {
-                    let mut d = self.peek(now, key, cost);
-                    d.outcome = RateOutcome::Reject(RateRejection::TooManyKeys {
-                        max_keys: self.config.max_keys,
-                    });
-                    d.retry_after = None;
-                    d.delay = SimDuration::ZERO;
+                    let d = self.peek(now, key, cost);
+                    assert!(!d.allowed(), "peek admits a key acquire refuses");
                     return d;
                 }
                 WhenFull::EvictSoonest => {
