@@ -574,3 +574,115 @@ proptest::proptest! {
         }
     }
 }
+
+/// One call on a policy in the robustness test.
+#[derive(Debug, Clone)]
+enum Call {
+    Begin {
+        deadline: Option<u64>,
+        safety: Safety,
+    },
+    Failure {
+        request: usize,
+        failure: Failure,
+    },
+    Success {
+        request: usize,
+    },
+    Abandon {
+        request: usize,
+    },
+}
+
+fn any_call() -> impl proptest::strategy::Strategy<Value = Call> {
+    use proptest::prelude::*;
+    let huge = prop_oneof![0u64..10_000_000_000, Just(u64::MAX), Just(u64::MAX - 1)];
+    prop_oneof![
+        (
+            proptest::option::of(huge),
+            prop::sample::select(vec![
+                Safety::Idempotent,
+                Safety::IdempotencyKey,
+                Safety::Unsafe
+            ]),
+        )
+            .prop_map(|(deadline, safety)| Call::Begin { deadline, safety }),
+        (any::<usize>(), any_failure())
+            .prop_map(|(request, failure)| Call::Failure { request, failure }),
+        (any::<usize>(), any::<u64>()).prop_map(|(request, ns)| Call::Failure {
+            request,
+            failure: Failure::Status {
+                code: 429,
+                retry_after: Some(SimDuration::from_nanos(ns))
+            },
+        }),
+        any::<usize>().prop_map(|request| Call::Success { request }),
+        any::<usize>().prop_map(|request| Call::Abandon { request }),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest_config(256))]
+
+    #[test]
+    fn no_sequence_of_calls_panics_and_attempts_stay_bounded(
+        calls in proptest::collection::vec((any_time(), any_call()), 1..100),
+        budget in proptest::sample::select(vec![0usize, 1, 2, 3, 4]),
+        jitter in proptest::sample::select(vec![Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated, Jitter::Proportional { spread_percent: 100.0 }]),
+    ) {
+        use patterns::budget::{BudgetConfig, ConcurrencyBudgetConfig, ThrottlingConfig, TpsConfig, WindowBudgetConfig};
+        let budget = match budget {
+            0 => None,
+            1 => Some(BudgetConfig::Throttling(ThrottlingConfig::default())),
+            2 => Some(BudgetConfig::Window(WindowBudgetConfig::default())),
+            3 => Some(BudgetConfig::Concurrency(ConcurrencyBudgetConfig::default())),
+            _ => Some(BudgetConfig::Tps(TpsConfig::default())),
+        };
+        let config = RetryConfig {
+            max_attempts: 5,
+            backoff: BackoffConfig {
+                strategy: Growth::Exponential {
+                    delay_initial: MS * 10,
+                    multiplier: 3.0,
+                    delay_max: SimDuration::from_secs(86_400),
+                },
+                jitter,
+            },
+            budget,
+            ..RetryConfig::default()
+        };
+        let mut policy = RetryPolicy::new(config).unwrap();
+        let mut rng = Seed(9).stream("retry/robust");
+        let mut requests = Vec::new();
+        for (ns, call) in calls {
+            // Time may go back and forth: a caller's bug must not panic the policy.
+            let now = SimTime::from_nanos(ns);
+            match call {
+                Call::Begin { deadline, safety } => {
+                    requests.push(policy.begin(now, deadline.map(SimTime::from_nanos), safety));
+                }
+                Call::Failure { request, failure } if !requests.is_empty() => {
+                    let n = requests.len();
+                    let r = &mut requests[request % n];
+                    if let RetryDecision::Retry { attempt, .. } = policy.on_failure(now, r, failure, &mut rng) {
+                        proptest::prop_assert!((2..=5).contains(&attempt));
+                    }
+                }
+                Call::Success { request } if !requests.is_empty() => {
+                    let n = requests.len();
+                    policy.on_success(now, &mut requests[request % n]);
+                }
+                Call::Abandon { request } if !requests.is_empty() => {
+                    let n = requests.len();
+                    policy.abandon(now, &mut requests[request % n]);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn any_time() -> impl proptest::strategy::Strategy<Value = u64> {
+    use proptest::prelude::*;
+    prop_oneof![0u64..100_000_000_000, Just(u64::MAX), Just(u64::MAX / 2)]
+}
