@@ -140,10 +140,10 @@ impl<K: Ord + Clone> Keyed<K> {
                 let mut d = fresh.peek(now, cost);
                 // Full, and no key would be forgotten by now: acquire would refuse the key.
                 let full = self.entries.len() >= self.config.max_keys
-                    && !self
+                    && self
                         .by_expiry
                         .first_key_value()
-                        .is_some_and(|(&(at, _), _)| at <= now);
+                        .is_none_or(|(&(at, _), _)| at > now);
                 if full && self.config.when_full == WhenFull::RejectNewKeys {
                     d.outcome = RateOutcome::Reject(RateRejection::TooManyKeys {
                         max_keys: self.config.max_keys,
