@@ -272,11 +272,16 @@ pub(crate) struct Link<P> {
     pub target: NodeId,
     pub params: LinkParams,
     /// One stream per purpose, so that turning on duplication does not change which
-    /// messages are lost, and a latency change does not change either.
+    /// messages are lost, and a latency change does not change either. The yes/no
+    /// decisions (loss, duplicate, reorder) draw one number per message from their own
+    /// streams; the delays, whose samplers may draw a varying count of numbers (the
+    /// truncated normal redraws), draw from theirs.
     pub rng_loss: RngStream,
     pub rng_duplicate: RngStream,
-    pub rng_latency: RngStream,
     pub rng_reorder: RngStream,
+    pub rng_latency: RngStream,
+    pub rng_duplicate_latency: RngStream,
+    pub rng_reorder_delay: RngStream,
     /// The latest arrival scheduled so far: the FIFO clamp.
     pub last_arrival: SimTime,
     /// Finish times of the messages in the send queue (bandwidth only), oldest first.
@@ -308,8 +313,10 @@ impl<P> Link<P> {
             params,
             rng_loss: stream("loss"),
             rng_duplicate: stream("duplicate"),
-            rng_latency: stream("latency"),
             rng_reorder: stream("reorder"),
+            rng_latency: stream("latency"),
+            rng_duplicate_latency: stream("duplicate_latency"),
+            rng_reorder_delay: stream("reorder_delay"),
             last_arrival: SimTime::ZERO,
             queue: VecDeque::new(),
             busy_until: SimTime::ZERO,

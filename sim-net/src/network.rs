@@ -596,14 +596,14 @@ impl<P> Network<P> {
         assert!(departure >= now, "a message leaves before it is sent");
 
         let latency = draw_latency(&link.params, degradation, &mut link.rng_latency)
-            .saturating_add(draw_reorder(&link.params, &mut link.rng_reorder));
+            .saturating_add(draw_reorder(link));
         let arrival = clamp_arrival(
             link,
             departure.saturating_add(latency).saturating_add(rule_delay),
         );
         let duplicate = (duplicate_draw < link.params.duplicate_ratio).then(|| {
-            let latency = draw_latency(&link.params, degradation, &mut link.rng_duplicate)
-                .saturating_add(draw_reorder(&link.params, &mut link.rng_duplicate));
+            let latency = draw_latency(&link.params, degradation, &mut link.rng_duplicate_latency)
+                .saturating_add(draw_reorder(link));
             clamp_arrival(
                 link,
                 departure.saturating_add(latency).saturating_add(rule_delay),
@@ -831,11 +831,14 @@ fn draw_latency(params: &LinkParams, degradation: Degradation, rng: &mut RngStre
     degradation.apply(params.latency.sample(rng))
 }
 
-/// The reordering delay: on a reordering link, a share of the messages waits extra.
+/// The reordering delay of one copy: on a reordering link, a share of the copies waits
+/// extra.
 #[inline]
-fn draw_reorder(params: &LinkParams, rng: &mut RngStream) -> SimDuration {
-    match &params.order {
-        Order::Reorder { ratio, extra } if unit_f64(rng) < *ratio => extra.sample(rng),
+fn draw_reorder<P>(link: &mut Link<P>) -> SimDuration {
+    match &link.params.order {
+        Order::Reorder { ratio, extra } if unit_f64(&mut link.rng_reorder) < *ratio => {
+            extra.sample(&mut link.rng_reorder_delay)
+        }
         _ => SimDuration::ZERO,
     }
 }

@@ -443,3 +443,37 @@ fn the_report_lists_each_used_link_with_drops_by_reason() {
         ]
     );
 }
+
+/// Per tag on n0 → n1: the first copy's arrival time, or `None` if it was lost.
+fn first_copies(duplicate_ratio: f64) -> Vec<Option<SimTime>> {
+    let network = format!(
+        r#"(default_link: (latency: Normal(mean: "20ms", std_dev: "15ms"), loss_ratio: 0.2, duplicate_ratio: {duplicate_ratio}, order: Independent))"#
+    );
+    let (mut sim, nodes) = world(9, 2, &config(&network));
+    for i in 0..200 {
+        send_at(&mut sim, SimTime::from_millis(i), nodes[0], nodes[1], i);
+    }
+    let log = run(&mut sim);
+    let mut first = vec![None; 200];
+    for record in &log {
+        if let Record::Delivered {
+            at,
+            tag,
+            duplicate: false,
+            ..
+        } = record
+        {
+            first[*tag as usize] = Some(*at);
+        }
+    }
+    first
+}
+
+#[test]
+fn turning_on_duplication_changes_neither_losses_nor_first_copy_latencies() {
+    let without = first_copies(0.0);
+    let with = first_copies(0.5);
+    assert_eq!(without, with);
+    let lost = without.iter().filter(|t| t.is_none()).count();
+    assert!((20..=60).contains(&lost), "{lost} of 200 lost");
+}
