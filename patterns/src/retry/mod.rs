@@ -48,6 +48,11 @@
 //! | the budget refuses | give up: `BudgetExhausted` |
 //! | otherwise | retry after `max(backoff, Retry-After)` |
 //!
+//! The policy reports every attempt to its budget: successes, retryable failures (which
+//! drain gRPC tokens) and other failures (which no budget counts against the dependency).
+//! Hedging ([`crate::hedge`]) can spend from the same budget through
+//! [`RetryPolicy::budget_mut`].
+//!
 //! Per-request state:
 //!
 //! ```text
