@@ -41,6 +41,8 @@ pub(crate) enum Window {
     /// The last `size` outcomes, as flags, in a ring.
     Count {
         ring: Vec<u8>,
+        /// The window size (a `Vec`'s capacity may exceed what was asked for).
+        size: usize,
         next: usize,
         totals: WindowTotals,
     },
@@ -57,6 +59,7 @@ impl Window {
     pub(crate) fn count(size: u32) -> Self {
         Window::Count {
             ring: Vec::with_capacity(size as usize),
+            size: size as usize,
             next: 0,
             totals: WindowTotals::default(),
         }
@@ -90,9 +93,14 @@ impl Window {
 
     pub(crate) fn record(&mut self, now: SimTime, failed: bool, slow: bool) {
         match self {
-            Window::Count { ring, next, totals } => {
+            Window::Count {
+                ring,
+                size,
+                next,
+                totals,
+            } => {
                 let flags = u8::from(failed) * FAILED + u8::from(slow) * SLOW;
-                if ring.len() < ring.capacity() {
+                if ring.len() < *size {
                     ring.push(flags);
                 } else {
                     let old = ring[*next];
@@ -138,7 +146,9 @@ impl Window {
 
     pub(crate) fn clear(&mut self) {
         match self {
-            Window::Count { ring, next, totals } => {
+            Window::Count {
+                ring, next, totals, ..
+            } => {
                 ring.clear();
                 *next = 0;
                 *totals = WindowTotals::default();
