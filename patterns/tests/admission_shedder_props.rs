@@ -42,6 +42,81 @@ fn check<Q>(
     Ok(())
 }
 
+/// RFC 8289's pseudocode transcribed as plainly as possible, with a request as the packet
+/// unit: the reference the queue discipline is checked against.
+struct RfcCodel {
+    queue: std::collections::VecDeque<(u64, u64)>,
+    target: u64,
+    interval: u64,
+    maxpacket: usize,
+    first_above_time: u64,
+    drop_next: u64,
+    count: u32,
+    lastcount: u32,
+    dropping: bool,
+}
+
+impl RfcCodel {
+    fn control_law(&self, t: u64, count: u32) -> u64 {
+        t + SimDuration::from_nanos_f64(self.interval as f64 / f64::from(count).sqrt()).as_nanos()
+    }
+
+    /// (packet, ok_to_drop)
+    fn dodequeue(&mut self, now: u64) -> (Option<u64>, bool) {
+        let Some((tstamp, id)) = self.queue.pop_front() else {
+            self.first_above_time = 0;
+            return (None, false);
+        };
+        let sojourn_time = now - tstamp;
+        let mut ok_to_drop = false;
+        if sojourn_time < self.target || self.queue.len() <= self.maxpacket {
+            self.first_above_time = 0;
+        } else if self.first_above_time == 0 {
+            self.first_above_time = now + self.interval;
+        } else if now >= self.first_above_time {
+            ok_to_drop = true;
+        }
+        (Some(id), ok_to_drop)
+    }
+
+    /// (delivered, dropped)
+    fn dequeue(&mut self, now: u64) -> (Option<u64>, Vec<u64>) {
+        let mut dropped = Vec::new();
+        let (mut p, mut ok_to_drop) = self.dodequeue(now);
+        if p.is_none() {
+            self.dropping = false;
+            return (None, dropped);
+        }
+        if self.dropping {
+            if !ok_to_drop {
+                self.dropping = false;
+            }
+            while now >= self.drop_next && self.dropping {
+                dropped.extend(p.take());
+                self.count += 1;
+                (p, ok_to_drop) = self.dodequeue(now);
+                if !ok_to_drop {
+                    self.dropping = false;
+                } else {
+                    self.drop_next = self.control_law(self.drop_next, self.count);
+                }
+            }
+        } else if ok_to_drop {
+            dropped.extend(p.take());
+            (p, _) = self.dodequeue(now);
+            self.dropping = true;
+            let delta = self.count - self.lastcount;
+            self.count = 1;
+            if delta > 1 && now.saturating_sub(self.drop_next) < 16 * self.interval {
+                self.count = delta;
+            }
+            self.drop_next = self.control_law(now, self.count);
+            self.lastcount = self.count;
+        }
+        (p, dropped)
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
@@ -195,6 +270,48 @@ proptest! {
                 let r = p.update(SimTime::from_nanos(t), t as f64);
                 prop_assert!((0.0..=cap).contains(&r));
             },
+        }
+    }
+
+    /// The queue discipline delivers and drops exactly what the RFC's pseudocode does.
+    #[test]
+    fn codel_matches_the_rfc_pseudocode(
+        target_us in 1u64..10_000, extra_us in 1u64..200_000, queue_len_min in 0usize..3,
+        steps in proptest::collection::vec((0u64..3_000, 0u8..4, 0u8..3), 1..600),
+    ) {
+        let config = CoDelConfig {
+            target: SimDuration::from_micros(target_us),
+            interval: SimDuration::from_micros(target_us + extra_us),
+            queue_capacity: 100_000,
+            queue_len_min,
+        };
+        let mut q = CoDelQueue::new(&config).unwrap();
+        let mut rfc = RfcCodel {
+            queue: Default::default(),
+            target: config.target.as_nanos(),
+            interval: config.interval.as_nanos(),
+            maxpacket: queue_len_min,
+            first_above_time: 0,
+            drop_next: 0,
+            count: 0,
+            lastcount: 0,
+            dropping: false,
+        };
+        let mut now = 1u64; // The RFC uses 0 as "unset", so the reference starts after it.
+        let mut id = 0u64;
+        for (gap_us, arrivals, dequeues) in steps {
+            now += gap_us * 1_000;
+            for _ in 0..arrivals {
+                q.enqueue(SimTime::from_nanos(now), id).unwrap();
+                rfc.queue.push_back((now, id));
+                id += 1;
+            }
+            for _ in 0..dequeues {
+                let got = q.dequeue(SimTime::from_nanos(now));
+                let (delivered, dropped) = rfc.dequeue(now);
+                prop_assert_eq!(got.delivered.map(|d| d.0), delivered, "at {}ns", now);
+                prop_assert_eq!(got.dropped.iter().map(|d| d.0).collect::<Vec<_>>(), dropped, "at {}ns", now);
+            }
         }
     }
 }
