@@ -139,12 +139,16 @@ fn count(field: &str, value: u32) -> Result<(), ConfigError> {
 }
 
 impl BreakerConfig {
-    /// A breaker that opens after `threshold` failures in a row and nothing else.
+    /// A breaker that opens after `threshold` failures in a row and nothing else, with a single
+    /// probe half-open. (The rate judge is left on but can only agree: a 100% failure rate
+    /// over the last `threshold` calls is `threshold` failures in a row.)
     pub fn consecutive_failures(threshold: u32) -> Self {
         BreakerConfig {
             failure_rate_threshold: 100.0,
             slow_call_rate_threshold: 100.0,
             slow_call_duration_threshold: SimDuration::MAX,
+            sliding_window_size: threshold.max(1),
+            minimum_number_of_calls: threshold.max(1),
             consecutive_failure_threshold: Some(threshold),
             half_open: HalfOpenPolicy::SingleProbe,
             ..BreakerConfig::default()
