@@ -17,7 +17,24 @@ macro_rules! entries {
 }
 
 /// Every library scenario, in `resim list` order.
-pub const LIBRARY: &[Entry] = entries!["metastable-retry",];
+pub const LIBRARY: &[Entry] = entries![
+    "retry-storm",
+    "retry-storm-full-jitter",
+    "retry-storm-budget",
+    "cascading-failure",
+    "cascading-failure-mitigated",
+    "metastable-retry",
+    "metastable-retry-budget",
+    "metastable-retry-codel",
+    "thundering-herd",
+    "thundering-herd-full-jitter",
+    "bulkhead-isolation",
+    "bulkhead-isolation-separate",
+    "limiter-comparison",
+    "shedding-codel-vs-pid-none",
+    "shedding-codel-vs-pid-codel",
+    "shedding-codel-vs-pid-pid",
+];
 
 /// The scenario `resim` runs when given no file.
 pub const DEFAULT_EXAMPLE: &str = "metastable-retry";
@@ -27,15 +44,11 @@ pub fn find(name: &str) -> Option<&'static Entry> {
     LIBRARY.iter().find(|e| e.name == name)
 }
 
-/// The first sentence of the file's header comment: what the scenario shows.
+/// The one-line description of a library scenario (its `description` field).
 pub fn headline(entry: &Entry) -> String {
-    let comment: Vec<&str> = entry
-        .text
-        .lines()
-        .take_while(|l| l.starts_with("//"))
-        .map(|l| l.trim_start_matches('/').trim())
-        .collect();
-    let text = comment.join(" ");
-    let end = text.find(". ").map_or(text.len(), |i| i + 1);
-    text[..end].trim_end_matches('.').to_string()
+    match crate::load::parse(entry.name, entry.text) {
+        Ok(s) => s.description,
+        // The library is tested to parse; say so rather than hide it if it ever does not.
+        Err(e) => format!("(does not parse: {e})"),
+    }
 }

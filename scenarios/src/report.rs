@@ -183,6 +183,8 @@ pub struct ServicePoint {
     pub name: String,
     /// Attempts arriving.
     pub arrivals: u64,
+    /// Attempts answered with success.
+    pub ok: u64,
     /// Mean total queue length.
     pub queue_mean: f64,
     /// Largest total queue length.
@@ -472,6 +474,7 @@ impl Report {
                         .map(|(sv, (q, b))| ServicePoint {
                             name: sv.name.clone(),
                             arrivals: sv.arrival_series.get(i),
+                            ok: sv.ok_series.get(i),
                             queue_mean: round3(q.get(i).map_or(0.0, |g| g.mean)),
                             queue_max: round3(q.get(i).map_or(0.0, |g| g.max)),
                             busy_mean: round3(b.get(i).map_or(0.0, |g| g.mean)),
@@ -773,7 +776,7 @@ impl Report {
             let n = &v.name;
             let _ = write!(
                 o,
-                ",{n}_arrivals,{n}_queue_mean,{n}_queue_max,{n}_busy_mean"
+                ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_mean"
             );
         }
         o.push('\n');
@@ -786,8 +789,8 @@ impl Report {
             for p in &r.services {
                 let _ = write!(
                     o,
-                    ",{},{},{},{}",
-                    p.arrivals, p.queue_mean, p.queue_max, p.busy_mean
+                    ",{},{},{},{},{}",
+                    p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_mean
                 );
             }
             o.push('\n');
@@ -852,35 +855,35 @@ fn judge(
         Expectation::GoodputAtLeast {
             client: name,
             after,
-            min_ratio,
-        } => {
-            let (ok, offered) =
-                window_ratio(&client(name).stats, bucket_index(*after, bucket), buckets);
-            let r = ratio(ok, offered);
-            ExpectationResult {
-                expectation: format!(
-                    "{name} success ratio after {after} at least {}",
-                    pct(*min_ratio)
-                ),
-                observed: format!("{} ({ok} of {offered})", pct(r)),
-                pass: r >= *min_ratio,
-            }
+            until,
+            min_ratio: r,
         }
-        Expectation::GoodputAtMost {
+        | Expectation::GoodputAtMost {
             client: name,
             after,
-            max_ratio,
+            until,
+            max_ratio: r,
         } => {
-            let (ok, offered) =
-                window_ratio(&client(name).stats, bucket_index(*after, bucket), buckets);
-            let r = ratio(ok, offered);
+            let at_least = matches!(e, Expectation::GoodputAtLeast { .. });
+            let to = until.map_or(buckets, |u| bucket_index(u, bucket).min(buckets));
+            let (ok, offered) = window_ratio(&client(name).stats, bucket_index(*after, bucket), to);
+            let observed = ratio(ok, offered);
+            let window = match until {
+                Some(u) => format!("from {after} to {u}"),
+                None => format!("after {after}"),
+            };
             ExpectationResult {
                 expectation: format!(
-                    "{name} success ratio after {after} at most {}",
-                    pct(*max_ratio)
+                    "{name} success ratio {window} at {} {}",
+                    if at_least { "least" } else { "most" },
+                    pct(*r)
                 ),
-                observed: format!("{} ({ok} of {offered})", pct(r)),
-                pass: r <= *max_ratio,
+                observed: format!("{} ({ok} of {offered})", pct(observed)),
+                pass: if at_least {
+                    observed >= *r
+                } else {
+                    observed <= *r
+                },
             }
         }
         Expectation::P99AtMost { client: name, max } => {

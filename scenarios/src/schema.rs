@@ -487,22 +487,29 @@ pub enum FaultKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum Expectation {
-    /// From `after` to the end, successes are at least `min_ratio` of offered requests.
+    /// From `after` to `until` (or the end), successes are at least `min_ratio` of the
+    /// requests offered in that window.
     GoodputAtLeast {
         /// The client.
         client: String,
         /// Start of the window.
         after: SimDuration,
+        /// End of the window (the end of the run if absent).
+        #[serde(default)]
+        until: Option<SimDuration>,
         /// The least success ratio, in 0–1.
         min_ratio: f64,
     },
-    /// From `after` to the end, successes are at most `max_ratio` of offered requests (for
-    /// scenarios that demonstrate a failure).
+    /// From `after` to `until` (or the end), successes are at most `max_ratio` of the requests
+    /// offered in that window (for scenarios that demonstrate a failure).
     GoodputAtMost {
         /// The client.
         client: String,
         /// Start of the window.
         after: SimDuration,
+        /// End of the window (the end of the run if absent).
+        #[serde(default)]
+        until: Option<SimDuration>,
         /// The largest success ratio, in 0–1.
         max_ratio: f64,
     },

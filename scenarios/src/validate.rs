@@ -497,15 +497,25 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
         Expectation::GoodputAtLeast {
             client,
             after,
+            until,
             min_ratio: r,
         }
         | Expectation::GoodputAtMost {
             client,
             after,
+            until,
             max_ratio: r,
         } => {
             cl(client)?;
             within_run(&format!("{path}.after"), *after, s.duration)?;
+            if let Some(u) = until
+                && u <= after
+            {
+                return Err(err(
+                    format!("{path}.until"),
+                    format!("must be after `after` ({after}), got {u}"),
+                ));
+            }
             let name = if matches!(e, Expectation::GoodputAtLeast { .. }) {
                 "min_ratio"
             } else {

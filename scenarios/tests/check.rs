@@ -179,7 +179,7 @@ fn malformed_files_get_one_line_with_location_and_fix() {
         all.push_str(&format!("{what:<36} {line}\n"));
     }
     insta::with_settings!({ description => "one line per malformed variant of the base scenario in tests/check.rs" }, {
-        insta::assert_snapshot!("check__malformed_files", all);
+        insta::assert_snapshot!("malformed_files", all);
     });
 }
 

@@ -454,6 +454,8 @@ pub struct Svc {
     pub busy_series: GaugeSeries,
     /// Attempts arriving per bucket.
     pub arrival_series: CountSeries,
+    /// Attempts answered with success per bucket.
+    pub ok_series: CountSeries,
     busy_total: u32,
     queued_total: u32,
     busy_since: SimTime,
@@ -738,6 +740,7 @@ impl World {
                 queue_series: GaugeSeries::new(bucket),
                 busy_series: GaugeSeries::new(bucket),
                 arrival_series: CountSeries::new(bucket),
+                ok_series: CountSeries::new(bucket),
                 busy_total: 0,
                 queued_total: 0,
                 busy_since: SimTime::ZERO,
@@ -1571,7 +1574,10 @@ impl World {
         let svc = j.service as usize;
         let s = &mut self.services[svc];
         match outcome {
-            Outcome::Ok => s.stats.ok += 1,
+            Outcome::Ok => {
+                s.stats.ok += 1;
+                s.ok_series.add(ctx.now(), 1);
+            }
             Outcome::Fail(r) => s.stats.failed[r.index()] += 1,
         }
         if let Some(delay) = self.network(ctx, svc) {

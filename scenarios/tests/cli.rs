@@ -1,0 +1,210 @@
+//! The `resim` binary as a user runs it: exit codes, one-line errors, the replay line, JSON,
+//! CSV, the library list and the built-in example.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// What one invocation of `resim` gave back.
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `resim` with `args` from a scratch directory.
+fn check(args: &[&str]) -> Outcome {
+    let out = Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args(args)
+        .current_dir(scratch())
+        .output()
+        .expect("resim runs");
+    Outcome {
+        code: out.status.code().expect("resim exits by itself"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("resim-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(name: &str, text: &str) -> String {
+    let path = scratch().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+const SMALL: &str = r#"// one client, one server
+Scenario(
+    name: "small",
+    duration: "5s",
+    clients: { "c": (load: Open(rate: Constant("200/s")), call: (target: "s", timeout: "1s")) },
+    services: { "s": (workers: 4, work: Exponential(mean: "10ms")) },
+    faults: [(at: "2s", duration: "1s", kind: Slowdown(service: "s", factor: 2.0))],
+    expectations: [GoodputAtLeast(client: "c", after: "0s", min_ratio: 0.5)],
+)
+"#;
+
+#[test]
+fn run_prints_a_report_that_ends_with_the_replay_command() {
+    let file = write("small.ron", SMALL);
+    let o = check(&["run", &file, "--seed", "42"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("summary"));
+    assert!(o.stdout.contains("PASS c success ratio"));
+    assert!(o.stdout.contains("digest "));
+    let last = o.stdout.lines().last().unwrap();
+    assert_eq!(last, format!("replay: resim run {file} --seed 42"));
+}
+
+#[test]
+fn the_same_seed_prints_the_same_report() {
+    let file = write("same.ron", SMALL);
+    let a = check(&["run", &file, "--seed", "9"]);
+    let b = check(&["run", &file, "--seed", "9"]);
+    let c = check(&["run", &file, "--seed", "10"]);
+    assert_eq!(a.stdout, b.stdout);
+    assert_ne!(a.stdout, c.stdout);
+}
+
+#[test]
+fn a_failed_expectation_exits_1_and_names_the_seed() {
+    let text = SMALL
+        .replace("min_ratio: 0.5", "min_ratio: 1.0")
+        .replace("factor: 2.0", "factor: 20.0");
+    let file = write("failing.ron", &text);
+    let o = check(&["run", &file, "--seed", "3"]);
+    assert_eq!(o.code, 1);
+    assert!(o.stdout.contains("FAIL c success ratio"));
+    assert!(o.stderr.contains("seed 3"), "{}", o.stderr);
+    assert!(o.stderr.contains(&format!("resim run {file} --seed 3")));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let file = write("bad.ron", &SMALL.replace("workers: 4", "workers: 0"));
+    for args in [vec!["check", &file], vec!["run", &file]] {
+        let o = check(&args);
+        assert_eq!(o.code, 2);
+        assert_eq!(
+            o.stderr,
+            format!("{file}: services.s.workers: must be at least 1, got 0\n")
+        );
+    }
+    let o = check(&["check", "no-such-file.ron"]);
+    assert_eq!(o.code, 2);
+    assert_eq!(o.stderr.lines().count(), 1);
+    assert!(
+        o.stderr.starts_with("no-such-file.ron: cannot read"),
+        "{}",
+        o.stderr
+    );
+
+    let syntax = write("syntax.ron", &SMALL.replace("workers: 4,", "workers: 4"));
+    let o = check(&["check", &syntax]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.starts_with(&format!("{syntax}:6:")),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn overrides_are_validated_like_the_file() {
+    let file = write("override.ron", SMALL);
+    let o = check(&["run", &file, "--duration", "1s"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("faults[0].at"), "{}", o.stderr);
+    let o = check(&["run", &file, "--duration", "10"]);
+    assert_eq!(
+        o.code, 2,
+        "a unit-less duration is refused by the argument parser"
+    );
+    let o = check(&[
+        "run",
+        &file,
+        "--duration",
+        "8s",
+        "--bucket",
+        "500ms",
+        "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let json: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(json["series"].as_array().unwrap().len(), 16);
+}
+
+#[test]
+fn json_has_the_contract_fields() {
+    let file = write("json.ron", SMALL);
+    let o = check(&["run", &file, "--seed", "5", "--json"]);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.stdout.lines().count(), 1, "one object");
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["scenario"], "small");
+    assert_eq!(v["seed"], 5);
+    assert_eq!(v["digest"].as_str().unwrap().len(), 16);
+    assert!(v["events"].as_u64().unwrap() > 1000);
+    assert_eq!(v["stop_reason"], "time_limit");
+    for field in [
+        "offered",
+        "attempts",
+        "amplification",
+        "successes",
+        "failures_by_reason",
+        "goodput_per_s",
+    ] {
+        assert!(!v["summary"][field].is_null(), "summary.{field}");
+    }
+    for q in ["p50", "p90", "p99", "p999", "max"] {
+        assert!(v["summary"]["latency_ms"][q].as_f64().is_some(), "{q}");
+    }
+    assert_eq!(v["series"].as_array().unwrap().len(), 5);
+    assert_eq!(v["services"][0]["name"], "s");
+    assert_eq!(v["expectations"][0]["pass"], true);
+}
+
+#[test]
+fn csv_writes_the_series() {
+    let file = write("csv.ron", SMALL);
+    let dir = scratch().join("csv-out");
+    let o = check(&["run", &file, "--csv", dir.to_str().unwrap()]);
+    assert_eq!(o.code, 0);
+    let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    assert!(
+        text.starts_with("t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,s_arrivals")
+    );
+    assert_eq!(text.lines().count(), 6, "a header and one row per second");
+}
+
+#[test]
+fn list_names_every_library_scenario_once() {
+    let o = check(&["list"]);
+    assert_eq!(o.code, 0);
+    assert_eq!(o.stdout.lines().count(), 16);
+    assert!(o.stdout.lines().any(|l| l.starts_with("metastable-retry ")));
+    assert!(!o.stdout.contains("does not parse"));
+}
+
+#[test]
+fn library_names_run_without_a_path() {
+    let o = check(&["check", "retry-storm"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("retry-storm: ok"));
+}
+
+#[test]
+fn no_arguments_runs_the_built_in_example() {
+    let o = check(&[]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("resim · metastable-retry · seed 7"));
+    assert!(
+        o.stdout
+            .trim_end()
+            .ends_with("replay: resim run metastable-retry --seed 7")
+    );
+}

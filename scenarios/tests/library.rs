@@ -1,0 +1,247 @@
+//! The library: every scenario shows what its header claims, in numbers, at its own seed;
+//! its compact summary is snapshotted; and every run replays to the same digest.
+
+use scenarios::library::{LIBRARY, find};
+use scenarios::load::parse;
+use scenarios::{Report, RunOptions, run};
+use sim_core::sim::first_divergence;
+
+/// Runs library scenario `name` at its own seed, checks that its file's expectations hold,
+/// snapshots its compact summary, and hands the report to `claims` for the numbers its header
+/// promises.
+fn check(name: &str, claims: impl FnOnce(&Report)) {
+    let entry = find(name).unwrap_or_else(|| panic!("{name} is in the library"));
+    let scenario = parse(entry.name, entry.text).unwrap();
+    let report = run(&scenario, entry.name, &RunOptions::default())
+        .unwrap()
+        .report;
+    assert_eq!(
+        report.simulated_s,
+        scenario.duration.as_secs_f64(),
+        "{name} ran to its end ({})",
+        report.stop_reason
+    );
+    for e in &report.expectations {
+        assert!(
+            e.pass,
+            "{name}: {} — observed {}",
+            e.expectation, e.observed
+        );
+    }
+    insta::with_settings!({
+        description => format!("scenario {name}, seed {}", report.seed),
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name.to_string(), report.compact());
+    });
+    claims(&report);
+}
+
+fn service<'a>(r: &'a Report, name: &str) -> &'a scenarios::report::ServiceReport {
+    r.services.iter().find(|s| s.name == name).unwrap()
+}
+
+fn call<'a>(r: &'a Report, path: &str) -> &'a scenarios::report::CallReport {
+    r.calls.iter().find(|c| c.path == path).unwrap()
+}
+
+fn failures(r: &Report, reason: &str) -> u64 {
+    r.summary
+        .failures_by_reason
+        .get(reason)
+        .copied()
+        .unwrap_or(0)
+}
+
+#[test]
+fn retry_storm_amplifies_and_outlives_the_slowdown() {
+    let mut plain = 0.0;
+    check("retry-storm", |r| {
+        plain = r.summary.amplification;
+        assert!(plain >= 8.0, "two layers of 3 attempts: {plain}");
+        assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
+        assert!(service(r, "db").wasted_work_s > 100.0);
+    });
+    check("retry-storm-full-jitter", |r| {
+        let jittered = r.summary.amplification;
+        assert!(
+            (jittered - plain).abs() / plain < 0.1,
+            "{jittered} vs {plain}"
+        );
+        assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
+    });
+    check("retry-storm-budget", |r| {
+        assert!(
+            r.summary.amplification <= 2.5,
+            "{}",
+            r.summary.amplification
+        );
+        assert!(r.goodput_ratio_between(25.0, 60.0) > 0.9);
+        assert!(call(r, "clients.users.call").budget_exhausted > 0);
+        assert!(call(r, "services.api.calls[0]").budget_exhausted > 0);
+    });
+}
+
+#[test]
+fn cascading_failure_spreads_and_the_patterns_contain_it() {
+    check("cascading-failure", |r| {
+        assert!(r.goodput_ratio_between(12.0, 30.0) < 0.4);
+        assert!(service(r, "api").ejections >= 1);
+        assert!(
+            r.goodput_ratio_between(35.0, 45.0) > 0.9,
+            "recovers once the db does"
+        );
+    });
+    check("cascading-failure-mitigated", |r| {
+        assert!(r.goodput_ratio_between(12.0, 30.0) > 0.75);
+        let db = call(r, "services.api.calls[0]");
+        assert!(db.breakers[0].transitions_total >= 2);
+        assert!(db.rejected_by_reason["breaker_open"] > 0);
+    });
+}
+
+#[test]
+fn metastable_retry_stays_down_unless_mitigated() {
+    check("metastable-retry", |r| {
+        // The spike ends at 15s; the last third of the run is 40s–60s.
+        assert!(r.goodput_ratio_between(10.0, 15.0) < 0.9, "the spike hurts");
+        assert!(
+            r.goodput_ratio_between(40.0, 60.0) < 0.1,
+            "and it stays down"
+        );
+        assert!(
+            r.goodput_ratio_between(0.0, 10.0) > 0.95,
+            "it was healthy before"
+        );
+    });
+    for name in ["metastable-retry-budget", "metastable-retry-codel"] {
+        check(name, |r| {
+            // Back above 90% within 10s of the end of the spike, and staying there.
+            assert!(r.goodput_ratio_between(25.0, 60.0) > 0.9, "{name}");
+            assert!(
+                r.series
+                    .iter()
+                    .filter(|b| b.t_s >= 25.0 && b.t_s < 59.0)
+                    .all(|b| b.goodput_ratio >= 0.9),
+                "{name}"
+            );
+        });
+    }
+}
+
+#[test]
+fn thundering_herd_needs_jitter() {
+    check("thundering-herd", |r| {
+        assert!(failures(r, "queue_full") >= 1000, "{:?}", r.summary);
+    });
+    check("thundering-herd-full-jitter", |r| {
+        assert!(r.summary.failures <= 100, "{:?}", r.summary);
+    });
+}
+
+#[test]
+fn bulkheads_isolate_a_slow_dependency() {
+    check("bulkhead-isolation", |r| {
+        assert!(r.goodput_ratio_between(12.0, 30.0) < 0.5);
+    });
+    check("bulkhead-isolation-separate", |r| {
+        assert!(r.goodput_ratio_between(12.0, 30.0) > 0.85);
+        let payments = call(r, "services.frontend.calls[1]");
+        assert!(payments.rejected_by_reason["bulkhead_full"] > 0);
+    });
+}
+
+#[test]
+fn fixed_window_admits_twice_its_limit_at_a_boundary() {
+    check("limiter-comparison", |r| {
+        // The most requests each limiter let through in any one second (ten 100ms buckets).
+        let most_in_a_second = |name: &str| {
+            let i = r.services.iter().position(|s| s.name == name).unwrap();
+            let ok: Vec<u64> = r.series.iter().map(|b| b.services[i].ok).collect();
+            ok.windows(10).map(|w| w.iter().sum::<u64>()).max().unwrap()
+        };
+        assert!(most_in_a_second("fixed-window") >= 190);
+        for name in ["sliding-counter", "token-bucket", "gcra"] {
+            let n = most_in_a_second(name);
+            assert!(n <= 125, "{name}: {n}");
+        }
+    });
+}
+
+#[test]
+fn shedding_keeps_goodput_through_an_overload_step() {
+    check("shedding-codel-vs-pid-none", |r| {
+        assert!(r.goodput_ratio_between(15.0, 40.0) < 0.05);
+        // 20 workers busy for the 25s of the step is 500 worker-seconds: most of it wasted.
+        assert!(
+            service(r, "api").wasted_work_s > 400.0,
+            "busy, but with expired work"
+        );
+    });
+    check("shedding-codel-vs-pid-codel", |r| {
+        assert!(r.goodput_ratio_between(15.0, 40.0) > 0.6);
+        assert!(r.summary.latency_ms.p99 <= 150.0);
+        assert!(failures(r, "shed") > 0);
+    });
+    check("shedding-codel-vs-pid-pid", |r| {
+        assert!(r.goodput_ratio_between(15.0, 40.0) > 0.6);
+        assert!(r.summary.latency_ms.p99 <= 300.0);
+        assert!(service(r, "api").pid_drop_ratio_max > 0.2);
+    });
+}
+
+#[test]
+fn every_library_scenario_parses_and_says_what_it_shows() {
+    assert_eq!(LIBRARY.len(), 16);
+    for entry in LIBRARY {
+        let s = parse(entry.name, entry.text).unwrap();
+        assert_eq!(
+            s.name, entry.name,
+            "the file's name field matches its file name"
+        );
+        assert!(!s.description.is_empty(), "{}", entry.name);
+        let header: Vec<&str> = entry
+            .text
+            .lines()
+            .take_while(|l| l.starts_with("//"))
+            .collect();
+        assert!(
+            header.len() >= 3,
+            "{}: a header comment says what to look at",
+            entry.name
+        );
+        assert!(
+            header.iter().any(|l| l.contains("Look at")),
+            "{}: the header says what to look at",
+            entry.name
+        );
+    }
+}
+
+#[test]
+fn every_library_scenario_replays_to_the_same_digest() {
+    for entry in LIBRARY {
+        let scenario = parse(entry.name, entry.text).unwrap();
+        let mut digests = Vec::new();
+        for seed in [1, 2, 3] {
+            let options = RunOptions {
+                seed: Some(seed),
+                trace_capacity: 100_000,
+                ..RunOptions::default()
+            };
+            let a = run(&scenario, entry.name, &options).unwrap();
+            let b = run(&scenario, entry.name, &options).unwrap();
+            if a.report.digest != b.report.digest {
+                let at = first_divergence(&a.trace, &b.trace);
+                panic!(
+                    "{} seed {seed}: digests {} and {} differ; first divergence: {at:?}",
+                    entry.name, a.report.digest, b.report.digest
+                );
+            }
+            assert_eq!(a.report, b.report, "{} seed {seed}", entry.name);
+            digests.push(a.report.digest);
+        }
+        digests.dedup();
+        assert_eq!(digests.len(), 3, "{}: seeds change the history", entry.name);
+    }
+}
