@@ -394,6 +394,18 @@ proptest! {
             idle_timeout: SimDuration::from_millis(idle_ms),
             when_full: WhenFull::RejectNewKeys,
         }).unwrap();
+        let mut small: Vec<Keyed<u8>> = [WhenFull::RejectNewKeys, WhenFull::EvictSoonest]
+            .into_iter()
+            .map(|when_full| {
+                Keyed::new(&KeyedConfig {
+                    limiter: limiter.clone(),
+                    max_keys: 2,
+                    idle_timeout: SimDuration::from_millis(idle_ms),
+                    when_full,
+                })
+                .unwrap()
+            })
+            .collect();
         let mut all: std::collections::BTreeMap<u8, Limiter> = Default::default();
         let mut latest = SimTime::ZERO;
         for ((t, s), key) in times(0, &steps).into_iter().zip(&steps).zip(keys.iter().cycle()) {
@@ -403,6 +415,14 @@ proptest! {
             latest = latest.max(t);
             let t = latest;
             let got = keyed.acquire(t, key, cost);
+            // Small registries under churn keep their cap either way.
+            for small in &mut small {
+                let d = small.acquire(t, key, cost);
+                prop_assert!(small.len() <= 2);
+                let refused_key = matches!(d.outcome, patterns::limiter::RateOutcome::Reject(
+                    patterns::limiter::RateRejection::TooManyKeys { .. }));
+                prop_assert!(!refused_key || !small.contains(key));
+            }
             let want = all.entry(*key).or_insert_with(|| Limiter::new(&limiter).unwrap()).acquire(t, cost);
             prop_assert_eq!(got, want, "key {} at {}", key, t);
         }

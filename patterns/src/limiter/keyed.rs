@@ -60,8 +60,8 @@ impl KeyedConfig {
 #[derive(Debug, Clone)]
 struct Entry {
     limiter: Limiter,
-    /// Index key in `by_expiry`.
-    expiry: (SimTime, u64),
+    /// When this key may be forgotten: the later of idle timeout and rest.
+    expiry: SimTime,
 }
 
 /// A registry of limiters by key (`BTreeMap`, so iteration order never depends on hashing).
@@ -69,12 +69,17 @@ struct Entry {
 /// Each key's limiter is created on first use. A key is forgotten once it has been idle for
 /// `idle_timeout` *and* its limiter is back at rest (the later of the two), so a forgotten key
 /// comes back to exactly the state it left. Forgetting happens lazily on each call, oldest
-/// first, in amortised O(log n).
+/// first.
+///
+/// The expiry index holds one entry per key, possibly earlier than the key's real expiry: a
+/// call on a known key only moves the expiry in its entry (one map lookup, no re-indexing),
+/// and the index entry is corrected when it comes up. Since every index time is at most the
+/// real one, the first index entry found correct is the true soonest.
 #[derive(Debug, Clone)]
 pub struct Keyed<K: Ord + Clone> {
     config: KeyedConfig,
     entries: BTreeMap<K, Entry>,
-    /// (forget-at time, sequence number) → key, earliest first.
+    /// (indexed expiry, sequence number) → key, earliest first; one per key.
     by_expiry: BTreeMap<(SimTime, u64), K>,
     seq: u64,
     evicted: u64,
@@ -115,12 +120,35 @@ impl<K: Ord + Clone> Keyed<K> {
         self.entries.contains_key(key)
     }
 
-    fn forget_idle(&mut self, now: SimTime) {
+    fn index(&mut self, expiry: SimTime, key: K) {
+        self.seq += 1;
+        self.by_expiry.insert((expiry, self.seq), key);
+    }
+
+    /// Pops the key with the soonest real expiry if it is at most `until`, correcting stale
+    /// index entries on the way; returns it with its expiry.
+    fn pop_soonest(&mut self, until: SimTime) -> Option<(K, SimTime)> {
         while let Some((&(at, seq), _)) = self.by_expiry.first_key_value() {
-            if at > now {
-                break;
+            if at > until {
+                return None;
             }
             let key = self.by_expiry.remove(&(at, seq)).expect("first key exists");
+            let expiry = self
+                .entries
+                .get(&key)
+                .expect("indexed key has an entry")
+                .expiry;
+            assert!(expiry >= at, "index later than the real expiry");
+            if expiry == at {
+                return Some((key, expiry));
+            }
+            self.index(expiry, key);
+        }
+        None
+    }
+
+    fn forget_idle(&mut self, now: SimTime) {
+        while let Some((key, _)) = self.pop_soonest(now) {
             let entry = self.entries.remove(&key).expect("indexed key has an entry");
             assert!(
                 entry.limiter.at_rest(now),
@@ -140,10 +168,7 @@ impl<K: Ord + Clone> Keyed<K> {
                 let mut d = fresh.peek(now, cost);
                 // Full, and no key would be forgotten by now: acquire would refuse the key.
                 let full = self.entries.len() >= self.config.max_keys
-                    && self
-                        .by_expiry
-                        .first_key_value()
-                        .is_none_or(|(&(at, _), _)| at > now);
+                    && self.entries.values().all(|e| e.expiry > now);
                 if full && self.config.when_full == WhenFull::RejectNewKeys {
                     d.outcome = RateOutcome::Reject(RateRejection::TooManyKeys {
                         max_keys: self.config.max_keys,
@@ -161,7 +186,14 @@ impl<K: Ord + Clone> Keyed<K> {
         let now = now.max(self.last);
         self.last = now;
         self.forget_idle(now);
-        if !self.entries.contains_key(key) && self.entries.len() >= self.config.max_keys {
+        let idle_until = now.saturating_add(self.config.idle_timeout);
+        if let Some(entry) = self.entries.get_mut(key) {
+            let d = entry.limiter.acquire(now, cost);
+            // Only ever later: the index entry stays at or before it.
+            entry.expiry = entry.expiry.max(idle_until.max(d.reset_at));
+            return d;
+        }
+        if self.entries.len() >= self.config.max_keys {
             match self.config.when_full {
                 WhenFull::RejectNewKeys => {
                     let d = self.peek(now, key, cost);
@@ -169,23 +201,17 @@ impl<K: Ord + Clone> Keyed<K> {
                     return d;
                 }
                 WhenFull::EvictSoonest => {
-                    let (_, victim) = self.by_expiry.pop_first().expect("full registry");
+                    let (victim, _) = self.pop_soonest(SimTime::MAX).expect("full registry");
                     self.entries.remove(&victim);
                     self.evicted += 1;
                 }
             }
         }
-        let seq = self.seq;
-        self.seq += 1;
-        let entry = self.entries.entry(key.clone()).or_insert_with(|| Entry {
-            limiter: Limiter::new(&self.config.limiter).expect("validated config"),
-            expiry: (SimTime::MAX, u64::MAX),
-        });
-        let d = entry.limiter.acquire(now, cost);
-        self.by_expiry.remove(&entry.expiry);
-        let idle_until = now.saturating_add(self.config.idle_timeout);
-        entry.expiry = (idle_until.max(d.reset_at), seq);
-        self.by_expiry.insert(entry.expiry, key.clone());
+        let mut limiter = Limiter::new(&self.config.limiter).expect("validated config");
+        let d = limiter.acquire(now, cost);
+        let expiry = idle_until.max(d.reset_at);
+        self.entries.insert(key.clone(), Entry { limiter, expiry });
+        self.index(expiry, key.clone());
         assert!(
             self.entries.len() <= self.config.max_keys,
             "registry above max_keys"
