@@ -72,64 +72,105 @@ impl Composite {
     }
 }
 
-fn combine(decisions: &[RateDecision], cost: Cost) -> RateDecision {
-    let refused = decisions.iter().any(|d| !d.allowed());
-    let mut all = *decisions
-        .first()
-        .expect("a composite has at least one layer");
-    all.outcome = RateOutcome::Admit;
-    all.retry_after = None;
-    all.remaining = u64::MAX;
-    all.reset_at = SimTime::ZERO;
-    for d in decisions {
+/// The layers' decisions folded in one pass: the figures both for the case where every layer
+/// admits and for a refusal, since which case it is is known only at the end.
+struct Combined {
+    outcome: RateOutcome,
+    retry_after: Option<sim_core::SimDuration>,
+    /// (remaining, limit) of the tightest layer if all admit (figures after the charge).
+    tightest_admit: (u64, u64),
+    /// (remaining, limit) of the tightest layer on a refusal (figures without the charge).
+    tightest_refuse: (u64, u64),
+    reset_all: SimTime,
+    reset_refusing: SimTime,
+    delay: sim_core::SimDuration,
+}
+
+impl Combined {
+    fn new() -> Self {
+        Combined {
+            outcome: RateOutcome::Admit,
+            retry_after: None,
+            tightest_admit: (u64::MAX, 0),
+            tightest_refuse: (u64::MAX, 0),
+            reset_all: SimTime::ZERO,
+            reset_refusing: SimTime::ZERO,
+            delay: sim_core::SimDuration::ZERO,
+        }
+    }
+
+    fn add(&mut self, d: &RateDecision, cost: Cost) {
+        if d.remaining < self.tightest_admit.0 {
+            self.tightest_admit = (d.remaining, d.limit);
+        }
         // On a refusal nothing is charged, so a layer that would have admitted reports what it
         // has now (its figures before the charge) and its reset does not bind.
-        let remaining = if refused && d.allowed() {
+        let uncharged = if d.allowed() {
             d.remaining.saturating_add(cost.units()).min(d.limit)
         } else {
             d.remaining
         };
-        if remaining < all.remaining {
-            all.remaining = remaining;
-            all.limit = d.limit;
+        if uncharged < self.tightest_refuse.0 {
+            self.tightest_refuse = (uncharged, d.limit);
         }
-        if !refused || !d.allowed() {
-            all.reset_at = all.reset_at.max(d.reset_at);
-        }
-        all.delay = all.delay.max(d.delay);
+        self.reset_all = self.reset_all.max(d.reset_at);
+        self.delay = self.delay.max(d.delay);
         let hopeless = |o: RateOutcome| {
             matches!(
                 o,
                 RateOutcome::Reject(RateRejection::CostAboveCapacity { .. })
             )
         };
-        match (all.outcome, d.outcome) {
+        if !d.allowed() {
+            self.reset_refusing = self.reset_refusing.max(d.reset_at);
+        }
+        match (self.outcome, d.outcome) {
             (_, RateOutcome::Admit) => {}
             (a, _) if hopeless(a) => {}
             (_, o) if hopeless(o) => {
-                all.outcome = o;
-                all.retry_after = None;
+                self.outcome = o;
+                self.retry_after = None;
             }
             (_, o) => {
-                all.outcome = o;
-                all.retry_after = all.retry_after.max(d.retry_after);
+                self.outcome = o;
+                self.retry_after = self.retry_after.max(d.retry_after);
             }
         }
     }
-    if refused {
-        all.delay = sim_core::SimDuration::ZERO;
+
+    fn finish(self) -> RateDecision {
+        let refused = self.outcome != RateOutcome::Admit;
+        let (remaining, limit) = if refused {
+            self.tightest_refuse
+        } else {
+            self.tightest_admit
+        };
+        RateDecision {
+            outcome: self.outcome,
+            limit,
+            remaining,
+            retry_after: self.retry_after,
+            reset_at: if refused {
+                self.reset_refusing
+            } else {
+                self.reset_all
+            },
+            delay: if refused {
+                sim_core::SimDuration::ZERO
+            } else {
+                self.delay
+            },
+        }
     }
-    all
 }
 
 impl RateLimiter for Composite {
     fn peek(&self, now: SimTime, cost: Cost) -> RateDecision {
-        // At most COMPOSITE_LAYERS_MAX layers: a fixed array keeps the hot path free of allocation.
-        let mut decisions = [RateDecision::admit(0, 0, SimTime::ZERO); COMPOSITE_LAYERS_MAX];
-        for (slot, layer) in decisions.iter_mut().zip(&self.layers) {
-            *slot = layer.peek(now, cost);
+        let mut combined = Combined::new();
+        for layer in &self.layers {
+            combined.add(&layer.peek(now, cost), cost);
         }
-        combine(&decisions[..self.layers.len()], cost)
+        combined.finish()
     }
 
     fn acquire(&mut self, now: SimTime, cost: Cost) -> RateDecision {
