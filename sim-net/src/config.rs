@@ -8,50 +8,10 @@
 
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, SimDuration};
-use std::fmt;
 
-/// An invalid configuration value: the field path, what is wrong, and how to fix it.
-///
-/// Displayed as `field: reason`, e.g. `loss_ratio: must be between 0 and 1, got 1.5`.
-/// Callers that embed a config in a larger document prefix the path with
-/// [`ConfigError::at`], so a scenario error reads `network.links[0].link.loss_ratio: ...`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The offending field, relative to the config that was validated.
-    pub field: String,
-    /// What is wrong and how to fix it (lowercase, no trailing period).
-    pub reason: String,
-}
-
-impl ConfigError {
-    /// An error for `field`.
-    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ConfigError {
-            field: field.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// The same error with `prefix` put in front of the field path.
-    pub fn at(mut self, prefix: &str) -> Self {
-        self.field = if self.field.is_empty() {
-            prefix.to_string()
-        } else if self.field.starts_with('[') {
-            format!("{prefix}{}", self.field)
-        } else {
-            format!("{prefix}.{}", self.field)
-        };
-        self
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.reason)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+/// The error every `validate()` here returns: sim-core's [`ConfigError`], so a scenario
+/// prefixes it with [`ConfigError::at`] and it reads `network.links[0].link.loss_ratio: ...`.
+pub use sim_core::ConfigError;
 
 /// Checks that a `_ratio` field lies in [0, 1].
 pub(crate) fn check_ratio(field: &str, value: f64) -> Result<(), ConfigError> {
@@ -67,8 +27,7 @@ pub(crate) fn check_ratio(field: &str, value: f64) -> Result<(), ConfigError> {
 
 /// Checks a latency distribution, with the error's field put under `field`.
 fn check_dist(field: &str, dist: &Dist) -> Result<(), ConfigError> {
-    dist.validate()
-        .map_err(|e| ConfigError::new(e.field, e.reason).at(field))
+    dist.validate().map_err(|e| e.at(field))
 }
 
 /// The behaviour of one directed link (source → target).
