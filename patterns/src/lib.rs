@@ -7,6 +7,20 @@
 //! in this crate, so the same code runs inside a resim simulation and inside a real service.
 //! A decision is data: a rejection says why and, where it can, when to retry.
 //!
+//! The main types:
+//!
+//! - admission: [`Limiter`] (any rate limiter from a [`LimiterConfig`]) deciding a
+//!   [`RateDecision`], [`Keyed`] per-key registries, [`Breaker`] deciding a [`BreakerDecision`],
+//!   [`Bulkhead`], [`ConcurrencyLimiter`], [`CoDelQueue`] and the other shedders in [`shedder`];
+//! - recovery: [`RetryPolicy`] deciding a [`RetryDecision`] for each [`Failure`], [`Backoff`],
+//!   [`RetryBudget`], [`Timeouts`] and [`AdaptiveTimeout`], [`Hedger`], [`Coalescer`],
+//!   [`IdempotencyStore`], [`Fallback`];
+//! - [`ConfigError`], returned by every `validate()` and constructor.
+//!
+//! Words keep one meaning across the crate: a *request* is one logical call as the caller
+//! sees it, an *attempt* is one try of it on the wire (the first attempt and each retry or
+//! hedge). Budgets count retries against requests, and hedges draw from the retry budget.
+//!
 //! Module map:
 //!
 //! | module | what |
@@ -44,3 +58,20 @@ pub mod retry;
 pub mod timeout;
 
 pub use error::ConfigError;
+
+pub use breaker::{Breaker, BreakerConfig, BreakerDecision};
+pub use bulkhead::{Bulkhead, BulkheadConfig};
+pub use concurrency::{ConcurrencyConfig, ConcurrencyLimiter};
+pub use limiter::{Cost, Keyed, KeyedConfig, Limiter, LimiterConfig, RateDecision, RateLimiter};
+pub use shedder::{CoDelConfig, CoDelQueue};
+
+pub use backoff::{Backoff, BackoffConfig};
+pub use budget::{BudgetConfig, RetryBudget};
+pub use coalesce::Coalescer;
+pub use fallback::Fallback;
+pub use hedge::{HedgeAction, HedgeConfig, Hedger};
+pub use idempotency::IdempotencyStore;
+pub use retry::{
+    Failure, GiveUpReason, RetryConfig, RetryDecision, RetryPolicy, RetryRequest, Safety,
+};
+pub use timeout::{AdaptiveTimeout, Deadline, Propagation, TimeoutConfig, Timeouts};
