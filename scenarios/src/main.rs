@@ -33,6 +33,9 @@ enum Command {
         /// Report bucket width, e.g. "500ms".
         #[arg(long)]
         bucket: Option<SimDuration>,
+        /// The event budget (the run stops and says so when it is spent).
+        #[arg(long)]
+        max_events: Option<u64>,
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
         json: bool,
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         seed: None,
         duration: None,
         bucket: None,
+        max_events: None,
         json: false,
         csv: None,
     });
@@ -98,6 +102,7 @@ fn main() -> ExitCode {
             seed,
             duration,
             bucket,
+            max_events,
             json,
             csv,
         } => {
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
                 seed,
                 duration,
                 bucket,
+                max_events,
                 trace_capacity: 0,
             };
             let output = match resolve(&file).and_then(|s| run(&s, &file, &options)) {

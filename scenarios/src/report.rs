@@ -27,6 +27,8 @@ pub struct LatencyMs {
     pub p999: f64,
     /// Largest.
     pub max: f64,
+    /// Mean.
+    pub mean: f64,
 }
 
 impl LatencyMs {
@@ -38,6 +40,7 @@ impl LatencyMs {
             p99: ms(h.quantile(0.99)),
             p999: ms(h.quantile(0.999)),
             max: ms(h.max()),
+            mean: ms(h.mean()),
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct RunOptions {
     pub duration: Option<SimDuration>,
     /// The report bucket width.
     pub bucket: Option<SimDuration>,
+    /// The event budget.
+    pub max_events: Option<u64>,
     /// Keep a trace of the first this many events (0: none).
     pub trace_capacity: usize,
 }
@@ -44,6 +46,9 @@ pub fn run(
     }
     if let Some(b) = options.bucket {
         s.bucket = b;
+    }
+    if let Some(m) = options.max_events {
+        s.max_events = m;
     }
     validate(&s).map_err(|error| ScenarioError::Invalid {
         file: file.to_string(),
