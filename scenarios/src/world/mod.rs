@@ -342,7 +342,8 @@ struct Replica {
     outstanding: u32,
     consecutive_failures: u32,
     ejected_until: SimTime,
-    cold_since: SimTime,
+    /// When the replica's cache was last emptied (`None`: warm since the start).
+    cold_since: Option<SimTime>,
 }
 
 /// A replica's queue. Jobs cancelled while queued stay in it until they reach the front,
@@ -683,7 +684,7 @@ impl World {
                     outstanding: 0,
                     consecutive_failures: 0,
                     ejected_until: SimTime::ZERO,
-                    cold_since: SimTime::ZERO,
+                    cold_since: None,
                 })
                 .collect();
             let mut limiters = Vec::new();
@@ -1409,11 +1410,12 @@ impl World {
             return;
         }
         if let Some(cache) = &s.config.cache {
-            let warm = if cache.warmup.is_zero() {
-                1.0
-            } else {
-                let since = now.saturating_duration_since(s.replicas[r].cold_since);
-                (since.as_secs_f64() / cache.warmup.as_secs_f64()).min(1.0)
+            let warm = match s.replicas[r].cold_since {
+                Some(cold) if !cache.warmup.is_zero() => {
+                    let since = now.saturating_duration_since(cold);
+                    (since.as_secs_f64() / cache.warmup.as_secs_f64()).min(1.0)
+                }
+                _ => 1.0,
             };
             if bernoulli(&mut s.rng_fault, cache.hit_ratio * warm) {
                 s.stats.cache_hits += 1;
@@ -1536,15 +1538,36 @@ impl World {
         }
     }
 
+    /// Whether no one waits for `j` any more: its caller gave up, or its caller is itself a
+    /// job no one waits for (a db call made for a request whose user left is wasted too).
+    fn nobody_waits(&self, j: &Job) -> bool {
+        let mut j = j;
+        // The call graph is acyclic (validated), so the walk ends at a client.
+        loop {
+            if j.abandoned {
+                return true;
+            }
+            match self.calls.get(j.call).map(|c| c.owner) {
+                None => return true,
+                Some(Owner::Client { .. }) => return false,
+                Some(Owner::Job { job, .. }) => match self.jobs.get(job) {
+                    None => return true,
+                    Some(parent) => j = parent,
+                },
+            }
+        }
+    }
+
     /// Releases the worker `job` holds (if any), accounting wasted work.
     fn release_worker(&mut self, now: SimTime, j: &Job) -> bool {
         if !matches!(j.phase, Phase::Working | Phase::Calling) {
             return false;
         }
+        let wasted = self.nobody_waits(j);
         let svc = j.service as usize;
         let s = &mut self.services[svc];
         s.replicas[j.replica as usize].busy -= 1;
-        if j.abandoned {
+        if wasted {
             s.stats.wasted_jobs += 1;
             s.stats.wasted_ns += (now - j.started).as_nanos();
         }
@@ -1663,7 +1686,7 @@ impl World {
                 if start {
                     let svc = service_index(self, service);
                     for r in &mut self.services[svc].replicas {
-                        r.cold_since = now;
+                        r.cold_since = Some(now);
                     }
                 }
             }
@@ -1780,7 +1803,7 @@ impl World {
         let now = ctx.now();
         let replica = &mut self.services[svc].replicas[r];
         replica.up = true;
-        replica.cold_since = now;
+        replica.cold_since = Some(now);
     }
 
     fn on_pid_tick(&mut self, ctx: C, svc: usize) {

@@ -1,0 +1,357 @@
+//! The simulated world, feature by feature, through what a report shows: queueing theory,
+//! closed loops, balancers, crashes, cancellation, caches, network faults, capacity drops,
+//! error rates, schedules and limits.
+
+use scenarios::load::parse;
+use scenarios::report::ServiceReport;
+use scenarios::{Report, RunOptions, run};
+use sim_core::queueing::mmc_mean_wait;
+
+/// Parses and runs a scenario written for the test.
+fn check(text: &str) -> Report {
+    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    run(&scenario, "test.ron", &RunOptions::default())
+        .unwrap()
+        .report
+}
+
+/// A scenario with one open-loop client `c` calling `api`, and the given services and faults.
+fn open(rate: &str, call: &str, duration: &str, services: &str, faults: &str) -> String {
+    format!(
+        r#"Scenario(
+            name: "t",
+            duration: "{duration}",
+            clients: {{ "c": (load: Open(rate: Constant("{rate}")), call: (target: "api"{call})) }},
+            services: {{ {services} }},
+            faults: [{faults}],
+        )"#
+    )
+}
+
+fn service<'a>(r: &'a Report, name: &str) -> &'a ServiceReport {
+    r.services.iter().find(|s| s.name == name).unwrap()
+}
+
+fn failed(r: &Report, reason: &str) -> u64 {
+    r.summary
+        .failures_by_reason
+        .get(reason)
+        .copied()
+        .unwrap_or(0)
+}
+
+fn close(observed: f64, expected: f64, tolerance: f64) -> bool {
+    (observed - expected).abs() <= tolerance * expected
+}
+
+#[test]
+fn mm1_matches_queueing_theory() {
+    // λ = 50/s, μ = 100/s: mean time in system 1 / (μ − λ) = 20ms.
+    let r = check(&open(
+        "50/s",
+        "",
+        "4000s",
+        r#""api": (workers: 1, queue: (capacity: None), work: Exponential(mean: "10ms"))"#,
+        "",
+    ));
+    assert!(r.summary.offered > 190_000);
+    assert!(
+        close(r.summary.latency_ms.mean, 20.0, 0.05),
+        "{:?}",
+        r.summary.latency_ms
+    );
+}
+
+#[test]
+fn mmc_matches_queueing_theory() {
+    // c = 4, λ = 300/s, μ = 100/s per worker: Erlang C wait plus 10ms of work.
+    let expected_ms = (mmc_mean_wait(4, 300.0, 100.0) + 0.01) * 1000.0;
+    let r = check(&open(
+        "300/s",
+        "",
+        "1000s",
+        r#""api": (workers: 4, queue: (capacity: None), work: Exponential(mean: "10ms"))"#,
+        "",
+    ));
+    assert!(
+        close(r.summary.latency_ms.mean, expected_ms, 0.05),
+        "{} vs {expected_ms}",
+        r.summary.latency_ms.mean
+    );
+}
+
+#[test]
+fn closed_loop_throughput_follows_littles_law() {
+    // 10 users, 90ms think + 10ms service: 10 / 0.1s = 100 requests per second.
+    let r = check(
+        r#"Scenario(
+            name: "t",
+            duration: "100s",
+            clients: { "c": (load: Closed(users: 10, think: Constant(value: "90ms")), call: (target: "api")) },
+            services: { "api": (workers: 10, work: Constant(value: "10ms")) },
+        )"#,
+    );
+    assert!(
+        close(r.summary.goodput_per_s, 100.0, 0.01),
+        "{}",
+        r.summary.goodput_per_s
+    );
+    assert!(close(r.summary.latency_ms.max, 10.0, 0.001));
+}
+
+#[test]
+fn smarter_balancers_queue_less() {
+    let mean_for = |balancer: &str| {
+        let r = check(&open(
+            "320/s",
+            "",
+            "300s",
+            &format!(
+                r#""api": (replicas: 4, workers: 1, balancer: {balancer}, queue: (capacity: None), work: Exponential(mean: "10ms"))"#
+            ),
+            "",
+        ));
+        r.summary.latency_ms.mean
+    };
+    let random = mean_for("Random");
+    let round_robin = mean_for("RoundRobin");
+    let two = mean_for("PowerOfTwo");
+    let least = mean_for("LeastOutstanding");
+    // Random makes four independent M/M/1 queues at ρ = 0.8: 50ms in the system.
+    assert!(close(random, 50.0, 0.1), "{random}");
+    assert!(
+        least < two && two < random,
+        "least {least} two {two} random {random}"
+    );
+    assert!(
+        round_robin < random,
+        "round robin {round_robin} random {random}"
+    );
+}
+
+#[test]
+fn a_crashed_replica_refuses_then_restarts_cold() {
+    let r = check(&open(
+        "100/s",
+        r#", timeout: "1s""#,
+        "20s",
+        r#""api": (workers: 4, work: Constant(value: "5ms"), restart: "1s", cache: (hit_ratio: 1.0, warmup: "2s"))"#,
+        r#"(at: "5s", duration: "2s", kind: Crash(service: "api"))"#,
+    ));
+    assert_eq!(service(&r, "api").crashes, 1);
+    // Down from 5s to 8s (2s crash, 1s restart): about 300 connection errors.
+    assert!(
+        (250..=350).contains(&failed(&r, "unavailable")),
+        "{:?}",
+        r.summary
+    );
+    assert_eq!(r.series[9].goodput_ratio, 1.0);
+    assert!(r.goodput_ratio_between(10.0, 20.0) > 0.99);
+}
+
+/// A client with a 100ms timeout calls an api whose only work is waiting 1s on a slow db.
+fn abandoned(mode: &str) -> Report {
+    check(&open(
+        "20/s",
+        r#", timeout: "100ms""#,
+        "30s",
+        &format!(
+            r#""api": (workers: 100, work: Constant(value: "1ms"), on_abandoned: {mode}, calls: [(target: "db")]),
+               "db": (workers: 100, work: Constant(value: "1s"), on_abandoned: {mode})"#
+        ),
+        "",
+    ))
+}
+
+#[test]
+fn cancellation_saves_the_work_of_callers_who_left() {
+    let work = abandoned("Work");
+    let cancel = abandoned("Cancel");
+    for r in [&work, &cancel] {
+        assert_eq!(r.summary.successes, 0, "every request times out");
+    }
+    let wasted = |r: &Report| service(r, "db").wasted_work_s + service(r, "api").wasted_work_s;
+    // Serving anyway: every db call runs its full second for nobody, and the api waits for it.
+    assert!(wasted(&work) > 1000.0, "{}", wasted(&work));
+    // Cancellation stops the db work 100ms in.
+    assert!(service(&cancel, "db").cancelled > 500);
+    assert!(wasted(&cancel) < wasted(&work) / 5.0, "{}", wasted(&cancel));
+}
+
+/// A client with a 1s timeout offers 20/s to one worker that serves 10/s.
+fn overloaded(mode: &str, discipline: &str) -> Report {
+    check(&open(
+        "20/s",
+        r#", timeout: "1s""#,
+        "60s",
+        &format!(
+            r#""api": (workers: 1, queue: (capacity: 10000, discipline: {discipline}), work: Constant(value: "100ms"), on_abandoned: {mode})"#
+        ),
+        "",
+    ))
+}
+
+#[test]
+fn dropping_expired_requests_and_lifo_keep_serving_the_live_ones() {
+    let work = overloaded("Work", "Fifo");
+    let drop = overloaded("DropExpired", "Fifo");
+    let drop_lifo = overloaded("DropExpired", "AdaptiveLifo(threshold: \"100ms\")");
+    // Serving in order, the queue soon holds only requests whose callers left.
+    assert!(work.goodput_ratio_between(20.0, 60.0) < 0.01);
+    assert!(service(&work, "api").wasted_work_s > 35.0);
+    // Dropping them at the head of the queue frees the worker, but in FIFO order the requests
+    // it then serves are the oldest still awaited, and most expire while being served.
+    assert!(service(&drop, "api").dropped_expired > 500);
+    let fifo = drop.goodput_ratio_between(20.0, 60.0);
+    assert!(fifo > 0.05 && fifo < 0.2, "{fifo}");
+    // Serving the newest first serves requests with time left: all the capacity is goodput.
+    let lifo = drop_lifo.goodput_ratio_between(20.0, 60.0);
+    assert!(close(lifo, 0.5, 0.1), "{lifo}");
+}
+
+#[test]
+fn a_cache_shields_its_dependency_until_flushed() {
+    let r = check(&open(
+        "100/s",
+        "",
+        "30s",
+        r#""api": (workers: 10, work: Constant(value: "1ms"), cache: (hit_ratio: 0.9, warmup: "5s"), calls: [(target: "db")]),
+           "db": (workers: 10, work: Constant(value: "1ms"))"#,
+        r#"(at: "10s", kind: CacheFlush(service: "api"))"#,
+    ));
+    let db_arrivals = |from: usize, to: usize| -> u64 {
+        let i = r.services.iter().position(|s| s.name == "db").unwrap();
+        r.series[from..to]
+            .iter()
+            .map(|b| b.services[i].arrivals)
+            .sum()
+    };
+    // Warm: 10% of 100/s reach the db. Just after the flush: nearly all of them.
+    assert!(close(db_arrivals(0, 10) as f64 / 10.0, 10.0, 0.3));
+    assert!(db_arrivals(10, 11) > 60, "{}", db_arrivals(10, 11));
+    assert!(db_arrivals(10, 13) > 150);
+    assert!(close(db_arrivals(20, 30) as f64 / 10.0, 10.0, 0.3));
+}
+
+#[test]
+fn network_faults_lose_delay_and_partition() {
+    let base =
+        r#""api": (workers: 10, work: Constant(value: "1ms"), latency: Constant(value: "5ms"))"#;
+    let r = check(&open("100/s", r#", timeout: "1s""#, "20s", base, ""));
+    assert!(
+        close(r.summary.latency_ms.max, 11.0, 0.001),
+        "5ms each way and 1ms of work"
+    );
+
+    let r = check(&open(
+        "100/s",
+        r#", timeout: "1s""#,
+        "20s",
+        base,
+        r#"(at: "5s", duration: "5s", kind: Latency(service: "api", extra: Constant(value: "100ms")))"#,
+    ));
+    assert!(close(r.summary.latency_ms.max, 211.0, 0.001));
+
+    let r = check(&open(
+        "100/s",
+        r#", timeout: "1s""#,
+        "20s",
+        base,
+        r#"(at: "5s", duration: "2s", kind: Partition(service: "api"))"#,
+    ));
+    assert!(
+        (190..=210).contains(&failed(&r, "timeout")),
+        "{:?}",
+        r.summary
+    );
+    assert!(service(&r, "api").messages_lost >= 190);
+
+    let r = check(&open(
+        "100/s",
+        r#", timeout: "1s""#,
+        "100s",
+        base,
+        r#"(at: "0s", kind: Loss(service: "api", loss_ratio: 0.1))"#,
+    ));
+    // A request survives if both its message and its reply do: 0.9² = 81%.
+    let ok = r.summary.successes as f64 / r.summary.offered as f64;
+    assert!(close(ok, 0.81, 0.03), "{ok}");
+}
+
+#[test]
+fn a_capacity_drop_builds_a_queue() {
+    let r = check(&open(
+        "150/s",
+        "",
+        "30s",
+        r#""api": (workers: 2, queue: (capacity: 10000), work: Constant(value: "10ms"))"#,
+        r#"(at: "10s", duration: "10s", kind: CapacityDrop(service: "api", workers: 1))"#,
+    ));
+    let queue = |t: usize| r.series[t].services[0].queue_mean;
+    assert!(queue(5) < 1.0);
+    // One worker serves 100/s of 150/s: the queue grows by about 50 per second.
+    assert!(queue(19) > 300.0, "{}", queue(19));
+}
+
+#[test]
+fn errors_are_retried_by_the_policy() {
+    let faults = r#"(at: "0s", kind: ErrorRate(service: "api", error_ratio: 0.3))"#;
+    let api = r#""api": (workers: 10, work: Constant(value: "1ms"))"#;
+    let r = check(&open("200/s", "", "50s", api, faults));
+    let ratio = failed(&r, "error") as f64 / r.summary.offered as f64;
+    assert!(close(ratio, 0.3, 0.05), "{ratio}");
+    let retried = r#", stack: [Retry((max_attempts: 3, backoff: (strategy: Constant(delay: "10ms"), jitter: None)))]"#;
+    let r = check(&open("200/s", retried, "50s", api, faults));
+    // Three independent tries: 0.3³ = 2.7% fail.
+    let ratio = r.summary.failures as f64 / r.summary.offered as f64;
+    assert!(close(ratio, 0.027, 0.2), "{ratio}");
+}
+
+#[test]
+fn schedules_and_spikes_shape_the_offered_load() {
+    let r = check(
+        r#"Scenario(
+            name: "t",
+            duration: "40s",
+            clients: {
+                "c": (
+                    load: Open(rate: Ramp(from: "100/s", to: "300/s", start: "10s", end: "20s")),
+                    call: (target: "api"),
+                ),
+            },
+            services: { "api": (workers: 100, work: Constant(value: "1ms")) },
+            faults: [(at: "30s", duration: "5s", kind: LoadSpike(client: "c", factor: 2.0))],
+        )"#,
+    );
+    let offered = |from: usize, to: usize| -> f64 {
+        r.series[from..to].iter().map(|b| b.offered).sum::<u64>() as f64 / (to - from) as f64
+    };
+    assert!(close(offered(0, 10), 100.0, 0.1));
+    assert!(close(offered(10, 20), 200.0, 0.1));
+    assert!(close(offered(20, 30), 300.0, 0.1));
+    assert!(close(offered(30, 35), 600.0, 0.1));
+    assert!(close(offered(35, 40), 300.0, 0.1));
+}
+
+#[test]
+fn the_event_budget_stops_a_run_and_says_so() {
+    let scenario = parse(
+        "t.ron",
+        &open(
+            "1000/s",
+            "",
+            "60s",
+            r#""api": (workers: 10, work: Constant(value: "1ms"))"#,
+            "",
+        ),
+    )
+    .unwrap();
+    let options = RunOptions {
+        max_events: Some(5_000),
+        ..RunOptions::default()
+    };
+    let r = run(&scenario, "t.ron", &options).unwrap().report;
+    assert_eq!(r.stop_reason, "event_budget");
+    assert_eq!(r.events, 5_000);
+    assert!(r.simulated_s < 60.0);
+}
