@@ -11,6 +11,7 @@ use patterns::breaker::StateKind;
 use serde::Serialize;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime, StopReason};
+use sim_net::LinkReport;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -257,6 +258,9 @@ pub struct Report {
     pub series: Vec<SeriesRow>,
     /// Verdicts.
     pub expectations: Vec<ExpectationResult>,
+    /// Per network link, when the scenario has a `network` section.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<LinkReport>,
 }
 
 /// How many breaker transitions a report lists (the count is always complete).
@@ -508,6 +512,7 @@ impl Report {
             calls,
             series,
             expectations,
+            network: Vec::new(),
         }
     }
 
@@ -687,6 +692,23 @@ impl Report {
                 sparkline(self.series.iter().map(|r| r.services[i].queue_mean), peak),
                 peak
             );
+        }
+        if !self.network.is_empty() {
+            let _ = writeln!(o);
+            let _ = writeln!(o, "network");
+            for l in self.network.iter().filter(|l| l.sent > 0) {
+                let dropped: u64 = l.dropped.values().sum();
+                let _ = writeln!(
+                    o,
+                    "  {:<24} sent {:>8}  delivered {:>8}  dropped {:>6}  latency ms p50 {:.1} p99 {:.1}",
+                    format!("{} → {}", l.source, l.target),
+                    l.sent,
+                    l.delivered,
+                    dropped,
+                    l.latency_ms_p50,
+                    l.latency_ms_p99
+                );
+            }
         }
         if !self.expectations.is_empty() {
             let _ = writeln!(o);

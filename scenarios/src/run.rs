@@ -4,7 +4,7 @@ use crate::error::ScenarioError;
 use crate::report::Report;
 use crate::schema::Scenario;
 use crate::validate::validate;
-use crate::world::World;
+use crate::world::{Net, World};
 use sim_core::{Limits, Seed, Sim, SimDuration, SimTime, TraceRecord};
 
 /// Command-line overrides of a scenario's settings.
@@ -57,11 +57,24 @@ pub fn run(
     let seed = options.seed.unwrap_or(s.seed);
     let mut world = World::new(&s, Seed(seed), s.bucket);
     let initial = world.initial_events();
-    let mut sim = Sim::new((), Limits::new(s.max_events, s.duration));
+    let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
     if options.trace_capacity > 0 {
         sim.enable_trace(options.trace_capacity);
     }
     let id = sim.add(world);
+    if let Some(config) = &s.network {
+        // Every client and service is a node played by the one world entity; validation
+        // already configured the same names on a scratch network, so this cannot fail.
+        let names: Vec<&String> = s.clients.keys().chain(s.services.keys()).collect();
+        let net = sim.shared_mut();
+        let nodes = names
+            .iter()
+            .map(|name| net.add_node(name, id).expect("node names are validated"))
+            .collect();
+        net.configure(config)
+            .expect("the network section is validated");
+        sim.entity_mut(id).nodes = nodes;
+    }
     for (t, msg) in initial {
         sim.schedule(t, id, msg);
     }
@@ -70,9 +83,15 @@ pub fn run(
     let events = sim.events_executed();
     let digest = sim.digest().value();
     let trace = sim.trace().to_vec();
+    let links = if s.network.is_some() {
+        sim.shared().report()
+    } else {
+        Vec::new()
+    };
     let world = sim.entity_mut(id);
     let in_flight = world.in_flight();
-    let report = Report::build(&s, file, seed, world, end, events, stop, digest);
+    let mut report = Report::build(&s, file, seed, world, end, events, stop, digest);
+    report.network = links;
     Ok(RunOutput {
         report,
         trace,

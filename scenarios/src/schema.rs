@@ -16,6 +16,7 @@ pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::PidConfig;
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
+pub use sim_net::NetworkConfig;
 use std::collections::BTreeMap;
 
 /// A whole scenario: topology, load, faults and expectations.
@@ -45,6 +46,12 @@ pub struct Scenario {
     /// Things that go wrong, and when.
     #[serde(default)]
     pub faults: Vec<Fault>,
+    /// The virtual network between clients and services (sim-net): link latency, loss,
+    /// duplication, bandwidth, and network faults (partitions, degradation, clogs, node
+    /// crashes and pauses) by node name. Each client and each service is a node (the replicas
+    /// of a service share it). Without it, messages take each service's `latency`.
+    #[serde(default)]
+    pub network: Option<NetworkConfig>,
     /// What must hold at the end of the run; a failing one makes `resim run` exit 1.
     #[serde(default)]
     pub expectations: Vec<Expectation>,

@@ -155,7 +155,47 @@ pub fn validate(s: &Scenario) -> Check {
     for (i, e) in s.expectations.iter().enumerate() {
         expectation(&format!("expectations[{i}]"), e, s)?;
     }
+    if let Some(n) = &s.network {
+        network(n, s)?;
+    }
     Ok(())
+}
+
+/// The network section: sim-net's own checks, node names that exist, and no second way of
+/// saying the same thing (a service `latency` or a network fault of ours).
+fn network(n: &NetworkConfig, s: &Scenario) -> Check {
+    for (name, service) in &s.services {
+        if service.latency.is_some() {
+            return Err(err(
+                format!("services.{name}.latency"),
+                "with a `network` section, put latency on its links (network.default_link or network.links)",
+            ));
+        }
+    }
+    for (i, f) in s.faults.iter().enumerate() {
+        if matches!(
+            f.kind,
+            FaultKind::Latency { .. } | FaultKind::Loss { .. } | FaultKind::Partition { .. }
+        ) {
+            return Err(err(
+                format!("faults[{i}].kind"),
+                "with a `network` section, network faults go in network.faults (Partition, Degrade, Clog, Crash, Pause)",
+            ));
+        }
+    }
+    let mut net: sim_net::Network<()> = sim_net::Network::new(sim_core::Seed(0));
+    for name in s.clients.keys().chain(s.services.keys()) {
+        net.add_node(name, slotmap::Key::null()).map_err(|e| {
+            err(
+                format!("services.{name}"),
+                format!(
+                    "{}; clients and services share one namespace on the network",
+                    e.reason
+                ),
+            )
+        })?;
+    }
+    net.configure(n).map_err(|e| e.at("network"))
 }
 
 fn load(path: &str, l: &Load) -> Check {

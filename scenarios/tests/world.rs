@@ -355,3 +355,62 @@ fn the_event_budget_stops_a_run_and_says_so() {
     assert_eq!(r.events, 5_000);
     assert!(r.simulated_s < 60.0);
 }
+
+#[test]
+fn a_network_section_routes_messages_through_sim_net() {
+    let r = check(
+        r#"Scenario(
+            name: "t",
+            duration: "20s",
+            clients: { "c": (load: Open(rate: Constant("100/s")), call: (target: "api", timeout: "500ms")) },
+            services: {
+                "api": (workers: 10, work: Constant(value: "1ms"), calls: [(target: "db", timeout: "200ms")]),
+                "db": (workers: 10, work: Constant(value: "1ms")),
+            },
+            network: (
+                default_link: (latency: Constant(value: "1ms")),
+                links: [(from: "api", to: "db", link: (latency: Constant(value: "5ms")))],
+                faults: [(start: "5s", end: "7s", kind: Partition(from: ["db"]))],
+            ),
+        )"#,
+    );
+    // 1ms each way to the api, 5ms each way to the db, 1ms of work at each.
+    assert!(
+        close(r.summary.latency_ms.p50, 14.0, 0.01),
+        "{:?}",
+        r.summary.latency_ms
+    );
+    let link = |from: &str, to: &str| {
+        r.network
+            .iter()
+            .find(|l| l.source == from && l.target == to)
+            .unwrap()
+    };
+    // The partition cuts the db off for 2s. Each of the api's 10 workers then sends a db call
+    // that is lost and holds the worker for its 200ms timeout: 10 × 2s / 200ms = 100 losses.
+    let lost: u64 = link("api", "db").dropped.values().sum();
+    assert!((95..=105).contains(&lost), "{lost}");
+    assert!(r.goodput_ratio_between(5.0, 7.0) < 0.05);
+    assert!(r.goodput_ratio_between(8.0, 20.0) > 0.99);
+    assert_eq!(link("c", "api").delivered, r.summary.offered);
+}
+
+#[test]
+fn a_network_section_refuses_a_second_way_to_say_latency() {
+    let e = parse(
+        "n.ron",
+        r#"Scenario(
+            name: "t",
+            duration: "20s",
+            clients: { "c": (load: Open(rate: Constant("100/s")), call: (target: "api")) },
+            services: { "api": (workers: 10, work: Constant(value: "1ms"), latency: Constant(value: "1ms")) },
+            network: (links: [(from: "c", to: "nowhere", link: (latency: Constant(value: "5ms")))]),
+        )"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("n.ron: services.api.latency: with a `network` section"),
+        "{e}"
+    );
+}

@@ -116,9 +116,44 @@ pub enum Outcome {
     Fail(Reason),
 }
 
-/// The events of the world. Each is small and `Copy`: the hot path allocates nothing.
-#[derive(Clone, Copy, Debug)]
+/// What travels over the virtual network when a scenario has a `network` section: the three
+/// messages between a caller and a service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packet {
+    /// An attempt on its way to its replica ([`Msg::Deliver`]).
+    Deliver {
+        /// The job.
+        job: JobKey,
+    },
+    /// A reply on its way back ([`Msg::Reply`]).
+    Reply {
+        /// The call.
+        call: CallKey,
+        /// The attempt it answers.
+        attempt: u32,
+        /// What happened.
+        outcome: Outcome,
+    },
+    /// A cancellation on its way to the replica ([`Msg::Cancel`]).
+    Cancel {
+        /// The job.
+        job: JobKey,
+    },
+}
+
+/// The network a world's messages travel: sim-net's, in the simulation's shared state (it
+/// stays empty and unused when a scenario has no `network` section).
+pub type Net = sim_net::Network<Packet>;
+
+/// The size every message is given on the network, in bytes (it matters only on links with a
+/// bandwidth limit).
+pub const PACKET_BYTES: u32 = 1024;
+
+/// The events of the world. Each is small and allocates nothing.
+#[derive(Clone, Debug)]
 pub enum Msg {
+    /// A message handed to sim-net arrives (or is due for a decision) at its target.
+    Net(sim_net::Delivery<Packet>),
     /// An open-loop client's next arrival (`emit`), or a wake-up at a rate change to redraw.
     Arrival {
         /// The client.
@@ -193,10 +228,18 @@ pub enum Msg {
     },
 }
 
+impl From<sim_net::Delivery<Packet>> for Msg {
+    fn from(d: sim_net::Delivery<Packet>) -> Self {
+        Msg::Net(d)
+    }
+}
+
 impl Message for Msg {
     fn kind(&self) -> u64 {
         let key = |k: u64| k & 0x00ff_ffff_ffff_ffff;
         let (tag, word) = match *self {
+            // sim-net's word names the packet and its copy, tagged apart from ours.
+            Msg::Net(ref d) => return d.kind(),
             Msg::Arrival { client, emit } => (1, (u64::from(client) << 1) | u64::from(emit)),
             Msg::Think { client, user } => (2, (u64::from(client) << 32) | u64::from(user)),
             Msg::Deliver { job } => (3, job.data().as_ffi()),
@@ -300,6 +343,8 @@ struct CallState {
     job: JobKey,
     replica: u32,
     timer: Option<TimerId>,
+    /// The caller's node: its client's, or its service's.
+    source: u32,
     retry: Option<RetryRequest>,
     outer: Permits,
     inner: Permits,
@@ -510,11 +555,18 @@ pub struct World {
     calls: SlotMap<CallKey, CallState>,
     jobs: SlotMap<JobKey, Job>,
     scratch: Vec<JobKey>,
+    /// Nodes come first for the clients, then for the services (index = client index, or
+    /// client count + service index).
+    client_count: u32,
+    /// sim-net's node of each of those, when the scenario has a `network` section.
+    pub nodes: Vec<sim_net::NodeId>,
+    /// Network copies ignored because they were duplicates of a message already handled.
+    pub duplicates_ignored: u64,
     /// The report bucket width.
     pub bucket: SimDuration,
 }
 
-type C<'a, 'b> = &'a mut Ctx<'b, Msg, ()>;
+type C<'a, 'b> = &'a mut Ctx<'b, Msg, Net>;
 
 fn compile(d: &sim_core::Dist) -> Sampler {
     d.compile()
@@ -757,6 +809,9 @@ impl World {
             calls: SlotMap::with_key(),
             jobs: SlotMap::with_key(),
             scratch: Vec::new(),
+            client_count: s.clients.len() as u32,
+            nodes: Vec::new(),
+            duplicates_ignored: 0,
             bucket,
         }
     }
@@ -951,6 +1006,10 @@ impl World {
             job: JobKey::null(),
             replica: 0,
             timer: None,
+            source: match owner {
+                Owner::Client { client, .. } => client,
+                Owner::Job { job, .. } => self.client_count + self.jobs[job].service,
+            },
             retry: None,
             outer: Permits::default(),
             inner: Permits::default(),
@@ -1018,11 +1077,60 @@ impl World {
             abandoned: false,
         });
         self.calls[key].job = job;
-        match self.network(ctx, svc) {
-            Some(delay) => ctx.send_self(delay, Msg::Deliver { job }),
-            None => {
-                self.jobs.remove(job);
-            }
+        let source = self.calls[key].source;
+        let target = self.client_count + svc as u32;
+        if !self.transmit(ctx, svc, source, target, Packet::Deliver { job }) {
+            self.jobs.remove(job);
+        }
+    }
+
+    /// Sends `packet` from node `source` to node `target`, through sim-net when the scenario
+    /// has a network, else with the service's own latency and network faults. False when it
+    /// is lost at once (a message lost later just never arrives).
+    fn transmit(&mut self, ctx: C, svc: usize, source: u32, target: u32, packet: Packet) -> bool {
+        if !self.nodes.is_empty() {
+            let (from, to) = (self.nodes[source as usize], self.nodes[target as usize]);
+            let outcome = sim_net::send(ctx, from, to, PACKET_BYTES, packet);
+            return matches!(outcome, sim_net::SendOutcome::Scheduled { .. });
+        }
+        let Some(delay) = self.network(ctx, svc) else {
+            return false;
+        };
+        let msg = match packet {
+            Packet::Deliver { job } => Msg::Deliver { job },
+            Packet::Reply {
+                call,
+                attempt,
+                outcome,
+            } => Msg::Reply {
+                call,
+                attempt,
+                outcome,
+            },
+            Packet::Cancel { job } => Msg::Cancel { job },
+        };
+        ctx.send_self(delay, msg);
+        true
+    }
+
+    fn on_net(&mut self, ctx: C, delivery: sim_net::Delivery<Packet>) {
+        let Some(arrived) = sim_net::receive(ctx, delivery).delivered() else {
+            return;
+        };
+        // A duplicated copy carries a message already acted on; the model's messages are
+        // not idempotent operations, so the copy is counted and ignored.
+        if arrived.duplicate {
+            self.duplicates_ignored += 1;
+            return;
+        }
+        match arrived.payload {
+            Packet::Deliver { job } => self.on_deliver(ctx, job),
+            Packet::Reply {
+                call,
+                attempt,
+                outcome,
+            } => self.on_reply(ctx, call, attempt, outcome),
+            Packet::Cancel { job } => self.on_cancel(ctx, job),
         }
     }
 
@@ -1105,19 +1213,20 @@ impl World {
         call.timer = None;
         let job = call.job;
         let spec = call.spec as usize;
+        let source = call.source;
         self.specs[spec].stats.timeouts += 1;
-        self.abandon_job(ctx, self.specs[spec].target, job);
+        self.abandon_job(ctx, self.specs[spec].target, source, job);
         self.attempt_done(ctx, key, Outcome::Fail(Reason::Timeout), true);
     }
 
-    /// The caller gave up on `job`: mark it, and cancel it if the service listens.
-    fn abandon_job(&mut self, ctx: C, svc: usize, job: JobKey) {
+    /// The caller (at node `source`) gave up on `job`: mark it, and cancel it if the
+    /// service listens.
+    fn abandon_job(&mut self, ctx: C, svc: usize, source: u32, job: JobKey) {
         if let Some(j) = self.jobs.get_mut(job) {
             j.abandoned = true;
-            if self.services[svc].config.on_abandoned == Abandoned::Cancel
-                && let Some(delay) = self.network(ctx, svc)
-            {
-                ctx.send_self(delay, Msg::Cancel { job });
+            if self.services[svc].config.on_abandoned == Abandoned::Cancel {
+                let target = self.client_count + svc as u32;
+                self.transmit(ctx, svc, source, target, Packet::Cancel { job });
             }
         }
     }
@@ -1241,7 +1350,7 @@ impl World {
         if call.in_flight {
             release_all(&mut sp.inner, now, &mut call.inner, None);
             self.services[svc].replicas[call.replica as usize].outstanding -= 1;
-            self.abandon_job(ctx, svc, call.job);
+            self.abandon_job(ctx, svc, call.source, call.job);
         }
     }
 
@@ -1603,16 +1712,16 @@ impl World {
             }
             Outcome::Fail(r) => s.stats.failed[r.index()] += 1,
         }
-        if let Some(delay) = self.network(ctx, svc) {
-            ctx.send_self(
-                delay,
-                Msg::Reply {
-                    call: j.call,
-                    attempt: j.attempt,
-                    outcome,
-                },
-            );
-        }
+        // The caller's node: a caller that no longer exists gets nothing.
+        let Some(source) = self.calls.get(j.call).map(|c| c.source) else {
+            return;
+        };
+        let packet = Packet::Reply {
+            call: j.call,
+            attempt: j.attempt,
+            outcome,
+        };
+        self.transmit(ctx, svc, self.client_count + svc as u32, source, packet);
     }
 
     fn on_cancel(&mut self, ctx: C, job: JobKey) {
@@ -1845,10 +1954,11 @@ impl World {
 
 impl Entity for World {
     type Msg = Msg;
-    type Shared = ();
+    type Shared = Net;
 
-    fn handle(&mut self, ctx: &mut Ctx<'_, Msg, ()>, msg: Msg) {
+    fn handle(&mut self, ctx: &mut Ctx<'_, Msg, Net>, msg: Msg) {
         match msg {
+            Msg::Net(d) => self.on_net(ctx, d),
             Msg::Arrival { client, emit } => self.on_arrival(ctx, client as usize, emit),
             Msg::Think { client, user } => self.offer(ctx, client as usize, user),
             Msg::Deliver { job } => self.on_deliver(ctx, job),
