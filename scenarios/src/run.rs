@@ -31,6 +31,9 @@ pub struct RunOutput {
     pub trace: Vec<TraceRecord>,
     /// Calls and jobs still in flight when the run stopped.
     pub in_flight: (usize, usize),
+    /// Client requests still waiting for their outcome when the run stopped: every offered
+    /// request is a success, a failure, or one of these.
+    pub requests_in_flight: u64,
 }
 
 /// Runs `scenario` (read from `file`) with the overrides in `options`. Overrides are
@@ -90,11 +93,13 @@ pub fn run(
     };
     let world = sim.entity_mut(id);
     let in_flight = world.in_flight();
+    let requests_in_flight = world.requests_in_flight();
     let mut report = Report::build(&s, file, seed, world, end, events, stop, digest);
     report.network = links;
     Ok(RunOutput {
         report,
         trace,
         in_flight,
+        requests_in_flight,
     })
 }

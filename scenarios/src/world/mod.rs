@@ -856,6 +856,14 @@ impl World {
         (self.calls.len(), self.jobs.len())
     }
 
+    /// Client requests still waiting for their outcome (in an attempt or a backoff).
+    pub fn requests_in_flight(&self) -> u64 {
+        self.calls
+            .values()
+            .filter(|c| matches!(c.owner, Owner::Client { .. }))
+            .count() as u64
+    }
+
     /// Closes the busy-time accounting at `end`.
     pub fn finish(&mut self, end: SimTime) {
         for s in &mut self.services {
