@@ -176,8 +176,26 @@ pub struct CallReport {
     pub successes: u64,
     /// Calls that failed.
     pub failures: u64,
-    /// Its breakers, outermost first.
+    /// Its breakers, outermost first (one set per replica of the calling service).
     pub breakers: Vec<BreakerReport>,
+}
+
+impl CallReport {
+    /// Adds another replica's figures for the same call site.
+    fn absorb(&mut self, other: CallReport) {
+        self.calls += other.calls;
+        self.attempts += other.attempts;
+        self.retries += other.retries;
+        self.budget_exhausted += other.budget_exhausted;
+        self.timeouts += other.timeouts;
+        self.late_replies += other.late_replies;
+        for (k, v) in other.rejected_by_reason {
+            *self.rejected_by_reason.entry(k).or_insert(0) += v;
+        }
+        self.successes += other.successes;
+        self.failures += other.failures;
+        self.breakers.extend(other.breakers);
+    }
 }
 
 /// Per-service values of one bucket.
@@ -413,7 +431,7 @@ impl Report {
             })
             .collect();
 
-        let calls = world
+        let per_spec: Vec<CallReport> = world
             .specs
             .iter()
             .map(|sp| CallReport {
@@ -452,6 +470,14 @@ impl Report {
                     .collect(),
             })
             .collect();
+        // A service's call site has one spec per replica: report each site once, summed.
+        let mut calls: Vec<CallReport> = Vec::new();
+        for c in per_spec {
+            match calls.last_mut() {
+                Some(last) if last.path == c.path => last.absorb(c),
+                _ => calls.push(c),
+            }
+        }
 
         let series = (0..buckets)
             .map(|i| {

@@ -470,7 +470,8 @@ pub struct Svc {
     pub config: Service,
     work: Sampler,
     latency: Option<Sampler>,
-    calls: Vec<u32>,
+    /// Per replica, the call spec of each downstream call.
+    calls: Vec<Vec<u32>>,
     replicas: Vec<Replica>,
     limiters: Vec<Limiter>,
     concurrency_max: Option<u32>,
@@ -639,7 +640,7 @@ impl World {
                 .expect("call targets are checked by validation")
         };
         let mut specs = Vec::new();
-        let mut make_spec = |path: String, c: &Call| -> u32 {
+        let mut make_spec = |path: String, c: &Call, rng: RngStream| -> u32 {
             let retry_at = c.stack.iter().position(|l| matches!(l, Layer::Retry(_)));
             let mut outer = Vec::new();
             let mut inner = Vec::new();
@@ -660,7 +661,6 @@ impl World {
                     inner.push(gate);
                 }
             }
-            let rng = seed.stream(&format!("{path}/retry"));
             specs.push(CallSpec {
                 path,
                 target: service_index(&c.target),
@@ -678,7 +678,9 @@ impl World {
 
         let mut clients = Vec::new();
         for (name, c) in &s.clients {
-            let spec = make_spec(format!("clients.{name}.call"), &c.call);
+            let path = format!("clients.{name}.call");
+            let rng = seed.stream(&format!("{path}/retry"));
+            let spec = make_spec(path, &c.call, rng);
             let (schedule, think, users) = match &c.load {
                 Load::Open { rate } => (Some(rate.clone()), None, 0),
                 Load::Closed { users, think } => (None, Some(compile(think)), *users),
@@ -722,12 +724,16 @@ impl World {
 
         let mut services = Vec::new();
         for (name, sv) in &s.services {
-            let calls = sv
-                .calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| make_spec(format!("services.{name}.calls[{i}]"), c))
-                .collect();
+            // Each replica has its own instance of every call site's patterns (its own breaker,
+            // bulkhead, limiter and retry budget), as each process of a real service has.
+            let mut calls = vec![Vec::new(); sv.replicas as usize];
+            for (i, c) in sv.calls.iter().enumerate() {
+                let path = format!("services.{name}.calls[{i}]");
+                for (r, replica_calls) in calls.iter_mut().enumerate() {
+                    let rng = seed.indexed_stream(&format!("{path}/retry"), r as u64);
+                    replica_calls.push(make_spec(path.clone(), c, rng));
+                }
+            }
             let replicas = (0..sv.replicas)
                 .map(|_| Replica {
                     up: true,
@@ -1540,7 +1546,7 @@ impl World {
                 return;
             }
         }
-        let n = s.calls.len();
+        let n = s.config.calls.len();
         if n == 0 {
             self.finish_job(ctx, job, Outcome::Ok);
             return;
@@ -1562,7 +1568,7 @@ impl World {
                 }
             }
             CallMode::Pick => {
-                let weights = s.calls.iter().map(|&c| self.specs[c as usize].weight);
+                let weights = s.config.calls.iter().map(|c| c.weight);
                 let total: f64 = weights.clone().sum();
                 let mut u = unit_f64(&mut s.rng_route) * total;
                 let mut pick = n - 1;
@@ -1594,7 +1600,7 @@ impl World {
         } else {
             j.deadline
         };
-        let spec = s.calls[index];
+        let spec = s.calls[j.replica as usize][index];
         let key = self.start_call(
             ctx,
             spec,
@@ -1621,7 +1627,7 @@ impl World {
             j.failed = true;
         }
         let svc = j.service as usize;
-        let n = self.services[svc].calls.len();
+        let n = self.services[svc].config.calls.len();
         match self.services[svc].config.call_mode {
             CallMode::Sequential => {
                 if j.failed {
