@@ -123,6 +123,8 @@ pub struct ServiceReport {
     pub cache_hits: u64,
     /// Outlier ejections.
     pub ejections: u64,
+    /// Times active health checks took a replica out of rotation.
+    pub marked_unhealthy: u64,
     /// Replica crashes.
     pub crashes: u64,
     /// Messages lost on the way to or from it.
@@ -422,6 +424,7 @@ impl Report {
                     wasted_work_s: round3(s.stats.wasted_ns as f64 / 1e9),
                     cache_hits: s.stats.cache_hits,
                     ejections: s.stats.ejections,
+                    marked_unhealthy: s.stats.marked_unhealthy,
                     crashes: s.stats.crashes,
                     messages_lost: s.stats.messages_lost,
                     pid_drop_ratio_max: round3(s.pid_drop_ratio_max),
@@ -638,6 +641,7 @@ impl Report {
                 ("cancelled", v.cancelled),
                 ("cache hits", v.cache_hits),
                 ("ejections", v.ejections),
+                ("marked unhealthy", v.marked_unhealthy),
                 ("crashes", v.crashes),
                 ("lost messages", v.messages_lost),
             ] {

@@ -221,6 +221,9 @@ pub struct Service {
     /// Passive health checking: eject replicas that keep failing.
     #[serde(default)]
     pub outlier: Option<Outlier>,
+    /// Active health checking: probe each replica and route around the ones that fail.
+    #[serde(default)]
+    pub health_check: Option<HealthCheck>,
     /// A cache in front of the downstream calls.
     #[serde(default)]
     pub cache: Option<Cache>,
@@ -397,6 +400,42 @@ fn default_ejection() -> SimDuration {
 
 fn default_max_ejection_percent() -> f64 {
     10.0
+}
+
+/// Active health checks (Envoy's names). A probe fails when the replica is down, when its
+/// queue is full, or when the oldest request in its queue has waited longer than `timeout`
+/// (the probe would wait behind it). Probes cost the replica nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthCheck {
+    /// Time between probes of each replica.
+    #[serde(default = "default_health_interval")]
+    pub interval: SimDuration,
+    /// How long a probe waits.
+    #[serde(default = "default_health_timeout")]
+    pub timeout: SimDuration,
+    /// Failed probes in a row that take a replica out of rotation.
+    #[serde(default = "default_unhealthy_threshold")]
+    pub unhealthy_threshold: u32,
+    /// Passed probes in a row that put it back.
+    #[serde(default = "default_healthy_threshold")]
+    pub healthy_threshold: u32,
+}
+
+fn default_health_interval() -> SimDuration {
+    SimDuration::from_secs(5)
+}
+
+fn default_health_timeout() -> SimDuration {
+    SimDuration::from_secs(1)
+}
+
+fn default_unhealthy_threshold() -> u32 {
+    2
+}
+
+fn default_healthy_threshold() -> u32 {
+    2
 }
 
 /// A cache in front of a service's downstream calls: a hit skips them.

@@ -380,6 +380,18 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             o.max_ejection_percent,
         )?;
     }
+    if let Some(h) = &s.health_check {
+        nonzero(&format!("{path}.health_check.interval"), h.interval)?;
+        nonzero(&format!("{path}.health_check.timeout"), h.timeout)?;
+        at_least_one(
+            &format!("{path}.health_check.unhealthy_threshold"),
+            h.unhealthy_threshold,
+        )?;
+        at_least_one(
+            &format!("{path}.health_check.healthy_threshold"),
+            h.healthy_threshold,
+        )?;
+    }
     if let Some(c) = &s.cache {
         ratio(&format!("{path}.cache.hit_ratio"), c.hit_ratio)?;
     }

@@ -414,3 +414,27 @@ fn a_network_section_refuses_a_second_way_to_say_latency() {
         "{e}"
     );
 }
+
+#[test]
+fn health_checks_route_around_a_crashed_replica() {
+    let run_with = |health: &str| {
+        check(&open(
+            "300/s",
+            r#", timeout: "1s""#,
+            "30s",
+            &format!(r#""api": (replicas: 3, workers: 10, work: Constant(value: "1ms"){health})"#),
+            r#"(at: "10s", duration: "10s", kind: Crash(service: "api", replicas: 1))"#,
+        ))
+    };
+    let blind = run_with("");
+    let checked = run_with(
+        r#", health_check: (interval: "1s", timeout: "500ms", unhealthy_threshold: 2, healthy_threshold: 2)"#,
+    );
+    // Round robin keeps sending a third of the traffic to the dead replica for 10s.
+    assert!(close(failed(&blind, "unavailable") as f64, 1000.0, 0.1));
+    // Two failed probes, at most two seconds, take it out of rotation.
+    let lost = failed(&checked, "unavailable");
+    assert!((80..=220).contains(&lost), "{lost}");
+    assert_eq!(service(&checked, "api").marked_unhealthy, 1);
+    assert!(checked.goodput_ratio_between(13.0, 30.0) > 0.999);
+}

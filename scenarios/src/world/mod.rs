@@ -226,6 +226,11 @@ pub enum Msg {
         /// The service.
         service: u32,
     },
+    /// Active health checks probe a service's replicas.
+    HealthTick {
+        /// The service.
+        service: u32,
+    },
 }
 
 impl From<sim_net::Delivery<Packet>> for Msg {
@@ -269,6 +274,7 @@ impl Message for Msg {
                 (11, (u64::from(service) << 32) | u64::from(replica))
             }
             Msg::PidTick { service } => (12, u64::from(service)),
+            Msg::HealthTick { service } => (13, u64::from(service)),
         };
         (tag << 56) | key(word)
     }
@@ -387,6 +393,10 @@ struct Replica {
     outstanding: u32,
     consecutive_failures: u32,
     ejected_until: SimTime,
+    /// In rotation as far as active health checks know.
+    healthy: bool,
+    /// Probes in a row with the same result, counting towards a change of `healthy`.
+    probe_streak: u32,
     /// When the replica's cache was last emptied (`None`: warm since the start).
     cold_since: Option<SimTime>,
 }
@@ -455,6 +465,8 @@ pub struct ServiceStats {
     pub ejections: u64,
     /// Crashes.
     pub crashes: u64,
+    /// Times active health checks took a replica out of rotation.
+    pub marked_unhealthy: u64,
     /// Messages to or from the service lost in the network.
     pub messages_lost: u64,
     /// Largest queue length of a replica.
@@ -742,6 +754,8 @@ impl World {
                     outstanding: 0,
                     consecutive_failures: 0,
                     ejected_until: SimTime::ZERO,
+                    healthy: true,
+                    probe_streak: 0,
                     cold_since: None,
                 })
                 .collect();
@@ -847,6 +861,12 @@ impl World {
             events.push((SimTime::ZERO + f.at, Msg::FaultStart { fault: i as u32 }));
         }
         for (i, s) in self.services.iter().enumerate() {
+            if let Some(h) = &s.config.health_check {
+                events.push((
+                    SimTime::ZERO + h.interval,
+                    Msg::HealthTick { service: i as u32 },
+                ));
+            }
             if let Some((_, interval)) = &s.pid {
                 events.push((
                     SimTime::ZERO + *interval,
@@ -1154,7 +1174,7 @@ impl World {
         if n == 1 {
             return 0;
         }
-        let eligible = |r: &Replica| r.ejected_until <= now;
+        let eligible = |r: &Replica| r.ejected_until <= now && r.healthy;
         let any_eligible = s.replicas.iter().any(eligible);
         let ok = |r: &Replica| !any_eligible || eligible(r);
         match s.config.balancer {
@@ -1929,6 +1949,50 @@ impl World {
         replica.cold_since = Some(now);
     }
 
+    fn on_health_tick(&mut self, ctx: C, svc: usize) {
+        let now = ctx.now();
+        let s = &mut self.services[svc];
+        let h = s
+            .config
+            .health_check
+            .clone()
+            .expect("ticks are for services with health checks");
+        let capacity = s.config.queue.capacity.map_or(usize::MAX, |c| c as usize);
+        for r in &mut s.replicas {
+            let waited_too_long = match &r.queue {
+                Waiting::Plain(q) => q
+                    .iter()
+                    .find_map(|k| self.jobs.get(*k))
+                    .is_some_and(|j| now - j.enqueued > h.timeout),
+                Waiting::CoDel(_) => false,
+            };
+            let pass = r.up && r.queue.len() < capacity && !waited_too_long;
+            if pass == r.healthy {
+                r.probe_streak = 0;
+                continue;
+            }
+            r.probe_streak += 1;
+            let needed = if r.healthy {
+                h.unhealthy_threshold
+            } else {
+                h.healthy_threshold
+            };
+            if r.probe_streak >= needed {
+                r.healthy = pass;
+                r.probe_streak = 0;
+                if !pass {
+                    s.stats.marked_unhealthy += 1;
+                }
+            }
+        }
+        ctx.send_self(
+            h.interval,
+            Msg::HealthTick {
+                service: svc as u32,
+            },
+        );
+    }
+
     fn on_pid_tick(&mut self, ctx: C, svc: usize) {
         let now = ctx.now();
         let s = &mut self.services[svc];
@@ -1991,6 +2055,7 @@ impl Entity for World {
                 self.on_restart(ctx, service as usize, replica as usize)
             }
             Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
+            Msg::HealthTick { service } => self.on_health_tick(ctx, service as usize),
         }
     }
 }
