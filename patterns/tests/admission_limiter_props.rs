@@ -380,13 +380,20 @@ proptest! {
     /// timeout decides exactly like a registry that never forgets.
     #[test]
     fn keyed_registry_forgets_without_changing_decisions(
-        which in 0usize..3, keys in proptest::collection::vec(0u8..6, 1..160),
+        which in 0usize..7, keys in proptest::collection::vec(0u8..6, 1..160),
         steps in steps(300_000_000, 2, true), idle_ms in 0u64..500,
     ) {
+        // Every kind: a key is forgotten at the later of its idle timeout and the `reset_at`
+        // its limiter reported, so each kind's `reset_at` must really be the time it is back
+        // at rest (the registry asserts it when it forgets a key).
         let limiter = [
             LimiterConfig::TokenBucket(bucket(10.0, 2)),
             LimiterConfig::SlidingLog(window_config(2, 300_000_000)),
             LimiterConfig::SlidingCounter(window_config(3, 200_000_000)),
+            LimiterConfig::FixedWindow(window_config(2, 250_000_000)),
+            LimiterConfig::LeakyMeter(bucket(8.0, 3)),
+            LimiterConfig::LeakyQueue(LeakyQueueConfig { rate: Rate::per_second(6.0), queue_capacity: 3 }),
+            LimiterConfig::Gcra(bucket(12.0, 2)),
         ][which].clone();
         let mut keyed = Keyed::new(&KeyedConfig {
             limiter: limiter.clone(),
