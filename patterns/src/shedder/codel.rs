@@ -37,32 +37,40 @@ impl CoDelConfig {
     /// Checks that target and interval are positive with target below interval, and that the
     /// queue holds at least one request.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.target.is_zero() {
-            return Err(ConfigError::new("target", "must be positive, got 0s"));
-        }
-        if self.interval <= self.target {
-            return Err(ConfigError::new(
-                "interval",
-                format!(
-                    "must be longer than target ({}), got {}",
-                    self.target, self.interval
-                ),
-            ));
-        }
+        validate_sojourn_queue(self.target, self.interval, self.queue_capacity)?;
         if self.interval > SimDuration::from_secs(3600) {
             return Err(ConfigError::new(
                 "interval",
                 format!("must be at most 1h, got {}", self.interval),
             ));
         }
-        if self.queue_capacity == 0 {
-            return Err(ConfigError::new(
-                "queue_capacity",
-                "must be at least 1, got 0",
-            ));
-        }
         Ok(())
     }
+}
+
+/// The checks shared by the queues that judge sojourn time ([`CoDelConfig`] and
+/// [`super::RpcQueueConfig`]): a positive target below the interval, room for one request.
+pub(super) fn validate_sojourn_queue(
+    target: SimDuration,
+    interval: SimDuration,
+    queue_capacity: usize,
+) -> Result<(), ConfigError> {
+    if target.is_zero() {
+        return Err(ConfigError::new("target", "must be positive, got 0s"));
+    }
+    if interval <= target {
+        return Err(ConfigError::new(
+            "interval",
+            format!("must be longer than target ({target}), got {interval}"),
+        ));
+    }
+    if queue_capacity == 0 {
+        return Err(ConfigError::new(
+            "queue_capacity",
+            "must be at least 1, got 0",
+        ));
+    }
+    Ok(())
 }
 
 /// The control law: the next drop `interval / √count` after `t` (rounded to the nanosecond

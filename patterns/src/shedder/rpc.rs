@@ -1,5 +1,6 @@
 //! [`RpcQueue`]: CoDel adapted to RPC queues, with adaptive LIFO.
 
+use super::codel::validate_sojourn_queue;
 use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use sim_core::{SimDuration, SimTime};
@@ -37,25 +38,7 @@ impl RpcQueueConfig {
     /// Checks that target and interval are positive with target below interval, and that the
     /// queue holds at least one request.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.target.is_zero() {
-            return Err(ConfigError::new("target", "must be positive, got 0s"));
-        }
-        if self.interval <= self.target {
-            return Err(ConfigError::new(
-                "interval",
-                format!(
-                    "must be longer than target ({}), got {}",
-                    self.target, self.interval
-                ),
-            ));
-        }
-        if self.queue_capacity == 0 {
-            return Err(ConfigError::new(
-                "queue_capacity",
-                "must be at least 1, got 0",
-            ));
-        }
-        Ok(())
+        validate_sojourn_queue(self.target, self.interval, self.queue_capacity)
     }
 }
 
