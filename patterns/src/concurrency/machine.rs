@@ -11,16 +11,12 @@ use sim_core::{SimDuration, SimTime};
 /// Latencies kept per Envoy sampling window; later ones in the same window are not used.
 pub const ENVOY_WINDOW_SAMPLES_MAX: usize = 4096;
 
-/// Netflix's `Log10RootFunction`: `max(1, ⌊log10 n⌋)` below 1000, and (a quirk kept for
-/// fidelity) `⌊√n⌋` from 1000 on.
+/// Netflix's `Log10RootIntFunction`, the step of every Vegas threshold: `max(1, ⌊log10 n⌋)`.
+///
+/// The older `Log10RootFunction` returned `⌊√n⌋` from 1000 on (31 at 1000 instead of 3), a
+/// fault upstream has since fixed; Vegas uses the fixed function, and so does this one.
 pub fn log10_root(n: u32) -> u32 {
-    if n < 100 {
-        1
-    } else if n < 1000 {
-        2
-    } else {
-        n.isqrt()
-    }
+    n.checked_ilog10().unwrap_or(0).max(1)
 }
 
 /// An exponential average with a plain-average warm-up (Netflix `ExpAvgMeasurement`).
