@@ -28,6 +28,8 @@ pub const LIBRARY: &[Entry] = entries![
     "metastable-retry-codel",
     "thundering-herd",
     "thundering-herd-full-jitter",
+    "thundering-herd-cache",
+    "thundering-herd-cache-coalesced",
     "bulkhead-isolation",
     "bulkhead-isolation-separate",
     "limiter-comparison",

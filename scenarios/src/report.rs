@@ -121,6 +121,8 @@ pub struct ServiceReport {
     pub wasted_work_s: f64,
     /// Cache hits.
     pub cache_hits: u64,
+    /// Cache misses that waited for another request's fetch of the same key.
+    pub coalesced: u64,
     /// Outlier ejections.
     pub ejections: u64,
     /// Times active health checks took a replica out of rotation.
@@ -423,6 +425,7 @@ impl Report {
                     wasted_jobs: s.stats.wasted_jobs,
                     wasted_work_s: round3(s.stats.wasted_ns as f64 / 1e9),
                     cache_hits: s.stats.cache_hits,
+                    coalesced: s.stats.coalesced,
                     ejections: s.stats.ejections,
                     marked_unhealthy: s.stats.marked_unhealthy,
                     crashes: s.stats.crashes,
@@ -640,6 +643,7 @@ impl Report {
                 ("dropped expired", v.dropped_expired),
                 ("cancelled", v.cancelled),
                 ("cache hits", v.cache_hits),
+                ("coalesced misses", v.coalesced),
                 ("ejections", v.ejections),
                 ("marked unhealthy", v.marked_unhealthy),
                 ("crashes", v.crashes),

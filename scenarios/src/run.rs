@@ -92,6 +92,7 @@ pub fn run(
         Vec::new()
     };
     let world = sim.entity_mut(id);
+    world.check_invariants();
     let in_flight = world.in_flight();
     let requests_in_flight = world.requests_in_flight();
     let mut report = Report::build(&s, file, seed, world, end, events, stop, digest);

@@ -11,6 +11,7 @@
 
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
+pub use patterns::coalesce::CoalesceConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::PidConfig;
@@ -447,6 +448,19 @@ pub struct Cache {
     /// How long a flushed cache takes to warm up again (the hit ratio grows linearly).
     #[serde(default)]
     pub warmup: SimDuration,
+    /// How many distinct keys the misses are for (each miss picks one at random); it matters
+    /// only with `coalesce`.
+    #[serde(default = "default_cache_keys")]
+    pub keys: u32,
+    /// Single flight per key on a miss ([`patterns::coalesce::Coalescer`], one per replica):
+    /// while one request fetches a key, other misses for it wait for that fetch instead of
+    /// calling the dependency themselves.
+    #[serde(default)]
+    pub coalesce: Option<CoalesceConfig>,
+}
+
+fn default_cache_keys() -> u32 {
+    1000
 }
 
 /// One fault on the timeline.

@@ -394,6 +394,11 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     }
     if let Some(c) = &s.cache {
         ratio(&format!("{path}.cache.hit_ratio"), c.hit_ratio)?;
+        at_least_one(&format!("{path}.cache.keys"), c.keys)?;
+        if let Some(co) = &c.coalesce {
+            co.validate()
+                .map_err(|e| e.at(&format!("{path}.cache.coalesce")))?;
+        }
     }
     if let Some(l) = &s.latency {
         dist(&format!("{path}.latency"), l)?;

@@ -140,6 +140,21 @@ fn thundering_herd_needs_jitter() {
 }
 
 #[test]
+fn a_cache_stampede_needs_coalescing() {
+    check("thundering-herd-cache", |r| {
+        assert!(r.goodput_ratio_between(10.0, 14.0) < 0.3);
+        assert!(r.goodput_ratio_between(0.0, 10.0) > 0.99);
+        assert!(service(r, "db").queue_depth_max >= 300);
+    });
+    check("thundering-herd-cache-coalesced", |r| {
+        assert!(r.goodput_ratio_between(10.0, 14.0) > 0.95);
+        assert!(service(r, "api").coalesced > 1000);
+        // At most one fetch per hot key per replica: 10 keys × 2 replicas.
+        assert!(service(r, "db").queue_depth_max <= 20);
+    });
+}
+
+#[test]
 fn bulkheads_isolate_a_slow_dependency() {
     check("bulkhead-isolation", |r| {
         assert!(r.goodput_ratio_between(12.0, 30.0) < 0.5);
@@ -192,7 +207,7 @@ fn shedding_keeps_goodput_through_an_overload_step() {
 
 #[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 16);
+    assert_eq!(LIBRARY.len(), 18);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

@@ -192,7 +192,7 @@ fn scenario(
             s.work_ms,
             if s.growth { 0.05 } else { 0.0 },
             if s.outlier { ", outlier: (consecutive_failures: 3, ejection: \"300ms\", max_ejection_percent: 50)" } else { "" },
-            if s.cache { ", cache: (hit_ratio: 0.5, warmup: \"500ms\")" } else { "" },
+            if s.cache { ", cache: (hit_ratio: 0.5, warmup: \"500ms\", keys: 3, coalesce: (max_keys: 2, max_waiters: 4))" } else { "" },
         ));
     }
     text.push_str(" },\n faults: [\n");

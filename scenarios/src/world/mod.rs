@@ -20,6 +20,7 @@ pub mod stack;
 
 use crate::schema::*;
 use crate::validate::CALLS_MAX;
+use patterns::coalesce::{Coalescer, Join};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
 use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
@@ -362,6 +363,8 @@ enum Phase {
     Queued,
     Working,
     Calling,
+    /// Holding its worker while another request fetches the same cache key.
+    Following,
 }
 
 #[derive(Debug)]
@@ -383,6 +386,8 @@ struct Job {
     /// The caller gave up on this attempt (known to the observer; the replica learns it only
     /// through a cancellation or an expired deadline).
     abandoned: bool,
+    /// The cache key this job fetches for its followers, when it leads a coalesced miss.
+    lead_key: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -399,6 +404,8 @@ struct Replica {
     probe_streak: u32,
     /// When the replica's cache was last emptied (`None`: warm since the start).
     cold_since: Option<SimTime>,
+    /// Single flight per cache key, when the cache coalesces misses.
+    coalescer: Option<Coalescer<u32>>,
 }
 
 /// A replica's queue. Jobs cancelled while queued stay in it until they reach the front,
@@ -461,6 +468,8 @@ pub struct ServiceStats {
     pub busy_ns: u64,
     /// Cache hits.
     pub cache_hits: u64,
+    /// Cache misses that waited for another request's fetch of the same key.
+    pub coalesced: u64,
     /// Replica ejections by outlier detection.
     pub ejections: u64,
     /// Crashes.
@@ -505,6 +514,9 @@ pub struct Svc {
     rng_balance: RngStream,
     rng_admission: RngStream,
     rng_route: RngStream,
+    /// Followers of coalesced cache misses, by replica and waiter id (each replica's
+    /// coalescer numbers its waiters from zero).
+    waiters: std::collections::BTreeMap<(u32, u64), JobKey>,
     /// Its figures.
     pub stats: ServiceStats,
     /// Total queue length over the replicas.
@@ -580,6 +592,11 @@ pub struct World {
 }
 
 type C<'a, 'b> = &'a mut Ctx<'b, Msg, Net>;
+
+fn coalescer_of(s: &Service) -> Option<Coalescer<u32>> {
+    let config = s.cache.as_ref()?.coalesce.clone()?;
+    Some(Coalescer::new(config).expect("coalesce configs are validated with the scenario"))
+}
 
 fn compile(d: &sim_core::Dist) -> Sampler {
     d.compile()
@@ -756,6 +773,7 @@ impl World {
                     ejected_until: SimTime::ZERO,
                     healthy: true,
                     probe_streak: 0,
+                    coalescer: coalescer_of(sv),
                     cold_since: None,
                 })
                 .collect();
@@ -809,6 +827,7 @@ impl World {
                 rng_balance: stream("balancer"),
                 rng_admission: stream("admission"),
                 rng_route: stream("route"),
+                waiters: std::collections::BTreeMap::new(),
                 stats: ServiceStats::default(),
                 queue_series: GaugeSeries::new(bucket),
                 busy_series: GaugeSeries::new(bucket),
@@ -888,6 +907,47 @@ impl World {
             .values()
             .filter(|c| matches!(c.owner, Owner::Client { .. }))
             .count() as u64
+    }
+
+    /// Asserts what only a bug can break: each replica's busy workers are exactly its jobs
+    /// that hold one, the queue gauges count the live queued jobs, and every job following a
+    /// coalesced fetch is registered to be woken.
+    pub fn check_invariants(&self) {
+        for (svc, s) in self.services.iter().enumerate() {
+            let mut queued = 0;
+            for (r, replica) in s.replicas.iter().enumerate() {
+                let mine = |j: &&Job| j.service as usize == svc && j.replica as usize == r;
+                let holding = self
+                    .jobs
+                    .values()
+                    .filter(mine)
+                    .filter(|j| {
+                        matches!(j.phase, Phase::Working | Phase::Calling | Phase::Following)
+                    })
+                    .count();
+                assert_eq!(
+                    replica.busy as usize, holding,
+                    "{} replica {r}: busy workers",
+                    s.name
+                );
+                queued += self
+                    .jobs
+                    .values()
+                    .filter(mine)
+                    .filter(|j| j.phase == Phase::Queued)
+                    .count();
+            }
+            assert_eq!(s.queued_total as usize, queued, "{}: queued jobs", s.name);
+            for (key, j) in &self.jobs {
+                if j.service as usize == svc && j.phase == Phase::Following {
+                    assert!(
+                        s.waiters.values().any(|k| *k == key),
+                        "{}: a follower no fetch will wake",
+                        s.name
+                    );
+                }
+            }
+        }
     }
 
     /// Closes the busy-time accounting at `end`.
@@ -1109,6 +1169,7 @@ impl World {
             failed: false,
             children: [CallKey::null(); CALLS_MAX],
             abandoned: false,
+            lead_key: None,
         });
         self.calls[key].job = job;
         let source = self.calls[key].source;
@@ -1565,6 +1626,20 @@ impl World {
                 self.finish_job(ctx, job, Outcome::Ok);
                 return;
             }
+            if let Some(coalescer) = &mut s.replicas[r].coalescer {
+                let key = uniform_below(&mut s.rng_fault, u64::from(cache.keys)) as u32;
+                match coalescer.join(now, &key) {
+                    Join::Lead => self.jobs[job].lead_key = Some(key),
+                    Join::Follow { waiter, .. } => {
+                        s.stats.coalesced += 1;
+                        s.waiters.insert((r as u32, waiter.0), job);
+                        self.jobs[job].phase = Phase::Following;
+                        return;
+                    }
+                    // Too many flights or followers: fetch uncoalesced.
+                    Join::Reject { .. } => {}
+                }
+            }
         }
         let n = s.config.calls.len();
         if n == 0 {
@@ -1703,7 +1778,7 @@ impl World {
 
     /// Releases the worker `job` holds (if any), accounting wasted work.
     fn release_worker(&mut self, now: SimTime, j: &Job) -> bool {
-        if !matches!(j.phase, Phase::Working | Phase::Calling) {
+        if !matches!(j.phase, Phase::Working | Phase::Calling | Phase::Following) {
             return false;
         }
         let wasted = self.nobody_waits(j);
@@ -1725,8 +1800,30 @@ impl World {
         let j = self.jobs.remove(job).expect("live job");
         let freed = self.release_worker(now, &j);
         self.send_reply(ctx, &j, outcome);
+        self.complete_flight(ctx, &j, outcome);
         if freed {
             self.dequeue(ctx, svc, r);
+        }
+    }
+
+    /// A job that led a coalesced cache miss is gone: its followers get its outcome.
+    fn complete_flight(&mut self, ctx: C, j: &Job, outcome: Outcome) {
+        let Some(key) = j.lead_key else {
+            return;
+        };
+        let (svc, r) = (j.service as usize, j.replica as usize);
+        let s = &mut self.services[svc];
+        let Some(coalescer) = &mut s.replicas[r].coalescer else {
+            return;
+        };
+        let waiters = coalescer.complete(ctx.now(), &key);
+        for waiter in waiters {
+            let follower = self.services[svc].waiters.remove(&(r as u32, waiter.0));
+            if let Some(follower) = follower
+                && self.jobs.contains_key(follower)
+            {
+                self.finish_job(ctx, follower, outcome);
+            }
         }
     }
 
@@ -1771,7 +1868,7 @@ impl World {
                 // The entry stays in the queue and is skipped when it reaches the front.
                 self.queue_change(now, svc, -1);
             }
-            Phase::Working | Phase::Calling => {
+            Phase::Working | Phase::Calling | Phase::Following => {
                 if let Some(t) = j.timer {
                     ctx.cancel(t);
                 }
@@ -1781,6 +1878,8 @@ impl World {
                     }
                 }
                 self.release_worker(now, &j);
+                // Requests waiting on this one's fetch learn that it will not come.
+                self.complete_flight(ctx, &j, Outcome::Fail(Reason::Dependency));
                 self.dequeue(ctx, svc, r);
             }
         }
@@ -1938,7 +2037,12 @@ impl World {
             // The connection resets: callers learn at once that the attempt failed.
             self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable));
         }
-        self.services[svc].replicas[r].queue = Waiting::new(&self.services[svc].config.queue);
+        let s = &mut self.services[svc];
+        s.replicas[r].queue = Waiting::new(&s.config.queue);
+        // The replica's flights died with it (their followers were lost above).
+        s.replicas[r].coalescer = coalescer_of(&s.config);
+        let jobs = &self.jobs;
+        s.waiters.retain(|_, job| jobs.contains_key(*job));
         self.scratch = lost;
     }
 
