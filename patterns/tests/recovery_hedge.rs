@@ -224,6 +224,26 @@ fn the_percentile_delay_follows_recent_winners() {
 }
 
 #[test]
+fn the_percentile_delay_follows_the_winning_attempt_not_the_request() {
+    let mut hedger = Hedger::new(HedgeConfig {
+        delay: HedgeDelay::Percentile {
+            percentile: 100.0,
+            window: 1,
+            min_samples: 1,
+            initial: MS * 100,
+        },
+        max_hedged_attempts: 1,
+    })
+    .unwrap();
+    let mut budget = RetryBudget::unlimited();
+    // The first attempt hangs; the hedge goes out at 100ms and answers 10ms later. The
+    // request took 110ms, the attempt that answered 10ms: the delay follows the attempt.
+    let got = check(&mut hedger, &mut budget, &[(1000, true), (10, true)]);
+    assert_eq!(got.winner, Some((1, 110)));
+    assert_eq!(hedger.delay(), MS * 10);
+}
+
+#[test]
 fn invalid_hedging_names_the_field() {
     for (text, field) in [
         ("(max_hedged_attempts: 0)", "max_hedged_attempts"),

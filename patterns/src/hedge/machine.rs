@@ -129,7 +129,8 @@ pub enum HedgeAction {
 enum Phase {
     Running {
         in_flight: Vec<u32>,
-        sent: u32,
+        /// When each attempt sent so far went out, by attempt number.
+        sent_at: Vec<SimTime>,
         hedge_at: Option<SimTime>,
     },
     Won {
@@ -204,7 +205,7 @@ impl Hedger {
         let request = HedgedRequest {
             phase: Phase::Running {
                 in_flight: vec![0],
-                sent: 1,
+                sent_at: vec![now],
                 hedge_at,
             },
             started: now,
@@ -233,7 +234,7 @@ impl HedgedRequest {
     /// Attempts sent so far.
     pub fn sent(&self) -> u32 {
         match &self.phase {
-            Phase::Running { sent, .. } => *sent,
+            Phase::Running { sent_at, .. } => sent_at.len() as u32,
             Phase::Won { .. } | Phase::Failed => 0,
         }
     }
@@ -250,13 +251,14 @@ impl HedgedRequest {
     fn hedge(&mut self, now: SimTime, hedger: &Hedger, budget: &mut RetryBudget) -> Option<u32> {
         let Phase::Running {
             in_flight,
-            sent,
+            sent_at,
             hedge_at,
         } = &mut self.phase
         else {
             return None;
         };
-        if self.hedging_stopped || *sent >= hedger.attempts_max() {
+        let sent = sent_at.len() as u32;
+        if self.hedging_stopped || sent >= hedger.attempts_max() {
             *hedge_at = None;
             return None;
         }
@@ -265,10 +267,10 @@ impl HedgedRequest {
             *hedge_at = None;
             return None;
         }
-        let attempt = *sent;
-        *sent += 1;
+        let attempt = sent;
+        sent_at.push(now);
         in_flight.push(attempt);
-        *hedge_at = (*sent < hedger.attempts_max()).then(|| now.saturating_add(hedger.delay()));
+        *hedge_at = (sent + 1 < hedger.attempts_max()).then(|| now.saturating_add(hedger.delay()));
         Some(attempt)
     }
 
@@ -317,7 +319,10 @@ impl HedgedRequest {
         hedger: &mut Hedger,
         budget: &mut RetryBudget,
     ) -> HedgeAction {
-        let Phase::Running { in_flight, .. } = &mut self.phase else {
+        let Phase::Running {
+            in_flight, sent_at, ..
+        } = &mut self.phase
+        else {
             return HedgeAction::Ended;
         };
         let Some(position) = in_flight.iter().position(|a| *a == attempt) else {
@@ -340,7 +345,10 @@ impl HedgedRequest {
                 budget.on_attempt_end(now, AttemptResult::OtherFailure, *loser > 0);
             }
             budget.on_request_end(now);
-            hedger.observe(now.saturating_duration_since(self.started));
+            // The winning attempt's own latency, not the request's: a hedge that wins fast
+            // after a long delay says the dependency answers fast, which is what the delay
+            // is compared with (time since the previous attempt went out).
+            hedger.observe(now.saturating_duration_since(sent_at[attempt as usize]));
             self.phase = Phase::Won { winner: attempt };
             HedgeAction::Done {
                 winner: attempt,
@@ -369,15 +377,16 @@ impl HedgedRequest {
 
     fn check(&self, hedger: &Hedger) {
         if let Phase::Running {
-            in_flight, sent, ..
+            in_flight, sent_at, ..
         } = &self.phase
         {
-            assert!(*sent <= hedger.attempts_max(), "sent {sent} attempts");
+            let sent = sent_at.len() as u32;
+            assert!(sent <= hedger.attempts_max(), "sent {sent} attempts");
             assert!(
-                in_flight.iter().all(|a| a < sent),
+                in_flight.iter().all(|a| *a < sent),
                 "unknown attempt in flight"
             );
-            assert!(in_flight.len() as u32 <= *sent);
+            assert!(in_flight.len() as u32 <= sent);
         }
     }
 }
