@@ -12,6 +12,7 @@
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
+pub use patterns::concurrency::ConcurrencyConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::PidConfig;
@@ -342,11 +343,11 @@ pub enum Abandoned {
 pub enum Admission {
     /// A rate limiter ([`patterns::limiter::LimiterConfig`]).
     Limiter(LimiterConfig),
-    /// At most `max` requests queued or in service at once.
-    Concurrency {
-        /// The limit.
-        max: u32,
-    },
+    /// A cap on requests admitted and not yet answered (queued or in service), fixed or
+    /// adaptive ([`patterns::concurrency::ConcurrencyConfig`]: `fixed`, `aimd`, `vegas`,
+    /// `gradient2`, `envoy_gradient`), one limiter per replica. Each answered request is a
+    /// sample: its time from admission to answer, and whether it failed.
+    Concurrency(ConcurrencyConfig),
     /// A PID controller that holds the queueing delay (in milliseconds) at its setpoint by
     /// dropping arrivals with the probability it computes ([`patterns::shedder::PidShedder`]).
     Pid {

@@ -357,7 +357,18 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
         let apath = format!("{path}.admission[{i}]");
         match a {
             Admission::Limiter(l) => l.validate().map_err(|e| e.at(&apath))?,
-            Admission::Concurrency { max } => at_least_one(&format!("{apath}.max"), *max)?,
+            Admission::Concurrency(c) => {
+                if s.admission[..i]
+                    .iter()
+                    .any(|a| matches!(a, Admission::Concurrency(_)))
+                {
+                    return Err(err(
+                        apath,
+                        "a service may have one Concurrency limit; merge them",
+                    ));
+                }
+                c.validate().map_err(|e| e.at(&apath))?
+            }
             Admission::Pid {
                 interval,
                 controller,

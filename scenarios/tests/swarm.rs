@@ -181,7 +181,7 @@ fn scenario(
         };
         let admission = [
             "",
-            "Concurrency(max: 5)",
+            "Concurrency((kind: \"aimd\"))",
             "Limiter((kind: \"fixed_window\", limit: 50, window: \"100ms\"))",
             "Pid(interval: \"50ms\", controller: (setpoint: 5, gain_proportional: 0.05, gain_integral: 0.5, gain_derivative: 0, drop_ratio_max: 0.9))",
         ][s.admission];

@@ -438,3 +438,40 @@ fn health_checks_route_around_a_crashed_replica() {
     assert_eq!(service(&checked, "api").marked_unhealthy, 1);
     assert!(checked.goodput_ratio_between(13.0, 30.0) > 0.999);
 }
+
+#[test]
+fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
+    let with = |admission: &str| {
+        check(&open(
+            "1500/s",
+            r#", timeout: "1s""#,
+            "30s",
+            &format!(
+                r#""api": (workers: 10, queue: (capacity: 5000), work: Exponential(mean: "10ms"), admission: [{admission}])"#
+            ),
+            "",
+        ))
+    };
+    // 1500/s against 1000/s of capacity: without a limit the queue outgrows the timeout.
+    let none = with("");
+    assert!(none.goodput_ratio_between(10.0, 30.0) < 0.05);
+    let aimd = with(r#"Concurrency((kind: "aimd"))"#);
+    let gradient2 = with(r#"Concurrency((kind: "gradient2"))"#);
+    for r in [&aimd, &gradient2] {
+        // All the capacity becomes goodput; the excess third is refused at once.
+        assert!(r.goodput_ratio_between(10.0, 30.0) > 0.6);
+        assert!(failed(r, "concurrency_limited") > 10_000);
+    }
+    // AIMD grows to its 200 cap while nothing times out; Gradient2 reads the latency and keeps
+    // the queue short.
+    assert!(
+        aimd.summary.latency_ms.p50 > 150.0,
+        "{}",
+        aimd.summary.latency_ms.p50
+    );
+    assert!(
+        gradient2.summary.latency_ms.p99 < 100.0,
+        "{}",
+        gradient2.summary.latency_ms.p99
+    );
+}

@@ -21,6 +21,7 @@ pub mod stack;
 use crate::schema::*;
 use crate::validate::CALLS_MAX;
 use patterns::coalesce::{Coalescer, Join};
+use patterns::concurrency::{ConcurrencyLimiter, ConcurrencyToken};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
 use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
@@ -388,6 +389,8 @@ struct Job {
     abandoned: bool,
     /// The cache key this job fetches for its followers, when it leads a coalesced miss.
     lead_key: Option<u32>,
+    /// Its admission by the replica's concurrency limit, handed back when it is answered.
+    admitted: Option<ConcurrencyToken>,
 }
 
 #[derive(Debug)]
@@ -406,6 +409,8 @@ struct Replica {
     cold_since: Option<SimTime>,
     /// Single flight per cache key, when the cache coalesces misses.
     coalescer: Option<Coalescer<u32>>,
+    /// The concurrency limit of admission control, if any.
+    concurrency: Option<ConcurrencyLimiter>,
 }
 
 /// A replica's queue. Jobs cancelled while queued stay in it until they reach the front,
@@ -495,7 +500,6 @@ pub struct Svc {
     calls: Vec<Vec<u32>>,
     replicas: Vec<Replica>,
     limiters: Vec<Limiter>,
-    concurrency_max: Option<u32>,
     pid: Option<(PidShedder, SimDuration)>,
     pid_delay_sum_ns: u64,
     pid_delay_count: u64,
@@ -592,6 +596,16 @@ pub struct World {
 }
 
 type C<'a, 'b> = &'a mut Ctx<'b, Msg, Net>;
+
+fn concurrency_of(s: &Service) -> Option<ConcurrencyLimiter> {
+    s.admission.iter().find_map(|a| match a {
+        Admission::Concurrency(c) => Some(
+            ConcurrencyLimiter::new(c)
+                .expect("concurrency configs are validated with the scenario"),
+        ),
+        _ => None,
+    })
+}
 
 fn coalescer_of(s: &Service) -> Option<Coalescer<u32>> {
     let config = s.cache.as_ref()?.coalesce.clone()?;
@@ -774,20 +788,19 @@ impl World {
                     healthy: true,
                     probe_streak: 0,
                     coalescer: coalescer_of(sv),
+                    concurrency: concurrency_of(sv),
                     cold_since: None,
                 })
                 .collect();
             let mut limiters = Vec::new();
-            let mut concurrency_max = None;
             let mut pid = None;
             for a in &sv.admission {
                 match a {
                     Admission::Limiter(l) => limiters.push(
                         Limiter::new(l).expect("limiter configs are validated with the scenario"),
                     ),
-                    Admission::Concurrency { max } => {
-                        concurrency_max = Some(concurrency_max.map_or(*max, |m: u32| m.min(*max)))
-                    }
+                    // Built per replica, with the replicas.
+                    Admission::Concurrency(_) => {}
                     Admission::Pid {
                         interval,
                         controller,
@@ -809,7 +822,6 @@ impl World {
                 calls,
                 replicas,
                 limiters,
-                concurrency_max,
                 pid,
                 pid_delay_sum_ns: 0,
                 pid_delay_count: 0,
@@ -1170,6 +1182,7 @@ impl World {
             children: [CallKey::null(); CALLS_MAX],
             abandoned: false,
             lead_key: None,
+            admitted: None,
         });
         self.calls[key].job = job;
         let source = self.calls[key].source;
@@ -1473,16 +1486,20 @@ impl World {
         {
             Some(Reason::RateLimited)
         } else if s
-            .concurrency_max
-            .is_some_and(|m| s.replicas[r].busy + s.replicas[r].queue.len() as u32 >= m)
-        {
-            Some(Reason::ConcurrencyLimited)
-        } else if s
             .pid
             .as_ref()
             .is_some_and(|(p, _)| p.should_drop(&mut s.rng_admission))
         {
             Some(Reason::Shed)
+        } else if let Some(limiter) = &mut s.replicas[r].concurrency {
+            // Last, so that a request refused above holds no slot.
+            match limiter.try_acquire(now) {
+                Ok(token) => {
+                    self.jobs[job].admitted = Some(token);
+                    None
+                }
+                Err(_) => Some(Reason::ConcurrencyLimited),
+            }
         } else {
             None
         };
@@ -1526,7 +1543,7 @@ impl World {
         let s = &mut self.services[svc];
         if s.config.on_abandoned == Abandoned::DropExpired && now >= j.deadline {
             s.stats.dropped_expired += 1;
-            self.jobs.remove(job);
+            self.take_job(now, job, Some(Outcome::Fail(Reason::Deadline)));
             return false;
         }
         let replica = &mut s.replicas[r];
@@ -1797,13 +1814,32 @@ impl World {
         let now = ctx.now();
         let j = &self.jobs[job];
         let (svc, r) = (j.service as usize, j.replica as usize);
-        let j = self.jobs.remove(job).expect("live job");
+        let j = self.take_job(now, job, Some(outcome)).expect("live job");
         let freed = self.release_worker(now, &j);
         self.send_reply(ctx, &j, outcome);
         self.complete_flight(ctx, &j, outcome);
         if freed {
             self.dequeue(ctx, svc, r);
         }
+    }
+
+    /// Removes a job, handing its concurrency slot back with its outcome (`None`: cancelled,
+    /// no sample).
+    fn take_job(&mut self, now: SimTime, job: JobKey, outcome: Option<Outcome>) -> Option<Job> {
+        let mut j = self.jobs.remove(job)?;
+        if let Some(token) = j.admitted.take() {
+            let s = &mut self.services[j.service as usize];
+            let limiter = s.replicas[j.replica as usize]
+                .concurrency
+                .as_mut()
+                .expect("a token comes from the replica's limiter");
+            match outcome {
+                Some(Outcome::Ok) => limiter.on_success(now, token, &mut s.rng_admission),
+                Some(Outcome::Fail(_)) => limiter.on_dropped(now, token, &mut s.rng_admission),
+                None => limiter.on_ignored(now, token),
+            }
+        }
+        Some(j)
     }
 
     /// A job that led a coalesced cache miss is gone: its followers get its outcome.
@@ -1829,7 +1865,9 @@ impl World {
 
     /// Answers a job that never reached a worker (rejected, shed, replica down).
     fn reply(&mut self, ctx: C, job: JobKey, outcome: Outcome) {
-        let j = self.jobs.remove(job).expect("live job");
+        let j = self
+            .take_job(ctx.now(), job, Some(outcome))
+            .expect("live job");
         self.send_reply(ctx, &j, outcome);
     }
 
@@ -1857,7 +1895,7 @@ impl World {
 
     fn on_cancel(&mut self, ctx: C, job: JobKey) {
         let now = ctx.now();
-        let Some(j) = self.jobs.remove(job) else {
+        let Some(j) = self.take_job(now, job, None) else {
             return;
         };
         let (svc, r) = (j.service as usize, j.replica as usize);
@@ -2039,8 +2077,10 @@ impl World {
         }
         let s = &mut self.services[svc];
         s.replicas[r].queue = Waiting::new(&s.config.queue);
-        // The replica's flights died with it (their followers were lost above).
+        // The replica's flights and admission state died with it (their jobs were lost above);
+        // it restarts with fresh ones.
         s.replicas[r].coalescer = coalescer_of(&s.config);
+        s.replicas[r].concurrency = concurrency_of(&s.config);
         let jobs = &self.jobs;
         s.waiters.retain(|_, job| jobs.contains_key(*job));
         self.scratch = lost;
