@@ -2,8 +2,8 @@
 
 use patterns::limiter::{
     BucketConfig, Composite, CompositeConfig, Cost, FixedWindow, Gcra, Keyed, KeyedConfig,
-    LeakyMeter, LeakyQueueConfig, Limiter, LimiterConfig, RateDecision, RateLimiter,
-    SlidingCounter, SlidingLog, TokenBucket, WhenFull, WindowConfig,
+    LeakyMeter, LeakyQueueConfig, Limiter, LimiterConfig, RateDecision, RateLimiter, RateOutcome,
+    RateRejection, SlidingCounter, SlidingLog, TokenBucket, WhenFull, WindowConfig,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -53,6 +53,22 @@ fn check<A: RateLimiter, B: RateLimiter>(
         let peeked = a.peek(t, cost);
         let da = a.acquire(t, cost);
         prop_assert_eq!(peeked, da, "peek and acquire disagree at {}", t);
+        // A cost above what the limiter can ever admit is its own rejection, with nothing
+        // to wait for; any other refusal says when to come back.
+        let expected = if s.cost > da.limit {
+            Some(RateOutcome::Reject(RateRejection::CostAboveCapacity {
+                cost: s.cost,
+                capacity: da.limit,
+            }))
+        } else if !da.allowed() {
+            Some(RateOutcome::Reject(RateRejection::LimitExceeded))
+        } else {
+            None
+        };
+        if let Some(outcome) = expected {
+            prop_assert_eq!(da.outcome, outcome, "at {}", t);
+            prop_assert_eq!(da.retry_after.is_some(), s.cost <= da.limit, "at {}", t);
+        }
         let db = b.acquire(t, cost);
         compare(t, &da, &db)?;
     }
@@ -115,11 +131,9 @@ impl RateLimiter for NaiveLog {
         let remaining = self.limit - used - if allowed { cost.units() } else { 0 };
         RateDecision {
             outcome: if allowed {
-                patterns::limiter::RateOutcome::Admit
+                RateOutcome::Admit
             } else {
-                patterns::limiter::RateOutcome::Reject(
-                    patterns::limiter::RateRejection::LimitExceeded,
-                )
+                RateOutcome::Reject(RateRejection::LimitExceeded)
             },
             limit: self.limit,
             remaining,
@@ -170,9 +184,9 @@ impl RateLimiter for NaiveFixed {
         }
         .peek(now, cost);
         d.outcome = if allowed {
-            patterns::limiter::RateOutcome::Admit
+            RateOutcome::Admit
         } else {
-            patterns::limiter::RateOutcome::Reject(patterns::limiter::RateRejection::LimitExceeded)
+            RateOutcome::Reject(RateRejection::LimitExceeded)
         };
         d.remaining = self.limit - used - if allowed { cost.units() } else { 0 };
         d
@@ -426,8 +440,8 @@ proptest! {
             for small in &mut small {
                 let d = small.acquire(t, key, cost);
                 prop_assert!(small.len() <= 2);
-                let refused_key = matches!(d.outcome, patterns::limiter::RateOutcome::Reject(
-                    patterns::limiter::RateRejection::TooManyKeys { .. }));
+                let refused_key = matches!(d.outcome, RateOutcome::Reject(
+                    RateRejection::TooManyKeys { .. }));
                 prop_assert!(!refused_key || !small.contains(key));
             }
             let want = all.entry(*key).or_insert_with(|| Limiter::new(&limiter).unwrap()).acquire(t, cost);
