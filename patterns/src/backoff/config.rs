@@ -104,6 +104,19 @@ fn check_delay(field: &str, d: SimDuration) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// The checks a growing strategy shares: both ends within the limit, in order.
+fn check_growth(delay_initial: SimDuration, delay_max: SimDuration) -> Result<(), ConfigError> {
+    check_delay("delay_initial", delay_initial)?;
+    check_delay("delay_max", delay_max)?;
+    if delay_max < delay_initial {
+        return Err(ConfigError::new(
+            "delay_max",
+            format!("must be at least delay_initial ({delay_initial}), got {delay_max}"),
+        ));
+    }
+    Ok(())
+}
+
 impl Strategy {
     /// The first delay (`base` of decorrelated jitter).
     pub fn delay_base(&self) -> SimDuration {
@@ -133,41 +146,21 @@ impl Strategy {
                 step,
                 delay_max,
             } => {
-                check_delay("delay_initial", *delay_initial)?;
                 check_delay("step", *step)?;
-                check_delay("delay_max", *delay_max)?;
-                if delay_max < delay_initial {
-                    return Err(ConfigError::new(
-                        "delay_max",
-                        format!(
-                            "must be at least delay_initial ({delay_initial}), got {delay_max}"
-                        ),
-                    ));
-                }
-                Ok(())
+                check_growth(*delay_initial, *delay_max)
             }
             Strategy::Exponential {
                 delay_initial,
                 multiplier,
                 delay_max,
             } => {
-                check_delay("delay_initial", *delay_initial)?;
-                check_delay("delay_max", *delay_max)?;
                 if !(multiplier.is_finite() && *multiplier >= 1.0 && *multiplier <= 100.0) {
                     return Err(ConfigError::new(
                         "multiplier",
                         format!("must be in [1, 100], got {multiplier}"),
                     ));
                 }
-                if delay_max < delay_initial {
-                    return Err(ConfigError::new(
-                        "delay_max",
-                        format!(
-                            "must be at least delay_initial ({delay_initial}), got {delay_max}"
-                        ),
-                    ));
-                }
-                Ok(())
+                check_growth(*delay_initial, *delay_max)
             }
         }
     }
