@@ -15,7 +15,7 @@ pub use patterns::coalesce::CoalesceConfig;
 pub use patterns::concurrency::ConcurrencyConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
-pub use patterns::shedder::PidConfig;
+pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
 pub use sim_net::NetworkConfig;
@@ -183,6 +183,9 @@ pub enum Layer {
     Bulkhead(BulkheadConfig),
     /// A client-side rate limiter ([`patterns::limiter::LimiterConfig`]).
     Limiter(LimiterConfig),
+    /// Client-side adaptive throttling ([`patterns::shedder::AdaptiveThrottle`], Google SRE):
+    /// the client refuses locally a share of requests that grows as the backend accepts fewer.
+    Throttle(AdaptiveThrottleConfig),
 }
 
 /// A service: replicas of a worker pool with a queue, a handler and its dependencies.

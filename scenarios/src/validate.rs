@@ -288,6 +288,7 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
                 }
             }
             Layer::Limiter(l) => l.validate().map_err(|e| e.at(&lpath))?,
+            Layer::Throttle(t) => t.validate().map_err(|e| e.at(&lpath))?,
         }
     }
     Ok(())

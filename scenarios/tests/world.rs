@@ -475,3 +475,21 @@ fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
         gradient2.summary.latency_ms.p99
     );
 }
+
+#[test]
+fn client_side_throttling_ends_a_metastable_retry_storm() {
+    // metastable-retry with adaptive throttling (K = 2) on every attempt of the client.
+    let text = scenarios::library::find("metastable-retry")
+        .unwrap()
+        .text
+        .replace(
+            "                    )),\n                ],",
+            "                    )),\n                    Throttle((accepts_multiplier: 2, window: \"10s\", bucket_count: 10)),\n                ],",
+        )
+        .replace("GoodputAtMost(client: \"users\", after: \"40s\", max_ratio: 0.1),", "");
+    assert!(text.contains("Throttle("));
+    let r = check(&text);
+    // Without it, goodput stays below 10% to the end (see the library test).
+    assert!(r.goodput_ratio_between(30.0, 60.0) > 0.95);
+    assert!(failed(&r, "client_limited") > 1000);
+}

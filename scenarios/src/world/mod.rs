@@ -321,6 +321,8 @@ pub struct CallSpec {
     /// Gates acting on each attempt (listed after `Retry`, or all when there is none).
     pub inner: Vec<Gate>,
     rng: RngStream,
+    /// The draws of its gates (adaptive throttling), apart from the retry jitter's.
+    gate_rng: RngStream,
     /// Its share of requests under `CallMode::Pick`.
     pub weight: f64,
     /// Its figures.
@@ -683,7 +685,7 @@ impl World {
                 .expect("call targets are checked by validation")
         };
         let mut specs = Vec::new();
-        let mut make_spec = |path: String, c: &Call, rng: RngStream| -> u32 {
+        let mut make_spec = |path: String, c: &Call, rng: RngStream, gate_rng: RngStream| -> u32 {
             let retry_at = c.stack.iter().position(|l| matches!(l, Layer::Retry(_)));
             let mut outer = Vec::new();
             let mut inner = Vec::new();
@@ -710,6 +712,7 @@ impl World {
                 timeout: c.timeout,
                 deadline: c.deadline,
                 retry,
+                gate_rng,
                 weight: c.weight,
                 outer,
                 inner,
@@ -723,7 +726,8 @@ impl World {
         for (name, c) in &s.clients {
             let path = format!("clients.{name}.call");
             let rng = seed.stream(&format!("{path}/retry"));
-            let spec = make_spec(path, &c.call, rng);
+            let gate_rng = seed.stream(&format!("{path}/gates"));
+            let spec = make_spec(path, &c.call, rng, gate_rng);
             let (schedule, think, users) = match &c.load {
                 Load::Open { rate } => (Some(rate.clone()), None, 0),
                 Load::Closed { users, think } => (None, Some(compile(think)), *users),
@@ -774,7 +778,8 @@ impl World {
                 let path = format!("services.{name}.calls[{i}]");
                 for (r, replica_calls) in calls.iter_mut().enumerate() {
                     let rng = seed.indexed_stream(&format!("{path}/retry"), r as u64);
-                    replica_calls.push(make_spec(path.clone(), c, rng));
+                    let gate_rng = seed.indexed_stream(&format!("{path}/gates"), r as u64);
+                    replica_calls.push(make_spec(path.clone(), c, rng, gate_rng));
                 }
             }
             let replicas = (0..sv.replicas)
@@ -1125,7 +1130,7 @@ impl World {
             return key;
         }
         let call = &mut self.calls[key];
-        if let Err(reason) = acquire_all(&mut sp.outer, now, &mut call.outer) {
+        if let Err(reason) = acquire_all(&mut sp.outer, now, &mut call.outer, &mut sp.gate_rng) {
             sp.stats.rejected[reason.index()] += 1;
             self.finish_call(ctx, key, Outcome::Fail(reason), false);
             return key;
@@ -1146,7 +1151,7 @@ impl World {
         let deadline = call.deadline;
         let sp = &mut self.specs[call.spec as usize];
         sp.stats.attempts += 1;
-        if let Err(reason) = acquire_all(&mut sp.inner, now, &mut call.inner) {
+        if let Err(reason) = acquire_all(&mut sp.inner, now, &mut call.inner, &mut sp.gate_rng) {
             sp.stats.rejected[reason.index()] += 1;
             // Nothing was sent: the attempt fails here, without touching a replica.
             self.attempt_done(ctx, key, Outcome::Fail(reason), false);
@@ -1348,12 +1353,7 @@ impl World {
         let sp = &mut self.specs[spec];
         let svc = sp.target;
         if sent {
-            release_all(
-                &mut sp.inner,
-                now,
-                &mut call.inner,
-                Some(outcome == Outcome::Ok),
-            );
+            release_all(&mut sp.inner, now, &mut call.inner, Some(outcome));
             self.observe_replica(now, svc, replica, outcome);
         }
         let call = &mut self.calls[key];
@@ -1419,12 +1419,7 @@ impl World {
         let mut call = self.calls.remove(key).expect("finishing a live call");
         let sp = &mut self.specs[call.spec as usize];
         if admitted {
-            release_all(
-                &mut sp.outer,
-                now,
-                &mut call.outer,
-                Some(outcome == Outcome::Ok),
-            );
+            release_all(&mut sp.outer, now, &mut call.outer, Some(outcome));
         }
         match outcome {
             Outcome::Ok => sp.stats.successes += 1,

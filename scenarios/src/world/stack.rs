@@ -5,14 +5,15 @@
 //! Gates hold no per-request state beyond what the machines hand out (a breaker permit, a
 //! bulkhead permit), and those are kept inline in the call, so the hot path allocates nothing.
 
-use super::Reason;
+use super::{Outcome, Reason};
 use crate::schema::Layer;
 use crate::validate::LAYERS_MAX;
 use patterns::breaker::{Breaker, BreakerDecision, Permit};
 use patterns::bulkhead::{Bulkhead, BulkheadDecision, BulkheadPermit};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::Failure;
-use sim_core::SimTime;
+use patterns::shedder::AdaptiveThrottle;
+use sim_core::{RngStream, SimTime};
 
 /// One admitting layer of a pattern stack.
 #[derive(Debug)]
@@ -23,6 +24,8 @@ pub enum Gate {
     Bulkhead(Bulkhead<u64>),
     /// A rate limiter.
     Limiter(Limiter),
+    /// Client-side adaptive throttling (Google SRE).
+    Throttle(AdaptiveThrottle),
 }
 
 /// What a call holds from a gate that admitted it.
@@ -35,6 +38,8 @@ pub enum Held {
     Breaker(Permit),
     /// A bulkhead slot.
     Bulkhead(BulkheadPermit),
+    /// A request the adaptive throttle let through, whose answer it wants to hear.
+    Throttle,
 }
 
 /// The permits of one pass through a list of gates, in gate order.
@@ -53,10 +58,11 @@ impl Gate {
             Layer::Breaker(c) => Some(Gate::Breaker(Box::new(Breaker::new(c).expect(built)))),
             Layer::Bulkhead(c) => Some(Gate::Bulkhead(Bulkhead::new(c).expect(built))),
             Layer::Limiter(c) => Some(Gate::Limiter(Limiter::new(c).expect(built))),
+            Layer::Throttle(c) => Some(Gate::Throttle(AdaptiveThrottle::new(c).expect(built))),
         }
     }
 
-    fn try_acquire(&mut self, now: SimTime) -> Result<Held, Reason> {
+    fn try_acquire(&mut self, now: SimTime, rng: &mut RngStream) -> Result<Held, Reason> {
         match self {
             Gate::Breaker(b) => match b.try_acquire(now) {
                 BreakerDecision::Admit(p) => Ok(Held::Breaker(p)),
@@ -70,6 +76,13 @@ impl Gate {
                     Err(Reason::BulkheadFull)
                 }
             },
+            Gate::Throttle(t) => {
+                if t.try_send(now, rng) {
+                    Ok(Held::Throttle)
+                } else {
+                    Err(Reason::ClientLimited)
+                }
+            }
             Gate::Limiter(l) => {
                 let one = Cost::new(1).expect("a cost of one is valid");
                 if l.acquire(now, one).allowed() {
@@ -84,9 +97,14 @@ impl Gate {
 
 /// Passes a call (or attempt) through `gates` in order. On a rejection, what the earlier
 /// gates admitted is given back unused, and the reason is returned.
-pub fn acquire_all(gates: &mut [Gate], now: SimTime, permits: &mut Permits) -> Result<(), Reason> {
+pub fn acquire_all(
+    gates: &mut [Gate],
+    now: SimTime,
+    permits: &mut Permits,
+    rng: &mut RngStream,
+) -> Result<(), Reason> {
     for i in 0..gates.len() {
-        match gates[i].try_acquire(now) {
+        match gates[i].try_acquire(now, rng) {
             Ok(h) => permits.held[i] = h,
             Err(reason) => {
                 release_all(&mut gates[..i], now, permits, None);
@@ -97,22 +115,51 @@ pub fn acquire_all(gates: &mut [Gate], now: SimTime, permits: &mut Permits) -> R
     Ok(())
 }
 
-/// Gives back what `acquire_all` took, reporting `success` to breakers (`None`: the call
-/// never ran, so it says nothing about the dependency).
-pub fn release_all(gates: &mut [Gate], now: SimTime, permits: &mut Permits, success: Option<bool>) {
+/// Gives back what `acquire_all` took, reporting the outcome to breakers and throttles
+/// (`None`: the call never ran, so it says nothing about the dependency).
+pub fn release_all(
+    gates: &mut [Gate],
+    now: SimTime,
+    permits: &mut Permits,
+    outcome: Option<Outcome>,
+) {
     for (gate, held) in gates.iter_mut().zip(permits.held.iter_mut()) {
         match (gate, std::mem::take(held)) {
-            (Gate::Breaker(b), Held::Breaker(p)) => match success {
-                Some(true) => b.on_success(now, p),
-                Some(false) => b.on_failure(now, p),
+            (Gate::Breaker(b), Held::Breaker(p)) => match outcome {
+                Some(Outcome::Ok) => b.on_success(now, p),
+                Some(Outcome::Fail(_)) => b.on_failure(now, p),
                 None => b.on_ignored(now, p),
             },
+            (Gate::Throttle(t), Held::Throttle) if outcome.is_some_and(accepted) => {
+                t.on_accepted(now);
+            }
             (Gate::Bulkhead(b), Held::Bulkhead(p)) => {
                 // Nothing waits in a rejecting bulkhead, so nothing is granted here.
                 let _ = b.release(now, p);
             }
             _ => {}
         }
+    }
+}
+
+/// Whether the backend accepted a request, for adaptive throttling: it did unless it refused
+/// it for overload or never answered.
+fn accepted(outcome: Outcome) -> bool {
+    match outcome {
+        Outcome::Ok => true,
+        Outcome::Fail(r) => !matches!(
+            r,
+            Reason::Timeout
+                | Reason::Deadline
+                | Reason::Unavailable
+                | Reason::QueueFull
+                | Reason::RateLimited
+                | Reason::ConcurrencyLimited
+                | Reason::Shed
+                | Reason::BreakerOpen
+                | Reason::BulkheadFull
+                | Reason::ClientLimited
+        ),
     }
 }
 
