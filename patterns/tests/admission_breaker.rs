@@ -495,7 +495,9 @@ fn time_based_window_forgets_old_seconds() {
         minimum_number_of_calls: 2,
         ..small()
     };
-    // Two failures at 0s leave the window by 2s; one failure and one success then make 50%.
+    // The failure at 0s leaves the two-second window by 2s: kept, it would have made the
+    // success at 2.5s a 50% failure rate over the minimum of 2 calls and tripped there. The
+    // success and the failure at 2.6s then make 50%.
     check(
         config,
         &[
