@@ -262,6 +262,28 @@ fn pid_raises_the_drop_ratio_while_above_setpoint_and_winds_down() {
 }
 
 #[test]
+fn pid_recovers_from_an_absurd_measurement() {
+    // One finite but absurd measurement (a unit mix-up, a counter read as a delay) at the
+    // first update, where no time has passed yet: an integral-only controller's increment
+    // is (gain × error) × dt = ∞ × 0. The controller must still follow the signal after it.
+    let mut pid = PidShedder::new(&PidConfig {
+        gain_proportional: 0.0,
+        gain_integral: 10.0,
+        ..PidConfig::default()
+    })
+    .unwrap();
+    assert_eq!(
+        pid.update(SimTime::ZERO, f64::MAX),
+        0.0,
+        "no time, no integral yet"
+    );
+    // 40ms against 20ms for a second: I grows by 10 × 20, held at the 0.9 cap.
+    assert_eq!(pid.update(SimTime::from_secs(1), 40.0), 0.9);
+    // At the setpoint minus 1ms for a second: I falls by 10 × 1 per second, to 0.
+    assert_eq!(pid.update(SimTime::from_secs(2), 19.0), 0.0);
+}
+
+#[test]
 fn priority_shedder_drops_least_important_first() {
     let mut s = PriorityShedder::new(&PriorityConfig::default()).unwrap();
     let admitted = |s: &mut PriorityShedder| (0..4).map(|c| s.admit(c).is_ok()).collect::<Vec<_>>();

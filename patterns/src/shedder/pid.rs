@@ -121,20 +121,29 @@ impl PidShedder {
         let unclamped = proportional + self.integral + derivative;
         let pinned_high = unclamped >= c.drop_ratio_max && error > 0.0;
         let pinned_low = unclamped <= 0.0 && error < 0.0;
-        if !pinned_high && !pinned_low {
-            self.integral =
-                (self.integral + c.gain_integral * error * dt).clamp(0.0, c.drop_ratio_max);
+        // An enormous (finite) error overflows `gain × error` to infinity, and with no time
+        // elapsed that meets a zero `dt`: ∞ × 0 is NaN, which would stick in the integral
+        // and freeze the output for good. An infinite step is fine: the clamp holds it.
+        let step = c.gain_integral * error * dt;
+        if !pinned_high && !pinned_low && !step.is_nan() {
+            self.integral = (self.integral + step).clamp(0.0, c.drop_ratio_max);
         }
         let output = proportional + self.integral + derivative;
-        self.drop_ratio = if output.is_finite() {
-            output.clamp(0.0, c.drop_ratio_max)
-        } else {
+        // Only ∞ − ∞ (P and D overflowing in opposite directions) has no answer: keep the
+        // last one. An infinite output is simply beyond the cap.
+        self.drop_ratio = if output.is_nan() {
             self.drop_ratio
+        } else {
+            output.clamp(0.0, c.drop_ratio_max)
         };
         self.previous = Some((now.max(self.previous.map_or(now, |p| p.0)), measurement));
         assert!(
             (0.0..=c.drop_ratio_max).contains(&self.drop_ratio),
             "pid output out of range"
+        );
+        assert!(
+            (0.0..=c.drop_ratio_max).contains(&self.integral),
+            "pid integral out of range (NaN?)"
         );
         self.drop_ratio
     }
