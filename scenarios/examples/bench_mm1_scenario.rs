@@ -52,6 +52,7 @@ fn main() {
         bucket: Some(duration),
         max_events: None,
         trace_capacity: 0,
+        trace_window: None,
     };
     let (mut scenario_rates, mut bare_rates) = (Vec::new(), Vec::new());
     let (mut scenario_events, mut bare_events) = (Vec::new(), Vec::new());

@@ -36,6 +36,9 @@ enum Command {
         /// The event budget (the run stops and says so when it is spent).
         #[arg(long)]
         max_events: Option<u64>,
+        /// Describe every event between two instants, e.g. "10s..10.5s".
+        #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
+        trace: Option<(SimDuration, SimDuration)>,
         /// Print one JSON object instead of the readable report.
         #[arg(long)]
         json: bool,
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         duration: None,
         bucket: None,
         max_events: None,
+        trace: None,
         json: false,
         csv: None,
     });
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
             duration,
             bucket,
             max_events,
+            trace,
             json,
             csv,
         } => {
@@ -113,6 +118,7 @@ fn main() -> ExitCode {
                 bucket,
                 max_events,
                 trace_capacity: 0,
+                trace_window: trace,
             };
             let output = match resolve(&file).and_then(|s| run(&s, &file, &options)) {
                 Ok(o) => o,
@@ -151,6 +157,19 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// `FROM..TO`, two durations since the start of the run.
+fn parse_window(text: &str) -> Result<(SimDuration, SimDuration), String> {
+    let (from, to) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: write the window as FROM..TO, e.g. 10s..10.5s"))?;
+    let from: SimDuration = from.parse().map_err(|e| format!("{e}"))?;
+    let to: SimDuration = to.parse().map_err(|e| format!("{e}"))?;
+    if to < from {
+        return Err(format!("{text:?}: the window ends before it starts"));
+    }
+    Ok((from, to))
 }
 
 fn write_csv(dir: &str, text: &str) -> anyhow::Result<()> {

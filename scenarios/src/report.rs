@@ -283,6 +283,9 @@ pub struct Report {
     /// Per network link, when the scenario has a `network` section.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<LinkReport>,
+    /// The events of the trace window, when one was asked for (`--trace FROM..TO`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<String>,
 }
 
 /// How many breaker transitions a report lists (the count is always complete).
@@ -545,6 +548,7 @@ impl Report {
             series,
             expectations,
             network: Vec::new(),
+            trace: Vec::new(),
         }
     }
 
@@ -755,6 +759,13 @@ impl Report {
                     e.expectation,
                     e.observed
                 );
+            }
+        }
+        if !self.trace.is_empty() {
+            let _ = writeln!(o);
+            let _ = writeln!(o, "trace");
+            for line in &self.trace {
+                let _ = writeln!(o, "  {line}");
             }
         }
         let _ = writeln!(o);

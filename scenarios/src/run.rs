@@ -18,8 +18,10 @@ pub struct RunOptions {
     pub bucket: Option<SimDuration>,
     /// The event budget.
     pub max_events: Option<u64>,
-    /// Keep a trace of the first this many events (0: none).
+    /// Keep a trace of the first this many events (0: none), for comparing two runs.
     pub trace_capacity: usize,
+    /// Describe the events between these two instants in the report, one line each.
+    pub trace_window: Option<(SimDuration, SimDuration)>,
 }
 
 /// What a run gives back.
@@ -59,6 +61,9 @@ pub fn run(
     })?;
     let seed = options.seed.unwrap_or(s.seed);
     let mut world = World::new(&s, Seed(seed), s.bucket);
+    world.trace_window = options
+        .trace_window
+        .map(|(from, to)| (SimTime::ZERO + from, SimTime::ZERO + to));
     let initial = world.initial_events();
     let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
     if options.trace_capacity > 0 {
@@ -97,6 +102,13 @@ pub fn run(
     let requests_in_flight = world.requests_in_flight();
     let mut report = Report::build(&s, file, seed, world, end, events, stop, digest);
     report.network = links;
+    report.trace = std::mem::take(&mut world.trace);
+    if world.trace_left_out > 0 {
+        report.trace.push(format!(
+            "(and {} more events in the window, left out)",
+            world.trace_left_out
+        ));
+    }
     Ok(RunOutput {
         report,
         trace,

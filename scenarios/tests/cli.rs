@@ -208,3 +208,35 @@ fn no_arguments_runs_the_built_in_example() {
             .ends_with("replay: resim run metastable-retry --seed 7")
     );
 }
+
+#[test]
+fn trace_describes_a_window_of_the_history() {
+    let file = write("trace.ron", SMALL);
+    let o = check(&["run", &file, "--seed", "4", "--trace", "2s..2.05s"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let trace: Vec<&str> = o
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "trace")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(trace.len() > 10, "{trace:?}");
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.contains("fault-start") && l.contains("faults[0]"))
+    );
+    assert!(
+        trace
+            .iter()
+            .any(|l| l.contains("deliver") && l.contains("s/0 for clients.c.call #"))
+    );
+    // The same seed, the same story; the replay line is still last.
+    let again = check(&["run", &file, "--seed", "4", "--trace", "2s..2.05s"]);
+    assert_eq!(o.stdout, again.stdout);
+    assert!(o.stdout.trim_end().ends_with("--seed 4"));
+    let o = check(&["run", &file, "--trace", "2s"]);
+    assert_eq!(o.code, 2);
+    assert!(o.stderr.contains("FROM..TO"), "{}", o.stderr);
+}

@@ -147,6 +147,9 @@ pub enum Packet {
 /// stays empty and unused when a scenario has no `network` section).
 pub type Net = sim_net::Network<Packet>;
 
+/// The most events a trace window describes.
+pub const TRACE_LINES_MAX: usize = 10_000;
+
 /// The size every message is given on the network, in bytes (it matters only on links with a
 /// bandwidth limit).
 pub const PACKET_BYTES: u32 = 1024;
@@ -593,6 +596,12 @@ pub struct World {
     pub nodes: Vec<sim_net::NodeId>,
     /// Network copies ignored because they were duplicates of a message already handled.
     pub duplicates_ignored: u64,
+    /// The window of the history to describe event by event, if asked for.
+    pub trace_window: Option<(SimTime, SimTime)>,
+    /// The events of that window, one line each (at most [`TRACE_LINES_MAX`]).
+    pub trace: Vec<String>,
+    /// Events of the window left out beyond [`TRACE_LINES_MAX`].
+    pub trace_left_out: u64,
     /// The report bucket width.
     pub bucket: SimDuration,
 }
@@ -868,6 +877,9 @@ impl World {
             client_count: s.clients.len() as u32,
             nodes: Vec::new(),
             duplicates_ignored: 0,
+            trace_window: None,
+            trace: Vec::new(),
+            trace_left_out: 0,
             bucket,
         }
     }
@@ -924,6 +936,82 @@ impl World {
             .values()
             .filter(|c| matches!(c.owner, Owner::Client { .. }))
             .count() as u64
+    }
+
+    /// Describes one event of the trace window.
+    fn record(&mut self, now: SimTime, msg: &Msg) {
+        if self.trace.len() >= TRACE_LINES_MAX {
+            self.trace_left_out += 1;
+            return;
+        }
+        // Calls are named by their site and slot (`clients.web.call #17`), so one request's
+        // story can be followed through the window; a slot is reused only after its call ends.
+        let call = |w: &World, k: CallKey| match w.calls.get(k) {
+            Some(c) => format!(
+                "{} #{}",
+                w.specs[c.spec as usize].path,
+                k.data().as_ffi() & 0xffff_ffff
+            ),
+            None => "(a call already over)".to_string(),
+        };
+        let job = |w: &World, k: JobKey| match w.jobs.get(k) {
+            Some(j) => format!(
+                "{}/{} for {} attempt {}",
+                w.services[j.service as usize].name,
+                j.replica,
+                call(w, j.call),
+                j.attempt
+            ),
+            None => "(a job already over)".to_string(),
+        };
+        let outcome = |o: &Outcome| match o {
+            Outcome::Ok => "ok".to_string(),
+            Outcome::Fail(r) => r.name().to_string(),
+        };
+        let (what, detail) = match msg {
+            Msg::Net(_) => (
+                "network",
+                "a message reaches the end of its link".to_string(),
+            ),
+            Msg::Arrival { client, emit } => (
+                if *emit { "arrival" } else { "rate-change" },
+                self.clients[*client as usize].name.clone(),
+            ),
+            Msg::Think { client, user } => (
+                "user-ready",
+                format!("{} user {user}", self.clients[*client as usize].name),
+            ),
+            Msg::Deliver { job: k } => ("deliver", job(self, *k)),
+            Msg::WorkDone { job: k } => ("work-done", job(self, *k)),
+            Msg::Reply {
+                call: k,
+                attempt,
+                outcome: o,
+            } => (
+                "reply",
+                format!("{} attempt {attempt} {}", call(self, *k), outcome(o)),
+            ),
+            Msg::Timeout { call: k, attempt } => {
+                ("timeout", format!("{} attempt {attempt}", call(self, *k)))
+            }
+            Msg::Retry { call: k } => ("retry", call(self, *k)),
+            Msg::Cancel { job: k } => ("cancel", job(self, *k)),
+            Msg::FaultStart { fault } => ("fault-start", format!("faults[{fault}]")),
+            Msg::FaultEnd { fault } => ("fault-end", format!("faults[{fault}]")),
+            Msg::Restart { service, replica } => (
+                "restart",
+                format!("{}/{replica}", self.services[*service as usize].name),
+            ),
+            Msg::PidTick { service } => {
+                ("pid-update", self.services[*service as usize].name.clone())
+            }
+            Msg::HealthTick { service } => (
+                "health-check",
+                self.services[*service as usize].name.clone(),
+            ),
+        };
+        self.trace
+            .push(format!("{:<14} {what:<12} {detail}", now.to_string()));
     }
 
     /// Asserts what only a bug can break: each replica's busy workers are exactly its jobs
@@ -2174,6 +2262,12 @@ impl Entity for World {
     type Shared = Net;
 
     fn handle(&mut self, ctx: &mut Ctx<'_, Msg, Net>, msg: Msg) {
+        if let Some((from, to)) = self.trace_window {
+            let now = ctx.now();
+            if now >= from && now <= to {
+                self.record(now, &msg);
+            }
+        }
         match msg {
             Msg::Net(d) => self.on_net(ctx, d),
             Msg::Arrival { client, emit } => self.on_arrival(ctx, client as usize, emit),
