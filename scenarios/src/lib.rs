@@ -4,12 +4,16 @@
 //! The main types:
 //!
 //! - [`Scenario`] (in [`schema`]): what a `.ron` file says — clients, services, the calls
-//!   between them with their pattern stacks, a fault timeline, expectations.
+//!   between them with their pattern stacks, an optional sim-net network, a fault timeline,
+//!   expectations. Pattern configurations are the `patterns` crate's own types, under their
+//!   own names and defaults.
 //! - [`load::parse`] / [`load::load`]: text → validated [`Scenario`], or a one-line
-//!   [`ScenarioError`] with the file and line:column (syntax) or field path (meaning).
+//!   [`ScenarioError`]: `file:line:column: message` for syntax, `file: field.path: reason` for
+//!   meaning.
 //! - [`world::World`]: the simulated world, one `sim_core` entity that holds every client,
-//!   service, replica, call and job.
-//! - [`run::run`]: a scenario and a seed in, a [`Report`] out (human, JSON, CSV, compact).
+//!   service, replica, call and job, driven by [`world::Msg`] events.
+//! - [`run()`]: a scenario, a seed and overrides ([`RunOptions`]) in; a [`RunOutput`] with a
+//!   [`Report`] out (human, JSON, CSV, compact), within the run's event budget and time limit.
 //! - [`library`]: the canonical failures, embedded from `scenarios/library/*.ron`.
 //!
 //! Module map:
@@ -20,14 +24,39 @@
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
 //! | [`validate`] | semantic checks with field paths |
 //! | [`error`] | [`ScenarioError`] |
-//! | [`world`] | clients, balancers, services, calls, faults on sim-core |
-//! | [`world::stack`] | the state machines behind pattern stacks and admission control |
-//! | [`run`] | one run within its limits |
+//! | [`world`] | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
+//! | [`world::stack`] | a call's gates (breaker, bulkhead, limiter, throttle) over the patterns |
+//! | [`run`](mod@run) | one run within its limits |
 //! | [`report`] | figures, verdicts on expectations, renderings |
 //! | [`library`] | the embedded scenario library |
 //!
+//! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets), circuit
+//! breaker, bulkhead (rejecting when full), rate limiters (all kinds), adaptive throttling,
+//! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
+//! for RPC queues with adaptive LIFO, and single-flight coalescing.
+//!
 //! Only this crate does I/O in resim, and only at its edges: [`load::load`] reads a file and
 //! the binary writes reports.
+//!
+//! ```
+//! use scenarios::{RunOptions, load::parse, run};
+//!
+//! let text = r#"
+//! Scenario(
+//!     name: "one-server",
+//!     duration: "10s",
+//!     clients: { "c": (load: Open(rate: Constant("50/s")), call: (target: "s", timeout: "1s")) },
+//!     services: { "s": (workers: 2, work: Exponential(mean: "10ms")) },
+//!     expectations: [GoodputAtLeast(client: "c", after: "0s", min_ratio: 0.99)],
+//! )"#;
+//! let scenario = parse("one-server.ron", text).unwrap();
+//! let out = run(&scenario, "one-server.ron", &RunOptions { seed: Some(7), ..RunOptions::default() }).unwrap();
+//! assert!(out.report.passed());
+//! assert_eq!(out.report.stop_reason, "time_limit");
+//! // The same seed replays to the same digest.
+//! let again = run(&scenario, "one-server.ron", &RunOptions { seed: Some(7), ..RunOptions::default() }).unwrap();
+//! assert_eq!(out.report.digest, again.report.digest);
+//! ```
 
 pub mod error;
 pub mod library;

@@ -493,3 +493,63 @@ fn client_side_throttling_ends_a_metastable_retry_storm() {
     assert!(r.goodput_ratio_between(30.0, 60.0) > 0.95);
     assert!(failed(&r, "client_limited") > 1000);
 }
+
+#[test]
+fn fan_out_waits_for_the_slowest_call_and_sequential_for_all() {
+    let with = |mode: &str| {
+        check(&open(
+            "50/s",
+            "",
+            "20s",
+            &format!(
+                r#""api": (workers: 50, work: Constant(value: "1ms"), call_mode: {mode},
+                           calls: [(target: "a"), (target: "b"), (target: "c")]),
+                   "a": (workers: 50, work: Constant(value: "10ms")),
+                   "b": (workers: 50, work: Constant(value: "20ms")),
+                   "c": (workers: 50, work: Constant(value: "30ms"))"#
+            ),
+            "",
+        ))
+    };
+    let fan_out = with("FanOut");
+    let sequential = with("Sequential");
+    assert!(
+        close(fan_out.summary.latency_ms.max, 31.0, 0.01),
+        "{:?}",
+        fan_out.summary.latency_ms
+    );
+    assert!(
+        close(sequential.summary.latency_ms.max, 61.0, 0.01),
+        "{:?}",
+        sequential.summary.latency_ms
+    );
+    for name in ["a", "b", "c"] {
+        assert_eq!(service(&fan_out, name).arrivals, fan_out.summary.offered);
+    }
+}
+
+#[test]
+fn work_that_grows_with_load_turns_a_burst_into_a_collapse() {
+    let with = |growth: &str| {
+        check(&open(
+            "600/s",
+            r#", timeout: "2s""#,
+            "60s",
+            &format!(
+                r#""api": (workers: 10, queue: (capacity: 10000), work: Exponential(mean: "10ms"), work_per_in_flight: {growth})"#
+            ),
+            r#"(at: "10s", duration: "5s", kind: LoadSpike(client: "c", factor: 2.0))"#,
+        ))
+    };
+    // Work independent of load: the backlog of the spike drains and the service recovers.
+    let plain = with("0");
+    assert!(plain.goodput_ratio_between(30.0, 60.0) > 0.99);
+    // Work that grows with the requests present: the backlog makes every request slower, so
+    // the 600/s that was 60% of capacity no longer fits and the backlog never drains.
+    let growing = with("0.02");
+    assert!(
+        growing.goodput_ratio_between(0.0, 10.0) > 0.99,
+        "healthy before the spike"
+    );
+    assert!(growing.goodput_ratio_between(30.0, 60.0) < 0.1);
+}
