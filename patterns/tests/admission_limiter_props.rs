@@ -503,10 +503,38 @@ proptest! {
                 prop_assert!(!e.reason.starts_with(char::is_uppercase) && !e.reason.ends_with('.'), "{}", e);
             }
             Ok(mut l) => {
-                for (t, c) in calls {
+                for &(t, c) in &calls {
                     let t = SimTime::from_nanos(t);
                     let d = l.acquire(t, Cost::new(c).unwrap());
                     prop_assert!(d.remaining <= d.limit);
+                }
+            }
+        }
+        // The same limiter per key, and stacked with itself: refused with the field's path,
+        // or no panic, whatever the cap, the idle timeout and the clock.
+        let keyed = Keyed::new(&KeyedConfig {
+            limiter: config.clone(),
+            max_keys: (span % 3) as usize,
+            idle_timeout: SimDuration::from_nanos(span),
+            when_full: if limit % 2 == 0 { WhenFull::RejectNewKeys } else { WhenFull::EvictSoonest },
+        });
+        let composite = Composite::new(&CompositeConfig { layers: vec![config; (limit % 18) as usize] });
+        match (keyed, composite) {
+            (Ok(mut keyed), Ok(mut composite)) => {
+                for (i, &(t, c)) in calls.iter().enumerate() {
+                    let t = SimTime::from_nanos(t);
+                    let cost = Cost::new(c).unwrap();
+                    let peeked = keyed.peek(t, &(i % 4), cost);
+                    let d = keyed.acquire(t, &(i % 4), cost);
+                    prop_assert!(peeked.allowed() || !d.allowed(), "peek refused what acquire admitted");
+                    let d = composite.acquire(t, cost);
+                    prop_assert!(d.remaining <= d.limit);
+                }
+            }
+            (keyed, composite) => {
+                for e in [keyed.err(), composite.err()].into_iter().flatten() {
+                    let field = e.field.rsplit('.').next().unwrap_or_default();
+                    prop_assert!(["limit", "window", "rate", "burst", "queue_capacity", "max_keys", "layers"].contains(&field), "{}", e);
                 }
             }
         }

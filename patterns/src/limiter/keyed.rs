@@ -57,6 +57,13 @@ impl KeyedConfig {
     }
 }
 
+/// The latest expiry a call at `now` may forget. An expiry of [`SimTime::MAX`] is a reset
+/// time that saturated at the end of representable time, not one the limiter reaches, so it
+/// never makes a key idle (a limiter used at `SimTime::MAX` is not back at rest there).
+fn forgettable_until(now: SimTime) -> SimTime {
+    now.min(SimTime::MAX.saturating_sub(SimDuration::from_nanos(1)))
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
     limiter: Limiter,
@@ -148,7 +155,7 @@ impl<K: Ord + Clone> Keyed<K> {
     }
 
     fn forget_idle(&mut self, now: SimTime) {
-        while let Some((key, _)) = self.pop_soonest(now) {
+        while let Some((key, _)) = self.pop_soonest(forgettable_until(now)) {
             let entry = self.entries.remove(&key).expect("indexed key has an entry");
             assert!(
                 entry.limiter.at_rest(now),
@@ -167,8 +174,9 @@ impl<K: Ord + Clone> Keyed<K> {
                 let fresh = Limiter::new(&self.config.limiter).expect("validated config");
                 let mut d = fresh.peek(now, cost);
                 // Full, and no key would be forgotten by now: acquire would refuse the key.
+                let until = forgettable_until(now);
                 let full = self.entries.len() >= self.config.max_keys
-                    && self.entries.values().all(|e| e.expiry > now);
+                    && self.entries.values().all(|e| e.expiry > until);
                 if full && self.config.when_full == WhenFull::RejectNewKeys {
                     d.outcome = RateOutcome::Reject(RateRejection::TooManyKeys {
                         max_keys: self.config.max_keys,
