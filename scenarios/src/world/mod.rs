@@ -1633,7 +1633,13 @@ impl World {
         replica.busy += 1;
         let in_flight = f64::from(replica.busy) + replica.queue.len() as f64;
         let factor = s.slowdown * (1.0 + s.config.work_per_in_flight * in_flight);
-        let work = s.work.sample(&mut s.rng_work).mul_f64(factor);
+        let work = s.work.sample(&mut s.rng_work);
+        // The common case (no slowdown, no growth with load) skips the float round trip.
+        let work = if factor == 1.0 {
+            work
+        } else {
+            work.mul_f64(factor)
+        };
         j.phase = Phase::Working;
         j.started = now;
         j.timer = Some(ctx.timer_self(work, Msg::WorkDone { job }));
