@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 /// The most downstream calls one service may make per request.
 pub const CALLS_MAX: usize = 8;
 
+/// The longest run: a bound that keeps every instant of a run, plus any sampled delay
+/// (at most `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as
+/// humantime counts them.
+pub const DURATION_MAX: SimDuration = SimDuration::from_secs(3_155_760_000);
+
 /// The most layers in one call's pattern stack.
 pub const LAYERS_MAX: usize = 6;
 
@@ -121,6 +126,15 @@ pub fn validate(s: &Scenario) -> Check {
         return Err(err("name", "must not be empty"));
     }
     nonzero("duration", s.duration)?;
+    if s.duration > DURATION_MAX {
+        return Err(err(
+            "duration",
+            format!(
+                "must be at most 100 years of simulated time, got {}",
+                s.duration
+            ),
+        ));
+    }
     nonzero("bucket", s.bucket)?;
     if s.bucket > s.duration {
         return Err(err(

@@ -553,3 +553,46 @@ fn work_that_grows_with_load_turns_a_burst_into_a_collapse() {
     );
     assert!(growing.goodput_ratio_between(30.0, 60.0) < 0.1);
 }
+
+#[test]
+fn extreme_but_valid_values_run_without_overflow() {
+    let r = check(
+        r#"Scenario(
+            name: "t",
+            duration: "100years",
+            max_events: 20000,
+            clients: {
+                "open": (load: Open(rate: Constant("0.000001/s")), call: (target: "api", timeout: "584years")),
+                "closed": (load: Closed(users: 3, think: Constant(value: "584years")), call: (target: "api")),
+                "busy": (load: Open(rate: Constant("100/s")), call: (target: "api", deadline: "584years")),
+            },
+            services: {
+                "api": (
+                    workers: 1,
+                    work: Exponential(mean: "1ms"),
+                    restart: "584years",
+                    admission: [Pid(interval: "584years", controller: (setpoint: 1, gain_proportional: 1, gain_integral: 1, gain_derivative: 0, drop_ratio_max: 0.5))],
+                    health_check: (interval: "584years"),
+                ),
+            },
+            faults: [
+                (at: "1s", duration: "584years", kind: Slowdown(service: "api", factor: 1e300)),
+                (at: "2s", duration: "584years", kind: Crash(service: "api")),
+            ],
+        )"#,
+    );
+    assert_eq!(r.stop_reason, "event_budget");
+    let e = parse(
+        "t.ron",
+        &open(
+            "1/s",
+            "",
+            "101years",
+            r#""api": (workers: 1, work: Constant(value: "1ms"))"#,
+            "",
+        ),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("duration: must be at most 100 years"), "{e}");
+}

@@ -26,7 +26,7 @@ use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
 use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
 use sim_core::metrics::{CountSeries, GaugeSeries, LatencyHistogram};
-use sim_core::sample::{bernoulli, exponential, uniform_below, unit_f64};
+use sim_core::sample::{SAMPLE_MAX, bernoulli, exponential, uniform_below, unit_f64};
 use sim_core::{Ctx, Entity, Message, RngStream, Sampler, Seed, SimDuration, SimTime, TimerId};
 use slotmap::{Key, SlotMap, new_key_type};
 pub use stack::Gate;
@@ -608,6 +608,15 @@ pub struct World {
 
 type C<'a, 'b> = &'a mut Ctx<'b, Msg, Net>;
 
+/// Sends `msg` to the world after `delay`, saturating at the end of representable time: the
+/// delays that come straight from a scenario file (a fault's length, a restart, a controller's
+/// interval) may be longer than what is left of the clock, and are then simply never reached.
+fn later(ctx: C, delay: SimDuration, msg: Msg) {
+    let at = ctx.now().saturating_add(delay);
+    let me = ctx.me();
+    ctx.send_at(me, at, msg);
+}
+
 fn concurrency_of(s: &Service) -> Option<ConcurrencyLimiter> {
     s.admission.iter().find_map(|a| match a {
         Admission::Concurrency(c) => Some(
@@ -748,7 +757,7 @@ impl World {
                     FaultKind::LoadSpike { client, .. } if client == name => {
                         let mut v = vec![f.at];
                         if let Some(d) = f.duration {
-                            v.push(f.at + d);
+                            v.push(f.at.saturating_add(d));
                         }
                         v
                     }
@@ -1635,10 +1644,11 @@ impl World {
         let factor = s.slowdown * (1.0 + s.config.work_per_in_flight * in_flight);
         let work = s.work.sample(&mut s.rng_work);
         // The common case (no slowdown, no growth with load) skips the float round trip.
+        // Scaled work is capped like any sample, so `now + work` stays representable.
         let work = if factor == 1.0 {
             work
         } else {
-            work.mul_f64(factor)
+            work.mul_f64(factor).min(SAMPLE_MAX)
         };
         j.phase = Phase::Working;
         j.started = now;
@@ -2019,7 +2029,8 @@ impl World {
         self.fault_active[fault] = start;
         let f = self.faults[fault].clone();
         if start && let Some(d) = f.duration {
-            ctx.send_self(
+            later(
+                ctx,
                 d,
                 Msg::FaultEnd {
                     fault: fault as u32,
@@ -2041,7 +2052,8 @@ impl World {
                         self.crash(ctx, svc, r);
                     } else {
                         let delay = self.services[svc].config.restart.unwrap_or_default();
-                        ctx.send_self(
+                        later(
+                            ctx,
                             delay,
                             Msg::Restart {
                                 service: svc as u32,
@@ -2218,7 +2230,8 @@ impl World {
                 }
             }
         }
-        ctx.send_self(
+        later(
+            ctx,
             h.interval,
             Msg::HealthTick {
                 service: svc as u32,
@@ -2254,7 +2267,8 @@ impl World {
         let drop_ratio = pid.update(now, mean.max(oldest).as_millis_f64());
         s.pid_drop_ratio_max = s.pid_drop_ratio_max.max(drop_ratio);
         let interval = *interval;
-        ctx.send_self(
+        later(
+            ctx,
             interval,
             Msg::PidTick {
                 service: svc as u32,
