@@ -149,6 +149,8 @@ pub struct Transition {
 /// One breaker's figures.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BreakerReport {
+    /// The replica of the calling service that holds it (`None` for a client's).
+    pub replica: Option<u32>,
     /// State at the end.
     pub state: String,
     /// Transitions in total.
@@ -460,6 +462,7 @@ impl Report {
                     .chain(&sp.inner)
                     .filter_map(|g| match g {
                         Gate::Breaker(b) => Some(BreakerReport {
+                            replica: sp.replica,
                             state: state_name(b.state()).to_string(),
                             transitions_total: b.transitions().len() as u64
                                 + b.stats().transitions_dropped,
@@ -696,9 +699,12 @@ impl Report {
                     .take(4)
                     .map(|t| format!("{}s {}→{}", t.t_s, t.from, t.to))
                     .collect();
+                let owner = b
+                    .replica
+                    .map_or(String::new(), |r| format!(" (replica {r})"));
                 let _ = writeln!(
                     o,
-                    "  {:<28} breaker {} after {} transitions{}{}",
+                    "  {:<28} breaker{owner} {} after {} transitions{}{}",
                     "",
                     b.state,
                     b.transitions_total,

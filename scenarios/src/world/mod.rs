@@ -315,6 +315,8 @@ pub struct CallSpec {
     pub path: String,
     /// The target service's index.
     pub target: usize,
+    /// The replica of the calling service this instance belongs to (`None` for a client).
+    pub replica: Option<u32>,
     timeout: Option<SimDuration>,
     deadline: Option<SimDuration>,
     /// The retry policy (with its backoff and budget), shared by every call of this site.
@@ -703,7 +705,12 @@ impl World {
                 .expect("call targets are checked by validation")
         };
         let mut specs = Vec::new();
-        let mut make_spec = |path: String, c: &Call, rng: RngStream, gate_rng: RngStream| -> u32 {
+        let mut make_spec = |path: String,
+                             replica: Option<u32>,
+                             c: &Call,
+                             rng: RngStream,
+                             gate_rng: RngStream|
+         -> u32 {
             let retry_at = c.stack.iter().position(|l| matches!(l, Layer::Retry(_)));
             let mut outer = Vec::new();
             let mut inner = Vec::new();
@@ -727,6 +734,7 @@ impl World {
             specs.push(CallSpec {
                 path,
                 target: service_index(&c.target),
+                replica,
                 timeout: c.timeout,
                 deadline: c.deadline,
                 retry,
@@ -745,7 +753,7 @@ impl World {
             let path = format!("clients.{name}.call");
             let rng = seed.stream(&format!("{path}/retry"));
             let gate_rng = seed.stream(&format!("{path}/gates"));
-            let spec = make_spec(path, &c.call, rng, gate_rng);
+            let spec = make_spec(path, None, &c.call, rng, gate_rng);
             let (schedule, think, users) = match &c.load {
                 Load::Open { rate } => (Some(rate.clone()), None, 0),
                 Load::Closed { users, think } => (None, Some(compile(think)), *users),
@@ -797,7 +805,7 @@ impl World {
                 for (r, replica_calls) in calls.iter_mut().enumerate() {
                     let rng = seed.indexed_stream(&format!("{path}/retry"), r as u64);
                     let gate_rng = seed.indexed_stream(&format!("{path}/gates"), r as u64);
-                    replica_calls.push(make_spec(path.clone(), c, rng, gate_rng));
+                    replica_calls.push(make_spec(path.clone(), Some(r as u32), c, rng, gate_rng));
                 }
             }
             let replicas = (0..sv.replicas)
