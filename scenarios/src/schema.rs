@@ -238,6 +238,10 @@ pub struct Service {
     /// How long a crashed replica takes to start again after the crash ends.
     #[serde(default)]
     pub restart: Option<SimDuration>,
+    /// The `Retry-After` sent with overload refusals (queue full, shed, concurrency limit;
+    /// a rate limiter sends its own). Retry policies wait at least this long before retrying.
+    #[serde(default)]
+    pub retry_after: Option<SimDuration>,
 }
 
 fn default_one() -> u32 {

@@ -596,3 +596,32 @@ fn extreme_but_valid_values_run_without_overflow() {
     .to_string();
     assert!(e.contains("duration: must be at most 100 years"), "{e}");
 }
+
+#[test]
+fn retries_wait_for_the_servers_retry_after() {
+    let with = |hint: &str| {
+        check(&open(
+            "150/s",
+            r#", stack: [Retry((max_attempts: 3, backoff: (strategy: Constant(delay: "1ms"), jitter: None)))]"#,
+            "30s",
+            &format!(
+                r#""api": (workers: 1, queue: (capacity: 1), work: Constant(value: "10ms"){hint})"#
+            ),
+            "",
+        ))
+    };
+    // Refused for a full queue, a request retries 1ms later...
+    let eager = with("");
+    assert!(
+        eager.summary.latency_ms.max < 100.0,
+        "{:?}",
+        eager.summary.latency_ms
+    );
+    // ...unless the server says when to come back: then the policy waits at least that long.
+    let patient = with(r#", retry_after: "300ms""#);
+    assert!(
+        patient.summary.latency_ms.max >= 300.0,
+        "{:?}",
+        patient.summary.latency_ms
+    );
+}

@@ -135,6 +135,8 @@ pub enum Packet {
         attempt: u32,
         /// What happened.
         outcome: Outcome,
+        /// The server's `Retry-After` on an overload refusal.
+        retry_after: Option<SimDuration>,
     },
     /// A cancellation on its way to the replica ([`Msg::Cancel`]).
     Cancel {
@@ -191,6 +193,8 @@ pub enum Msg {
         attempt: u32,
         /// What happened.
         outcome: Outcome,
+        /// The server's `Retry-After` on an overload refusal.
+        retry_after: Option<SimDuration>,
     },
     /// The caller stops waiting for an attempt.
     Timeout {
@@ -258,6 +262,7 @@ impl Message for Msg {
                 call,
                 attempt,
                 outcome,
+                ..
             } => {
                 let o = match outcome {
                     Outcome::Ok => 0,
@@ -1004,6 +1009,7 @@ impl World {
                 call: k,
                 attempt,
                 outcome: o,
+                ..
             } => (
                 "reply",
                 format!("{} attempt {attempt} {}", call(self, *k), outcome(o)),
@@ -1259,7 +1265,7 @@ impl World {
         if let Err(reason) = acquire_all(&mut sp.inner, now, &mut call.inner, &mut sp.gate_rng) {
             sp.stats.rejected[reason.index()] += 1;
             // Nothing was sent: the attempt fails here, without touching a replica.
-            self.attempt_done(ctx, key, Outcome::Fail(reason), false);
+            self.attempt_done(ctx, key, Outcome::Fail(reason), false, None);
             return;
         }
         let attempt_deadline = sp
@@ -1320,10 +1326,12 @@ impl World {
                 call,
                 attempt,
                 outcome,
+                retry_after,
             } => Msg::Reply {
                 call,
                 attempt,
                 outcome,
+                retry_after,
             },
             Packet::Cancel { job } => Msg::Cancel { job },
         };
@@ -1347,7 +1355,8 @@ impl World {
                 call,
                 attempt,
                 outcome,
-            } => self.on_reply(ctx, call, attempt, outcome),
+                retry_after,
+            } => self.on_reply(ctx, call, attempt, outcome, retry_after),
             Packet::Cancel { job } => self.on_cancel(ctx, job),
         }
     }
@@ -1407,7 +1416,14 @@ impl World {
         }
     }
 
-    fn on_reply(&mut self, ctx: C, key: CallKey, attempt: u32, outcome: Outcome) {
+    fn on_reply(
+        &mut self,
+        ctx: C,
+        key: CallKey,
+        attempt: u32,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) {
         let Some(call) = self.calls.get_mut(key) else {
             return;
         };
@@ -1418,7 +1434,7 @@ impl World {
         if let Some(t) = call.timer.take() {
             ctx.cancel(t);
         }
-        self.attempt_done(ctx, key, outcome, true);
+        self.attempt_done(ctx, key, outcome, true, retry_after);
     }
 
     fn on_timeout(&mut self, ctx: C, key: CallKey, attempt: u32) {
@@ -1434,7 +1450,7 @@ impl World {
         let source = call.source;
         self.specs[spec].stats.timeouts += 1;
         self.abandon_job(ctx, self.specs[spec].target, source, job);
-        self.attempt_done(ctx, key, Outcome::Fail(Reason::Timeout), true);
+        self.attempt_done(ctx, key, Outcome::Fail(Reason::Timeout), true, None);
     }
 
     /// The caller (at node `source`) gave up on `job`: mark it, and cancel it if the
@@ -1449,7 +1465,14 @@ impl World {
         }
     }
 
-    fn attempt_done(&mut self, ctx: C, key: CallKey, outcome: Outcome, sent: bool) {
+    fn attempt_done(
+        &mut self,
+        ctx: C,
+        key: CallKey,
+        outcome: Outcome,
+        sent: bool,
+        retry_after: Option<SimDuration>,
+    ) {
         let now = ctx.now();
         let call = &mut self.calls[key];
         let spec = call.spec as usize;
@@ -1472,7 +1495,7 @@ impl World {
             self.finish_call(ctx, key, outcome, true);
             return;
         };
-        match policy.on_failure(now, request, failure_of(reason), &mut sp.rng) {
+        match policy.on_failure(now, request, failure_of(reason, retry_after), &mut sp.rng) {
             RetryDecision::Retry { after, .. } => {
                 sp.stats.retries += 1;
                 ctx.send_self(after, Msg::Retry { call: key });
@@ -1575,15 +1598,19 @@ impl World {
         s.stats.arrivals += 1;
         s.arrival_series.add(now, 1);
         if !s.replicas[r].up {
-            self.reply(ctx, job, Outcome::Fail(Reason::Unavailable));
+            self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
             return;
         }
         let one = Cost::new(1).expect("a cost of one is valid");
-        let rejected = if s
-            .limiters
-            .iter_mut()
-            .any(|l| !l.acquire(now, one).allowed())
-        {
+        // A limiter's refusal says when to come back; other overload refusals send the
+        // service's configured Retry-After, if any.
+        let mut retry_after = s.config.retry_after;
+        let limited = s.limiters.iter_mut().find_map(|l| {
+            let d = l.acquire(now, one);
+            (!d.allowed()).then_some(d.retry_after)
+        });
+        let rejected = if let Some(hint) = limited {
+            retry_after = hint.or(retry_after);
             Some(Reason::RateLimited)
         } else if s
             .pid
@@ -1604,7 +1631,7 @@ impl World {
             None
         };
         if let Some(reason) = rejected {
-            self.reply(ctx, job, Outcome::Fail(reason));
+            self.reply(ctx, job, Outcome::Fail(reason), retry_after);
             return;
         }
         let replica = &mut s.replicas[r];
@@ -1623,7 +1650,8 @@ impl World {
             Waiting::CoDel(q) => q.enqueue(now, job).is_ok(),
         };
         if !accepted {
-            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull));
+            let hint = self.services[svc].config.retry_after;
+            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull), hint);
             return;
         }
         let depth = replica.queue.len() as u64;
@@ -1702,7 +1730,8 @@ impl World {
             for &job in &shed {
                 if self.jobs.contains_key(job) {
                     self.queue_change(now, svc, -1);
-                    self.reply(ctx, job, Outcome::Fail(Reason::Shed));
+                    let hint = self.services[svc].config.retry_after;
+                    self.reply(ctx, job, Outcome::Fail(Reason::Shed), hint);
                 }
             }
             self.scratch = shed;
@@ -1923,7 +1952,7 @@ impl World {
         let (svc, r) = (j.service as usize, j.replica as usize);
         let j = self.take_job(now, job, Some(outcome)).expect("live job");
         let freed = self.release_worker(now, &j);
-        self.send_reply(ctx, &j, outcome);
+        self.send_reply(ctx, &j, outcome, None);
         self.complete_flight(ctx, &j, outcome);
         if freed {
             self.dequeue(ctx, svc, r);
@@ -1971,14 +2000,14 @@ impl World {
     }
 
     /// Answers a job that never reached a worker (rejected, shed, replica down).
-    fn reply(&mut self, ctx: C, job: JobKey, outcome: Outcome) {
+    fn reply(&mut self, ctx: C, job: JobKey, outcome: Outcome, retry_after: Option<SimDuration>) {
         let j = self
             .take_job(ctx.now(), job, Some(outcome))
             .expect("live job");
-        self.send_reply(ctx, &j, outcome);
+        self.send_reply(ctx, &j, outcome, retry_after);
     }
 
-    fn send_reply(&mut self, ctx: C, j: &Job, outcome: Outcome) {
+    fn send_reply(&mut self, ctx: C, j: &Job, outcome: Outcome, retry_after: Option<SimDuration>) {
         let svc = j.service as usize;
         let s = &mut self.services[svc];
         match outcome {
@@ -1996,6 +2025,7 @@ impl World {
             call: j.call,
             attempt: j.attempt,
             outcome,
+            retry_after,
         };
         self.transmit(ctx, svc, self.client_count + svc as u32, source, packet);
     }
@@ -2182,7 +2212,7 @@ impl World {
             }
             self.release_worker(now, &j);
             // The connection resets: callers learn at once that the attempt failed.
-            self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable));
+            self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable), None);
         }
         let s = &mut self.services[svc];
         s.replicas[r].queue = Waiting::new(&s.config.queue);
@@ -2306,7 +2336,8 @@ impl Entity for World {
                 call,
                 attempt,
                 outcome,
-            } => self.on_reply(ctx, call, attempt, outcome),
+                retry_after,
+            } => self.on_reply(ctx, call, attempt, outcome, retry_after),
             Msg::Timeout { call, attempt } => self.on_timeout(ctx, call, attempt),
             Msg::Retry { call } => self.on_retry(ctx, call),
             Msg::Cancel { job } => self.on_cancel(ctx, job),

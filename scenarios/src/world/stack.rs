@@ -13,7 +13,7 @@ use patterns::bulkhead::{Bulkhead, BulkheadDecision, BulkheadPermit};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::Failure;
 use patterns::shedder::AdaptiveThrottle;
-use sim_core::{RngStream, SimTime};
+use sim_core::{RngStream, SimDuration, SimTime};
 
 /// One admitting layer of a pattern stack.
 #[derive(Debug)]
@@ -164,12 +164,10 @@ fn accepted(outcome: Outcome) -> bool {
 }
 
 /// How a failed attempt looks to a retry policy: HTTP-style statuses for what a server
-/// answered, timeouts and connection errors for what the network did.
-pub fn failure_of(reason: Reason) -> Failure {
-    let status = |code| Failure::Status {
-        code,
-        retry_after: None,
-    };
+/// answered (with its `Retry-After`, if it sent one), timeouts and connection errors for what
+/// the network did.
+pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
+    let status = |code| Failure::Status { code, retry_after };
     match reason {
         Reason::Timeout | Reason::Deadline => Failure::Timeout,
         Reason::Unavailable => Failure::ConnectionError,
