@@ -172,6 +172,8 @@ pub struct CallReport {
     pub retries: u64,
     /// Retries refused by the budget.
     pub budget_exhausted: u64,
+    /// Calls or attempts that waited for a bulkhead slot.
+    pub bulkhead_waits: u64,
     /// Attempts timed out.
     pub timeouts: u64,
     /// Replies after the caller stopped waiting.
@@ -193,6 +195,7 @@ impl CallReport {
         self.attempts += other.attempts;
         self.retries += other.retries;
         self.budget_exhausted += other.budget_exhausted;
+        self.bulkhead_waits += other.bulkhead_waits;
         self.timeouts += other.timeouts;
         self.late_replies += other.late_replies;
         for (k, v) in other.rejected_by_reason {
@@ -451,6 +454,7 @@ impl Report {
                 attempts: sp.stats.attempts,
                 retries: sp.stats.retries,
                 budget_exhausted: sp.stats.budget_exhausted,
+                bulkhead_waits: sp.stats.bulkhead_waits,
                 timeouts: sp.stats.timeouts,
                 late_replies: sp.stats.late_replies,
                 rejected_by_reason: reasons(&sp.stats.rejected),
@@ -684,6 +688,13 @@ impl Report {
                 c.timeouts,
                 c.late_replies
             );
+            if c.bulkhead_waits > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {:<28} waited for a bulkhead slot: {}",
+                    "", c.bulkhead_waits
+                );
+            }
             if !c.rejected_by_reason.is_empty() {
                 let _ = writeln!(
                     o,

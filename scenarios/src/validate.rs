@@ -289,18 +289,7 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
                 RetryPolicy::new(r.clone()).map_err(|e| e.at(&lpath))?;
             }
             Layer::Breaker(b) => b.validate().map_err(|e| e.at(&lpath))?,
-            Layer::Bulkhead(b) => {
-                b.validate().map_err(|e| e.at(&lpath))?;
-                if !b.max_wait_duration.is_zero() {
-                    return Err(err(
-                        format!("{lpath}.max_wait_duration"),
-                        format!(
-                            "waiting for a bulkhead slot is not simulated; use \"0s\" (reject when full), got {}",
-                            b.max_wait_duration
-                        ),
-                    ));
-                }
-            }
+            Layer::Bulkhead(b) => b.validate().map_err(|e| e.at(&lpath))?,
             Layer::Limiter(l) => l.validate().map_err(|e| e.at(&lpath))?,
             Layer::Throttle(t) => t.validate().map_err(|e| e.at(&lpath))?,
         }

@@ -108,8 +108,10 @@ fn call_text(target: &str, s: &Stack) -> String {
         );
     }
     if let Some(n) = s.bulkhead {
+        // Odd sizes wait up to 20ms for a slot, even ones refuse at once.
+        let wait = if n % 2 == 1 { "20ms" } else { "0s" };
         layers.push(format!(
-            "Bulkhead((max_concurrent_calls: {n}, max_wait_duration: \"0s\"))"
+            "Bulkhead((max_concurrent_calls: {n}, max_wait_duration: \"{wait}\", queue_capacity: 5))"
         ));
     }
     if s.limiter {

@@ -625,3 +625,38 @@ fn retries_wait_for_the_servers_retry_after() {
         patient.summary.latency_ms
     );
 }
+
+#[test]
+fn a_bulkhead_can_make_calls_wait_for_a_slot() {
+    let with = |wait: &str| {
+        check(&open(
+            "400/s",
+            &format!(
+                r#", stack: [Bulkhead((max_concurrent_calls: 4, max_wait_duration: "{wait}", queue_capacity: 100))]"#
+            ),
+            "30s",
+            r#""api": (workers: 10, work: Exponential(mean: "8ms"))"#,
+            "",
+        ))
+    };
+    // Four slots at about 8ms each serve ~500/s on average, but bursts of a Poisson 400/s
+    // find them all busy: refused at once, or served after a short wait.
+    let refuse = with("0s");
+    let wait = with("50ms");
+    let full = |r: &Report| failed(r, "bulkhead_full");
+    assert!(full(&refuse) > 1000, "{}", full(&refuse));
+    assert!(
+        full(&wait) * 10 < full(&refuse),
+        "{} vs {}",
+        full(&wait),
+        full(&refuse)
+    );
+    let c = &wait.calls[0];
+    assert!(c.bulkhead_waits > 1000);
+    // A waiter never waits longer than max_wait_duration before its call starts.
+    assert!(
+        wait.summary.latency_ms.p99 < 50.0 + 60.0,
+        "{:?}",
+        wait.summary.latency_ms
+    );
+}

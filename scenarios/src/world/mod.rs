@@ -28,9 +28,9 @@ use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
 use sim_core::metrics::{CountSeries, GaugeSeries, LatencyHistogram};
 use sim_core::sample::{SAMPLE_MAX, bernoulli, exponential, uniform_below, unit_f64};
 use sim_core::{Ctx, Entity, Message, RngStream, Sampler, Seed, SimDuration, SimTime, TimerId};
-use slotmap::{Key, SlotMap, new_key_type};
+use slotmap::{Key, KeyData, SlotMap, new_key_type};
 pub use stack::Gate;
-use stack::{Permits, acquire_all, failure_of, release_all};
+use stack::{Acquire, Permits, Wake, acquire_from, expire, failure_of, leave_queue, release_all};
 use std::collections::VecDeque;
 
 new_key_type! {
@@ -240,6 +240,15 @@ pub enum Msg {
         /// The service.
         service: u32,
     },
+    /// A bulkhead's waits may have timed out.
+    BulkheadExpire {
+        /// The call site.
+        spec: u32,
+        /// Whether the bulkhead acts on attempts (after `Retry`) or calls.
+        inner: bool,
+        /// The gate's index in its list.
+        gate: u8,
+    },
 }
 
 impl From<sim_net::Delivery<Packet>> for Msg {
@@ -285,6 +294,10 @@ impl Message for Msg {
             }
             Msg::PidTick { service } => (12, u64::from(service)),
             Msg::HealthTick { service } => (13, u64::from(service)),
+            Msg::BulkheadExpire { spec, inner, gate } => (
+                14,
+                (u64::from(spec) << 16) | (u64::from(inner) << 8) | u64::from(gate),
+            ),
         };
         (tag << 56) | key(word)
     }
@@ -301,6 +314,8 @@ pub struct CallStats {
     pub retries: u64,
     /// Retries refused by the budget.
     pub budget_exhausted: u64,
+    /// Calls or attempts that waited for a bulkhead slot.
+    pub bulkhead_waits: u64,
     /// Attempts the caller stopped waiting for.
     pub timeouts: u64,
     /// Replies that arrived after the caller stopped waiting.
@@ -368,6 +383,17 @@ struct CallState {
     retry: Option<RetryRequest>,
     outer: Permits,
     inner: Permits,
+    /// The bulkhead gate the call waits at for a slot, if it waits.
+    waiting: Option<(Side, usize)>,
+}
+
+/// Which of a call site's gate lists: the ones acting once per call, or on each attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Listed before `Retry`: once per call.
+    Outer,
+    /// Listed after `Retry` (or all, without one): on each attempt.
+    Inner,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -596,6 +622,10 @@ pub struct World {
     calls: SlotMap<CallKey, CallState>,
     jobs: SlotMap<JobKey, Job>,
     scratch: Vec<JobKey>,
+    /// Wakes a bulkhead release just produced, before they are tagged with their gate list.
+    wake_buf: Vec<Wake>,
+    /// Wakes waiting to be acted on, after the current event.
+    wakes: Vec<(u32, Side, Wake)>,
     /// Nodes come first for the clients, then for the services (index = client index, or
     /// client count + service index).
     client_count: u32,
@@ -896,6 +926,8 @@ impl World {
             calls: SlotMap::with_key(),
             jobs: SlotMap::with_key(),
             scratch: Vec::new(),
+            wake_buf: Vec::new(),
+            wakes: Vec::new(),
             client_count: s.clients.len() as u32,
             nodes: Vec::new(),
             duplicates_ignored: 0,
@@ -1031,6 +1063,10 @@ impl World {
             Msg::HealthTick { service } => (
                 "health-check",
                 self.services[*service as usize].name.clone(),
+            ),
+            Msg::BulkheadExpire { spec, .. } => (
+                "bulkhead-wait-ends",
+                self.specs[*spec as usize].path.clone(),
             ),
         };
         self.trace
@@ -1235,37 +1271,199 @@ impl World {
             retry: None,
             outer: Permits::default(),
             inner: Permits::default(),
+            waiting: None,
         });
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
             return key;
         }
-        let call = &mut self.calls[key];
-        if let Err(reason) = acquire_all(&mut sp.outer, now, &mut call.outer, &mut sp.gate_rng) {
-            sp.stats.rejected[reason.index()] += 1;
-            self.finish_call(ctx, key, Outcome::Fail(reason), false);
-            return key;
-        }
-        if let Some(policy) = &mut sp.retry {
-            let deadline = (deadline != SimTime::MAX).then_some(deadline);
-            call.retry = Some(policy.begin(now, deadline, Safety::Idempotent));
-        }
-        self.start_attempt(ctx, key);
+        self.continue_outer(ctx, key, 0);
         key
     }
 
-    fn start_attempt(&mut self, ctx: C, key: CallKey) {
+    /// Passes a call through its once-per-call gates from `from`, then starts its first
+    /// attempt (or makes it wait at a bulkhead, or fails it).
+    fn continue_outer(&mut self, ctx: C, key: CallKey, from: usize) {
         let now = ctx.now();
         let call = &mut self.calls[key];
+        let spec = call.spec;
+        let sp = &mut self.specs[spec as usize];
+        let id = key.data().as_ffi();
+        let acquired = acquire_from(
+            &mut sp.outer,
+            from,
+            now,
+            &mut call.outer,
+            &mut sp.gate_rng,
+            id,
+            &mut self.wake_buf,
+        );
+        match acquired {
+            Acquire::Done => {
+                if let Some(policy) = &mut sp.retry {
+                    let deadline = (call.deadline != SimTime::MAX).then_some(call.deadline);
+                    call.retry = Some(policy.begin(now, deadline, Safety::Idempotent));
+                }
+                self.start_attempt(ctx, key);
+            }
+            Acquire::Wait { gate, deadline } => self.wait(ctx, key, Side::Outer, gate, deadline),
+            Acquire::Refused(reason) => {
+                sp.stats.rejected[reason.index()] += 1;
+                self.tag_wakes(spec, Side::Outer);
+                self.finish_call(ctx, key, Outcome::Fail(reason), false);
+            }
+        }
+    }
+
+    /// Parks a call at a bulkhead until a slot is granted or the wait times out.
+    fn wait(&mut self, ctx: C, key: CallKey, side: Side, gate: usize, deadline: SimTime) {
+        let call = &mut self.calls[key];
+        call.waiting = Some((side, gate));
+        let spec = call.spec;
+        self.specs[spec as usize].stats.bulkhead_waits += 1;
+        let me = ctx.me();
+        ctx.send_at(
+            me,
+            deadline,
+            Msg::BulkheadExpire {
+                spec,
+                inner: side == Side::Inner,
+                gate: gate as u8,
+            },
+        );
+    }
+
+    /// Moves the wakes of the last release into the queue of wakes to act on.
+    fn tag_wakes(&mut self, spec: u32, side: Side) {
+        for w in self.wake_buf.drain(..) {
+            self.wakes.push((spec, side, w));
+        }
+    }
+
+    /// Acts on bulkhead wakes: a granted slot resumes its call after that gate, a timed-out
+    /// wait fails it. A slot granted to a call that no longer waits is given back.
+    fn process_wakes(&mut self, ctx: C) {
+        let now = ctx.now();
+        // Bounded: each round acts on wakes that releases produced, and every wake consumes
+        // a waiter, of which there are finitely many.
+        while !self.wakes.is_empty() {
+            let round = std::mem::take(&mut self.wakes);
+            for (spec, side, w) in round {
+                let key = CallKey::from(KeyData::from_ffi(w.id));
+                let waits_here = self
+                    .calls
+                    .get(key)
+                    .is_some_and(|c| c.spec == spec && c.waiting == Some((side, w.gate)));
+                match (waits_here, w.permit) {
+                    (true, Some(permit)) => {
+                        let call = &mut self.calls[key];
+                        call.waiting = None;
+                        match side {
+                            Side::Outer => {
+                                call.outer.grant(w.gate, permit);
+                                self.continue_outer(ctx, key, w.gate + 1);
+                            }
+                            Side::Inner => {
+                                call.inner.grant(w.gate, permit);
+                                self.continue_inner(ctx, key, w.gate + 1);
+                            }
+                        }
+                    }
+                    (true, None) => self.fail_waiting(ctx, key),
+                    (false, Some(permit)) => {
+                        let mut lone = Permits::default();
+                        lone.grant(w.gate, permit);
+                        let sp = &mut self.specs[spec as usize];
+                        let gates = match side {
+                            Side::Outer => &mut sp.outer,
+                            Side::Inner => &mut sp.inner,
+                        };
+                        release_all(gates, now, &mut lone, None, &mut self.wake_buf);
+                        self.tag_wakes(spec, side);
+                    }
+                    (false, None) => {}
+                }
+            }
+        }
+    }
+
+    /// A call's wait at a bulkhead timed out: it fails as if the bulkhead were full.
+    fn fail_waiting(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let Some((side, _)) = call.waiting.take() else {
+            return;
+        };
+        let spec = call.spec;
+        let sp = &mut self.specs[spec as usize];
+        sp.stats.rejected[Reason::BulkheadFull.index()] += 1;
+        let (gates, permits) = match side {
+            Side::Outer => (&mut sp.outer, &mut call.outer),
+            Side::Inner => (&mut sp.inner, &mut call.inner),
+        };
+        release_all(gates, now, permits, None, &mut self.wake_buf);
+        self.tag_wakes(spec, side);
+        let failed = Outcome::Fail(Reason::BulkheadFull);
+        match side {
+            Side::Outer => self.finish_call(ctx, key, failed, false),
+            Side::Inner => self.attempt_done(ctx, key, failed, false, None),
+        }
+    }
+
+    fn start_attempt(&mut self, ctx: C, key: CallKey) {
+        let call = &mut self.calls[key];
         call.attempt += 1;
+        self.specs[call.spec as usize].stats.attempts += 1;
+        self.continue_inner(ctx, key, 0);
+    }
+
+    /// Passes an attempt through its per-attempt gates from `from`, then sends it (or makes
+    /// it wait at a bulkhead, or fails it without touching a replica).
+    fn continue_inner(&mut self, ctx: C, key: CallKey, from: usize) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let spec = call.spec;
+        let sp = &mut self.specs[spec as usize];
+        let id = key.data().as_ffi();
+        let acquired = acquire_from(
+            &mut sp.inner,
+            from,
+            now,
+            &mut call.inner,
+            &mut sp.gate_rng,
+            id,
+            &mut self.wake_buf,
+        );
+        match acquired {
+            Acquire::Done => self.send_attempt(ctx, key),
+            Acquire::Wait { gate, deadline } => self.wait(ctx, key, Side::Inner, gate, deadline),
+            Acquire::Refused(reason) => {
+                sp.stats.rejected[reason.index()] += 1;
+                self.tag_wakes(spec, Side::Inner);
+                self.attempt_done(ctx, key, Outcome::Fail(reason), false, None);
+            }
+        }
+    }
+
+    /// Sends an attempt that passed its gates to a replica chosen by the balancer.
+    fn send_attempt(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
         let attempt = call.attempt;
         let deadline = call.deadline;
-        let sp = &mut self.specs[call.spec as usize];
-        sp.stats.attempts += 1;
-        if let Err(reason) = acquire_all(&mut sp.inner, now, &mut call.inner, &mut sp.gate_rng) {
-            sp.stats.rejected[reason.index()] += 1;
-            // Nothing was sent: the attempt fails here, without touching a replica.
-            self.attempt_done(ctx, key, Outcome::Fail(reason), false, None);
+        let spec = call.spec;
+        let sp = &mut self.specs[spec as usize];
+        if now >= deadline {
+            // A wait for a bulkhead slot outlasted the call's deadline: nothing is sent.
+            release_all(
+                &mut sp.inner,
+                now,
+                &mut call.inner,
+                None,
+                &mut self.wake_buf,
+            );
+            self.tag_wakes(spec, Side::Inner);
+            self.attempt_done(ctx, key, Outcome::Fail(Reason::Deadline), false, None);
             return;
         }
         let attempt_deadline = sp
@@ -1481,7 +1679,14 @@ impl World {
         let sp = &mut self.specs[spec];
         let svc = sp.target;
         if sent {
-            release_all(&mut sp.inner, now, &mut call.inner, Some(outcome));
+            release_all(
+                &mut sp.inner,
+                now,
+                &mut call.inner,
+                Some(outcome),
+                &mut self.wake_buf,
+            );
+            self.tag_wakes(spec as u32, Side::Inner);
             self.observe_replica(now, svc, replica, outcome);
         }
         let call = &mut self.calls[key];
@@ -1547,8 +1752,16 @@ impl World {
         let mut call = self.calls.remove(key).expect("finishing a live call");
         let sp = &mut self.specs[call.spec as usize];
         if admitted {
-            release_all(&mut sp.outer, now, &mut call.outer, Some(outcome));
+            release_all(
+                &mut sp.outer,
+                now,
+                &mut call.outer,
+                Some(outcome),
+                &mut self.wake_buf,
+            );
+            self.tag_wakes(call.spec, Side::Outer);
         }
+        let sp = &mut self.specs[call.spec as usize];
         match outcome {
             Outcome::Ok => sp.stats.successes += 1,
             Outcome::Fail(_) => sp.stats.failures += 1,
@@ -1572,14 +1785,37 @@ impl World {
         if let Some(t) = call.timer {
             ctx.cancel(t);
         }
-        let sp = &mut self.specs[call.spec as usize];
-        release_all(&mut sp.outer, now, &mut call.outer, None);
+        let spec = call.spec;
+        let sp = &mut self.specs[spec as usize];
+        let id = key.data().as_ffi();
+        match call.waiting {
+            Some((Side::Outer, gate)) => leave_queue(&mut sp.outer, gate, now, id),
+            Some((Side::Inner, gate)) => leave_queue(&mut sp.inner, gate, now, id),
+            None => {}
+        }
+        release_all(
+            &mut sp.outer,
+            now,
+            &mut call.outer,
+            None,
+            &mut self.wake_buf,
+        );
+        self.tag_wakes(spec, Side::Outer);
+        let sp = &mut self.specs[spec as usize];
         if let (Some(policy), Some(request)) = (&mut sp.retry, &mut call.retry) {
             policy.abandon(now, request);
         }
         let svc = sp.target;
+        // Gates not reached hold nothing, so releasing the whole list is always right.
+        release_all(
+            &mut sp.inner,
+            now,
+            &mut call.inner,
+            None,
+            &mut self.wake_buf,
+        );
+        self.tag_wakes(spec, Side::Inner);
         if call.in_flight {
-            release_all(&mut sp.inner, now, &mut call.inner, None);
             self.services[svc].replicas[call.replica as usize].outstanding -= 1;
             self.abandon_job(ctx, svc, call.source, call.job);
         }
@@ -2348,6 +2584,20 @@ impl Entity for World {
             }
             Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
             Msg::HealthTick { service } => self.on_health_tick(ctx, service as usize),
+            Msg::BulkheadExpire { spec, inner, gate } => {
+                let side = if inner { Side::Inner } else { Side::Outer };
+                let sp = &mut self.specs[spec as usize];
+                let gates = match side {
+                    Side::Outer => &mut sp.outer,
+                    Side::Inner => &mut sp.inner,
+                };
+                expire(gates, gate as usize, ctx.now(), &mut self.wake_buf);
+                self.tag_wakes(spec, side);
+            }
+        }
+        // Bulkhead slots given back during the event go to their waiters now, after it.
+        if !self.wakes.is_empty() {
+            self.process_wakes(ctx);
         }
     }
 }

@@ -4,6 +4,11 @@
 //!
 //! Gates hold no per-request state beyond what the machines hand out (a breaker permit, a
 //! bulkhead permit), and those are kept inline in the call, so the hot path allocates nothing.
+//!
+//! A bulkhead with a `max_wait_duration` may make a call wait for a slot: acquisition stops at
+//! that gate ([`Acquire::Wait`]) and resumes after it when a release grants the slot, or the
+//! call fails when the wait times out. Releases report such grants and time-outs as
+//! [`Wake`]s, which the world acts on once the release is done.
 
 use super::{Outcome, Reason};
 use crate::schema::Layer;
@@ -20,7 +25,7 @@ use sim_core::{RngStream, SimDuration, SimTime};
 pub enum Gate {
     /// A circuit breaker (boxed: it is much larger than the other gates, and built once).
     Breaker(Box<Breaker>),
-    /// A bulkhead (rejecting when full; waiting is not simulated).
+    /// A bulkhead; its waiters are named by their call's key.
     Bulkhead(Bulkhead<u64>),
     /// A rate limiter.
     Limiter(Limiter),
@@ -48,6 +53,41 @@ pub struct Permits {
     held: [Held; LAYERS_MAX],
 }
 
+/// How far a pass through the gates got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acquire {
+    /// Every gate admitted.
+    Done,
+    /// The bulkhead at `gate` queued the call until `deadline` at the latest.
+    Wait {
+        /// The gate's index.
+        gate: usize,
+        /// When the wait times out.
+        deadline: SimTime,
+    },
+    /// A gate refused; everything the earlier gates admitted was given back.
+    Refused(Reason),
+}
+
+/// A waiting call's turn came at a bulkhead (`permit` is its slot), or its wait timed out
+/// (`permit` is `None`).
+#[derive(Debug)]
+pub struct Wake {
+    /// The waiting call's key, as the bulkhead knows it.
+    pub id: u64,
+    /// The gate's index.
+    pub gate: usize,
+    /// The slot granted, if any.
+    pub permit: Option<BulkheadPermit>,
+}
+
+impl Permits {
+    /// Hands a slot granted later to the gate that made the call wait.
+    pub fn grant(&mut self, gate: usize, permit: BulkheadPermit) {
+        self.held[gate] = Held::Bulkhead(permit);
+    }
+}
+
 impl Gate {
     /// The gate of a layer; `None` for `Retry`, which is not a gate.
     pub fn of(layer: &Layer) -> Option<Gate> {
@@ -62,25 +102,27 @@ impl Gate {
         }
     }
 
-    fn try_acquire(&mut self, now: SimTime, rng: &mut RngStream) -> Result<Held, Reason> {
+    fn try_acquire(
+        &mut self,
+        now: SimTime,
+        rng: &mut RngStream,
+        id: u64,
+    ) -> Result<Held, Result<SimTime, Reason>> {
         match self {
             Gate::Breaker(b) => match b.try_acquire(now) {
                 BreakerDecision::Admit(p) => Ok(Held::Breaker(p)),
-                BreakerDecision::Reject { .. } => Err(Reason::BreakerOpen),
+                BreakerDecision::Reject { .. } => Err(Err(Reason::BreakerOpen)),
             },
-            Gate::Bulkhead(b) => match b.try_acquire(now, 0) {
+            Gate::Bulkhead(b) => match b.try_acquire(now, id) {
                 BulkheadDecision::Admit(p) => Ok(Held::Bulkhead(p)),
-                // Validation refuses waiting bulkheads, so `Wait` cannot happen; treat it as
-                // a rejection rather than trusting that.
-                BulkheadDecision::Wait { .. } | BulkheadDecision::Reject(_) => {
-                    Err(Reason::BulkheadFull)
-                }
+                BulkheadDecision::Wait { deadline } => Err(Ok(deadline)),
+                BulkheadDecision::Reject(_) => Err(Err(Reason::BulkheadFull)),
             },
             Gate::Throttle(t) => {
                 if t.try_send(now, rng) {
                     Ok(Held::Throttle)
                 } else {
-                    Err(Reason::ClientLimited)
+                    Err(Err(Reason::ClientLimited))
                 }
             }
             Gate::Limiter(l) => {
@@ -88,42 +130,69 @@ impl Gate {
                 if l.acquire(now, one).allowed() {
                     Ok(Held::Nothing)
                 } else {
-                    Err(Reason::ClientLimited)
+                    Err(Err(Reason::ClientLimited))
                 }
             }
         }
     }
 }
 
-/// Passes a call (or attempt) through `gates` in order. On a rejection, what the earlier
-/// gates admitted is given back unused, and the reason is returned.
-pub fn acquire_all(
+/// Passes a call (or attempt) named `id` through `gates` in order, from gate `from` (0 for a
+/// new pass, the gate after a granted wait to resume one). On a refusal, what the gates before
+/// it admitted is given back unused (its wakes go to `wakes`).
+pub fn acquire_from(
     gates: &mut [Gate],
+    from: usize,
     now: SimTime,
     permits: &mut Permits,
     rng: &mut RngStream,
-) -> Result<(), Reason> {
-    for i in 0..gates.len() {
-        match gates[i].try_acquire(now, rng) {
+    id: u64,
+    wakes: &mut Vec<Wake>,
+) -> Acquire {
+    for i in from..gates.len() {
+        match gates[i].try_acquire(now, rng, id) {
             Ok(h) => permits.held[i] = h,
-            Err(reason) => {
-                release_all(&mut gates[..i], now, permits, None);
-                return Err(reason);
+            Err(Ok(deadline)) => return Acquire::Wait { gate: i, deadline },
+            Err(Err(reason)) => {
+                release_all(&mut gates[..i], now, permits, None, wakes);
+                return Acquire::Refused(reason);
             }
         }
     }
-    Ok(())
+    Acquire::Done
 }
 
-/// Gives back what `acquire_all` took, reporting the outcome to breakers and throttles
-/// (`None`: the call never ran, so it says nothing about the dependency).
+/// Takes a call that waits at the bulkhead `gate` out of its queue (its caller gave up).
+pub fn leave_queue(gates: &mut [Gate], gate: usize, now: SimTime, id: u64) {
+    if let Gate::Bulkhead(b) = &mut gates[gate] {
+        b.cancel(now, &id);
+    }
+}
+
+/// Times out the waits of the bulkhead `gate` that are due at `now`.
+pub fn expire(gates: &mut [Gate], gate: usize, now: SimTime, wakes: &mut Vec<Wake>) {
+    if let Gate::Bulkhead(b) = &mut gates[gate] {
+        for (id, _) in b.expire(now) {
+            wakes.push(Wake {
+                id,
+                gate,
+                permit: None,
+            });
+        }
+    }
+}
+
+/// Gives back what `acquire_from` took, reporting the outcome to breakers and throttles
+/// (`None`: the call never ran, so it says nothing about the dependency). A bulkhead slot
+/// given back may go to a waiting call, and waits found timed out end: both go to `wakes`.
 pub fn release_all(
     gates: &mut [Gate],
     now: SimTime,
     permits: &mut Permits,
     outcome: Option<Outcome>,
+    wakes: &mut Vec<Wake>,
 ) {
-    for (gate, held) in gates.iter_mut().zip(permits.held.iter_mut()) {
+    for (i, (gate, held)) in gates.iter_mut().zip(permits.held.iter_mut()).enumerate() {
         match (gate, std::mem::take(held)) {
             (Gate::Breaker(b), Held::Breaker(p)) => match outcome {
                 Some(Outcome::Ok) => b.on_success(now, p),
@@ -134,8 +203,21 @@ pub fn release_all(
                 t.on_accepted(now);
             }
             (Gate::Bulkhead(b), Held::Bulkhead(p)) => {
-                // Nothing waits in a rejecting bulkhead, so nothing is granted here.
-                let _ = b.release(now, p);
+                let (granted, expired) = b.release(now, p);
+                for (id, _) in expired {
+                    wakes.push(Wake {
+                        id,
+                        gate: i,
+                        permit: None,
+                    });
+                }
+                if let Some(g) = granted {
+                    wakes.push(Wake {
+                        id: g.id,
+                        gate: i,
+                        permit: Some(g.permit),
+                    });
+                }
             }
             _ => {}
         }
