@@ -25,6 +25,21 @@
 //!   │ drop_next = drop_next + interval / √count                          │
 //!   └─────────────────────────────────────────────────────────────────┘
 //! ```
+//!
+//! The RPC queue, judged once per `interval` on the shortest sojourn of the requests it
+//! delivered (zero if the queue emptied):
+//!
+//! ```text
+//!   ┌────────────────────────────────┐  shortest sojourn > target  ┌──────────────────────────────────┐
+//!   │ NOT OVERLOADED                 │ ──────────────────────────▶ │ OVERLOADED                       │
+//!   │ FIFO; drop after `interval`    │ ◀────────────────────────── │ LIFO (adaptive_lifo); drop after │
+//!   └────────────────────────────────┘  shortest sojourn ≤ target  │ `target`                         │
+//!                                                                  └──────────────────────────────────┘
+//! ```
+//!
+//! Serving newest first makes the delivered sojourns short, so under sustained overload the
+//! judge sees a short sojourn and lets the queue go back to FIFO for an interval before it
+//! trips again: the state alternates interval by interval rather than holding.
 
 mod codel;
 mod pid;
