@@ -6,7 +6,7 @@
 //! print the same report. Floats appear only here, rounded for display.
 
 use crate::schema::{Expectation, Scenario};
-use crate::world::{ClientStats, Gate, REASONS, World};
+use crate::world::{ClientStats, Gate, LatencyBins, REASONS, World};
 use patterns::breaker::StateKind;
 use serde::Serialize;
 use sim_core::metrics::LatencyHistogram;
@@ -239,6 +239,9 @@ pub struct SeriesRow {
     pub goodput_ratio: f64,
     /// Mean latency of the successes, in milliseconds.
     pub latency_mean_ms: f64,
+    /// 99th percentile latency of the successes, in milliseconds (the upper edge of its log
+    /// bin: within 25% above the true value).
+    pub latency_p99_ms: f64,
     /// Per service.
     pub services: Vec<ServicePoint>,
 }
@@ -505,7 +508,14 @@ impl Report {
                     .iter()
                     .map(|c| c.stats.latency_sum_ns.get(i))
                     .sum();
+                let mut bins = LatencyBins::default();
+                for c in &world.clients {
+                    if let Some(b) = c.stats.latency_bins.get(i) {
+                        bins.merge(b);
+                    }
+                }
                 SeriesRow {
+                    latency_p99_ms: round3(bins.quantile(0.99).as_millis_f64()),
                     t_s: round3((bucket * i as u64).as_secs_f64()),
                     offered: o,
                     successes: s,
@@ -727,12 +737,31 @@ impl Report {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "over time (success ratio per bucket, then queue of each service)"
+            "over time (success ratio, p99 latency, then each service's queue, per bucket)"
         );
         let _ = writeln!(
             o,
             "  goodput  {}",
             sparkline(self.series.iter().map(|r| r.goodput_ratio), 1.0)
+        );
+        let p99_peak = self
+            .series
+            .iter()
+            .map(|r| r.latency_p99_ms)
+            .fold(0.0, f64::max);
+        let _ = writeln!(
+            o,
+            "  p99      {}  (peak {:.0}ms)",
+            // A bucket without a success has no latency to show: it stays blank.
+            sparkline(
+                self.series.iter().map(|r| if r.successes == 0 {
+                    f64::NAN
+                } else {
+                    r.latency_p99_ms
+                }),
+                p99_peak
+            ),
+            p99_peak
         );
         for (i, v) in self.services.iter().enumerate() {
             let peak = self
@@ -858,7 +887,9 @@ impl Report {
 
     /// The time series as CSV: one row per bucket, per-service columns after the totals.
     pub fn csv(&self) -> String {
-        let mut o = String::from("t_s,offered,successes,failures,goodput_ratio,latency_mean_ms");
+        let mut o = String::from(
+            "t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,latency_p99_ms",
+        );
         for v in &self.services {
             let n = &v.name;
             let _ = write!(
@@ -870,8 +901,14 @@ impl Report {
         for r in &self.series {
             let _ = write!(
                 o,
-                "{},{},{},{},{},{}",
-                r.t_s, r.offered, r.successes, r.failures, r.goodput_ratio, r.latency_mean_ms
+                "{},{},{},{},{},{},{}",
+                r.t_s,
+                r.offered,
+                r.successes,
+                r.failures,
+                r.goodput_ratio,
+                r.latency_mean_ms,
+                r.latency_p99_ms
             );
             for p in &r.services {
                 let _ = write!(
@@ -900,7 +937,8 @@ fn join_reasons(m: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// One character per value (at most 60, later values averaged into earlier columns).
+/// One character per value (at most 60, neighbouring values averaged into one column); NaN
+/// values are left out, and a column of only NaN is blank.
 fn sparkline(values: impl Iterator<Item = f64>, top: f64) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let v: Vec<f64> = values.collect();
@@ -912,7 +950,15 @@ fn sparkline(values: impl Iterator<Item = f64>, top: f64) -> String {
         .map(|c| {
             let from = c * v.len() / columns;
             let to = ((c + 1) * v.len() / columns).max(from + 1);
-            let mean = v[from..to].iter().sum::<f64>() / (to - from) as f64;
+            let known: Vec<f64> = v[from..to]
+                .iter()
+                .copied()
+                .filter(|x| !x.is_nan())
+                .collect();
+            if known.is_empty() {
+                return ' ';
+            }
+            let mean = known.iter().sum::<f64>() / known.len() as f64;
             let x = if top > 0.0 {
                 (mean / top).clamp(0.0, 1.0)
             } else {

@@ -176,7 +176,10 @@ fn csv_writes_the_series() {
     assert_eq!(o.code, 0);
     let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
     assert!(
-        text.starts_with("t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,s_arrivals")
+        text.starts_with(
+            "t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,latency_p99_ms,s_arrivals"
+        ),
+        "{text}"
     );
     assert_eq!(text.lines().count(), 6, "a header and one row per second");
 }

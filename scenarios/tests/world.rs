@@ -660,3 +660,45 @@ fn a_bulkhead_can_make_calls_wait_for_a_slot() {
         wait.summary.latency_ms
     );
 }
+
+#[test]
+fn latency_bins_bound_their_values_within_a_quarter() {
+    use scenarios::world::LatencyBins;
+    // Below about a microsecond everything shares the first bin.
+    assert_eq!(
+        LatencyBins::bin(sim_core::SimDuration::from_nanos(1_000)),
+        0
+    );
+    for ns in [
+        1_024u64,
+        1_500,
+        9_999,
+        1_000_000,
+        12_345_678,
+        999_999_999,
+        3_600_000_000_000,
+    ] {
+        let d = sim_core::SimDuration::from_nanos(ns);
+        let upper = LatencyBins::upper(LatencyBins::bin(d));
+        assert!(upper >= d, "{ns}: {upper}");
+        assert!(
+            upper.as_nanos() as f64 <= ns as f64 * 1.25 + 1.0,
+            "{ns}: {upper}"
+        );
+    }
+    // The p99 of each bucket reflects its slow requests: 2% at 100ms, about 20 of the 1000 a
+    // second brings, so the 99th percentile is one of them.
+    let r = check(&open(
+        "1000/s",
+        "",
+        "10s",
+        r#""api": (workers: 100, work: Mixture(components: [(weight: 98, dist: Constant(value: "1ms")), (weight: 2, dist: Constant(value: "100ms"))]))"#,
+        "",
+    ));
+    for b in &r.series {
+        assert!(
+            b.latency_p99_ms >= 100.0 && b.latency_p99_ms <= 125.0,
+            "{b:?}"
+        );
+    }
+}

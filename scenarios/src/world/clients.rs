@@ -75,6 +75,11 @@ impl World {
                 c.stats.successes.add(now, 1);
                 c.stats.latency.record(latency);
                 c.stats.latency_sum_ns.add(now, latency.as_nanos());
+                let i = (now.as_nanos() / c.stats.offered.width().as_nanos()) as usize;
+                if i >= c.stats.latency_bins.len() {
+                    c.stats.latency_bins.resize(i + 1, LatencyBins::default());
+                }
+                c.stats.latency_bins[i].0[LatencyBins::bin(latency)] += 1;
             }
             Outcome::Fail(r) => {
                 c.stats.failures.add(now, 1);

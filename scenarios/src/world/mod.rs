@@ -599,10 +599,71 @@ pub struct ClientStats {
     pub failures: CountSeries,
     /// Sum of success latencies in nanoseconds, per bucket (for the mean).
     pub latency_sum_ns: CountSeries,
+    /// Success latencies per bucket, in coarse log bins (for percentiles over time).
+    pub latency_bins: Vec<LatencyBins>,
     /// Latency of successful requests.
     pub latency: LatencyHistogram,
     /// Failed requests per reason index.
     pub failed: [u64; REASONS.len()],
+}
+
+/// Latencies of one report bucket in log bins: four per power of two from 1µs to about an
+/// hour (a bin's width is a quarter of its lower bound), for percentiles over time at a fixed,
+/// small cost per bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyBins(pub [u32; LATENCY_BINS]);
+
+/// Bins per [`LatencyBins`].
+pub const LATENCY_BINS: usize = 128;
+
+impl Default for LatencyBins {
+    fn default() -> Self {
+        LatencyBins([0; LATENCY_BINS])
+    }
+}
+
+impl LatencyBins {
+    /// The bin of a latency.
+    pub fn bin(latency: SimDuration) -> usize {
+        let ns = latency.as_nanos().max(1);
+        let octave = 63 - ns.leading_zeros() as usize;
+        if octave < 10 {
+            return 0;
+        }
+        let sub = ((ns >> (octave - 2)) & 3) as usize;
+        ((octave - 10) * 4 + sub).min(LATENCY_BINS - 1)
+    }
+
+    /// The upper bound of bin `i`.
+    pub fn upper(i: usize) -> SimDuration {
+        let octave = i / 4 + 10;
+        let sub = (i % 4) as u64;
+        SimDuration::from_nanos((5 + sub) << (octave - 2))
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: &LatencyBins) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    /// The upper bound of the bin that holds quantile `q`; zero when empty.
+    pub fn quantile(&self, q: f64) -> SimDuration {
+        let total: u64 = self.0.iter().map(|&c| u64::from(c)).sum();
+        if total == 0 {
+            return SimDuration::ZERO;
+        }
+        let rank = libm::ceil(q * total as f64).max(1.0) as u64;
+        let mut seen = 0;
+        for (i, &c) in self.0.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return Self::upper(i);
+            }
+        }
+        Self::upper(LATENCY_BINS - 1)
+    }
 }
 
 /// One client, compiled.
@@ -838,6 +899,7 @@ impl World {
                     successes: CountSeries::new(bucket),
                     failures: CountSeries::new(bucket),
                     latency_sum_ns: CountSeries::new(bucket),
+                    latency_bins: Vec::new(),
                     latency: LatencyHistogram::new(),
                     failed: [0; REASONS.len()],
                 },
