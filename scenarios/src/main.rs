@@ -46,6 +46,17 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         csv: Option<String>,
     },
+    /// Run a scenario once per seed of a range and say which seeds fail an expectation.
+    Sweep {
+        /// A `.ron` file, or the name of a library scenario.
+        file: String,
+        /// The seeds, e.g. "1..20" (both ends included).
+        #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds)]
+        seeds: (u64, u64),
+        /// Simulated duration, e.g. "120s".
+        #[arg(long)]
+        duration: Option<SimDuration>,
+    },
     /// Validate a scenario without running it.
     Check {
         /// A `.ron` file, or the name of a library scenario.
@@ -84,6 +95,11 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Command::Sweep {
+            file,
+            seeds,
+            duration,
+        } => sweep(&file, seeds, duration),
         Command::Check { file } => match resolve(&file) {
             Ok(s) => {
                 println!(
@@ -157,6 +173,87 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The most seeds one sweep runs.
+const SWEEP_SEEDS_MAX: u64 = 10_000;
+
+/// `FROM..TO`, both included.
+fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
+    let (from, to) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: write the seeds as FROM..TO, e.g. 1..20"))?;
+    let parse = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{t:?} is not a seed (a whole number)"))
+    };
+    let (from, to) = (parse(from)?, parse(to)?);
+    if to < from {
+        return Err(format!("{text:?}: the range ends before it starts"));
+    }
+    if to - from >= SWEEP_SEEDS_MAX {
+        return Err(format!(
+            "{text:?}: at most {SWEEP_SEEDS_MAX} seeds per sweep"
+        ));
+    }
+    Ok((from, to))
+}
+
+/// One line per seed, then which seeds failed and how to replay the first.
+fn sweep(file: &str, (from, to): (u64, u64), duration: Option<SimDuration>) -> ExitCode {
+    let scenario = match resolve(file) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut failing = Vec::new();
+    for seed in from..=to {
+        let options = RunOptions {
+            seed: Some(seed),
+            duration,
+            ..RunOptions::default()
+        };
+        let report = match run(&scenario, file, &options) {
+            Ok(o) => o.report,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+        };
+        let s = &report.summary;
+        let ok = if s.offered == 0 {
+            1.0
+        } else {
+            s.successes as f64 / s.offered as f64
+        };
+        println!(
+            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8.1}ms  amplification {:.2}",
+            if report.passed() { "PASS" } else { "FAIL" },
+            report.digest,
+            100.0 * ok,
+            s.latency_ms.p99,
+            s.amplification
+        );
+        if !report.passed() {
+            failing.push(seed);
+        }
+    }
+    let total = to - from + 1;
+    if failing.is_empty() {
+        println!("{total} of {total} seeds pass");
+        return ExitCode::SUCCESS;
+    }
+    let list: Vec<String> = failing.iter().map(u64::to_string).collect();
+    println!(
+        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}",
+        total - failing.len() as u64,
+        list.join(", "),
+        failing[0]
+    );
+    ExitCode::from(1)
 }
 
 /// `FROM..TO`, two durations since the start of the run.

@@ -243,3 +243,41 @@ fn trace_describes_a_window_of_the_history() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("FROM..TO"), "{}", o.stderr);
 }
+
+#[test]
+fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
+    let file = write("sweep.ron", SMALL);
+    let o = check(&["sweep", &file, "--seeds", "1..4"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.lines().count(), 5);
+    assert!(
+        o.stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("4 of 4 seeds pass")
+    );
+    // A bar the run meets at some seeds only: its p99 varies from about 90ms to 200ms with
+    // the seed, against a bound of 100ms.
+    let picky = write(
+        "picky.ron",
+        &SMALL.replace(
+            "expectations: [GoodputAtLeast(client: \"c\", after: \"0s\", min_ratio: 0.5)]",
+            "expectations: [P99AtMost(client: \"c\", max: \"100ms\")]",
+        ),
+    );
+    let o = check(&["sweep", &picky, "--seeds", "1..10"]);
+    let passing = o.stdout.lines().filter(|l| l.contains(" PASS ")).count();
+    let failing: Vec<&str> = o.stdout.lines().filter(|l| l.contains(" FAIL ")).collect();
+    assert!(passing > 0 && !failing.is_empty(), "{}", o.stdout);
+    assert_eq!(passing + failing.len(), 10);
+    assert_eq!(o.code, 1);
+    let first = failing[0].split_whitespace().nth(1).unwrap();
+    let last = o.stdout.lines().last().unwrap();
+    assert!(
+        last.ends_with(&format!("replay: resim run {picky} --seed {first}")),
+        "{last}"
+    );
+    let o = check(&["sweep", &file, "--seeds", "5..1"]);
+    assert_eq!(o.code, 2);
+}
