@@ -174,6 +174,10 @@ pub struct CallReport {
     pub budget_exhausted: u64,
     /// Calls or attempts that waited for a bulkhead slot.
     pub bulkhead_waits: u64,
+    /// Hedges sent.
+    pub hedges: u64,
+    /// Hedged calls won by a hedge.
+    pub hedge_wins: u64,
     /// Attempts timed out.
     pub timeouts: u64,
     /// Replies after the caller stopped waiting.
@@ -196,6 +200,8 @@ impl CallReport {
         self.retries += other.retries;
         self.budget_exhausted += other.budget_exhausted;
         self.bulkhead_waits += other.bulkhead_waits;
+        self.hedges += other.hedges;
+        self.hedge_wins += other.hedge_wins;
         self.timeouts += other.timeouts;
         self.late_replies += other.late_replies;
         for (k, v) in other.rejected_by_reason {
@@ -458,6 +464,8 @@ impl Report {
                 retries: sp.stats.retries,
                 budget_exhausted: sp.stats.budget_exhausted,
                 bulkhead_waits: sp.stats.bulkhead_waits,
+                hedges: sp.stats.hedges,
+                hedge_wins: sp.stats.hedge_wins,
                 timeouts: sp.stats.timeouts,
                 late_replies: sp.stats.late_replies,
                 rejected_by_reason: reasons(&sp.stats.rejected),
@@ -698,6 +706,13 @@ impl Report {
                 c.timeouts,
                 c.late_replies
             );
+            if c.hedges > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {:<28} hedges sent: {}, won by a hedge: {}",
+                    "", c.hedges, c.hedge_wins
+                );
+            }
             if c.bulkhead_waits > 0 {
                 let _ = writeln!(
                     o,

@@ -13,6 +13,7 @@ pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
 pub use patterns::concurrency::ConcurrencyConfig;
+pub use patterns::hedge::HedgeConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
@@ -183,6 +184,11 @@ pub enum Layer {
     Bulkhead(BulkheadConfig),
     /// A client-side rate limiter ([`patterns::limiter::LimiterConfig`]).
     Limiter(LimiterConfig),
+    /// Hedged requests ([`patterns::hedge::Hedger`]): when the call has not answered after the
+    /// hedge delay, the same call is made again, racing the first; the first success wins and
+    /// the others are cancelled. Hedges draw from the retry budget when the stack has one.
+    /// Acts on the whole call, wherever it is listed.
+    Hedge(HedgeConfig),
     /// Client-side adaptive throttling ([`patterns::shedder::AdaptiveThrottle`], Google SRE):
     /// the client refuses locally a share of requests that grows as the backend accepts fewer.
     Throttle(AdaptiveThrottleConfig),

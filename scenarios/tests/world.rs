@@ -702,3 +702,46 @@ fn latency_bins_bound_their_values_within_a_quarter() {
         );
     }
 }
+
+#[test]
+fn hedging_cuts_the_tail_for_a_little_extra_load() {
+    let with = |stack: &str| {
+        check(&open(
+            "200/s",
+            &format!(r#", timeout: "2s", stack: [{stack}]"#),
+            "30s",
+            r#""api": (replicas: 4, workers: 50, work: Mixture(components: [(weight: 95, dist: Constant(value: "10ms")), (weight: 5, dist: Constant(value: "1s"))]))"#,
+            "",
+        ))
+    };
+    // One request in twenty takes a second.
+    let plain = with("");
+    assert!(
+        plain.summary.latency_ms.p99 >= 990.0,
+        "{:?}",
+        plain.summary.latency_ms
+    );
+    // A hedge after 50ms races it; the hedge almost always wins.
+    let hedged = with(r#"Hedge((delay: Fixed(delay: "50ms"), max_hedged_attempts: 1))"#);
+    assert!(
+        hedged.summary.latency_ms.p99 <= 70.0,
+        "{:?}",
+        hedged.summary.latency_ms
+    );
+    let c = &hedged.calls[0];
+    assert!(
+        close(c.hedges as f64 / c.calls as f64, 0.05, 0.25),
+        "{} of {}",
+        c.hedges,
+        c.calls
+    );
+    assert!(c.hedge_wins as f64 > 0.9 * c.hedges as f64);
+    assert!(hedged.summary.amplification < 1.07);
+    assert_eq!(hedged.summary.failures, 0);
+    // With a budget, hedges and retries draw from one pool.
+    let budgeted = with(
+        r#"Hedge((delay: Fixed(delay: "50ms"), max_hedged_attempts: 1)), Retry((max_attempts: 2, budget: Window((budget_percent: 1, window: "1s", min_retries_per_window: 0))))"#,
+    );
+    let b = &budgeted.calls[0];
+    assert!(b.hedges * 3 < c.hedges, "{} vs {}", b.hedges, c.hedges);
+}

@@ -13,7 +13,12 @@ impl World {
     ) -> CallKey {
         let now = ctx.now();
         let sp = &mut self.specs[spec as usize];
-        sp.stats.calls += 1;
+        // A racing call of a hedged call is counted with its shell, not as a call of its own.
+        let racing = matches!(owner, Owner::Hedge { .. });
+        if !racing {
+            sp.stats.calls += 1;
+        }
+        let hedged = sp.hedger.is_some() && !racing;
         let deadline = sp
             .deadline
             .map_or(SimTime::MAX, |d| now.saturating_add(d))
@@ -30,18 +35,144 @@ impl World {
             source: match owner {
                 Owner::Client { client, .. } => client,
                 Owner::Job { job, .. } => self.client_count + self.jobs[job].service,
+                Owner::Hedge { shell, .. } => self.calls[shell].source,
             },
             retry: None,
             outer: Permits::default(),
             inner: Permits::default(),
             waiting: None,
+            hedge: None,
         });
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
             return key;
         }
-        self.continue_outer(ctx, key, 0);
+        if hedged {
+            self.start_race(ctx, key);
+        } else {
+            self.continue_outer(ctx, key, 0);
+        }
         key
+    }
+
+    /// The hedging policy of a call site and the budget its hedges draw from.
+    fn hedging(sp: &mut CallSpec) -> (&mut Hedger, &mut RetryBudget) {
+        let hedger = sp.hedger.as_mut().expect("only hedged call sites race");
+        let budget = match &mut sp.retry {
+            Some(policy) => policy.budget_mut(),
+            None => &mut sp.hedge_budget,
+        };
+        (hedger, budget)
+    }
+
+    /// Starts the race of a hedged call: the shell `key` makes no attempt of its own; its
+    /// racing calls do, each through the whole stack.
+    fn start_race(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let spec = self.calls[key].spec;
+        let (hedger, budget) = Self::hedging(&mut self.specs[spec as usize]);
+        let (request, action) = hedger.begin(now, Safety::Idempotent, budget);
+        let race = self.hedges.insert(HedgeState {
+            request,
+            children: [CallKey::null(); HEDGE_CALLS_MAX],
+            timer: None,
+            last: Reason::Timeout,
+        });
+        self.calls[key].hedge = Some(race);
+        self.apply_hedge(ctx, key, action);
+    }
+
+    /// Does what the hedging machine says: send a racing call, (re)set the hedge timer,
+    /// declare a winner and cancel the rest, or fail.
+    fn apply_hedge(&mut self, ctx: C, shell: CallKey, action: HedgeAction) {
+        let Some(race) = self.calls.get(shell).and_then(|c| c.hedge) else {
+            return;
+        };
+        let set_timer = |w: &mut World, ctx: C, at: Option<SimTime>| {
+            if let Some(t) = w.hedges[race].timer.take() {
+                ctx.cancel(t);
+            }
+            if let Some(at) = at {
+                let me = ctx.me();
+                let delay = at.saturating_duration_since(ctx.now());
+                w.hedges[race].timer = Some(ctx.timer(me, delay, Msg::HedgeTimer { call: shell }));
+            }
+        };
+        match action {
+            HedgeAction::Send { attempt, hedge_at } => {
+                set_timer(self, ctx, hedge_at);
+                let spec = self.calls[shell].spec;
+                if attempt > 0 {
+                    self.specs[spec as usize].stats.hedges += 1;
+                }
+                let deadline = self.calls[shell].deadline;
+                let child = self.start_call(ctx, spec, Owner::Hedge { shell, attempt }, deadline);
+                if self.calls.contains_key(child)
+                    && let Some(h) = self.hedges.get_mut(race)
+                    && (attempt as usize) < HEDGE_CALLS_MAX
+                {
+                    h.children[attempt as usize] = child;
+                }
+            }
+            HedgeAction::Wait { hedge_at } => set_timer(self, ctx, hedge_at),
+            HedgeAction::Done { winner, cancel } => {
+                for a in cancel {
+                    let child = self.hedges[race].children[a as usize];
+                    self.cancel_call(ctx, child);
+                }
+                if winner > 0 {
+                    let spec = self.calls[shell].spec;
+                    self.specs[spec as usize].stats.hedge_wins += 1;
+                }
+                self.finish_call(ctx, shell, Outcome::Ok, false);
+            }
+            HedgeAction::Failed => {
+                let last = self.hedges[race].last;
+                self.finish_call(ctx, shell, Outcome::Fail(last), false);
+            }
+            HedgeAction::Ended => {}
+        }
+    }
+
+    pub(super) fn on_hedge_timer(&mut self, ctx: C, shell: CallKey) {
+        let now = ctx.now();
+        let Some(call) = self.calls.get(shell) else {
+            return;
+        };
+        let (spec, Some(race)) = (call.spec, call.hedge) else {
+            return;
+        };
+        self.hedges[race].timer = None;
+        let (hedger, budget) = Self::hedging(&mut self.specs[spec as usize]);
+        let action = self.hedges[race].request.on_timer(now, hedger, budget);
+        self.apply_hedge(ctx, shell, action);
+    }
+
+    /// One racing call of a hedged call ended.
+    fn race_call_done(&mut self, ctx: C, shell: CallKey, attempt: u32, outcome: Outcome) {
+        let now = ctx.now();
+        let Some(call) = self.calls.get(shell) else {
+            return;
+        };
+        let (spec, Some(race)) = (call.spec, call.hedge) else {
+            return;
+        };
+        let h = &mut self.hedges[race];
+        if (attempt as usize) < HEDGE_CALLS_MAX {
+            h.children[attempt as usize] = CallKey::null();
+        }
+        if let Outcome::Fail(r) = outcome {
+            h.last = r;
+        }
+        let (hedger, budget) = Self::hedging(&mut self.specs[spec as usize]);
+        let action = self.hedges[race].request.on_response(
+            now,
+            attempt,
+            outcome == Outcome::Ok,
+            hedger,
+            budget,
+        );
+        self.apply_hedge(ctx, shell, action);
     }
 
     /// Passes a call through its once-per-call gates from `from`, then starts its first
@@ -544,10 +675,15 @@ impl World {
             );
             self.tag_wakes(call.spec, Side::Outer);
         }
+        if let Some(race) = call.hedge {
+            self.end_race(ctx, race);
+        }
         let sp = &mut self.specs[call.spec as usize];
-        match outcome {
-            Outcome::Ok => sp.stats.successes += 1,
-            Outcome::Fail(_) => sp.stats.failures += 1,
+        match (outcome, call.owner) {
+            // A racing call's outcome is its shell's business.
+            (_, Owner::Hedge { .. }) => {}
+            (Outcome::Ok, _) => sp.stats.successes += 1,
+            (Outcome::Fail(_), _) => sp.stats.failures += 1,
         }
         match call.owner {
             Owner::Client {
@@ -556,6 +692,23 @@ impl World {
                 offered_at,
             } => self.client_done(ctx, client, user, offered_at, outcome),
             Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
+            Owner::Hedge { shell, attempt } => self.race_call_done(ctx, shell, attempt, outcome),
+        }
+    }
+
+    /// Ends a race whose shell is gone: its timer stops and racing calls still out are
+    /// cancelled.
+    fn end_race(&mut self, ctx: C, race: HedgeKey) {
+        let Some(h) = self.hedges.remove(race) else {
+            return;
+        };
+        if let Some(t) = h.timer {
+            ctx.cancel(t);
+        }
+        for child in h.children {
+            if !child.is_null() {
+                self.cancel_call(ctx, child);
+            }
         }
     }
 
@@ -567,6 +720,9 @@ impl World {
         };
         if let Some(t) = call.timer {
             ctx.cancel(t);
+        }
+        if let Some(race) = call.hedge {
+            self.end_race(ctx, race);
         }
         let spec = call.spec;
         let sp = &mut self.specs[spec as usize];

@@ -335,8 +335,13 @@ impl World {
             if j.abandoned {
                 return true;
             }
-            match self.calls.get(j.call).map(|c| c.owner) {
-                None => return true,
+            let mut owner = self.calls.get(j.call).map(|c| c.owner);
+            // A racing call answers to its shell, whose owner is the one waiting.
+            if let Some(Owner::Hedge { shell, .. }) = owner {
+                owner = self.calls.get(shell).map(|c| c.owner);
+            }
+            match owner {
+                None | Some(Owner::Hedge { .. }) => return true,
                 Some(Owner::Client { .. }) => return false,
                 Some(Owner::Job { job, .. }) => match self.jobs.get(job) {
                     None => return true,

@@ -34,8 +34,10 @@ pub mod stack;
 
 use crate::schema::*;
 use crate::validate::CALLS_MAX;
+use patterns::budget::RetryBudget;
 use patterns::coalesce::{Coalescer, Join};
 use patterns::concurrency::{ConcurrencyLimiter, ConcurrencyToken};
+use patterns::hedge::{HedgeAction, HedgedRequest, Hedger};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
 use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
@@ -48,6 +50,8 @@ use stack::{Acquire, Permits, Wake, acquire_from, expire, failure_of, leave_queu
 use std::collections::VecDeque;
 
 new_key_type! {
+    /// A hedged call's racing state.
+    pub struct HedgeKey;
     /// A call in flight (one logical call and its attempts).
     pub struct CallKey;
     /// A job: one attempt, as its replica sees it.
@@ -254,6 +258,11 @@ pub enum Msg {
         /// The service.
         service: u32,
     },
+    /// A hedged call may send its next hedge.
+    HedgeTimer {
+        /// The hedged call.
+        call: CallKey,
+    },
     /// A bulkhead's waits may have timed out.
     BulkheadExpire {
         /// The call site.
@@ -308,6 +317,7 @@ impl Message for Msg {
             }
             Msg::PidTick { service } => (12, u64::from(service)),
             Msg::HealthTick { service } => (13, u64::from(service)),
+            Msg::HedgeTimer { call } => (15, call.data().as_ffi()),
             Msg::BulkheadExpire { spec, inner, gate } => (
                 14,
                 (u64::from(spec) << 16) | (u64::from(inner) << 8) | u64::from(gate),
@@ -330,6 +340,10 @@ pub struct CallStats {
     pub budget_exhausted: u64,
     /// Calls or attempts that waited for a bulkhead slot.
     pub bulkhead_waits: u64,
+    /// Hedges sent (racing calls beyond the first).
+    pub hedges: u64,
+    /// Hedged calls won by a hedge rather than the first call.
+    pub hedge_wins: u64,
     /// Attempts the caller stopped waiting for.
     pub timeouts: u64,
     /// Replies that arrived after the caller stopped waiting.
@@ -355,6 +369,10 @@ pub struct CallSpec {
     deadline: Option<SimDuration>,
     /// The retry policy (with its backoff and budget), shared by every call of this site.
     pub retry: Option<RetryPolicy>,
+    /// The hedging policy, if the stack hedges.
+    hedger: Option<Hedger>,
+    /// The budget hedges draw from when there is no retry policy to share one with.
+    hedge_budget: RetryBudget,
     /// Gates acting once per call (listed before `Retry`).
     pub outer: Vec<Gate>,
     /// Gates acting on each attempt (listed after `Retry`, or all when there is none).
@@ -380,6 +398,11 @@ enum Owner {
         job: JobKey,
         index: u8,
     },
+    /// One of the racing calls of a hedged call (the "shell" that its owner sees).
+    Hedge {
+        shell: CallKey,
+        attempt: u32,
+    },
 }
 
 #[derive(Debug)]
@@ -399,6 +422,21 @@ struct CallState {
     inner: Permits,
     /// The bulkhead gate the call waits at for a slot, if it waits.
     waiting: Option<(Side, usize)>,
+    /// For a hedged call's shell: its race.
+    hedge: Option<HedgeKey>,
+}
+
+/// The most calls one hedged call races (the first and at most ten hedges).
+const HEDGE_CALLS_MAX: usize = 11;
+
+/// The race of a hedged call: which racing call is which attempt, and the hedge timer.
+#[derive(Debug)]
+struct HedgeState {
+    request: HedgedRequest,
+    children: [CallKey; HEDGE_CALLS_MAX],
+    timer: Option<TimerId>,
+    /// Why the last racing call failed, for the shell's failure.
+    last: Reason,
 }
 
 /// Which of a call site's gate lists: the ones acting once per call, or on each attempt.
@@ -695,6 +733,7 @@ pub struct World {
     faults: Vec<Fault>,
     fault_active: Vec<bool>,
     calls: SlotMap<CallKey, CallState>,
+    hedges: SlotMap<HedgeKey, HedgeState>,
     jobs: SlotMap<JobKey, Job>,
     scratch: Vec<JobKey>,
     /// Wakes a bulkhead release just produced, before they are tagged with their gate list.
@@ -825,7 +864,14 @@ impl World {
             let mut outer = Vec::new();
             let mut inner = Vec::new();
             let mut retry = None;
+            let mut hedger = None;
             for (i, layer) in c.stack.iter().enumerate() {
+                if let Layer::Hedge(h) = layer {
+                    hedger = Some(
+                        Hedger::new(h.clone())
+                            .expect("hedge configs are validated with the scenario"),
+                    );
+                }
                 if let Layer::Retry(r) = layer {
                     retry = Some(
                         RetryPolicy::new(r.clone())
@@ -848,6 +894,8 @@ impl World {
                 timeout: c.timeout,
                 deadline: c.deadline,
                 retry,
+                hedger,
+                hedge_budget: RetryBudget::unlimited(),
                 gate_rng,
                 weight: c.weight,
                 outer,
@@ -1000,6 +1048,7 @@ impl World {
             faults: s.faults.clone(),
             fault_active: vec![false; s.faults.len()],
             calls: SlotMap::with_key(),
+            hedges: SlotMap::with_key(),
             jobs: SlotMap::with_key(),
             scratch: Vec::new(),
             wake_buf: Vec::new(),
@@ -1140,6 +1189,7 @@ impl World {
                 "health-check",
                 self.services[*service as usize].name.clone(),
             ),
+            Msg::HedgeTimer { call: k } => ("hedge-timer", call(self, *k)),
             Msg::BulkheadExpire { spec, .. } => (
                 "bulkhead-wait-ends",
                 self.specs[*spec as usize].path.clone(),
@@ -1273,6 +1323,7 @@ impl Entity for World {
             }
             Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
             Msg::HealthTick { service } => self.on_health_tick(ctx, service as usize),
+            Msg::HedgeTimer { call } => self.on_hedge_timer(ctx, call),
             Msg::BulkheadExpire { spec, inner, gate } => {
                 let side = if inner { Side::Inner } else { Side::Outer };
                 let sp = &mut self.specs[spec as usize];
