@@ -30,10 +30,12 @@
 //! | [`report`] | figures, verdicts on expectations, renderings |
 //! | [`library`] | the embedded scenario library |
 //!
-//! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets), circuit
-//! breaker, bulkhead (rejecting when full), rate limiters (all kinds), adaptive throttling,
-//! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
-//! for RPC queues with adaptive LIFO, and single-flight coalescing.
+//! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
+//! Retry-After), circuit breaker, bulkhead (refusing or waiting), rate limiters (all kinds),
+//! adaptive throttling, hedging, fallback chains, concurrency limits (fixed, AIMD, Vegas,
+//! Gradient2, Envoy gradient), the PID shedder, CoDel for RPC queues with adaptive LIFO, and
+//! single-flight coalescing. Not wired: the idempotency-key store, CoDel as a packet queue
+//! (RFC 8289 form), the priority shedder, keyed and composite limiters, adaptive timeouts.
 //!
 //! Only this crate does I/O in resim, and only at its edges: [`load::load`] reads a file and
 //! the binary writes reports.

@@ -178,6 +178,10 @@ pub struct CallReport {
     pub hedges: u64,
     /// Hedged calls won by a hedge.
     pub hedge_wins: u64,
+    /// Failed calls answered from the last good answer.
+    pub fallback_cache: u64,
+    /// Failed calls answered with the static default.
+    pub fallback_static: u64,
     /// Attempts timed out.
     pub timeouts: u64,
     /// Replies after the caller stopped waiting.
@@ -202,6 +206,8 @@ impl CallReport {
         self.bulkhead_waits += other.bulkhead_waits;
         self.hedges += other.hedges;
         self.hedge_wins += other.hedge_wins;
+        self.fallback_cache += other.fallback_cache;
+        self.fallback_static += other.fallback_static;
         self.timeouts += other.timeouts;
         self.late_replies += other.late_replies;
         for (k, v) in other.rejected_by_reason {
@@ -466,6 +472,8 @@ impl Report {
                 bulkhead_waits: sp.stats.bulkhead_waits,
                 hedges: sp.stats.hedges,
                 hedge_wins: sp.stats.hedge_wins,
+                fallback_cache: sp.stats.fallback_cache,
+                fallback_static: sp.stats.fallback_static,
                 timeouts: sp.stats.timeouts,
                 late_replies: sp.stats.late_replies,
                 rejected_by_reason: reasons(&sp.stats.rejected),
@@ -706,6 +714,13 @@ impl Report {
                 c.timeouts,
                 c.late_replies
             );
+            if c.fallback_cache + c.fallback_static > 0 {
+                let _ = writeln!(
+                    o,
+                    "  {:<28} failures answered by the fallback: {} from the last good answer, {} static",
+                    "", c.fallback_cache, c.fallback_static
+                );
+            }
             if c.hedges > 0 {
                 let _ = writeln!(
                     o,

@@ -13,6 +13,7 @@ pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
 pub use patterns::concurrency::ConcurrencyConfig;
+pub use patterns::fallback::FallbackConfig;
 pub use patterns::hedge::HedgeConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
@@ -189,6 +190,11 @@ pub enum Layer {
     /// the others are cancelled. Hedges draw from the retry budget when the stack has one.
     /// Acts on the whole call, wherever it is listed.
     Hedge(HedgeConfig),
+    /// A fallback chain ([`patterns::fallback::Fallback`]): when the call fails, serve the
+    /// last good answer of this call site if it is recent enough, else a static default,
+    /// else fail. A degraded answer counts as a success for the caller and is reported as a
+    /// fallback. Acts on the whole call, wherever it is listed.
+    Fallback(FallbackConfig),
     /// Client-side adaptive throttling ([`patterns::shedder::AdaptiveThrottle`], Google SRE):
     /// the client refuses locally a share of requests that grows as the backend accepts fewer.
     Throttle(AdaptiveThrottleConfig),

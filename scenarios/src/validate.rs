@@ -292,6 +292,15 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
             Layer::Bulkhead(b) => b.validate().map_err(|e| e.at(&lpath))?,
             Layer::Limiter(l) => l.validate().map_err(|e| e.at(&lpath))?,
             Layer::Throttle(t) => t.validate().map_err(|e| e.at(&lpath))?,
+            Layer::Fallback(f) => {
+                if c.stack[..i].iter().any(|l| matches!(l, Layer::Fallback(_))) {
+                    return Err(err(
+                        lpath,
+                        "a stack may hold one Fallback layer; merge them",
+                    ));
+                }
+                f.validate().map_err(|e| e.at(&lpath))?
+            }
             Layer::Hedge(h) => {
                 if c.stack[..i].iter().any(|l| matches!(l, Layer::Hedge(_))) {
                     return Err(err(lpath, "a stack may hold one Hedge layer; merge them"));

@@ -117,6 +117,12 @@ fn call_text(target: &str, s: &Stack) -> String {
     if s.limiter {
         layers.push("Limiter((kind: \"token_bucket\", rate: \"200/s\", burst: 20))".to_string());
     }
+    // A fallback when both the limiter and the breaker are on.
+    if s.breaker && s.limiter {
+        layers.push(
+            "Fallback((use_cache: true, cache_age_max: \"100ms\", use_static: false))".to_string(),
+        );
+    }
     // Hedge when the limiter is off and the breaker on: a different mix from the other flags.
     if s.breaker && !s.limiter {
         layers.push("Hedge((delay: Fixed(delay: \"15ms\"), max_hedged_attempts: 2))".to_string());

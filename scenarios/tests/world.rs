@@ -745,3 +745,36 @@ fn hedging_cuts_the_tail_for_a_little_extra_load() {
     let b = &budgeted.calls[0];
     assert!(b.hedges * 3 < c.hedges, "{} vs {}", b.hedges, c.hedges);
 }
+
+#[test]
+fn a_fallback_answers_from_the_last_good_answer_then_a_default() {
+    let with = |stack: &str| {
+        check(&open(
+            "100/s",
+            &format!(", stack: [{stack}]"),
+            "30s",
+            r#""api": (workers: 10, work: Constant(value: "1ms"))"#,
+            r#"(at: "10s", duration: "10s", kind: ErrorRate(service: "api", error_ratio: 1.0))"#,
+        ))
+    };
+    let plain = with("");
+    assert!(close(plain.summary.failures as f64, 1000.0, 0.1));
+    // The last good answer is served while it is at most 2s old: the outage's first 2s.
+    let cache = with(r#"Fallback((use_cache: true, cache_age_max: "2s", use_static: false))"#);
+    let c = &cache.calls[0];
+    assert!(
+        close(c.fallback_cache as f64, 200.0, 0.15),
+        "{}",
+        c.fallback_cache
+    );
+    assert!(close(cache.summary.failures as f64, 800.0, 0.1));
+    // A static default answers the rest.
+    let both = with(r#"Fallback((use_cache: true, cache_age_max: "2s", use_static: true))"#);
+    let b = &both.calls[0];
+    assert_eq!(both.summary.failures, 0);
+    assert!(
+        close(b.fallback_static as f64, 800.0, 0.1),
+        "{}",
+        b.fallback_static
+    );
+}

@@ -679,6 +679,35 @@ impl World {
             self.end_race(ctx, race);
         }
         let sp = &mut self.specs[call.spec as usize];
+        let racing = matches!(call.owner, Owner::Hedge { .. });
+        let outcome = match (&sp.fallback, outcome) {
+            // A racing call's failure is its shell's to fall back from.
+            (Some(_), Outcome::Ok) if !racing => {
+                sp.last_success = Some(now);
+                outcome
+            }
+            (Some(fallback), Outcome::Fail(reason)) if !racing => {
+                let primary = match reason {
+                    Reason::Timeout | Reason::Deadline => PrimaryFailure::Timeout,
+                    Reason::BreakerOpen | Reason::BulkheadFull | Reason::ClientLimited => {
+                        PrimaryFailure::Rejected
+                    }
+                    _ => PrimaryFailure::Error,
+                };
+                match fallback.decide(now, Err(primary), sp.last_success).served {
+                    Served::Cache { .. } => {
+                        sp.stats.fallback_cache += 1;
+                        Outcome::Ok
+                    }
+                    Served::Static => {
+                        sp.stats.fallback_static += 1;
+                        Outcome::Ok
+                    }
+                    Served::Primary | Served::Nothing => outcome,
+                }
+            }
+            _ => outcome,
+        };
         match (outcome, call.owner) {
             // A racing call's outcome is its shell's business.
             (_, Owner::Hedge { .. }) => {}

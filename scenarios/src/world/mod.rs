@@ -37,6 +37,7 @@ use crate::validate::CALLS_MAX;
 use patterns::budget::RetryBudget;
 use patterns::coalesce::{Coalescer, Join};
 use patterns::concurrency::{ConcurrencyLimiter, ConcurrencyToken};
+use patterns::fallback::{Fallback, PrimaryFailure, Served};
 use patterns::hedge::{HedgeAction, HedgedRequest, Hedger};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
@@ -344,6 +345,10 @@ pub struct CallStats {
     pub hedges: u64,
     /// Hedged calls won by a hedge rather than the first call.
     pub hedge_wins: u64,
+    /// Failed calls answered from the last good answer instead.
+    pub fallback_cache: u64,
+    /// Failed calls answered with the static default instead.
+    pub fallback_static: u64,
     /// Attempts the caller stopped waiting for.
     pub timeouts: u64,
     /// Replies that arrived after the caller stopped waiting.
@@ -373,6 +378,11 @@ pub struct CallSpec {
     hedger: Option<Hedger>,
     /// The budget hedges draw from when there is no retry policy to share one with.
     hedge_budget: RetryBudget,
+    /// The fallback chain, if the stack has one.
+    fallback: Option<Fallback>,
+    /// When a call of this site last succeeded: the age of the "last good answer" a fallback
+    /// may serve.
+    last_success: Option<SimTime>,
     /// Gates acting once per call (listed before `Retry`).
     pub outer: Vec<Gate>,
     /// Gates acting on each attempt (listed after `Retry`, or all when there is none).
@@ -865,7 +875,14 @@ impl World {
             let mut inner = Vec::new();
             let mut retry = None;
             let mut hedger = None;
+            let mut fallback = None;
             for (i, layer) in c.stack.iter().enumerate() {
+                if let Layer::Fallback(f) = layer {
+                    fallback = Some(
+                        Fallback::new(f.clone())
+                            .expect("fallback configs are validated with the scenario"),
+                    );
+                }
                 if let Layer::Hedge(h) = layer {
                     hedger = Some(
                         Hedger::new(h.clone())
@@ -896,6 +913,8 @@ impl World {
                 retry,
                 hedger,
                 hedge_budget: RetryBudget::unlimited(),
+                fallback,
+                last_success: None,
                 gate_rng,
                 weight: c.weight,
                 outer,

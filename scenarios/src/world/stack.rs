@@ -89,12 +89,12 @@ impl Permits {
 }
 
 impl Gate {
-    /// The gate of a layer; `None` for `Retry` and `Hedge`, which are not gates.
+    /// The gate of a layer; `None` for `Retry`, `Hedge` and `Fallback`, which are not gates.
     pub fn of(layer: &Layer) -> Option<Gate> {
         // Configs were validated with the file, so building cannot fail here.
         let built = "pattern configs are validated with the scenario";
         match layer {
-            Layer::Retry(_) | Layer::Hedge(_) => None,
+            Layer::Retry(_) | Layer::Hedge(_) | Layer::Fallback(_) => None,
             Layer::Breaker(c) => Some(Gate::Breaker(Box::new(Breaker::new(c).expect(built)))),
             Layer::Bulkhead(c) => Some(Gate::Bulkhead(Bulkhead::new(c).expect(built))),
             Layer::Limiter(c) => Some(Gate::Limiter(Limiter::new(c).expect(built))),
