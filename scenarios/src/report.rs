@@ -121,6 +121,10 @@ pub struct ServiceReport {
     pub wasted_work_s: f64,
     /// Cache hits.
     pub cache_hits: u64,
+    /// Attempts that ran the operation again (no idempotency store deduplicated them).
+    pub duplicate_executions: u64,
+    /// Attempts answered from the idempotency store without running.
+    pub replayed: u64,
     /// Cache misses that waited for another request's fetch of the same key.
     pub coalesced: u64,
     /// Outlier ejections.
@@ -448,6 +452,8 @@ impl Report {
                     wasted_jobs: s.stats.wasted_jobs,
                     wasted_work_s: round3(s.stats.wasted_ns as f64 / 1e9),
                     cache_hits: s.stats.cache_hits,
+                    duplicate_executions: s.stats.duplicate_executions,
+                    replayed: s.stats.replayed,
                     coalesced: s.stats.coalesced,
                     ejections: s.stats.ejections,
                     marked_unhealthy: s.stats.marked_unhealthy,
@@ -680,6 +686,8 @@ impl Report {
                 ("dropped expired", v.dropped_expired),
                 ("cancelled", v.cancelled),
                 ("cache hits", v.cache_hits),
+                ("duplicate executions", v.duplicate_executions),
+                ("replayed", v.replayed),
                 ("coalesced misses", v.coalesced),
                 ("ejections", v.ejections),
                 ("marked unhealthy", v.marked_unhealthy),

@@ -15,6 +15,7 @@ pub use patterns::coalesce::CoalesceConfig;
 pub use patterns::concurrency::ConcurrencyConfig;
 pub use patterns::fallback::FallbackConfig;
 pub use patterns::hedge::HedgeConfig;
+pub use patterns::idempotency::IdempotencyConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
@@ -164,6 +165,23 @@ pub struct Call {
     /// The share of requests that make this call when the service's `call_mode` is `Pick`.
     #[serde(default = "default_weight")]
     pub weight: f64,
+    /// Whether running the operation twice is harmless: it decides whether retries and hedges
+    /// may repeat it, and whether the target can deduplicate them.
+    #[serde(default)]
+    pub safety: CallSafety,
+}
+
+/// Whether an operation may run twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CallSafety {
+    /// Running it twice is like running it once (reads, PUT, DELETE): retried freely.
+    #[default]
+    Idempotent,
+    /// Not idempotent, but every attempt carries the call's idempotency key, which a target
+    /// with an `idempotency` store uses to run it once.
+    IdempotencyKey,
+    /// Running it twice does the work twice: never retried or hedged.
+    Unsafe,
 }
 
 fn default_weight() -> f64 {
@@ -250,6 +268,11 @@ pub struct Service {
     /// How long a crashed replica takes to start again after the crash ends.
     #[serde(default)]
     pub restart: Option<SimDuration>,
+    /// An idempotency-key store ([`patterns::idempotency::IdempotencyStore`], shared by the
+    /// replicas): an attempt whose call carries a key is run once; a retry of a finished one
+    /// replays its result, a retry of one still running gets a conflict (409).
+    #[serde(default)]
+    pub idempotency: Option<IdempotencyConfig>,
     /// The `Retry-After` sent with overload refusals (queue full, shed, concurrency limit;
     /// a rate limiter sends its own). Retry policies wait at least this long before retrying.
     #[serde(default)]

@@ -410,6 +410,16 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             o.max_ejection_percent,
         )?;
     }
+    if let Some(i) = &s.idempotency {
+        let ipath = format!("{path}.idempotency");
+        i.validate().map_err(|e| e.at(&ipath))?;
+        if i.in_flight == patterns::idempotency::InFlightPolicy::Wait {
+            return Err(err(
+                format!("{ipath}.in_flight"),
+                "waiting for the first request's result is not simulated; use Conflict",
+            ));
+        }
+    }
     if let Some(h) = &s.health_check {
         nonzero(&format!("{path}.health_check.interval"), h.interval)?;
         nonzero(&format!("{path}.health_check.timeout"), h.timeout)?;

@@ -146,8 +146,14 @@ fn call_text(target: &str, s: &Stack) -> String {
     let timeout = s
         .timeout_ms
         .map_or(String::new(), |t| format!(", timeout: \"{t}ms\""));
+    // The safety follows the timeout: keyed writes or unsafe ones with one, reads without.
+    let safety = match s.timeout_ms.map(|t| t % 3) {
+        Some(0) => "Unsafe",
+        Some(_) => "IdempotencyKey",
+        None => "Idempotent",
+    };
     format!(
-        "(target: \"{target}\"{timeout}, stack: [{}])",
+        "(target: \"{target}\"{timeout}, safety: {safety}, stack: [{}])",
         layers.join(", ")
     )
 }
@@ -198,13 +204,14 @@ fn scenario(
             "Pid(interval: \"50ms\", controller: (setpoint: 5, gain_proportional: 0.05, gain_integral: 0.5, gain_derivative: 0, drop_ratio_max: 0.9))",
         ][s.admission];
         text.push_str(&format!(
-            "  \"s{i}\": (replicas: {}, workers: {}, queue: (capacity: {capacity}, discipline: {discipline}), work: Exponential(mean: \"{}ms\"), work_per_in_flight: {}, on_abandoned: {abandoned}, balancer: {balancer}, call_mode: {mode}, calls: [{calls}], admission: [{admission}]{}{}, restart: \"100ms\"),\n",
+            "  \"s{i}\": (replicas: {}, workers: {}, queue: (capacity: {capacity}, discipline: {discipline}), work: Exponential(mean: \"{}ms\"), work_per_in_flight: {}, on_abandoned: {abandoned}, balancer: {balancer}, call_mode: {mode}, calls: [{calls}], admission: [{admission}]{}{}{}, restart: \"100ms\"),\n",
             s.replicas,
             s.workers,
             s.work_ms,
             if s.growth { 0.05 } else { 0.0 },
             if s.outlier { ", outlier: (consecutive_failures: 3, ejection: \"300ms\", max_ejection_percent: 50)" } else { "" },
             if s.cache { ", cache: (hit_ratio: 0.5, warmup: \"500ms\", keys: 3, coalesce: (max_keys: 2, max_waiters: 4))" } else { "" },
+            if s.growth { ", idempotency: (ttl: \"1s\", capacity: 50)" } else { "" },
         ));
     }
     text.push_str(" },\n faults: [\n");

@@ -778,3 +778,36 @@ fn a_fallback_answers_from_the_last_good_answer_then_a_default() {
         b.fallback_static
     );
 }
+
+#[test]
+fn idempotency_keys_make_retried_writes_run_once() {
+    // A write whose first attempt times out at the client (100ms) while the server takes
+    // 150ms: the retry runs the write a second time unless the server deduplicates it.
+    let with = |safety: &str, store: &str| {
+        check(&open(
+            "50/s",
+            &format!(
+                r#", timeout: "100ms", safety: {safety}, stack: [Retry((max_attempts: 2, backoff: (strategy: Constant(delay: "100ms"), jitter: None)))]"#
+            ),
+            "20s",
+            &format!(r#""api": (workers: 50, work: Constant(value: "150ms"){store})"#),
+            "",
+        ))
+    };
+    let plain = with("Idempotent", "");
+    assert!(
+        service(&plain, "api").duplicate_executions > 900,
+        "{}",
+        service(&plain, "api").duplicate_executions
+    );
+    // Unsafe: never retried, so never run twice (and every request fails its 100ms timeout).
+    let careful = with("Unsafe", "");
+    assert_eq!(service(&careful, "api").duplicate_executions, 0);
+    assert_eq!(careful.calls[0].retries, 0);
+    // With a key and a store: the retry finds the first attempt finished and replays it.
+    let keyed = with("IdempotencyKey", ", idempotency: (ttl: \"1h\")");
+    let api = service(&keyed, "api");
+    assert_eq!(api.duplicate_executions, 0);
+    assert!(api.replayed > 900, "{}", api.replayed);
+    assert!(keyed.goodput_ratio_between(1.0, 20.0) > 0.99);
+}

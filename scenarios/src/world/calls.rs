@@ -42,6 +42,7 @@ impl World {
             inner: Permits::default(),
             waiting: None,
             hedge: None,
+            executions: 0,
         });
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
@@ -70,8 +71,9 @@ impl World {
     fn start_race(&mut self, ctx: C, key: CallKey) {
         let now = ctx.now();
         let spec = self.calls[key].spec;
+        let safety = self.specs[spec as usize].safety.as_safety();
         let (hedger, budget) = Self::hedging(&mut self.specs[spec as usize]);
-        let (request, action) = hedger.begin(now, Safety::Idempotent, budget);
+        let (request, action) = hedger.begin(now, safety, budget);
         let race = self.hedges.insert(HedgeState {
             request,
             children: [CallKey::null(); HEDGE_CALLS_MAX],
@@ -196,7 +198,8 @@ impl World {
             Acquire::Done => {
                 if let Some(policy) = &mut sp.retry {
                     let deadline = (call.deadline != SimTime::MAX).then_some(call.deadline);
-                    call.retry = Some(policy.begin(now, deadline, Safety::Idempotent));
+                    let safety = sp.safety.as_safety();
+                    call.retry = Some(policy.begin(now, deadline, safety));
                 }
                 self.start_attempt(ctx, key);
             }
@@ -398,6 +401,7 @@ impl World {
             abandoned: false,
             lead_key: None,
             admitted: None,
+            idempotency_key: None,
         });
         self.calls[key].job = job;
         let source = self.calls[key].source;

@@ -141,6 +141,13 @@ impl World {
             let Some(j) = self.jobs.remove(job) else {
                 continue;
             };
+            // The store outlives the replica (it is the service's database): the operation
+            // did not finish, so a retry may run it.
+            if let Some(key) = j.idempotency_key
+                && let Some(store) = &mut self.services[svc].idempotency
+            {
+                store.abort(now, &key);
+            }
             if let Some(t) = j.timer {
                 ctx.cancel(t);
             }

@@ -91,6 +91,43 @@ impl World {
             self.take_job(now, job, Some(Outcome::Fail(Reason::Deadline)));
             return false;
         }
+        // The operation's identity: a racing call of a hedged call is its shell's operation.
+        let mut op = j.call;
+        if let Some(Owner::Hedge { shell, .. }) = self.calls.get(op).map(|c| c.owner) {
+            op = shell;
+        }
+        let keyed = self
+            .calls
+            .get(op)
+            .is_some_and(|c| self.specs[c.spec as usize].safety == CallSafety::IdempotencyKey);
+        if keyed && let Some(store) = &mut s.idempotency {
+            let key = op.data().as_ffi();
+            match store.begin(now, &key, 0) {
+                Begin::Execute => j.idempotency_key = Some(key),
+                Begin::Replay { .. } => {
+                    s.stats.replayed += 1;
+                    self.reply(ctx, job, Outcome::Ok, None);
+                    return false;
+                }
+                Begin::Conflict { .. } | Begin::Wait { .. } | Begin::FingerprintMismatch { .. } => {
+                    self.reply(ctx, job, Outcome::Fail(Reason::Conflict), None);
+                    return false;
+                }
+                Begin::Full => {
+                    let hint = s.config.retry_after;
+                    self.reply(ctx, job, Outcome::Fail(Reason::Shed), hint);
+                    return false;
+                }
+            }
+        }
+        let j = &mut self.jobs[job];
+        let s = &mut self.services[svc];
+        if let Some(c) = self.calls.get_mut(op) {
+            c.executions += 1;
+            if c.executions > 1 && j.idempotency_key.is_none() {
+                s.stats.duplicate_executions += 1;
+            }
+        }
         let replica = &mut s.replicas[r];
         replica.busy += 1;
         let in_flight = f64::from(replica.busy) + replica.queue.len() as f64;
@@ -390,6 +427,16 @@ impl World {
         outcome: Option<Outcome>,
     ) -> Option<Job> {
         let mut j = self.jobs.remove(job)?;
+        if let Some(key) = j.idempotency_key.take()
+            && let Some(store) = &mut self.services[j.service as usize].idempotency
+        {
+            // A success is stored for replay; anything else lets a retry run it again.
+            if outcome == Some(Outcome::Ok) {
+                store.complete(now, &key, ());
+            } else {
+                store.abort(now, &key);
+            }
+        }
         if let Some(token) = j.admitted.take() {
             let s = &mut self.services[j.service as usize];
             let limiter = s.replicas[j.replica as usize]

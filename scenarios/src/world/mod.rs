@@ -39,6 +39,7 @@ use patterns::coalesce::{Coalescer, Join};
 use patterns::concurrency::{ConcurrencyLimiter, ConcurrencyToken};
 use patterns::fallback::{Fallback, PrimaryFailure, Served};
 use patterns::hedge::{HedgeAction, HedgedRequest, Hedger};
+use patterns::idempotency::{Begin, IdempotencyStore};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::retry::{GiveUpReason, RetryDecision, RetryPolicy, RetryRequest, Safety};
 use patterns::shedder::{PidShedder, RpcQueue, RpcQueueConfig};
@@ -86,10 +87,12 @@ pub enum Reason {
     BulkheadFull,
     /// The caller's own rate limiter held it back.
     ClientLimited,
+    /// Its idempotency key belongs to an attempt still running (409).
+    Conflict,
 }
 
 /// Every reason, in report order.
-pub const REASONS: [Reason; 12] = [
+pub const REASONS: [Reason; 13] = [
     Reason::Timeout,
     Reason::Deadline,
     Reason::QueueFull,
@@ -102,6 +105,7 @@ pub const REASONS: [Reason; 12] = [
     Reason::BreakerOpen,
     Reason::BulkheadFull,
     Reason::ClientLimited,
+    Reason::Conflict,
 ];
 
 impl Reason {
@@ -120,6 +124,7 @@ impl Reason {
             Reason::BreakerOpen => "breaker_open",
             Reason::BulkheadFull => "bulkhead_full",
             Reason::ClientLimited => "client_limited",
+            Reason::Conflict => "conflict",
         }
     }
 
@@ -392,6 +397,8 @@ pub struct CallSpec {
     gate_rng: RngStream,
     /// Its share of requests under `CallMode::Pick`.
     pub weight: f64,
+    /// Whether its operation may run twice.
+    safety: CallSafety,
     /// Its figures.
     pub stats: CallStats,
 }
@@ -434,6 +441,9 @@ struct CallState {
     waiting: Option<(Side, usize)>,
     /// For a hedged call's shell: its race.
     hedge: Option<HedgeKey>,
+    /// Attempts of this call whose work started at the target (more than one: the
+    /// operation ran twice, unless the target deduplicated it).
+    executions: u32,
 }
 
 /// The most calls one hedged call races (the first and at most ten hedges).
@@ -491,6 +501,8 @@ struct Job {
     lead_key: Option<u32>,
     /// Its admission by the replica's concurrency limit, handed back when it is answered.
     admitted: Option<ConcurrencyToken>,
+    /// The idempotency key it executes under, to complete or abort in the store.
+    idempotency_key: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -511,6 +523,17 @@ struct Replica {
     coalescer: Option<Coalescer<u32>>,
     /// The concurrency limit of admission control, if any.
     concurrency: Option<ConcurrencyLimiter>,
+}
+
+impl CallSafety {
+    /// The retry and hedging policies' view.
+    fn as_safety(self) -> Safety {
+        match self {
+            CallSafety::Idempotent => Safety::Idempotent,
+            CallSafety::IdempotencyKey => Safety::IdempotencyKey,
+            CallSafety::Unsafe => Safety::Unsafe,
+        }
+    }
 }
 
 /// A replica's queue. Jobs cancelled while queued stay in it until they reach the front,
@@ -575,6 +598,11 @@ pub struct ServiceStats {
     pub cache_hits: u64,
     /// Cache misses that waited for another request's fetch of the same key.
     pub coalesced: u64,
+    /// Attempts whose work started although an earlier attempt of the same call already ran
+    /// (a non-deduplicated repeat of the operation).
+    pub duplicate_executions: u64,
+    /// Attempts answered from the idempotency store without running.
+    pub replayed: u64,
     /// Replica ejections by outlier detection.
     pub ejections: u64,
     /// Crashes.
@@ -618,6 +646,8 @@ pub struct Svc {
     rng_balance: RngStream,
     rng_admission: RngStream,
     rng_route: RngStream,
+    /// The idempotency-key store, if the service has one.
+    idempotency: Option<IdempotencyStore<u64, ()>>,
     /// Followers of coalesced cache misses, by replica and waiter id (each replica's
     /// coalescer numbers its waiters from zero).
     waiters: std::collections::BTreeMap<(u32, u64), JobKey>,
@@ -917,6 +947,7 @@ impl World {
                 last_success: None,
                 gate_rng,
                 weight: c.weight,
+                safety: c.safety,
                 outer,
                 inner,
                 rng,
@@ -1049,6 +1080,10 @@ impl World {
                 rng_admission: stream("admission"),
                 rng_route: stream("route"),
                 waiters: std::collections::BTreeMap::new(),
+                idempotency: sv.idempotency.clone().map(|c| {
+                    IdempotencyStore::new(c)
+                        .expect("idempotency configs are validated with the scenario")
+                }),
                 stats: ServiceStats::default(),
                 queue_series: GaugeSeries::new(bucket),
                 busy_series: GaugeSeries::new(bucket),

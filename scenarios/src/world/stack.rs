@@ -261,5 +261,6 @@ pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
         | Reason::BulkheadFull => status(503),
         Reason::Error => status(500),
         Reason::Dependency => status(502),
+        Reason::Conflict => status(409),
     }
 }
