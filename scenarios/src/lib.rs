@@ -31,11 +31,12 @@
 //! | [`library`] | the embedded scenario library |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
-//! Retry-After), circuit breaker, bulkhead (refusing or waiting), rate limiters (all kinds),
-//! adaptive throttling, hedging, fallback chains, concurrency limits (fixed, AIMD, Vegas,
-//! Gradient2, Envoy gradient), the PID shedder, CoDel for RPC queues with adaptive LIFO, and
-//! single-flight coalescing. Not wired: the idempotency-key store, CoDel as a packet queue
-//! (RFC 8289 form), the priority shedder, keyed and composite limiters, adaptive timeouts.
+//! Retry-After, operation safety), circuit breaker, bulkhead (refusing or waiting), rate
+//! limiters (all kinds), adaptive throttling, hedging, fallback chains, idempotency-key stores,
+//! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
+//! for RPC queues with adaptive LIFO, and single-flight coalescing. Not wired: CoDel in its
+//! RFC 8289 packet-queue form, the priority shedder, keyed and composite limiters, shadow
+//! mode, adaptive timeouts.
 //!
 //! Only this crate does I/O in resim, and only at its edges: [`load::load`] reads a file and
 //! the binary writes reports.
