@@ -168,11 +168,10 @@ proptest! {
             |q, t, id| q.enqueue(t, id).is_ok(),
             |q, t| {
                 let d = q.dequeue(t);
-                if let Some((_, sojourn)) = d.delivered {
-                    if sojourn > q.wait_max() {
+                if let Some((_, sojourn)) = d.delivered
+                    && sojourn > q.wait_max() {
                         worst = Err(TestCaseError::fail(format!("served after {sojourn}")));
                     }
-                }
                 (d.delivered.map(|x| x.0), d.dropped.len())
             },
             |q| q.len(),

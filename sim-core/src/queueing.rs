@@ -124,7 +124,7 @@ impl Station {
     fn start_service(&mut self, ctx: &mut Ctx<'_, StationEvent, ()>, wait: SimDuration) {
         self.started.inc();
         self.wait_total_nanos += u128::from(wait.as_nanos());
-        if self.started.get() % self.batch_size == 0 {
+        if self.started.get().is_multiple_of(self.batch_size) {
             self.batch_totals
                 .push(self.wait_total_nanos - self.batch_start_total);
             self.batch_start_total = self.wait_total_nanos;
