@@ -59,7 +59,14 @@ fn transition_line(t: &Transition) -> String {
 /// transition (stamped with the time it took effect), in the order they happened.
 fn check(config: BreakerConfig, script: &[(u64, Op)], expected: &[&str]) {
     let mut breaker = Breaker::new(&config).expect("valid config");
-    let mut permits: Vec<Permit> = Vec::new();
+    // Slot n holds the permit of the nth admitted call until its outcome is reported; a
+    // permit is consumed by its report, so a script can report each call only once.
+    let mut permits: Vec<Option<Permit>> = Vec::new();
+    let take = |permits: &mut Vec<Option<Permit>>, n: usize| {
+        permits[n]
+            .take()
+            .expect("the script reports each call once")
+    };
     let mut trace = Vec::new();
     for &(t, op) in script {
         let now = SimTime::from_millis(t);
@@ -68,7 +75,7 @@ fn check(config: BreakerConfig, script: &[(u64, Op)], expected: &[&str]) {
             Op::Call => match breaker.try_acquire(now) {
                 BreakerDecision::Admit(p) => {
                     decision = Some(format!("{t}ms admit #{}", permits.len()));
-                    permits.push(p);
+                    permits.push(Some(p));
                 }
                 BreakerDecision::Reject { reason, retry_at } => {
                     let reason = match reason {
@@ -81,9 +88,9 @@ fn check(config: BreakerConfig, script: &[(u64, Op)], expected: &[&str]) {
                     decision = Some(format!("{t}ms reject {reason} retry_at={retry}"));
                 }
             },
-            Op::Ok(n) => breaker.on_success(now, permits[n]),
-            Op::Fail(n) => breaker.on_failure(now, permits[n]),
-            Op::Ignore(n) => breaker.on_ignored(now, permits[n]),
+            Op::Ok(n) => breaker.on_success(now, take(&mut permits, n)),
+            Op::Fail(n) => breaker.on_failure(now, take(&mut permits, n)),
+            Op::Ignore(n) => breaker.on_ignored(now, take(&mut permits, n)),
             Op::ForceOpen => breaker.force_open(now),
             Op::Disable => breaker.disable(now),
             Op::Reset => breaker.reset(now),

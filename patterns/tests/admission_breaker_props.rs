@@ -125,7 +125,7 @@ enum Fate {
 /// The permit still in flight that `pick` chooses, if any is: half the time one of the three
 /// newest (so that calls admitted half-open report while the state lasts), else any of them
 /// (so that stale reports from earlier states come too).
-fn in_flight(permits: &[(Permit, usize, Fate)], pick: usize) -> Option<usize> {
+fn in_flight(permits: &[(Option<Permit>, usize, Fate)], pick: usize) -> Option<usize> {
     let open: Vec<usize> = (0..permits.len())
         .filter(|&i| permits[i].2 == Fate::InFlight)
         .collect();
@@ -134,7 +134,7 @@ fn in_flight(permits: &[(Permit, usize, Fate)], pick: usize) -> Option<usize> {
         return None;
     }
     let k = pick / 2;
-    Some(if pick % 2 == 0 {
+    Some(if pick.is_multiple_of(2) {
         open[n - 1 - k % n.min(3)]
     } else {
         open[k % n]
@@ -148,8 +148,8 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
     let mut state = StateKind::Closed;
     let mut transitions = 0usize;
     let mut last_at = SimTime::ZERO;
-    // (permit, transitions seen when admitted, what became of it)
-    let mut permits_out: Vec<(Permit, usize, Fate)> = Vec::new();
+    // (permit until it is reported, transitions seen when admitted, what became of it)
+    let mut permits_out: Vec<(Option<Permit>, usize, Fate)> = Vec::new();
     for &(gap, op) in steps {
         now += ms(gap);
         let open_until = breaker.open_until();
@@ -176,7 +176,9 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
                     );
                 }
                 match d {
-                    BreakerDecision::Admit(p) => permits_out.push((p, transitions, Fate::InFlight)),
+                    BreakerDecision::Admit(p) => {
+                        permits_out.push((Some(p), transitions, Fate::InFlight))
+                    }
                     BreakerDecision::Reject {
                         reason: BreakerRejection::Open,
                         retry_at,
@@ -193,7 +195,10 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
             // have ended (stale permits) come from calls admitted before a transition.
             Op::Report { permit, failed } if in_flight(&permits_out, permit).is_some() => {
                 let i = in_flight(&permits_out, permit).expect("checked");
-                let p = permits_out[i].0;
+                let p = permits_out[i]
+                    .0
+                    .take()
+                    .expect("a call in flight holds its permit");
                 permits_out[i].2 = Fate::Reported;
                 if failed {
                     breaker.on_failure(now, p)
@@ -204,7 +209,11 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
             Op::Ignore { permit } if in_flight(&permits_out, permit).is_some() => {
                 let i = in_flight(&permits_out, permit).expect("checked");
                 permits_out[i].2 = Fate::Ignored;
-                breaker.on_ignored(now, permits_out[i].0);
+                let p = permits_out[i]
+                    .0
+                    .take()
+                    .expect("a call in flight holds its permit");
+                breaker.on_ignored(now, p);
             }
             Op::Report { .. } | Op::Ignore { .. } => breaker.advance(now),
             Op::ForceOpen => breaker.force_open(now),
@@ -215,10 +224,10 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
         let new = breaker.take_transitions();
         // An admitted call belongs to the state that admitted it, after any transitions the
         // call itself triggered.
-        if let (Op::Call | Op::CallAtOpenEnd { .. }, Some(last)) = (op, permits_out.last_mut()) {
-            if last.1 == transitions {
-                last.1 += new.len();
-            }
+        if let (Op::Call | Op::CallAtOpenEnd { .. }, Some(last)) = (op, permits_out.last_mut())
+            && last.1 == transitions
+        {
+            last.1 += new.len();
         }
         for t in &new {
             prop_assert_eq!(t.from, state, "transition chain broken: {:?}", t);
@@ -385,7 +394,8 @@ proptest! {
                     match op {
                         Op::Call => if let BreakerDecision::Admit(p) = b.try_acquire(now) { permits.push(p) },
                         Op::Report { permit, failed } if !permits.is_empty() => {
-                            let p = permits[permit % permits.len()];
+                            // A report consumes its permit; any of the outstanding ones may go.
+                            let p = permits.swap_remove(permit % permits.len());
                             if failed { b.on_failure(now, p) } else { b.on_success(now, p) }
                         }
                         _ => b.advance(now),

@@ -71,7 +71,10 @@ pub fn is_legal_edge(from: StateKind, to: StateKind) -> bool {
 
 /// Proof of admission, handed back with the outcome. It remembers the state epoch it was
 /// admitted in, so a late report from an earlier state does not count in a later one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// It is neither `Copy` nor `Clone`: reporting consumes it, so one call cannot be reported
+/// twice (which, in half-open, would free a second permitted call for one real one).
+#[derive(Debug, PartialEq, Eq)]
 pub struct Permit {
     epoch: u64,
     started_at: SimTime,
@@ -96,7 +99,7 @@ pub enum BreakerRejection {
 }
 
 /// A breaker's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum BreakerDecision {
     /// Go ahead; report the outcome with this permit.
     Admit(Permit),
@@ -609,10 +612,10 @@ impl Breaker {
     }
 
     fn trip_cause(&mut self, now: SimTime, run: u32) -> Option<Cause> {
-        if let Some(n) = self.config.consecutive_failure_threshold {
-            if run >= n {
-                return Some(Cause::ConsecutiveFailures(run));
-            }
+        if let Some(n) = self.config.consecutive_failure_threshold
+            && run >= n
+        {
+            return Some(Cause::ConsecutiveFailures(run));
         }
         let totals = self.window.totals(now);
         let minimum = match self.config.sliding_window_type {
