@@ -6,7 +6,7 @@
 //! print the same report. Floats appear only here, rounded for display.
 
 use crate::schema::{Expectation, Scenario};
-use crate::world::{ClientStats, Gate, LatencyBins, REASONS, World};
+use crate::world::{CallStats, ClientStats, Gate, LatencyBins, REASONS, World};
 use patterns::breaker::StateKind;
 use serde::Serialize;
 use sim_core::metrics::LatencyHistogram;
@@ -168,59 +168,13 @@ pub struct BreakerReport {
 pub struct CallReport {
     /// Where it is in the file.
     pub path: String,
-    /// Calls made.
-    pub calls: u64,
-    /// Attempts made.
-    pub attempts: u64,
-    /// Retries.
-    pub retries: u64,
-    /// Retries refused by the budget.
-    pub budget_exhausted: u64,
-    /// Calls or attempts that waited for a bulkhead slot.
-    pub bulkhead_waits: u64,
-    /// Hedges sent.
-    pub hedges: u64,
-    /// Hedged calls won by a hedge.
-    pub hedge_wins: u64,
-    /// Failed calls answered from the last good answer.
-    pub fallback_cache: u64,
-    /// Failed calls answered with the static default.
-    pub fallback_static: u64,
-    /// Attempts timed out.
-    pub timeouts: u64,
-    /// Replies after the caller stopped waiting.
-    pub late_replies: u64,
+    /// Its counters, summed over the replicas of the calling service (serialised in place).
+    #[serde(flatten)]
+    pub counts: CallStats,
     /// Rejections by a layer of the stack, by reason.
     pub rejected_by_reason: BTreeMap<String, u64>,
-    /// Calls that succeeded.
-    pub successes: u64,
-    /// Calls that failed.
-    pub failures: u64,
     /// Its breakers, outermost first (one set per replica of the calling service).
     pub breakers: Vec<BreakerReport>,
-}
-
-impl CallReport {
-    /// Adds another replica's figures for the same call site.
-    fn absorb(&mut self, other: CallReport) {
-        self.calls += other.calls;
-        self.attempts += other.attempts;
-        self.retries += other.retries;
-        self.budget_exhausted += other.budget_exhausted;
-        self.bulkhead_waits += other.bulkhead_waits;
-        self.hedges += other.hedges;
-        self.hedge_wins += other.hedge_wins;
-        self.fallback_cache += other.fallback_cache;
-        self.fallback_static += other.fallback_static;
-        self.timeouts += other.timeouts;
-        self.late_replies += other.late_replies;
-        for (k, v) in other.rejected_by_reason {
-            *self.rejected_by_reason.entry(k).or_insert(0) += v;
-        }
-        self.successes += other.successes;
-        self.failures += other.failures;
-        self.breakers.extend(other.breakers);
-    }
 }
 
 /// Per-service values of one bucket.
@@ -471,20 +425,8 @@ impl Report {
             .iter()
             .map(|sp| CallReport {
                 path: sp.path.clone(),
-                calls: sp.stats.calls,
-                attempts: sp.stats.attempts,
-                retries: sp.stats.retries,
-                budget_exhausted: sp.stats.budget_exhausted,
-                bulkhead_waits: sp.stats.bulkhead_waits,
-                hedges: sp.stats.hedges,
-                hedge_wins: sp.stats.hedge_wins,
-                fallback_cache: sp.stats.fallback_cache,
-                fallback_static: sp.stats.fallback_static,
-                timeouts: sp.stats.timeouts,
-                late_replies: sp.stats.late_replies,
-                rejected_by_reason: reasons(&sp.stats.rejected),
-                successes: sp.stats.successes,
-                failures: sp.stats.failures,
+                counts: sp.stats.clone(),
+                rejected_by_reason: BTreeMap::new(),
                 breakers: sp
                     .outer
                     .iter()
@@ -515,9 +457,15 @@ impl Report {
         let mut calls: Vec<CallReport> = Vec::new();
         for c in per_spec {
             match calls.last_mut() {
-                Some(last) if last.path == c.path => last.absorb(c),
+                Some(last) if last.path == c.path => {
+                    last.counts.absorb(&c.counts);
+                    last.breakers.extend(c.breakers);
+                }
                 _ => calls.push(c),
             }
+        }
+        for c in &mut calls {
+            c.rejected_by_reason = reasons(&c.counts.rejected);
         }
 
         let series = (0..buckets)
@@ -715,32 +663,32 @@ impl Report {
                 o,
                 "  {:<28} calls {:>8}  attempts {:>8}  retries {:>7}  budget exhausted {:>6}  timeouts {:>7}  late replies {:>7}",
                 c.path,
-                c.calls,
-                c.attempts,
-                c.retries,
-                c.budget_exhausted,
-                c.timeouts,
-                c.late_replies
+                c.counts.calls,
+                c.counts.attempts,
+                c.counts.retries,
+                c.counts.budget_exhausted,
+                c.counts.timeouts,
+                c.counts.late_replies
             );
-            if c.fallback_cache + c.fallback_static > 0 {
+            if c.counts.fallback_cache + c.counts.fallback_static > 0 {
                 let _ = writeln!(
                     o,
                     "  {:<28} failures answered by the fallback: {} from the last good answer, {} static",
-                    "", c.fallback_cache, c.fallback_static
+                    "", c.counts.fallback_cache, c.counts.fallback_static
                 );
             }
-            if c.hedges > 0 {
+            if c.counts.hedges > 0 {
                 let _ = writeln!(
                     o,
                     "  {:<28} hedges sent: {}, won by a hedge: {}",
-                    "", c.hedges, c.hedge_wins
+                    "", c.counts.hedges, c.counts.hedge_wins
                 );
             }
-            if c.bulkhead_waits > 0 {
+            if c.counts.bulkhead_waits > 0 {
                 let _ = writeln!(
                     o,
                     "  {:<28} waited for a bulkhead slot: {}",
-                    "", c.bulkhead_waits
+                    "", c.counts.bulkhead_waits
                 );
             }
             if !c.rejected_by_reason.is_empty() {
@@ -895,9 +843,9 @@ impl Report {
                 o,
                 "call {:<26} attempts {:>7} retries {:>7} budget_exhausted {:>6} breaker transitions {}",
                 c.path,
-                c.attempts,
-                c.retries,
-                c.budget_exhausted,
+                c.counts.attempts,
+                c.counts.retries,
+                c.counts.budget_exhausted,
                 c.breakers.iter().map(|b| b.transitions_total).sum::<u64>()
             );
         }

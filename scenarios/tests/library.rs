@@ -77,8 +77,8 @@ fn retry_storm_amplifies_and_outlives_the_slowdown() {
             r.summary.amplification
         );
         assert!(r.goodput_ratio_between(25.0, 60.0) > 0.9);
-        assert!(call(r, "clients.users.call").budget_exhausted > 0);
-        assert!(call(r, "services.api.calls[0]").budget_exhausted > 0);
+        assert!(call(r, "clients.users.call").counts.budget_exhausted > 0);
+        assert!(call(r, "services.api.calls[0]").counts.budget_exhausted > 0);
     });
 }
 

@@ -651,7 +651,7 @@ fn a_bulkhead_can_make_calls_wait_for_a_slot() {
         full(&wait),
         full(&refuse)
     );
-    let c = &wait.calls[0];
+    let c = &wait.calls[0].counts;
     assert!(c.bulkhead_waits > 1000);
     // A waiter never waits longer than max_wait_duration before its call starts.
     assert!(
@@ -728,7 +728,7 @@ fn hedging_cuts_the_tail_for_a_little_extra_load() {
         "{:?}",
         hedged.summary.latency_ms
     );
-    let c = &hedged.calls[0];
+    let c = &hedged.calls[0].counts;
     assert!(
         close(c.hedges as f64 / c.calls as f64, 0.05, 0.25),
         "{} of {}",
@@ -742,7 +742,7 @@ fn hedging_cuts_the_tail_for_a_little_extra_load() {
     let budgeted = with(
         r#"Hedge((delay: Fixed(delay: "50ms"), max_hedged_attempts: 1)), Retry((max_attempts: 2, budget: Window((budget_percent: 1, window: "1s", min_retries_per_window: 0))))"#,
     );
-    let b = &budgeted.calls[0];
+    let b = &budgeted.calls[0].counts;
     assert!(b.hedges * 3 < c.hedges, "{} vs {}", b.hedges, c.hedges);
 }
 
@@ -761,7 +761,7 @@ fn a_fallback_answers_from_the_last_good_answer_then_a_default() {
     assert!(close(plain.summary.failures as f64, 1000.0, 0.1));
     // The last good answer is served while it is at most 2s old: the outage's first 2s.
     let cache = with(r#"Fallback((use_cache: true, cache_age_max: "2s", use_static: false))"#);
-    let c = &cache.calls[0];
+    let c = &cache.calls[0].counts;
     assert!(
         close(c.fallback_cache as f64, 200.0, 0.15),
         "{}",
@@ -770,7 +770,7 @@ fn a_fallback_answers_from_the_last_good_answer_then_a_default() {
     assert!(close(cache.summary.failures as f64, 800.0, 0.1));
     // A static default answers the rest.
     let both = with(r#"Fallback((use_cache: true, cache_age_max: "2s", use_static: true))"#);
-    let b = &both.calls[0];
+    let b = &both.calls[0].counts;
     assert_eq!(both.summary.failures, 0);
     assert!(
         close(b.fallback_static as f64, 800.0, 0.1),
@@ -803,7 +803,7 @@ fn idempotency_keys_make_retried_writes_run_once() {
     // Unsafe: never retried, so never run twice (and every request fails its 100ms timeout).
     let careful = with("Unsafe", "");
     assert_eq!(service(&careful, "api").duplicate_executions, 0);
-    assert_eq!(careful.calls[0].retries, 0);
+    assert_eq!(careful.calls[0].counts.retries, 0);
     // With a key and a store: the retry finds the first attempt finished and replays it.
     let keyed = with("IdempotencyKey", ", idempotency: (ttl: \"1h\")");
     let api = service(&keyed, "api");

@@ -333,8 +333,9 @@ impl Message for Msg {
     }
 }
 
-/// Figures of one call site (a client's call or a service's downstream call).
-#[derive(Debug, Default, Clone)]
+/// Figures of one call site (a client's call or a service's downstream call). The report
+/// serialises them as they are (rejections by reason are rendered separately, by name).
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
 pub struct CallStats {
     /// Calls started.
     pub calls: u64,
@@ -359,11 +360,50 @@ pub struct CallStats {
     /// Replies that arrived after the caller stopped waiting.
     pub late_replies: u64,
     /// Calls or attempts rejected by a gate of the stack, per reason index.
+    #[serde(skip)]
     pub rejected: [u64; REASONS.len()],
     /// Calls that succeeded.
     pub successes: u64,
     /// Calls that failed.
     pub failures: u64,
+}
+
+impl CallStats {
+    /// Adds the figures of another instance of the same call site (another replica's).
+    pub fn absorb(&mut self, other: &CallStats) {
+        let CallStats {
+            calls,
+            attempts,
+            retries,
+            budget_exhausted,
+            bulkhead_waits,
+            hedges,
+            hedge_wins,
+            fallback_cache,
+            fallback_static,
+            timeouts,
+            late_replies,
+            rejected,
+            successes,
+            failures,
+        } = other;
+        self.calls += calls;
+        self.attempts += attempts;
+        self.retries += retries;
+        self.budget_exhausted += budget_exhausted;
+        self.bulkhead_waits += bulkhead_waits;
+        self.hedges += hedges;
+        self.hedge_wins += hedge_wins;
+        self.fallback_cache += fallback_cache;
+        self.fallback_static += fallback_static;
+        self.timeouts += timeouts;
+        self.late_replies += late_replies;
+        for (total, n) in self.rejected.iter_mut().zip(rejected) {
+            *total += n;
+        }
+        self.successes += successes;
+        self.failures += failures;
+    }
 }
 
 /// One call site, compiled.
