@@ -185,19 +185,6 @@ impl<P> EventQueue<P> {
         }
     }
 
-    /// The time of the earliest live event, dropping stale keys found on the way.
-    #[inline]
-    pub fn peek_time(&mut self) -> Option<SimTime> {
-        loop {
-            let top = *self.heap.peek()?;
-            if self.slots.contains_key(top.slot) {
-                return Some(top.time);
-            }
-            self.heap.pop();
-            self.stale -= 1;
-        }
-    }
-
     /// Live (not cancelled) pending events.
     pub fn len(&self) -> usize {
         self.slots.len()
