@@ -177,25 +177,40 @@ impl World {
         self.apply_hedge(ctx, shell, action);
     }
 
+    /// Passes a call through the gates of one `side` from `from`. A refusal is counted and
+    /// the slots it gave back are handed on before the caller fails the call or attempt.
+    fn pass_gates(&mut self, now: SimTime, key: CallKey, side: Side, from: usize) -> Acquire {
+        let call = &mut self.calls[key];
+        let spec = call.spec;
+        let sp = &mut self.specs[spec as usize];
+        let (gates, permits) = match side {
+            Side::Outer => (&mut sp.outer, &mut call.outer),
+            Side::Inner => (&mut sp.inner, &mut call.inner),
+        };
+        let acquired = acquire_from(
+            gates,
+            from,
+            now,
+            permits,
+            &mut sp.gate_rng,
+            key.data().as_ffi(),
+            &mut self.wake_buf,
+        );
+        if let Acquire::Refused(reason) = acquired {
+            sp.stats.rejected[reason.index()] += 1;
+            self.tag_wakes(spec, side);
+        }
+        acquired
+    }
+
     /// Passes a call through its once-per-call gates from `from`, then starts its first
     /// attempt (or makes it wait at a bulkhead, or fails it).
     pub(super) fn continue_outer(&mut self, ctx: C, key: CallKey, from: usize) {
         let now = ctx.now();
-        let call = &mut self.calls[key];
-        let spec = call.spec;
-        let sp = &mut self.specs[spec as usize];
-        let id = key.data().as_ffi();
-        let acquired = acquire_from(
-            &mut sp.outer,
-            from,
-            now,
-            &mut call.outer,
-            &mut sp.gate_rng,
-            id,
-            &mut self.wake_buf,
-        );
-        match acquired {
+        match self.pass_gates(now, key, Side::Outer, from) {
             Acquire::Done => {
+                let call = &mut self.calls[key];
+                let sp = &mut self.specs[call.spec as usize];
                 if let Some(policy) = &mut sp.retry {
                     let deadline = (call.deadline != SimTime::MAX).then_some(call.deadline);
                     let safety = sp.safety.as_safety();
@@ -204,11 +219,7 @@ impl World {
                 self.start_attempt(ctx, key);
             }
             Acquire::Wait { gate, deadline } => self.wait(ctx, key, Side::Outer, gate, deadline),
-            Acquire::Refused(reason) => {
-                sp.stats.rejected[reason.index()] += 1;
-                self.tag_wakes(spec, Side::Outer);
-                self.finish_call(ctx, key, Outcome::Fail(reason), false);
-            }
+            Acquire::Refused(reason) => self.finish_call(ctx, key, Outcome::Fail(reason), false),
         }
     }
 
@@ -325,26 +336,11 @@ impl World {
     /// it wait at a bulkhead, or fails it without touching a replica).
     pub(super) fn continue_inner(&mut self, ctx: C, key: CallKey, from: usize) {
         let now = ctx.now();
-        let call = &mut self.calls[key];
-        let spec = call.spec;
-        let sp = &mut self.specs[spec as usize];
-        let id = key.data().as_ffi();
-        let acquired = acquire_from(
-            &mut sp.inner,
-            from,
-            now,
-            &mut call.inner,
-            &mut sp.gate_rng,
-            id,
-            &mut self.wake_buf,
-        );
-        match acquired {
+        match self.pass_gates(now, key, Side::Inner, from) {
             Acquire::Done => self.send_attempt(ctx, key),
             Acquire::Wait { gate, deadline } => self.wait(ctx, key, Side::Inner, gate, deadline),
             Acquire::Refused(reason) => {
-                sp.stats.rejected[reason.index()] += 1;
-                self.tag_wakes(spec, Side::Inner);
-                self.attempt_done(ctx, key, Outcome::Fail(reason), false, None);
+                self.attempt_done(ctx, key, Outcome::Fail(reason), false, None)
             }
         }
     }
