@@ -62,6 +62,7 @@
 //! ```
 
 pub mod error;
+pub mod figures;
 pub mod library;
 pub mod load;
 pub mod report;

@@ -5,12 +5,14 @@
 //! Every figure is a pure function of the run's history, so two runs with the same digest
 //! print the same report. Floats appear only here, rounded for display.
 
+use crate::figures::{
+    CallStats, ClientBucket, ClientFigures, Figures, ReasonCounts, RunMeta, ServiceBucket,
+};
 use crate::schema::{Expectation, Scenario};
-use crate::world::{CallStats, ClientStats, Gate, LatencyBins, REASONS, World};
 use patterns::breaker::StateKind;
 use serde::Serialize;
+use sim_core::SimDuration;
 use sim_core::metrics::LatencyHistogram;
-use sim_core::{SimDuration, SimTime, StopReason};
 use sim_net::LinkReport;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -288,12 +290,10 @@ fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 1.0 } else { a as f64 / b as f64 }
 }
 
-fn reasons(counts: &[u64]) -> BTreeMap<String, u64> {
-    REASONS
-        .iter()
-        .zip(counts)
-        .filter(|(_, n)| **n > 0)
-        .map(|(r, n)| (r.name().to_string(), *n))
+fn reasons(counts: &ReasonCounts) -> BTreeMap<String, u64> {
+    counts
+        .nonzero()
+        .map(|(r, n)| (r.name().to_string(), n))
         .collect()
 }
 
@@ -301,60 +301,47 @@ fn bucket_index(t: SimDuration, bucket: SimDuration) -> usize {
     (t.as_nanos() / bucket.as_nanos()) as usize
 }
 
-/// The success ratio of a client over buckets `[from, to)`.
-fn window_ratio(c: &ClientStats, from: usize, to: usize) -> (u64, u64) {
-    let offered: u64 = (from..to).map(|i| c.offered.get(i)).sum();
-    let ok: u64 = (from..to).map(|i| c.successes.get(i)).sum();
+/// The successes and offered requests of a client among the requests offered in buckets
+/// `[from, to)`.
+fn window_ratio(c: &ClientFigures, from: usize, to: usize) -> (u64, u64) {
+    let to = to.min(c.buckets.len());
+    let window = c.buckets.get(from.min(to)..to).unwrap_or_default();
+    let offered = window.iter().map(|b| b.offered).sum();
+    let ok = window.iter().map(|b| b.successes).sum();
     (ok, offered)
 }
 
 impl Report {
-    /// Builds the report of a finished run.
-    #[allow(clippy::too_many_arguments)]
-    pub fn build(
-        scenario: &Scenario,
-        file: &str,
-        seed: u64,
-        world: &mut World,
-        end: SimTime,
-        events: u64,
-        stop: StopReason,
-        digest: u64,
-    ) -> Report {
-        world.finish(end);
-        let bucket = world.bucket;
+    /// Builds the report of a finished run from its scenario, its metadata and its figures.
+    pub fn build(scenario: &Scenario, meta: &RunMeta, figures: &Figures) -> Report {
+        let end = figures.end;
+        let bucket = figures.bucket;
         let secs = end.as_secs_f64().max(1e-9);
-        let buckets = (end.as_nanos().div_ceil(bucket.as_nanos()) as usize).max(1);
+        let buckets = figures.bucket_count();
 
-        let mut all = LatencyHistogram::new();
-        let mut failed = [0u64; REASONS.len()];
+        let mut failed = ReasonCounts::default();
         let (mut offered, mut successes, mut failures) = (0, 0, 0);
-        let clients: Vec<ClientReport> = world
+        let clients: Vec<ClientReport> = figures
             .clients
             .iter()
             .map(|c| {
-                all.merge(&c.stats.latency);
-                let o: u64 = c.stats.offered.counts().iter().sum();
-                let s: u64 = c.stats.successes.counts().iter().sum();
-                let f: u64 = c.stats.failures.counts().iter().sum();
+                let (o, s, f) = (c.offered(), c.successes(), c.failures());
                 offered += o;
                 successes += s;
                 failures += f;
-                for (t, n) in failed.iter_mut().zip(c.stats.failed) {
-                    *t += n;
-                }
+                failed.absorb(&c.failed);
                 ClientReport {
                     name: c.name.clone(),
                     offered: o,
                     successes: s,
                     failures: f,
-                    failures_by_reason: reasons(&c.stats.failed),
+                    failures_by_reason: reasons(&c.failed),
                     goodput_per_s: round3(s as f64 / secs),
-                    latency_ms: LatencyMs::of(&c.stats.latency),
+                    latency_ms: LatencyMs::of(&c.latency),
                 }
             })
             .collect();
-        let attempts: u64 = world.services.iter().map(|s| s.stats.arrivals).sum();
+        let attempts: u64 = figures.services.iter().map(|s| s.counts.arrivals).sum();
         let summary = Summary {
             offered,
             attempts,
@@ -364,149 +351,130 @@ impl Report {
             failures_by_reason: reasons(&failed),
             goodput_per_s: round3(successes as f64 / secs),
             offered_per_s: round3(offered as f64 / secs),
-            latency_ms: LatencyMs::of(&all),
+            latency_ms: LatencyMs::of(&figures.latency),
         };
 
-        let mut gauges = Vec::new();
-        let services: Vec<ServiceReport> = world
+        let services: Vec<ServiceReport> = figures
             .services
-            .iter_mut()
+            .iter()
             .map(|s| {
-                let queue = s.queue_series.finish(end);
-                let busy = s.busy_series.finish(end);
-                let mean = |g: &[sim_core::metrics::GaugeBucket]| {
-                    let total: f64 = g
+                let mean = |gauge: fn(&ServiceBucket) -> f64| {
+                    let total: f64 = s
+                        .buckets
                         .iter()
                         .enumerate()
                         .map(|(i, b)| {
                             let start = i as u64 * bucket.as_nanos();
                             let len =
                                 (end.as_nanos().min(start + bucket.as_nanos()) - start) as f64;
-                            b.mean * len
+                            gauge(b) * len
                         })
                         .sum();
                     total / end.as_nanos().max(1) as f64
                 };
-                let workers_total = f64::from(s.config.replicas * s.config.workers);
-                let report = ServiceReport {
+                let workers_total = f64::from(s.replicas * s.workers);
+                let c = &s.counts;
+                ServiceReport {
                     name: s.name.clone(),
-                    replicas: s.config.replicas,
-                    workers: s.config.workers,
+                    replicas: s.replicas,
+                    workers: s.workers,
                     utilisation: round3(
-                        s.stats.busy_ns as f64 / (workers_total * end.as_nanos().max(1) as f64),
+                        c.busy_ns as f64 / (workers_total * end.as_nanos().max(1) as f64),
                     ),
-                    queue_depth_mean: round3(mean(&queue)),
-                    queue_depth_max: s.stats.queue_depth_max,
-                    in_flight_mean: round3(mean(&busy)),
-                    arrivals: s.stats.arrivals,
-                    ok: s.stats.ok,
-                    failed_by_reason: reasons(&s.stats.failed),
-                    dropped_expired: s.stats.dropped_expired,
-                    cancelled: s.stats.cancelled,
-                    wasted_jobs: s.stats.wasted_jobs,
-                    wasted_work_s: round3(s.stats.wasted_ns as f64 / 1e9),
-                    cache_hits: s.stats.cache_hits,
-                    duplicate_executions: s.stats.duplicate_executions,
-                    replayed: s.stats.replayed,
-                    coalesced: s.stats.coalesced,
-                    ejections: s.stats.ejections,
-                    marked_unhealthy: s.stats.marked_unhealthy,
-                    crashes: s.stats.crashes,
-                    messages_lost: s.stats.messages_lost,
+                    queue_depth_mean: round3(mean(|b| b.queue.mean)),
+                    queue_depth_max: c.queue_depth_max,
+                    in_flight_mean: round3(mean(|b| b.busy.mean)),
+                    arrivals: c.arrivals,
+                    ok: c.ok,
+                    failed_by_reason: reasons(&c.failed),
+                    dropped_expired: c.dropped_expired,
+                    cancelled: c.cancelled,
+                    wasted_jobs: c.wasted_jobs,
+                    wasted_work_s: round3(c.wasted_ns as f64 / 1e9),
+                    cache_hits: c.cache_hits,
+                    duplicate_executions: c.duplicate_executions,
+                    replayed: c.replayed,
+                    coalesced: c.coalesced,
+                    ejections: c.ejections,
+                    marked_unhealthy: c.marked_unhealthy,
+                    crashes: c.crashes,
+                    messages_lost: c.messages_lost,
                     pid_drop_ratio_max: round3(s.pid_drop_ratio_max),
-                };
-                gauges.push((queue, busy));
-                report
+                }
             })
             .collect();
 
-        let per_spec: Vec<CallReport> = world
-            .specs
+        let calls: Vec<CallReport> = figures
+            .call_sites
             .iter()
-            .map(|sp| CallReport {
-                path: sp.path.clone(),
-                counts: sp.stats.clone(),
-                rejected_by_reason: BTreeMap::new(),
-                breakers: sp
-                    .outer
+            .map(|site| CallReport {
+                path: site.path.clone(),
+                counts: site.counts.clone(),
+                rejected_by_reason: reasons(&site.counts.rejected),
+                breakers: site
+                    .breakers
                     .iter()
-                    .chain(&sp.inner)
-                    .filter_map(|g| match g {
-                        Gate::Breaker(b) => Some(BreakerReport {
-                            replica: sp.replica,
-                            state: state_name(b.state()).to_string(),
-                            transitions_total: b.transitions().len() as u64
-                                + b.stats().transitions_dropped,
-                            transitions: b
-                                .transitions()
-                                .iter()
-                                .take(TRANSITIONS_LISTED)
-                                .map(|t| Transition {
-                                    t_s: round3(t.at.as_secs_f64()),
-                                    from: state_name(t.from).to_string(),
-                                    to: state_name(t.to).to_string(),
-                                })
-                                .collect(),
-                        }),
-                        _ => None,
+                    .map(|b| BreakerReport {
+                        replica: b.replica,
+                        state: state_name(b.state).to_string(),
+                        transitions_total: b.transitions_total,
+                        transitions: b
+                            .transitions
+                            .iter()
+                            .take(TRANSITIONS_LISTED)
+                            .map(|t| Transition {
+                                t_s: round3(t.at.as_secs_f64()),
+                                from: state_name(t.from).to_string(),
+                                to: state_name(t.to).to_string(),
+                            })
+                            .collect(),
                     })
                     .collect(),
             })
             .collect();
-        // A service's call site has one spec per replica: report each site once, summed.
-        let mut calls: Vec<CallReport> = Vec::new();
-        for c in per_spec {
-            match calls.last_mut() {
-                Some(last) if last.path == c.path => {
-                    last.counts.absorb(&c.counts);
-                    last.breakers.extend(c.breakers);
-                }
-                _ => calls.push(c),
-            }
-        }
-        for c in &mut calls {
-            c.rejected_by_reason = reasons(&c.counts.rejected);
-        }
 
         let series = (0..buckets)
             .map(|i| {
-                let o: u64 = world.clients.iter().map(|c| c.stats.offered.get(i)).sum();
-                let s: u64 = world.clients.iter().map(|c| c.stats.successes.get(i)).sum();
-                let f: u64 = world.clients.iter().map(|c| c.stats.failures.get(i)).sum();
-                let lat: u64 = world
-                    .clients
-                    .iter()
-                    .map(|c| c.stats.latency_sum_ns.get(i))
-                    .sum();
-                let mut bins = LatencyBins::default();
-                for c in &world.clients {
-                    if let Some(b) = c.stats.latency_bins.get(i) {
-                        bins.merge(b);
-                    }
-                }
+                let total = figures.clients.iter().map(|c| c.bucket(i)).fold(
+                    ClientBucket::default(),
+                    |mut t, b| {
+                        t.offered += b.offered;
+                        t.successes += b.successes;
+                        t.failures += b.failures;
+                        t.latency_sum_ns += b.latency_sum_ns;
+                        t
+                    },
+                );
+                let bins = figures
+                    .buckets
+                    .get(i)
+                    .map(|b| b.latency)
+                    .unwrap_or_default();
                 SeriesRow {
-                    latency_p99_ms: round3(bins.quantile(0.99).as_millis_f64()),
+                    latency_p99_ms: round3(bins.quantile(0.99).unwrap_or_default().as_millis_f64()),
                     t_s: round3((bucket * i as u64).as_secs_f64()),
-                    offered: o,
-                    successes: s,
-                    failures: f,
-                    goodput_ratio: round3(ratio(s, o)),
-                    latency_mean_ms: round3(if s == 0 {
+                    offered: total.offered,
+                    successes: total.successes,
+                    failures: total.failures,
+                    goodput_ratio: round3(ratio(total.successes, total.offered)),
+                    latency_mean_ms: round3(if total.successes == 0 {
                         0.0
                     } else {
-                        lat as f64 / s as f64 / 1e6
+                        total.latency_sum_ns as f64 / total.successes as f64 / 1e6
                     }),
-                    services: world
+                    services: figures
                         .services
                         .iter()
-                        .zip(&gauges)
-                        .map(|(sv, (q, b))| ServicePoint {
-                            name: sv.name.clone(),
-                            arrivals: sv.arrival_series.get(i),
-                            ok: sv.ok_series.get(i),
-                            queue_mean: round3(q.get(i).map_or(0.0, |g| g.mean)),
-                            queue_max: round3(q.get(i).map_or(0.0, |g| g.max)),
-                            busy_mean: round3(b.get(i).map_or(0.0, |g| g.mean)),
+                        .map(|sv| {
+                            let b = sv.buckets.get(i).copied().unwrap_or_default();
+                            ServicePoint {
+                                name: sv.name.clone(),
+                                arrivals: b.arrivals,
+                                ok: b.ok,
+                                queue_mean: round3(b.queue.mean),
+                                queue_max: round3(b.queue.max),
+                                busy_mean: round3(b.busy.mean),
+                            }
                         })
                         .collect(),
                 }
@@ -516,16 +484,23 @@ impl Report {
         let expectations = scenario
             .expectations
             .iter()
-            .map(|e| judge(e, world, &summary, bucket, buckets))
+            .map(|e| judge(e, figures, &summary, bucket, buckets))
             .collect();
 
+        let mut trace = figures.trace.clone();
+        if figures.trace_left_out > 0 {
+            trace.push(format!(
+                "(and {} more events in the window, left out)",
+                figures.trace_left_out
+            ));
+        }
         Report {
             scenario: scenario.name.clone(),
-            file: file.to_string(),
-            seed,
-            digest: format!("{digest:016x}"),
-            events,
-            stop_reason: stop.as_str().to_string(),
+            file: meta.file.clone(),
+            seed: meta.seed,
+            digest: format!("{:016x}", meta.digest),
+            events: meta.events,
+            stop_reason: meta.stop.as_str().to_string(),
             simulated_s: round3(end.as_secs_f64()),
             bucket_s: round3(bucket.as_secs_f64()),
             summary,
@@ -534,8 +509,8 @@ impl Report {
             calls,
             series,
             expectations,
-            network: Vec::new(),
-            trace: Vec::new(),
+            network: figures.links.clone(),
+            trace,
         }
     }
 
@@ -957,13 +932,13 @@ fn sparkline(values: impl Iterator<Item = f64>, top: f64) -> String {
 
 fn judge(
     e: &Expectation,
-    world: &World,
+    figures: &Figures,
     summary: &Summary,
     bucket: SimDuration,
     buckets: usize,
 ) -> ExpectationResult {
     let client = |name: &str| {
-        world
+        figures
             .clients
             .iter()
             .find(|c| c.name == name)
@@ -985,7 +960,7 @@ fn judge(
         } => {
             let at_least = matches!(e, Expectation::GoodputAtLeast { .. });
             let to = until.map_or(buckets, |u| bucket_index(u, bucket).min(buckets));
-            let (ok, offered) = window_ratio(&client(name).stats, bucket_index(*after, bucket), to);
+            let (ok, offered) = window_ratio(client(name), bucket_index(*after, bucket), to);
             let observed = ratio(ok, offered);
             let window = match until {
                 Some(u) => format!("from {after} to {u}"),
@@ -1006,7 +981,7 @@ fn judge(
             }
         }
         Expectation::P99AtMost { client: name, max } => {
-            let p99 = client(name).stats.latency.quantile(0.99);
+            let p99 = client(name).latency.quantile(0.99);
             ExpectationResult {
                 expectation: format!("{name} p99 latency at most {max}"),
                 observed: format!("{:.1}ms", p99.as_millis_f64()),
@@ -1024,7 +999,7 @@ fn judge(
             within,
             min_ratio,
         } => {
-            let stats = &client(name).stats;
+            let stats = client(name);
             // The last bucket holds requests still in flight when the run stopped.
             let last = buckets.saturating_sub(1);
             let first = after.as_nanos().div_ceil(bucket.as_nanos()) as usize;

@@ -1,6 +1,7 @@
 //! Running a scenario: build the world for a seed, run it within its limits, report.
 
 use crate::error::ScenarioError;
+use crate::figures::RunMeta;
 use crate::report::Report;
 use crate::schema::Scenario;
 use crate::validate::validate;
@@ -88,8 +89,13 @@ pub fn run(
     }
     let stop = sim.run();
     let end = sim.now().min(SimTime::ZERO + s.duration);
-    let events = sim.events_executed();
-    let digest = sim.digest().value();
+    let meta = RunMeta {
+        file: file.to_string(),
+        seed,
+        digest: sim.digest().value(),
+        events: sim.events_executed(),
+        stop,
+    };
     let trace = sim.trace().to_vec();
     let links = if s.network.is_some() {
         sim.shared().report()
@@ -99,16 +105,9 @@ pub fn run(
     let world = sim.entity_mut(id);
     world.check_invariants();
     let in_flight = world.in_flight();
-    let requests_in_flight = world.requests_in_flight();
-    let mut report = Report::build(&s, file, seed, world, end, events, stop, digest);
-    report.network = links;
-    report.trace = std::mem::take(&mut world.trace);
-    if world.trace_left_out > 0 {
-        report.trace.push(format!(
-            "(and {} more events in the window, left out)",
-            world.trace_left_out
-        ));
-    }
+    let figures = world.figures(end, links);
+    let requests_in_flight = figures.requests_in_flight;
+    let report = Report::build(&s, &meta, &figures);
     Ok(RunOutput {
         report,
         trace,

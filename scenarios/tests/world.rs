@@ -663,7 +663,7 @@ fn a_bulkhead_can_make_calls_wait_for_a_slot() {
 
 #[test]
 fn latency_bins_bound_their_values_within_a_quarter() {
-    use scenarios::world::LatencyBins;
+    use scenarios::figures::LatencyBins;
     // Below about a microsecond everything shares the first bin.
     assert_eq!(
         LatencyBins::bin(sim_core::SimDuration::from_nanos(1_000)),
@@ -810,4 +810,27 @@ fn idempotency_keys_make_retried_writes_run_once() {
     assert_eq!(api.duplicate_executions, 0);
     assert!(api.replayed > 900, "{}", api.replayed);
     assert!(keyed.goodput_ratio_between(1.0, 20.0) > 0.99);
+}
+
+#[test]
+fn each_bucket_counts_the_outcomes_of_the_requests_offered_in_it() {
+    // Work takes 1.5s, so every request finishes in a later bucket than it was offered in;
+    // the rate drops tenfold at 5s. Counted at completion, the buckets after the drop would
+    // show ten times more successes than offers.
+    let r = check(
+        r#"Scenario(
+            name: "t",
+            duration: "10s",
+            clients: { "c": (load: Open(rate: Steps([(at: "0s", rate: "100/s"), (at: "5s", rate: "10/s")])), call: (target: "api")) },
+            services: { "api": (workers: 1000, work: Constant(value: "1500ms")) },
+        )"#,
+    );
+    for b in &r.series {
+        assert!(b.successes + b.failures <= b.offered, "{b:?}");
+        assert!(b.goodput_ratio <= 1.0, "{b:?}");
+    }
+    // Requests offered in the first 8.5s have finished by the end: all of them succeeded.
+    for b in r.series.iter().filter(|b| b.t_s < 8.0) {
+        assert_eq!(b.successes, b.offered, "{b:?}");
+    }
 }

@@ -36,7 +36,10 @@ impl Counter {
 /// one hour and counted in [`LatencyHistogram::clamped`].
 pub const LATENCY_MAX: SimDuration = SimDuration::from_secs(3600);
 
-/// A latency histogram: 3 significant digits from 1ns to one hour (HdrHistogram).
+/// A latency histogram (HdrHistogram) up to one hour: [`LatencyHistogram::new`] keeps 3
+/// significant digits from 1ns, [`LatencyHistogram::compact`] 2 significant digits from 1µs
+/// and grows only as far as the largest value recorded (a few kilobytes instead of a quarter
+/// of a megabyte, for models with one histogram per component).
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
     histogram: Histogram<u64>,
@@ -59,6 +62,19 @@ impl LatencyHistogram {
         }
     }
 
+    /// An empty histogram with 2 significant digits (values within 1%) from 1µs, whose
+    /// memory grows with the largest value recorded, up to one hour. It merges with
+    /// [`LatencyHistogram::new`] in either direction.
+    pub fn compact() -> Self {
+        let mut histogram = Histogram::new_with_bounds(1_000, 1_000_000, 2)
+            .expect("static histogram bounds are valid");
+        histogram.auto(true);
+        LatencyHistogram {
+            histogram,
+            clamped: 0,
+        }
+    }
+
     /// Records one latency.
     #[inline]
     pub fn record(&mut self, latency: SimDuration) {
@@ -66,8 +82,11 @@ impl LatencyHistogram {
         if nanos > LATENCY_MAX.as_nanos() {
             self.clamped += 1;
         }
-        self.histogram
-            .saturating_record(nanos.min(LATENCY_MAX.as_nanos()));
+        let nanos = nanos.min(LATENCY_MAX.as_nanos());
+        // `record` grows a compact histogram to the value; `saturating_record` would not.
+        if self.histogram.record(nanos).is_err() {
+            self.histogram.saturating_record(nanos);
+        }
     }
 
     /// Values recorded.
@@ -274,6 +293,34 @@ mod tests {
         let p99 = h.quantile(0.99).as_millis_f64();
         assert!((p99 - 991.0).abs() <= 1.0, "{p99}");
         assert!((h.max().as_secs_f64() - 3600.0).abs() < 4.0);
+    }
+
+    #[test]
+    fn compact_histograms_grow_to_their_values_and_merge_with_full_ones() {
+        let mut compact = LatencyHistogram::compact();
+        for ms in 1..=1000 {
+            compact.record(SimDuration::from_millis(ms));
+        }
+        compact.record(SimDuration::from_secs(7200));
+        assert_eq!(compact.clamped(), 1);
+        let within = |d: SimDuration, ms: f64| (d.as_millis_f64() - ms).abs() <= ms * 0.01;
+        assert!(
+            within(compact.quantile(0.5), 501.0),
+            "{}",
+            compact.quantile(0.5)
+        );
+        assert!(
+            within(compact.quantile(0.99), 991.0),
+            "{}",
+            compact.quantile(0.99)
+        );
+        assert!(within(compact.max(), 3_600_000.0), "{}", compact.max());
+        let mut full = LatencyHistogram::new();
+        full.merge(&compact);
+        assert_eq!(full.count(), 1001);
+        assert!(within(full.quantile(0.99), 991.0));
+        compact.merge(&full);
+        assert_eq!(compact.count(), 2002);
     }
 
     #[test]

@@ -197,7 +197,7 @@ impl World {
             &mut self.wake_buf,
         );
         if let Acquire::Refused(reason) = acquired {
-            sp.stats.rejected[reason.index()] += 1;
+            sp.stats.rejected.add(reason);
             self.tag_wakes(spec, side);
         }
         acquired
@@ -311,7 +311,7 @@ impl World {
         };
         let spec = call.spec;
         let sp = &mut self.specs[spec as usize];
-        sp.stats.rejected[Reason::BulkheadFull.index()] += 1;
+        sp.stats.rejected.add(Reason::BulkheadFull);
         let (gates, permits) = match side {
             Side::Outer => (&mut sp.outer, &mut call.outer),
             Side::Inner => (&mut sp.inner, &mut call.inner),

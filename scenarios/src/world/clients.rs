@@ -44,8 +44,9 @@ impl World {
 
     pub(super) fn offer(&mut self, ctx: C, client: usize, user: u32) {
         let now = ctx.now();
+        let i = self.bucket_of(now);
         let c = &mut self.clients[client];
-        c.stats.offered.add(now, 1);
+        bucket_mut(&mut c.stats.buckets, i).offered += 1;
         let spec = c.spec;
         self.start_call(
             ctx,
@@ -68,24 +69,28 @@ impl World {
         o: Outcome,
     ) {
         let now = ctx.now();
+        let offered_in = self.bucket_of(offered_at);
+        let completed_in = self.bucket_of(now);
         let c = &mut self.clients[client as usize];
         match o {
             Outcome::Ok => {
                 let latency = now - offered_at;
-                c.stats.successes.add(now, 1);
                 c.stats.latency.record(latency);
-                c.stats.latency_sum_ns.add(now, latency.as_nanos());
-                let i = (now.as_nanos() / c.stats.offered.width().as_nanos()) as usize;
-                if i >= c.stats.latency_bins.len() {
-                    c.stats.latency_bins.resize(i + 1, LatencyBins::default());
-                }
-                c.stats.latency_bins[i].0[LatencyBins::bin(latency)] += 1;
+                let b = bucket_mut(&mut c.stats.buckets, offered_in);
+                b.successes += 1;
+                b.latency_sum_ns += latency.as_nanos();
+                bucket_mut(&mut c.stats.buckets, completed_in).completed_ok += 1;
+                self.latency.record(latency);
+                bucket_mut(&mut self.run_buckets, offered_in)
+                    .latency
+                    .record(latency);
             }
             Outcome::Fail(r) => {
-                c.stats.failures.add(now, 1);
-                c.stats.failed[r.index()] += 1;
+                bucket_mut(&mut c.stats.buckets, offered_in).failures += 1;
+                c.stats.failed.add(r);
             }
         }
+        let c = &mut self.clients[client as usize];
         if user != u32::MAX {
             let think = c
                 .think
@@ -95,4 +100,12 @@ impl World {
             ctx.send_self(think, Msg::Think { client, user });
         }
     }
+}
+
+/// The entry of bucket `i`, growing the list to reach it.
+pub(super) fn bucket_mut<T: Default>(buckets: &mut Vec<T>, i: usize) -> &mut T {
+    if i >= buckets.len() {
+        buckets.resize_with(i + 1, T::default);
+    }
+    &mut buckets[i]
 }

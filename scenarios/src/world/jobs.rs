@@ -53,6 +53,7 @@ impl World {
         }
         let replica = &mut s.replicas[r];
         if replica.busy < s.workers_now && replica.queue.len() == 0 {
+            s.wait.record(SimDuration::ZERO);
             self.start_work(ctx, job);
             return;
         }
@@ -73,6 +74,7 @@ impl World {
         }
         let depth = replica.queue.len() as u64;
         s.stats.queue_depth_max = s.stats.queue_depth_max.max(depth);
+        s.stats.queued += 1;
         let j = &mut self.jobs[job];
         j.phase = Phase::Queued;
         j.enqueued = now;
@@ -199,6 +201,7 @@ impl World {
             let sojourn = now - j.enqueued;
             self.queue_change(now, svc, -1);
             let s = &mut self.services[svc];
+            s.wait.record(sojourn);
             if s.pid.is_some() {
                 s.pid_delay_sum_ns += sojourn.as_nanos();
                 s.pid_delay_count += 1;
@@ -501,7 +504,7 @@ impl World {
                 s.stats.ok += 1;
                 s.ok_series.add(ctx.now(), 1);
             }
-            Outcome::Fail(r) => s.stats.failed[r.index()] += 1,
+            Outcome::Fail(r) => s.stats.failed.add(r),
         }
         // The caller's node: a caller that no longer exists gets nothing.
         let Some(source) = self.calls.get(j.call).map(|c| c.source) else {

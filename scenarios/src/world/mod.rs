@@ -32,6 +32,11 @@ mod faults;
 mod jobs;
 pub mod stack;
 
+use crate::figures::{
+    BreakerFigures, BreakerTransition, CallSiteFigures, ClientFigures, Figures, ReasonCounts,
+    RunBucket, ServiceBucket, ServiceCounts, ServiceFigures,
+};
+pub use crate::figures::{CallStats, REASONS, Reason};
 use crate::schema::*;
 use crate::validate::CALLS_MAX;
 use patterns::budget::RetryBudget;
@@ -58,79 +63,6 @@ new_key_type! {
     pub struct CallKey;
     /// A job: one attempt, as its replica sees it.
     pub struct JobKey;
-}
-
-/// Why a request, call or attempt failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Reason {
-    /// The caller stopped waiting for the attempt.
-    Timeout,
-    /// No time was left before the call's deadline.
-    Deadline,
-    /// The replica's queue was full.
-    QueueFull,
-    /// A service's rate limiter rejected it.
-    RateLimited,
-    /// A service's concurrency limit rejected it.
-    ConcurrencyLimited,
-    /// A shedder (CoDel queue or PID) dropped it.
-    Shed,
-    /// The service failed it (an error-rate fault).
-    Error,
-    /// The replica was down (crashed or starting).
-    Unavailable,
-    /// A downstream call of the service failed.
-    Dependency,
-    /// The caller's circuit breaker was open.
-    BreakerOpen,
-    /// The caller's bulkhead was full.
-    BulkheadFull,
-    /// The caller's own rate limiter held it back.
-    ClientLimited,
-    /// Its idempotency key belongs to an attempt still running (409).
-    Conflict,
-}
-
-/// Every reason, in report order.
-pub const REASONS: [Reason; 13] = [
-    Reason::Timeout,
-    Reason::Deadline,
-    Reason::QueueFull,
-    Reason::RateLimited,
-    Reason::ConcurrencyLimited,
-    Reason::Shed,
-    Reason::Error,
-    Reason::Unavailable,
-    Reason::Dependency,
-    Reason::BreakerOpen,
-    Reason::BulkheadFull,
-    Reason::ClientLimited,
-    Reason::Conflict,
-];
-
-impl Reason {
-    /// The snake_case name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Timeout => "timeout",
-            Reason::Deadline => "deadline",
-            Reason::QueueFull => "queue_full",
-            Reason::RateLimited => "rate_limited",
-            Reason::ConcurrencyLimited => "concurrency_limited",
-            Reason::Shed => "shed",
-            Reason::Error => "error",
-            Reason::Unavailable => "unavailable",
-            Reason::Dependency => "dependency",
-            Reason::BreakerOpen => "breaker_open",
-            Reason::BulkheadFull => "bulkhead_full",
-            Reason::ClientLimited => "client_limited",
-            Reason::Conflict => "conflict",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// The outcome of an attempt or a call.
@@ -333,77 +265,13 @@ impl Message for Msg {
     }
 }
 
-/// Figures of one call site (a client's call or a service's downstream call). The report
-/// serialises them as they are (rejections by reason are rendered separately, by name).
-#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
-pub struct CallStats {
-    /// Calls started.
-    pub calls: u64,
-    /// Attempts started (first attempts and retries).
-    pub attempts: u64,
-    /// Retries scheduled.
-    pub retries: u64,
-    /// Retries refused by the budget.
-    pub budget_exhausted: u64,
-    /// Calls or attempts that waited for a bulkhead slot.
-    pub bulkhead_waits: u64,
-    /// Hedges sent (racing calls beyond the first).
-    pub hedges: u64,
-    /// Hedged calls won by a hedge rather than the first call.
-    pub hedge_wins: u64,
-    /// Failed calls answered from the last good answer instead.
-    pub fallback_cache: u64,
-    /// Failed calls answered with the static default instead.
-    pub fallback_static: u64,
-    /// Attempts the caller stopped waiting for.
-    pub timeouts: u64,
-    /// Replies that arrived after the caller stopped waiting.
-    pub late_replies: u64,
-    /// Calls or attempts rejected by a gate of the stack, per reason index.
-    #[serde(skip)]
-    pub rejected: [u64; REASONS.len()],
-    /// Calls that succeeded.
-    pub successes: u64,
-    /// Calls that failed.
-    pub failures: u64,
-}
-
-impl CallStats {
-    /// Adds the figures of another instance of the same call site (another replica's).
-    pub fn absorb(&mut self, other: &CallStats) {
-        let CallStats {
-            calls,
-            attempts,
-            retries,
-            budget_exhausted,
-            bulkhead_waits,
-            hedges,
-            hedge_wins,
-            fallback_cache,
-            fallback_static,
-            timeouts,
-            late_replies,
-            rejected,
-            successes,
-            failures,
-        } = other;
-        self.calls += calls;
-        self.attempts += attempts;
-        self.retries += retries;
-        self.budget_exhausted += budget_exhausted;
-        self.bulkhead_waits += bulkhead_waits;
-        self.hedges += hedges;
-        self.hedge_wins += hedge_wins;
-        self.fallback_cache += fallback_cache;
-        self.fallback_static += fallback_static;
-        self.timeouts += timeouts;
-        self.late_replies += late_replies;
-        for (total, n) in self.rejected.iter_mut().zip(rejected) {
-            *total += n;
-        }
-        self.successes += successes;
-        self.failures += failures;
-    }
+/// Who makes the calls of a call site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Caller {
+    /// A client, by index.
+    Client(u32),
+    /// A service, by index.
+    Service(u32),
 }
 
 /// One call site, compiled.
@@ -415,6 +283,8 @@ pub struct CallSpec {
     pub target: usize,
     /// The replica of the calling service this instance belongs to (`None` for a client).
     pub replica: Option<u32>,
+    /// Who makes the calls.
+    caller: Caller,
     timeout: Option<SimDuration>,
     deadline: Option<SimDuration>,
     /// The retry policy (with its backoff and budget), shared by every call of this site.
@@ -615,46 +485,6 @@ impl Waiting {
     }
 }
 
-/// Figures of one service, over all its replicas.
-#[derive(Debug, Default, Clone)]
-pub struct ServiceStats {
-    /// Attempts that reached a replica.
-    pub arrivals: u64,
-    /// Jobs that finished successfully.
-    pub ok: u64,
-    /// Rejections and failures at the service, per reason index.
-    pub failed: [u64; REASONS.len()],
-    /// Jobs dropped at dequeue because their caller's deadline had passed.
-    pub dropped_expired: u64,
-    /// Jobs stopped by a propagated cancellation.
-    pub cancelled: u64,
-    /// Jobs that held a worker although their caller had given up.
-    pub wasted_jobs: u64,
-    /// Worker time held by those jobs.
-    pub wasted_ns: u64,
-    /// Worker time held in total.
-    pub busy_ns: u64,
-    /// Cache hits.
-    pub cache_hits: u64,
-    /// Cache misses that waited for another request's fetch of the same key.
-    pub coalesced: u64,
-    /// Attempts whose work started although an earlier attempt of the same call already ran
-    /// (a non-deduplicated repeat of the operation).
-    pub duplicate_executions: u64,
-    /// Attempts answered from the idempotency store without running.
-    pub replayed: u64,
-    /// Replica ejections by outlier detection.
-    pub ejections: u64,
-    /// Crashes.
-    pub crashes: u64,
-    /// Times active health checks took a replica out of rotation.
-    pub marked_unhealthy: u64,
-    /// Messages to or from the service lost in the network.
-    pub messages_lost: u64,
-    /// Largest queue length of a replica.
-    pub queue_depth_max: u64,
-}
-
 /// One service, compiled, with its replicas and its fault state.
 #[derive(Debug)]
 pub struct Svc {
@@ -691,8 +521,10 @@ pub struct Svc {
     /// Followers of coalesced cache misses, by replica and waiter id (each replica's
     /// coalescer numbers its waiters from zero).
     waiters: std::collections::BTreeMap<(u32, u64), JobKey>,
-    /// Its figures.
-    pub stats: ServiceStats,
+    /// Its counters.
+    pub stats: ServiceCounts,
+    /// Time in queue of each attempt that started work.
+    wait: LatencyHistogram,
     /// Total queue length over the replicas.
     pub queue_series: GaugeSeries,
     /// Busy workers over the replicas.
@@ -704,84 +536,6 @@ pub struct Svc {
     busy_total: u32,
     queued_total: u32,
     busy_since: SimTime,
-}
-
-/// Figures of one client.
-#[derive(Debug, Clone)]
-pub struct ClientStats {
-    /// Requests offered per bucket.
-    pub offered: CountSeries,
-    /// Requests that succeeded, per bucket of completion.
-    pub successes: CountSeries,
-    /// Requests that failed, per bucket of completion.
-    pub failures: CountSeries,
-    /// Sum of success latencies in nanoseconds, per bucket (for the mean).
-    pub latency_sum_ns: CountSeries,
-    /// Success latencies per bucket, in coarse log bins (for percentiles over time).
-    pub latency_bins: Vec<LatencyBins>,
-    /// Latency of successful requests.
-    pub latency: LatencyHistogram,
-    /// Failed requests per reason index.
-    pub failed: [u64; REASONS.len()],
-}
-
-/// Latencies of one report bucket in log bins: four per power of two from 1µs to about an
-/// hour (a bin's width is a quarter of its lower bound), for percentiles over time at a fixed,
-/// small cost per bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LatencyBins(pub [u32; LATENCY_BINS]);
-
-/// Bins per [`LatencyBins`].
-pub const LATENCY_BINS: usize = 128;
-
-impl Default for LatencyBins {
-    fn default() -> Self {
-        LatencyBins([0; LATENCY_BINS])
-    }
-}
-
-impl LatencyBins {
-    /// The bin of a latency.
-    pub fn bin(latency: SimDuration) -> usize {
-        let ns = latency.as_nanos().max(1);
-        let octave = 63 - ns.leading_zeros() as usize;
-        if octave < 10 {
-            return 0;
-        }
-        let sub = ((ns >> (octave - 2)) & 3) as usize;
-        ((octave - 10) * 4 + sub).min(LATENCY_BINS - 1)
-    }
-
-    /// The upper bound of bin `i`.
-    pub fn upper(i: usize) -> SimDuration {
-        let octave = i / 4 + 10;
-        let sub = (i % 4) as u64;
-        SimDuration::from_nanos((5 + sub) << (octave - 2))
-    }
-
-    /// Adds every count of `other`.
-    pub fn merge(&mut self, other: &LatencyBins) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a += b;
-        }
-    }
-
-    /// The upper bound of the bin that holds quantile `q`; zero when empty.
-    pub fn quantile(&self, q: f64) -> SimDuration {
-        let total: u64 = self.0.iter().map(|&c| u64::from(c)).sum();
-        if total == 0 {
-            return SimDuration::ZERO;
-        }
-        let rank = libm::ceil(q * total as f64).max(1.0) as u64;
-        let mut seen = 0;
-        for (i, &c) in self.0.iter().enumerate() {
-            seen += u64::from(c);
-            if seen >= rank {
-                return Self::upper(i);
-            }
-        }
-        Self::upper(LATENCY_BINS - 1)
-    }
 }
 
 /// One client, compiled.
@@ -797,8 +551,8 @@ pub struct Cl {
     change_points: Vec<SimTime>,
     spike: f64,
     rng: RngStream,
-    /// Its figures.
-    pub stats: ClientStats,
+    /// Its figures, filled as the run goes.
+    pub stats: ClientFigures,
 }
 
 /// The world: every component and every request in flight.
@@ -835,6 +589,10 @@ pub struct World {
     pub trace_left_out: u64,
     /// The report bucket width.
     pub bucket: SimDuration,
+    /// Latency of every successful client request.
+    latency: LatencyHistogram,
+    /// Per report bucket (of the requests' offers), over all clients.
+    run_buckets: Vec<RunBucket>,
 }
 
 type C<'a, 'b> = &'a mut Ctx<'b, Msg, Net>;
@@ -935,6 +693,7 @@ impl World {
         };
         let mut specs = Vec::new();
         let mut make_spec = |path: String,
+                             caller: Caller,
                              replica: Option<u32>,
                              c: &Call,
                              rng: RngStream,
@@ -978,6 +737,7 @@ impl World {
                 path,
                 target: service_index(&c.target),
                 replica,
+                caller,
                 timeout: c.timeout,
                 deadline: c.deadline,
                 retry,
@@ -1001,7 +761,14 @@ impl World {
             let path = format!("clients.{name}.call");
             let rng = seed.stream(&format!("{path}/retry"));
             let gate_rng = seed.stream(&format!("{path}/gates"));
-            let spec = make_spec(path, None, &c.call, rng, gate_rng);
+            let spec = make_spec(
+                path,
+                Caller::Client(clients.len() as u32),
+                None,
+                &c.call,
+                rng,
+                gate_rng,
+            );
             let (schedule, think, users) = match &c.load {
                 Load::Open { rate } => (Some(rate.clone()), None, 0),
                 Load::Closed { users, think } => (None, Some(compile(think)), *users),
@@ -1032,14 +799,11 @@ impl World {
                 change_points,
                 spike: 1.0,
                 rng: seed.stream(&format!("clients/{name}/load")),
-                stats: ClientStats {
-                    offered: CountSeries::new(bucket),
-                    successes: CountSeries::new(bucket),
-                    failures: CountSeries::new(bucket),
-                    latency_sum_ns: CountSeries::new(bucket),
-                    latency_bins: Vec::new(),
-                    latency: LatencyHistogram::new(),
-                    failed: [0; REASONS.len()],
+                stats: ClientFigures {
+                    name: name.clone(),
+                    failed: ReasonCounts::default(),
+                    latency: LatencyHistogram::compact(),
+                    buckets: Vec::new(),
                 },
             });
         }
@@ -1054,7 +818,14 @@ impl World {
                 for (r, replica_calls) in calls.iter_mut().enumerate() {
                     let rng = seed.indexed_stream(&format!("{path}/retry"), r as u64);
                     let gate_rng = seed.indexed_stream(&format!("{path}/gates"), r as u64);
-                    replica_calls.push(make_spec(path.clone(), Some(r as u32), c, rng, gate_rng));
+                    replica_calls.push(make_spec(
+                        path.clone(),
+                        Caller::Service(services.len() as u32),
+                        Some(r as u32),
+                        c,
+                        rng,
+                        gate_rng,
+                    ));
                 }
             }
             let replicas = (0..sv.replicas)
@@ -1124,7 +895,8 @@ impl World {
                     IdempotencyStore::new(c)
                         .expect("idempotency configs are validated with the scenario")
                 }),
-                stats: ServiceStats::default(),
+                stats: ServiceCounts::default(),
+                wait: LatencyHistogram::compact(),
                 queue_series: GaugeSeries::new(bucket),
                 busy_series: GaugeSeries::new(bucket),
                 arrival_series: CountSeries::new(bucket),
@@ -1154,6 +926,8 @@ impl World {
             trace: Vec::new(),
             trace_left_out: 0,
             bucket,
+            latency: LatencyHistogram::new(),
+            run_buckets: Vec::new(),
         }
     }
 
@@ -1334,16 +1108,100 @@ impl World {
         }
     }
 
-    /// Closes the busy-time accounting at `end`.
-    pub fn finish(&mut self, end: SimTime) {
-        for s in &mut self.services {
-            let held = end.saturating_duration_since(s.busy_since).as_nanos();
-            s.stats.busy_ns += u64::from(s.busy_total) * held;
-            s.busy_since = end;
+    /// Ends the run's accounting at `end` and hands over its figures; the world is not used
+    /// after this. `links` are the network's per-link figures.
+    pub fn figures(&mut self, end: SimTime, links: Vec<sim_net::LinkReport>) -> Figures {
+        let buckets = (end.as_nanos().div_ceil(self.bucket.as_nanos()) as usize).max(1);
+        let services = self
+            .services
+            .iter_mut()
+            .map(|s| {
+                let held = end.saturating_duration_since(s.busy_since).as_nanos();
+                s.stats.busy_ns += u64::from(s.busy_total) * held;
+                s.busy_since = end;
+                let queue = s.queue_series.finish(end);
+                let busy = s.busy_series.finish(end);
+                ServiceFigures {
+                    name: s.name.clone(),
+                    replicas: s.config.replicas,
+                    workers: s.config.workers,
+                    counts: s.stats.clone(),
+                    wait: s.wait.clone(),
+                    pid_drop_ratio_max: s.pid_drop_ratio_max,
+                    buckets: (0..buckets)
+                        .map(|i| ServiceBucket {
+                            arrivals: s.arrival_series.get(i),
+                            ok: s.ok_series.get(i),
+                            queue: queue.get(i).copied().unwrap_or_default(),
+                            busy: busy.get(i).copied().unwrap_or_default(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        // A service's call site has one spec per replica: each site is reported once, summed.
+        let mut call_sites: Vec<CallSiteFigures> = Vec::new();
+        for sp in &self.specs {
+            let breakers = sp.outer.iter().chain(&sp.inner).filter_map(|g| match g {
+                Gate::Breaker(b) => Some(BreakerFigures {
+                    replica: sp.replica,
+                    state: b.state(),
+                    transitions_total: b.transitions().len() as u64 + b.stats().transitions_dropped,
+                    transitions: b
+                        .transitions()
+                        .iter()
+                        .map(|t| BreakerTransition {
+                            at: t.at,
+                            from: t.from,
+                            to: t.to,
+                        })
+                        .collect(),
+                }),
+                _ => None,
+            });
+            match call_sites.last_mut() {
+                Some(last) if last.path == sp.path => {
+                    last.counts.absorb(&sp.stats);
+                    last.breakers.extend(breakers);
+                }
+                _ => {
+                    let caller = match sp.caller {
+                        Caller::Client(c) => self.clients[c as usize].name.clone(),
+                        Caller::Service(s) => self.services[s as usize].name.clone(),
+                    };
+                    call_sites.push(CallSiteFigures {
+                        path: sp.path.clone(),
+                        caller,
+                        target: self.services[sp.target].name.clone(),
+                        from_client: matches!(sp.caller, Caller::Client(_)),
+                        counts: sp.stats.clone(),
+                        breakers: breakers.collect(),
+                    })
+                }
+            }
+        }
+        Figures {
+            end,
+            bucket: self.bucket,
+            latency: self.latency.clone(),
+            clients: self.clients.iter().map(|c| c.stats.clone()).collect(),
+            services,
+            call_sites,
+            buckets: std::mem::take(&mut self.run_buckets),
+            links,
+            duplicates_ignored: self.duplicates_ignored,
+            requests_in_flight: self.requests_in_flight(),
+            trace: std::mem::take(&mut self.trace),
+            trace_left_out: self.trace_left_out,
         }
     }
 
     // ---- gauges ------------------------------------------------------------------------
+
+    /// The report bucket of an instant.
+    fn bucket_of(&self, t: SimTime) -> usize {
+        (t.as_nanos() / self.bucket.as_nanos()) as usize
+    }
 
     fn busy_change(&mut self, now: SimTime, svc: usize, delta: i32) {
         let s = &mut self.services[svc];

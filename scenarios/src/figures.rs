@@ -1,0 +1,493 @@
+//! [`Figures`]: what a run hands over when it ends, as plain data — per client, per service,
+//! per call site (with its breakers), per network link, and per report bucket.
+//!
+//! This is the one boundary between the simulated world and everything that reads a run: the
+//! world fills these types and drops its state; [`crate::report::Report`] is built from a
+//! scenario, the run's metadata and the figures, and never sees the world. Nothing here holds
+//! a handle into the simulation, so the figures of a finished run can be kept, compared and
+//! sent across threads.
+//!
+//! Attribution rule: every outcome of a client request is counted in the report bucket in
+//! which the request was *offered*, so a bucket's successes never exceed its offered
+//! requests, and a bucket's latency is the latency of the requests sent during it. What
+//! completed during a bucket, whenever it was offered, is counted apart (`completed_ok`),
+//! which is what goodput per second over time means.
+//!
+//! Memory: a client's figures are a compact latency histogram (two significant digits,
+//! grown to the largest latency seen) and four counters per bucket; a service's are counters,
+//! two histograms and a few numbers per bucket. Nothing grows with the number of requests.
+
+use patterns::breaker::StateKind;
+use sim_core::metrics::{GaugeBucket, LatencyHistogram};
+use sim_core::{SimDuration, SimTime};
+use sim_net::LinkReport;
+
+/// Why a request, call or attempt failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reason {
+    /// The caller stopped waiting for the attempt.
+    Timeout,
+    /// No time was left before the call's deadline.
+    Deadline,
+    /// The replica's queue was full.
+    QueueFull,
+    /// A service's rate limiter rejected it.
+    RateLimited,
+    /// A service's concurrency limit rejected it.
+    ConcurrencyLimited,
+    /// A shedder (CoDel queue or PID) dropped it.
+    Shed,
+    /// The service failed it (an error-rate fault).
+    Error,
+    /// The replica was down (crashed or starting).
+    Unavailable,
+    /// A downstream call of the service failed.
+    Dependency,
+    /// The caller's circuit breaker was open.
+    BreakerOpen,
+    /// The caller's bulkhead was full.
+    BulkheadFull,
+    /// The caller's own rate limiter held it back.
+    ClientLimited,
+    /// Its idempotency key belongs to an attempt still running (409).
+    Conflict,
+}
+
+/// Every reason, in report order.
+pub const REASONS: [Reason; 13] = [
+    Reason::Timeout,
+    Reason::Deadline,
+    Reason::QueueFull,
+    Reason::RateLimited,
+    Reason::ConcurrencyLimited,
+    Reason::Shed,
+    Reason::Error,
+    Reason::Unavailable,
+    Reason::Dependency,
+    Reason::BreakerOpen,
+    Reason::BulkheadFull,
+    Reason::ClientLimited,
+    Reason::Conflict,
+];
+
+impl Reason {
+    /// The snake_case name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Timeout => "timeout",
+            Reason::Deadline => "deadline",
+            Reason::QueueFull => "queue_full",
+            Reason::RateLimited => "rate_limited",
+            Reason::ConcurrencyLimited => "concurrency_limited",
+            Reason::Shed => "shed",
+            Reason::Error => "error",
+            Reason::Unavailable => "unavailable",
+            Reason::Dependency => "dependency",
+            Reason::BreakerOpen => "breaker_open",
+            Reason::BulkheadFull => "bulkhead_full",
+            Reason::ClientLimited => "client_limited",
+            Reason::Conflict => "conflict",
+        }
+    }
+}
+
+/// A count per [`Reason`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReasonCounts([u64; REASONS.len()]);
+
+impl ReasonCounts {
+    /// Counts one more of `reason`.
+    #[inline]
+    pub fn add(&mut self, reason: Reason) {
+        self.0[reason as usize] += 1;
+    }
+
+    /// The count of `reason`.
+    pub fn get(&self, reason: Reason) -> u64 {
+        self.0[reason as usize]
+    }
+
+    /// Adds every count of `other`.
+    pub fn absorb(&mut self, other: &ReasonCounts) {
+        for (total, n) in self.0.iter_mut().zip(other.0) {
+            *total += n;
+        }
+    }
+
+    /// The sum of all counts.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The reasons that occurred, in report order, with their counts.
+    pub fn nonzero(&self) -> impl Iterator<Item = (Reason, u64)> + '_ {
+        REASONS
+            .iter()
+            .zip(self.0)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (*r, n))
+    }
+}
+
+/// Figures of one call site (a client's call or a service's downstream call), summed over the
+/// replicas of the calling service. Serialised as they are (rejections by reason are
+/// rendered separately, by name).
+#[derive(Debug, Default, Clone, PartialEq, serde::Serialize)]
+pub struct CallStats {
+    /// Calls started.
+    pub calls: u64,
+    /// Attempts started (first attempts and retries).
+    pub attempts: u64,
+    /// Retries scheduled.
+    pub retries: u64,
+    /// Retries refused by the budget.
+    pub budget_exhausted: u64,
+    /// Calls or attempts that waited for a bulkhead slot.
+    pub bulkhead_waits: u64,
+    /// Calls or attempts that a shaping rate limiter (leaky bucket as a queue) held back
+    /// before letting them go.
+    pub shaped: u64,
+    /// Hedges sent (racing calls beyond the first).
+    pub hedges: u64,
+    /// Hedged calls won by a hedge rather than the first call.
+    pub hedge_wins: u64,
+    /// Failed calls answered from the last good answer instead.
+    pub fallback_cache: u64,
+    /// Failed calls answered with the static default instead.
+    pub fallback_static: u64,
+    /// Attempts the caller stopped waiting for.
+    pub timeouts: u64,
+    /// Replies that arrived after the caller stopped waiting.
+    pub late_replies: u64,
+    /// Calls or attempts rejected by a gate of the stack, per reason.
+    #[serde(skip)]
+    pub rejected: ReasonCounts,
+    /// Calls that succeeded.
+    pub successes: u64,
+    /// Calls that failed.
+    pub failures: u64,
+}
+
+impl CallStats {
+    /// Adds the figures of another instance of the same call site (another replica's).
+    pub fn absorb(&mut self, other: &CallStats) {
+        let CallStats {
+            calls,
+            attempts,
+            retries,
+            budget_exhausted,
+            bulkhead_waits,
+            shaped,
+            hedges,
+            hedge_wins,
+            fallback_cache,
+            fallback_static,
+            timeouts,
+            late_replies,
+            rejected,
+            successes,
+            failures,
+        } = other;
+        self.calls += calls;
+        self.attempts += attempts;
+        self.retries += retries;
+        self.budget_exhausted += budget_exhausted;
+        self.bulkhead_waits += bulkhead_waits;
+        self.shaped += shaped;
+        self.hedges += hedges;
+        self.hedge_wins += hedge_wins;
+        self.fallback_cache += fallback_cache;
+        self.fallback_static += fallback_static;
+        self.timeouts += timeouts;
+        self.late_replies += late_replies;
+        self.rejected.absorb(rejected);
+        self.successes += successes;
+        self.failures += failures;
+    }
+}
+
+/// Latencies of one report bucket in log bins: four per power of two from 1µs to about an
+/// hour (a bin's width is a quarter of its lower bound), for percentiles over time at a fixed,
+/// small cost per bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyBins(pub [u32; LATENCY_BINS]);
+
+/// Bins per [`LatencyBins`].
+pub const LATENCY_BINS: usize = 128;
+
+impl Default for LatencyBins {
+    fn default() -> Self {
+        LatencyBins([0; LATENCY_BINS])
+    }
+}
+
+impl LatencyBins {
+    /// The bin of a latency.
+    pub fn bin(latency: SimDuration) -> usize {
+        let ns = latency.as_nanos().max(1);
+        let octave = 63 - ns.leading_zeros() as usize;
+        if octave < 10 {
+            return 0;
+        }
+        let sub = ((ns >> (octave - 2)) & 3) as usize;
+        ((octave - 10) * 4 + sub).min(LATENCY_BINS - 1)
+    }
+
+    /// The upper bound of bin `i`.
+    pub fn upper(i: usize) -> SimDuration {
+        let octave = i / 4 + 10;
+        let sub = (i % 4) as u64;
+        SimDuration::from_nanos((5 + sub) << (octave - 2))
+    }
+
+    /// Counts one latency.
+    #[inline]
+    pub fn record(&mut self, latency: SimDuration) {
+        let bin = &mut self.0[Self::bin(latency)];
+        *bin = bin.saturating_add(1);
+    }
+
+    /// The upper bound of the bin that holds quantile `q`; `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<SimDuration> {
+        let total: u64 = self.0.iter().map(|&c| u64::from(c)).sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = libm::ceil(q * total as f64).max(1.0) as u64;
+        let mut seen = 0;
+        for (i, &c) in self.0.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                return Some(Self::upper(i));
+            }
+        }
+        Some(Self::upper(LATENCY_BINS - 1))
+    }
+}
+
+/// One report bucket of a client, by the bucket in which each request was offered.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ClientBucket {
+    /// Requests offered in the bucket.
+    pub offered: u64,
+    /// Of those, the ones that succeeded (whenever they finished).
+    pub successes: u64,
+    /// Of those, the ones that failed (whenever they finished).
+    pub failures: u64,
+    /// Sum of the successes' latencies, in nanoseconds.
+    pub latency_sum_ns: u64,
+    /// Requests that succeeded during the bucket, whenever they were offered.
+    pub completed_ok: u64,
+}
+
+/// Figures of one client.
+#[derive(Debug, Clone)]
+pub struct ClientFigures {
+    /// Its name.
+    pub name: String,
+    /// Failed requests per reason.
+    pub failed: ReasonCounts,
+    /// Latency of its successful requests (two significant digits).
+    pub latency: LatencyHistogram,
+    /// One entry per report bucket, by the bucket of the request's offer (see the module
+    /// docs); may be shorter than the run (missing buckets are all zero).
+    pub buckets: Vec<ClientBucket>,
+}
+
+impl ClientFigures {
+    /// Requests offered in total.
+    pub fn offered(&self) -> u64 {
+        self.buckets.iter().map(|b| b.offered).sum()
+    }
+
+    /// Requests that succeeded in total.
+    pub fn successes(&self) -> u64 {
+        self.buckets.iter().map(|b| b.successes).sum()
+    }
+
+    /// Requests that failed in total.
+    pub fn failures(&self) -> u64 {
+        self.buckets.iter().map(|b| b.failures).sum()
+    }
+
+    /// Bucket `i` (all zero past the last one recorded).
+    pub fn bucket(&self, i: usize) -> ClientBucket {
+        self.buckets.get(i).copied().unwrap_or_default()
+    }
+}
+
+/// Counters of one service, over all its replicas.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ServiceCounts {
+    /// Attempts that reached a replica.
+    pub arrivals: u64,
+    /// Attempts that found every worker busy and waited in the queue.
+    pub queued: u64,
+    /// Jobs that finished successfully.
+    pub ok: u64,
+    /// Rejections and failures at the service, per reason.
+    pub failed: ReasonCounts,
+    /// Jobs dropped at dequeue because their caller's deadline had passed.
+    pub dropped_expired: u64,
+    /// Jobs stopped by a propagated cancellation.
+    pub cancelled: u64,
+    /// Jobs that held a worker although their caller had given up.
+    pub wasted_jobs: u64,
+    /// Worker time held by those jobs.
+    pub wasted_ns: u64,
+    /// Worker time held in total.
+    pub busy_ns: u64,
+    /// Cache hits.
+    pub cache_hits: u64,
+    /// Cache misses that waited for another request's fetch of the same key.
+    pub coalesced: u64,
+    /// Attempts whose work started although an earlier attempt of the same call already ran
+    /// (a non-deduplicated repeat of the operation).
+    pub duplicate_executions: u64,
+    /// Attempts answered from the idempotency store without running.
+    pub replayed: u64,
+    /// Attempts a shaping rate limiter (leaky bucket as a queue) delayed before admission.
+    pub shaped: u64,
+    /// Replica ejections by outlier detection.
+    pub ejections: u64,
+    /// Crashes.
+    pub crashes: u64,
+    /// Times active health checks took a replica out of rotation.
+    pub marked_unhealthy: u64,
+    /// Messages to or from the service lost in the network.
+    pub messages_lost: u64,
+    /// Largest queue length of one replica.
+    pub queue_depth_max: u64,
+}
+
+/// One report bucket of a service.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct ServiceBucket {
+    /// Attempts arriving.
+    pub arrivals: u64,
+    /// Attempts answered with success.
+    pub ok: u64,
+    /// Queue length over the replicas (time-weighted mean and maximum).
+    pub queue: GaugeBucket,
+    /// Busy workers over the replicas (time-weighted mean and maximum).
+    pub busy: GaugeBucket,
+}
+
+/// Figures of one service.
+#[derive(Debug, Clone)]
+pub struct ServiceFigures {
+    /// Its name.
+    pub name: String,
+    /// Replicas.
+    pub replicas: u32,
+    /// Workers per replica.
+    pub workers: u32,
+    /// Its counters.
+    pub counts: ServiceCounts,
+    /// Time in queue of every attempt that started work (zero for those that found a free
+    /// worker), two significant digits.
+    pub wait: LatencyHistogram,
+    /// The highest drop probability its PID shedder reached (0 without one).
+    pub pid_drop_ratio_max: f64,
+    /// One entry per report bucket, from zero to the end of the run.
+    pub buckets: Vec<ServiceBucket>,
+}
+
+/// A breaker's change of state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BreakerTransition {
+    /// When.
+    pub at: SimTime,
+    /// From state.
+    pub from: StateKind,
+    /// To state.
+    pub to: StateKind,
+}
+
+/// One breaker of a call site.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerFigures {
+    /// The replica of the calling service that holds it (`None` for a client's).
+    pub replica: Option<u32>,
+    /// State at the end.
+    pub state: StateKind,
+    /// Transitions in total (the list below may be capped).
+    pub transitions_total: u64,
+    /// The transitions the breaker kept, oldest first.
+    pub transitions: Vec<BreakerTransition>,
+}
+
+/// Figures of one call site.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallSiteFigures {
+    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`).
+    pub path: String,
+    /// The caller's name (a client or a service).
+    pub caller: String,
+    /// The target service's name.
+    pub target: String,
+    /// Whether the caller is a client (the call sites of clients make the offered requests).
+    pub from_client: bool,
+    /// Its counters, summed over the replicas of the calling service.
+    pub counts: CallStats,
+    /// Its breakers, outermost first, one set per replica of the calling service.
+    pub breakers: Vec<BreakerFigures>,
+}
+
+/// One report bucket over all clients.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RunBucket {
+    /// Latencies of the successes among the requests offered in the bucket.
+    pub latency: LatencyBins,
+}
+
+/// Everything a finished run measured.
+#[derive(Debug, Clone)]
+pub struct Figures {
+    /// Where the figures end: the end of the run, or the time limit.
+    pub end: SimTime,
+    /// The report bucket width.
+    pub bucket: SimDuration,
+    /// Latency of every successful client request (three significant digits).
+    pub latency: LatencyHistogram,
+    /// The clients, in name order.
+    pub clients: Vec<ClientFigures>,
+    /// The services, in name order.
+    pub services: Vec<ServiceFigures>,
+    /// The call sites: the clients' first, then each service's in order.
+    pub call_sites: Vec<CallSiteFigures>,
+    /// One entry per report bucket, over all clients (may be shorter than the run).
+    pub buckets: Vec<RunBucket>,
+    /// Per network link that carried something.
+    pub links: Vec<LinkReport>,
+    /// Network copies ignored because they duplicated a message already handled.
+    pub duplicates_ignored: u64,
+    /// Client requests still waiting for their outcome when the run stopped.
+    pub requests_in_flight: u64,
+    /// The events of the trace window, one line each, if one was asked for.
+    pub trace: Vec<String>,
+    /// Events of the window left out beyond the trace's line limit.
+    pub trace_left_out: u64,
+}
+
+impl Figures {
+    /// The number of report buckets from zero to the end (at least one).
+    pub fn bucket_count(&self) -> usize {
+        (self.end.as_nanos().div_ceil(self.bucket.as_nanos()) as usize).max(1)
+    }
+}
+
+/// What a report says about the run itself, beside its figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMeta {
+    /// The file the scenario came from (or the library name it was run by).
+    pub file: String,
+    /// The seed of the run.
+    pub seed: u64,
+    /// The run digest.
+    pub digest: u64,
+    /// Events executed.
+    pub events: u64,
+    /// Why the run stopped.
+    pub stop: sim_core::StopReason,
+}
