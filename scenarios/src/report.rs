@@ -8,7 +8,7 @@
 use crate::figures::{
     CallStats, ClientBucket, ClientFigures, Figures, ReasonCounts, RunMeta, ServiceBucket,
 };
-use crate::schema::{Expectation, Scenario};
+use crate::schema::{Expectation, FaultKind, Scenario};
 use patterns::breaker::StateKind;
 use serde::Serialize;
 use sim_core::SimDuration;
@@ -297,6 +297,27 @@ fn reasons(counts: &ReasonCounts) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// The links a report lists: every link that carried something when the scenario says
+/// anything about its network (a `network` section, a service latency, a network fault) or
+/// when a message was lost; otherwise messages took no time and nothing was lost, and the
+/// list would only repeat the calls.
+fn network_figures(scenario: &Scenario, figures: &Figures) -> Vec<LinkReport> {
+    let described = scenario.network.is_some()
+        || scenario.services.values().any(|s| s.latency.is_some())
+        || scenario.faults.iter().any(|f| {
+            matches!(
+                f.kind,
+                FaultKind::Latency { .. } | FaultKind::Loss { .. } | FaultKind::Partition { .. }
+            )
+        });
+    let lost = figures.links.iter().any(|l| l.sent > l.delivered);
+    if described || lost {
+        figures.links.clone()
+    } else {
+        Vec::new()
+    }
+}
+
 fn bucket_index(t: SimDuration, bucket: SimDuration) -> usize {
     (t.as_nanos() / bucket.as_nanos()) as usize
 }
@@ -509,7 +530,7 @@ impl Report {
             calls,
             series,
             expectations,
-            network: figures.links.clone(),
+            network: network_figures(scenario, figures),
             trace,
         }
     }

@@ -62,28 +62,22 @@ pub fn run(
     })?;
     let seed = options.seed.unwrap_or(s.seed);
     let mut world = World::new(&s, Seed(seed), s.bucket);
-    world.trace_window = options
-        .trace_window
-        .map(|(from, to)| (SimTime::ZERO + from, SimTime::ZERO + to));
+    if let Some((from, to)) = options.trace_window {
+        world.trace_window(SimTime::ZERO + from, SimTime::ZERO + to);
+    }
     let initial = world.initial_events();
     let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
     if options.trace_capacity > 0 {
         sim.enable_trace(options.trace_capacity);
     }
     let id = sim.add(world);
-    if let Some(config) = &s.network {
-        // Every client and service is a node played by the one world entity; validation
-        // already configured the same names on a scratch network, so this cannot fail.
-        let names: Vec<&String> = s.clients.keys().chain(s.services.keys()).collect();
-        let net = sim.shared_mut();
-        let nodes = names
-            .iter()
-            .map(|name| net.add_node(name, id).expect("node names are validated"))
-            .collect();
-        net.configure(config)
-            .expect("the network section is validated");
-        sim.entity_mut(id).nodes = nodes;
-    }
+    // Every client and service is a node played by the one world entity; validation built
+    // the same network on a scratch entity, so this cannot fail.
+    let net = sim
+        .entity_mut(id)
+        .build_network(&s, Seed(seed), id)
+        .expect("the network is validated with the scenario");
+    *sim.shared_mut() = net;
     for (t, msg) in initial {
         sim.schedule(t, id, msg);
     }
@@ -97,15 +91,10 @@ pub fn run(
         stop,
     };
     let trace = sim.trace().to_vec();
-    let links = if s.network.is_some() {
-        sim.shared().report()
-    } else {
-        Vec::new()
-    };
-    let world = sim.entity_mut(id);
+    let (world, net) = sim.entity_and_shared(id);
     world.check_invariants();
     let in_flight = world.in_flight();
-    let figures = world.figures(end, links);
+    let figures = world.figures(end, net);
     let requests_in_flight = figures.requests_in_flight;
     let report = Report::build(&s, &meta, &figures);
     Ok(RunOutput {

@@ -233,7 +233,7 @@ fn trace_describes_a_window_of_the_history() {
     assert!(
         trace
             .iter()
-            .any(|l| l.contains("deliver") && l.contains("s/0 for clients.c.call #"))
+            .any(|l| l.contains("deliver") && l.contains("s/0 attempt 1 of clients.c.call call #"))
     );
     // The same seed, the same story; the replay line is still last.
     let again = check(&["run", &file, "--seed", "4", "--trace", "2s..2.05s"]);

@@ -274,6 +274,12 @@ impl<E: Entity> Sim<E> {
         &mut self.entities[id]
     }
 
+    /// The entity with this id, mutably, and the shared state (between events; for a model
+    /// that reads both when a run ends).
+    pub fn entity_and_shared(&mut self, id: EntityId) -> (&mut E, &E::Shared) {
+        (&mut self.entities[id], &self.shared)
+    }
+
     /// All entities in id order.
     pub fn entities(&self) -> impl Iterator<Item = (EntityId, &E)> {
         self.entities.iter()

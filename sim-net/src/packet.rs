@@ -53,6 +53,16 @@ impl<P> Delivery<P> {
             Inner::Release(link) => KIND_RELEASE ^ u64::from(link.0),
         }
     }
+
+    /// What the copy carries, to describe the event (a trace); `None` for the network's
+    /// wake-up to release held messages. Whether the copy is handed over is still
+    /// [`crate::receive`]'s decision.
+    pub fn payload(&self) -> Option<&P> {
+        match &self.0 {
+            Inner::Packet(p) => Some(&p.payload),
+            Inner::Release(_) => None,
+        }
+    }
 }
 
 /// A message handed over to its target.

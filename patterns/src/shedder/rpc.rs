@@ -129,6 +129,26 @@ impl<T> RpcQueue<T> {
         }
     }
 
+    /// Takes `item` out of the queue (its caller gave up on it); false if it is not queued.
+    /// The scan starts at the oldest, which is where abandoned requests usually are.
+    pub fn remove(&mut self, item: &T) -> bool
+    where
+        T: PartialEq,
+    {
+        match self.queue.iter().position(|(_, queued)| queued == item) {
+            Some(i) => {
+                self.queue.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// When the oldest queued request arrived.
+    pub fn oldest(&self) -> Option<SimTime> {
+        self.queue.front().map(|(t, _)| *t)
+    }
+
     /// The longest a request may wait now.
     pub fn wait_max(&self) -> SimDuration {
         if self.overloaded {

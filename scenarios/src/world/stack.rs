@@ -1,6 +1,12 @@
 //! The glue between a call's pattern stack and the `patterns` crate: each [`Gate`] wraps one
-//! pattern machine (breaker, bulkhead, rate limiter), [`Held`] is what a call keeps while a
-//! gate has admitted it, and [`failure_of`] says how an outcome looks to a retry policy.
+//! pattern machine (breaker, bulkhead, rate limiter, adaptive throttle), and [`Held`] is what
+//! a call keeps while a gate has admitted it.
+//!
+//! No field of a machine's decision is dropped on the way to the call: a refusal carries the
+//! refuser's hint of when to come back ([`Refusal::retry_after`]: a limiter's `retry_after`,
+//! the end of a breaker's open wait), which the retry policy honours like a server's
+//! `Retry-After`; an admission with a delay (a leaky bucket used as a queue) makes the call
+//! wait that long at the gate ([`Acquire::Delay`]) before it goes on.
 //!
 //! Gates hold no per-request state beyond what the machines hand out (a breaker permit, a
 //! bulkhead permit), and those are kept inline in the call, so the hot path allocates nothing.
@@ -10,13 +16,12 @@
 //! call fails when the wait times out. Releases report such grants and time-outs as
 //! [`Wake`]s, which the world acts on once the release is done.
 
-use super::{Outcome, Reason};
+use super::outcome::{Outcome, Reason, Refusal, accepted_by_backend};
 use crate::schema::Layer;
 use crate::validate::LAYERS_MAX;
 use patterns::breaker::{Breaker, BreakerDecision, Permit};
 use patterns::bulkhead::{Bulkhead, BulkheadDecision, BulkheadPermit};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
-use patterns::retry::Failure;
 use patterns::shedder::AdaptiveThrottle;
 use sim_core::{RngStream, SimDuration, SimTime};
 
@@ -65,8 +70,24 @@ pub enum Acquire {
         /// When the wait times out.
         deadline: SimTime,
     },
+    /// The rate limiter at `gate` admitted the call but holds it back until `until` (it
+    /// shapes traffic instead of refusing it); the pass resumes after that gate then.
+    Delay {
+        /// The gate's index.
+        gate: usize,
+        /// When the call may go on.
+        until: SimTime,
+    },
     /// A gate refused; everything the earlier gates admitted was given back.
-    Refused(Reason),
+    Refused(Refusal),
+}
+
+/// What one gate answers.
+enum Answer {
+    Admit(Held),
+    AdmitAfter(SimDuration),
+    Wait(SimTime),
+    Refuse(Refusal),
 }
 
 /// A waiting call's turn came at a bulkhead (`permit` is its slot), or its wait timed out
@@ -102,35 +123,41 @@ impl Gate {
         }
     }
 
-    fn try_acquire(
-        &mut self,
-        now: SimTime,
-        rng: &mut RngStream,
-        id: u64,
-    ) -> Result<Held, Result<SimTime, Reason>> {
+    fn try_acquire(&mut self, now: SimTime, rng: &mut RngStream, id: u64) -> Answer {
+        let refuse = |reason, retry_after| {
+            Answer::Refuse(Refusal {
+                reason,
+                retry_after,
+            })
+        };
         match self {
             Gate::Breaker(b) => match b.try_acquire(now) {
-                BreakerDecision::Admit(p) => Ok(Held::Breaker(p)),
-                BreakerDecision::Reject { .. } => Err(Err(Reason::BreakerOpen)),
+                BreakerDecision::Admit(p) => Answer::Admit(Held::Breaker(p)),
+                BreakerDecision::Reject { retry_at, .. } => refuse(
+                    Reason::BreakerOpen,
+                    retry_at.map(|at| at.saturating_duration_since(now)),
+                ),
             },
             Gate::Bulkhead(b) => match b.try_acquire(now, id) {
-                BulkheadDecision::Admit(p) => Ok(Held::Bulkhead(p)),
-                BulkheadDecision::Wait { deadline } => Err(Ok(deadline)),
-                BulkheadDecision::Reject(_) => Err(Err(Reason::BulkheadFull)),
+                BulkheadDecision::Admit(p) => Answer::Admit(Held::Bulkhead(p)),
+                BulkheadDecision::Wait { deadline } => Answer::Wait(deadline),
+                BulkheadDecision::Reject(_) => refuse(Reason::BulkheadFull, None),
             },
             Gate::Throttle(t) => {
                 if t.try_send(now, rng) {
-                    Ok(Held::Throttle)
+                    Answer::Admit(Held::Throttle)
                 } else {
-                    Err(Err(Reason::ClientLimited))
+                    refuse(Reason::ClientLimited, None)
                 }
             }
             Gate::Limiter(l) => {
-                let one = Cost::new(1).expect("a cost of one is valid");
-                if l.acquire(now, one).allowed() {
-                    Ok(Held::Nothing)
+                let d = l.acquire(now, Cost::ONE);
+                if !d.allowed() {
+                    refuse(Reason::ClientLimited, d.retry_after)
+                } else if d.delay.is_zero() {
+                    Answer::Admit(Held::Nothing)
                 } else {
-                    Err(Err(Reason::ClientLimited))
+                    Answer::AdmitAfter(d.delay)
                 }
             }
         }
@@ -151,11 +178,17 @@ pub fn acquire_from(
 ) -> Acquire {
     for i in from..gates.len() {
         match gates[i].try_acquire(now, rng, id) {
-            Ok(h) => permits.held[i] = h,
-            Err(Ok(deadline)) => return Acquire::Wait { gate: i, deadline },
-            Err(Err(reason)) => {
+            Answer::Admit(h) => permits.held[i] = h,
+            Answer::AdmitAfter(delay) => {
+                return Acquire::Delay {
+                    gate: i,
+                    until: now.saturating_add(delay),
+                };
+            }
+            Answer::Wait(deadline) => return Acquire::Wait { gate: i, deadline },
+            Answer::Refuse(refusal) => {
                 release_all(&mut gates[..i], now, permits, None, wakes);
-                return Acquire::Refused(reason);
+                return Acquire::Refused(refusal);
             }
         }
     }
@@ -199,7 +232,7 @@ pub fn release_all(
                 Some(Outcome::Fail(_)) => b.on_failure(now, p),
                 None => b.on_ignored(now, p),
             },
-            (Gate::Throttle(t), Held::Throttle) if outcome.is_some_and(accepted) => {
+            (Gate::Throttle(t), Held::Throttle) if outcome.is_some_and(accepted_by_backend) => {
                 t.on_accepted(now);
             }
             (Gate::Bulkhead(b), Held::Bulkhead(p)) => {
@@ -221,46 +254,5 @@ pub fn release_all(
             }
             _ => {}
         }
-    }
-}
-
-/// Whether the backend accepted a request, for adaptive throttling: it did unless it refused
-/// it for overload or never answered.
-fn accepted(outcome: Outcome) -> bool {
-    match outcome {
-        Outcome::Ok => true,
-        Outcome::Fail(r) => !matches!(
-            r,
-            Reason::Timeout
-                | Reason::Deadline
-                | Reason::Unavailable
-                | Reason::QueueFull
-                | Reason::RateLimited
-                | Reason::ConcurrencyLimited
-                | Reason::Shed
-                | Reason::BreakerOpen
-                | Reason::BulkheadFull
-                | Reason::ClientLimited
-        ),
-    }
-}
-
-/// How a failed attempt looks to a retry policy: HTTP-style statuses for what a server
-/// answered (with its `Retry-After`, if it sent one), timeouts and connection errors for what
-/// the network did.
-pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
-    let status = |code| Failure::Status { code, retry_after };
-    match reason {
-        Reason::Timeout | Reason::Deadline => Failure::Timeout,
-        Reason::Unavailable => Failure::ConnectionError,
-        Reason::RateLimited | Reason::ClientLimited => status(429),
-        Reason::QueueFull
-        | Reason::ConcurrencyLimited
-        | Reason::Shed
-        | Reason::BreakerOpen
-        | Reason::BulkheadFull => status(503),
-        Reason::Error => status(500),
-        Reason::Dependency => status(502),
-        Reason::Conflict => status(409),
     }
 }

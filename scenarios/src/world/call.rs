@@ -1,0 +1,539 @@
+//! A call and its attempts: the once-per-call gates, retries with their backoff, each
+//! attempt's gates and its journey to a replica and back, timeouts, bulkhead waits, shaping
+//! delays, and cancellation.
+//!
+//! ```text
+//!  start ──► outer gates ──► attempt: inner gates ──► in flight ──► reply / timeout
+//!              │ wait/delay        │ wait/delay          │                 │
+//!              ▼                   ▼                     ▼                 ▼
+//!           (resumed)           (resumed)          abandoned job     retry? ──► backoff ──┐
+//!                                                                        │               │
+//!                                                   finish ◄── no ───────┘   attempt ◄───┘
+//! ```
+//!
+//! A call's [`Attempt`] says where its current attempt is; the permits it holds from its
+//! gates and its retry request are the call's, the machines they come from are its call
+//! site's ([`super::site`]).
+
+use super::client::Requester;
+use super::msg::{Msg, Packet};
+use super::outcome::{Outcome, Reason, Refusal, failure_of};
+use super::site::{Fell, Side};
+use super::stack::{Acquire, Permits};
+use super::{C, CallKey, HedgeKey, JobKey, World};
+use crate::schema::Abandoned;
+use patterns::retry::{GiveUpReason, RetryDecision, RetryRequest};
+use sim_core::{SimDuration, SimTime, TimerId};
+use slotmap::{Key, KeyData};
+
+/// Who waits for a call's outcome.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner {
+    /// A client's request.
+    Client {
+        client: u32,
+        requester: Requester,
+        offered_at: SimTime,
+    },
+    /// A job's downstream call number `index`.
+    Job { job: JobKey, index: u8 },
+    /// One of the racing calls of a hedged call (the "shell" that its owner sees).
+    Hedge { shell: CallKey, attempt: u32 },
+}
+
+/// Where a call's current attempt is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// No attempt out: before the first, during a backoff, or a hedged call's shell.
+    Idle,
+    /// Waiting for a slot at the bulkhead `gate` of `side`.
+    Waiting { side: Side, gate: usize },
+    /// Held back by the shaping rate limiter `gate` of `side` until its timer fires.
+    Delayed {
+        side: Side,
+        gate: usize,
+        timer: TimerId,
+    },
+    /// Sent to `replica` of the target as `job`; `timer` is its timeout.
+    InFlight {
+        job: JobKey,
+        replica: u32,
+        timer: Option<TimerId>,
+    },
+}
+
+/// One logical call.
+#[derive(Debug)]
+pub struct Call {
+    /// Its call site.
+    pub site: u32,
+    /// Its id in traces, unique over the run.
+    pub id: u64,
+    /// The id of the client request it serves (its own for a client's call).
+    pub request: u64,
+    /// Who waits for it.
+    pub owner: Owner,
+    /// It fails with `Deadline` at this time.
+    pub deadline: SimTime,
+    /// The number of its latest attempt (1 for the first).
+    pub attempt_no: u32,
+    /// Where that attempt is.
+    pub attempt: Attempt,
+    /// The caller's network node.
+    pub source: u32,
+    retry: Option<RetryRequest>,
+    outer: Permits,
+    inner: Permits,
+    /// For a hedged call's shell: its race.
+    pub race: Option<HedgeKey>,
+    /// Attempts of this call whose work started at the target (more than one: the operation
+    /// ran twice, unless the target deduplicated it).
+    pub executions: u32,
+}
+
+impl Call {
+    fn permits(&mut self, side: Side) -> &mut Permits {
+        match side {
+            Side::Outer => &mut self.outer,
+            Side::Inner => &mut self.inner,
+        }
+    }
+}
+
+impl World {
+    /// Starts a call of `site` for `owner`, within the caller's own deadline.
+    pub(super) fn start_call(
+        &mut self,
+        ctx: C,
+        site: u32,
+        owner: Owner,
+        parent: SimTime,
+    ) -> CallKey {
+        let now = ctx.now();
+        let racing = matches!(owner, Owner::Hedge { .. });
+        let sp = &mut self.sites[site as usize];
+        // A racing call of a hedged call is counted with its shell, not as a call of its own.
+        if !racing {
+            sp.stats().calls += 1;
+        }
+        let hedged = sp.hedges() && !racing;
+        let deadline = sp.call_deadline(now, parent);
+        self.next_call_id += 1;
+        let id = self.next_call_id;
+        let (source, request) = match owner {
+            Owner::Client { client, .. } => (client, id),
+            Owner::Job { job, .. } => {
+                let j = &self.jobs[job];
+                (self.services[j.service()].node(), j.request())
+            }
+            Owner::Hedge { shell, .. } => (self.calls[shell].source, self.calls[shell].request),
+        };
+        let key = self.calls.insert(Call {
+            site,
+            id,
+            request,
+            owner,
+            deadline,
+            attempt_no: 0,
+            attempt: Attempt::Idle,
+            source,
+            retry: None,
+            outer: Permits::default(),
+            inner: Permits::default(),
+            race: None,
+            executions: 0,
+        });
+        if now >= deadline {
+            self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
+        } else if hedged {
+            self.start_race(ctx, key);
+        } else {
+            self.continue_call(ctx, key, Side::Outer, 0);
+        }
+        key
+    }
+
+    /// Passes a call through its gates of `side` from gate `from`; then, for the outer
+    /// gates, starts its first attempt, and for the inner ones sends the attempt.
+    pub(super) fn continue_call(&mut self, ctx: C, key: CallKey, side: Side, from: usize) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let site = call.site;
+        let sp = &mut self.sites[site as usize];
+        let acquired = sp.acquire(
+            side,
+            from,
+            now,
+            call.permits(side),
+            key.data().as_ffi(),
+            &mut self.wakes.buf,
+        );
+        self.wakes.tag(site, side);
+        match acquired {
+            Acquire::Done => match side {
+                Side::Outer => {
+                    let call = &mut self.calls[key];
+                    let sp = &mut self.sites[site as usize];
+                    let safety = sp.safety().as_safety();
+                    if let Some((policy, _)) = sp.retry() {
+                        let deadline = (call.deadline != SimTime::MAX).then_some(call.deadline);
+                        call.retry = Some(policy.begin(now, deadline, safety));
+                    }
+                    self.start_attempt(ctx, key);
+                }
+                Side::Inner => self.send_attempt(ctx, key),
+            },
+            Acquire::Wait { gate, deadline } => {
+                self.calls[key].attempt = Attempt::Waiting { side, gate };
+                let gate = gate as u8;
+                ctx.send_at(ctx.me(), deadline, Msg::BulkheadExpire { site, side, gate });
+            }
+            Acquire::Delay { gate, until } => {
+                let timer = ctx.timer_self(until - now, Msg::GateReleased { call: key });
+                self.calls[key].attempt = Attempt::Delayed { side, gate, timer };
+            }
+            Acquire::Refused(refusal) => self.refused(ctx, key, side, refusal),
+        }
+    }
+
+    /// A gate of `side` refused the call or its attempt.
+    fn refused(&mut self, ctx: C, key: CallKey, side: Side, refusal: Refusal) {
+        let failed = Outcome::Fail(refusal.reason);
+        match side {
+            Side::Outer => self.finish_call(ctx, key, failed, false),
+            Side::Inner => self.attempt_done(ctx, key, failed, false, refusal.retry_after),
+        }
+    }
+
+    /// A shaping rate limiter lets a call go on after its gate.
+    pub(super) fn on_gate_released(&mut self, ctx: C, key: CallKey) {
+        let Some(call) = self.calls.get_mut(key) else {
+            return;
+        };
+        let Attempt::Delayed { side, gate, .. } = call.attempt else {
+            panic!("a gate release for a call that is not held back");
+        };
+        call.attempt = Attempt::Idle;
+        self.continue_call(ctx, key, side, gate + 1);
+    }
+
+    /// A bulkhead's waits may have timed out.
+    pub(super) fn on_bulkhead_expire(&mut self, ctx: C, site: u32, side: Side, gate: usize) {
+        self.sites[site as usize].expire(side, gate, ctx.now(), &mut self.wakes.buf);
+        self.wakes.tag(site, side);
+    }
+
+    /// Acts on bulkhead wakes: a granted slot resumes its call after that gate, a timed-out
+    /// wait fails it. A slot granted to a call that no longer waits is given back.
+    pub(super) fn process_wakes(&mut self, ctx: C) {
+        let now = ctx.now();
+        // Bounded: each round acts on wakes that releases produced, and every wake consumes
+        // a waiter, of which there are finitely many.
+        while let Some(round) = self.wakes.take() {
+            for (site, side, w) in round {
+                let key = CallKey::from(KeyData::from_ffi(w.id));
+                let waits_here = self.calls.get(key).is_some_and(|c| {
+                    c.site == site && c.attempt == Attempt::Waiting { side, gate: w.gate }
+                });
+                match (waits_here, w.permit) {
+                    (true, Some(permit)) => {
+                        let call = &mut self.calls[key];
+                        call.attempt = Attempt::Idle;
+                        call.permits(side).grant(w.gate, permit);
+                        self.continue_call(ctx, key, side, w.gate + 1);
+                    }
+                    (true, None) => self.fail_waiting(ctx, key, side),
+                    (false, Some(permit)) => {
+                        let mut lone = Permits::default();
+                        lone.grant(w.gate, permit);
+                        let sp = &mut self.sites[site as usize];
+                        sp.release(side, now, &mut lone, None, &mut self.wakes.buf);
+                        self.wakes.tag(site, side);
+                    }
+                    (false, None) => {}
+                }
+            }
+        }
+    }
+
+    /// A call's wait at a bulkhead timed out: it fails as if the bulkhead were full.
+    fn fail_waiting(&mut self, ctx: C, key: CallKey, side: Side) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        call.attempt = Attempt::Idle;
+        let site = call.site;
+        let sp = &mut self.sites[site as usize];
+        sp.stats().rejected.add(Reason::BulkheadFull);
+        sp.release(side, now, call.permits(side), None, &mut self.wakes.buf);
+        self.wakes.tag(site, side);
+        let refusal = Refusal {
+            reason: Reason::BulkheadFull,
+            retry_after: None,
+        };
+        self.refused(ctx, key, side, refusal);
+    }
+
+    fn start_attempt(&mut self, ctx: C, key: CallKey) {
+        let call = &mut self.calls[key];
+        call.attempt_no += 1;
+        self.sites[call.site as usize].stats().attempts += 1;
+        self.continue_call(ctx, key, Side::Inner, 0);
+    }
+
+    /// Sends an attempt that passed its gates to a replica chosen by the balancer.
+    fn send_attempt(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let site = call.site;
+        let sp = &mut self.sites[site as usize];
+        if now >= call.deadline {
+            // A wait at a gate outlasted the call's deadline: nothing is sent.
+            sp.release(Side::Inner, now, &mut call.inner, None, &mut self.wakes.buf);
+            self.wakes.tag(site, Side::Inner);
+            self.attempt_done(ctx, key, Outcome::Fail(Reason::Deadline), false, None);
+            return;
+        }
+        let attempt_deadline = sp.attempt_deadline(now, call.deadline);
+        let svc = sp.target();
+        let replica = self.services[svc].pick_replica(now);
+        self.services[svc].replica(replica).sent();
+        let attempt = call.attempt_no;
+        let timer = (attempt_deadline != SimTime::MAX)
+            .then(|| ctx.timer_self(attempt_deadline - now, Msg::Timeout { call: key, attempt }));
+        let job = self.new_job(svc, replica, key, attempt, attempt_deadline);
+        let call = &mut self.calls[key];
+        call.attempt = Attempt::InFlight {
+            job,
+            replica: replica as u32,
+            timer,
+        };
+        let (source, target) = (call.source, self.services[svc].node());
+        if !self.transmit(ctx, source, target, Packet::Deliver { job }) {
+            // Lost at once: the caller learns it only from its timeout.
+            self.drop_job(job);
+        }
+    }
+
+    /// A reply reaches its caller.
+    pub(super) fn on_reply(
+        &mut self,
+        ctx: C,
+        key: CallKey,
+        attempt: u32,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) {
+        let Some(call) = self.calls.get_mut(key) else {
+            return;
+        };
+        let current =
+            matches!(call.attempt, Attempt::InFlight { .. }) && call.attempt_no == attempt;
+        if !current {
+            self.sites[call.site as usize].stats().late_replies += 1;
+            return;
+        }
+        if let Attempt::InFlight { timer: Some(t), .. } = call.attempt {
+            ctx.cancel(t);
+        }
+        self.attempt_done(ctx, key, outcome, true, retry_after);
+    }
+
+    /// The caller stops waiting for an attempt.
+    pub(super) fn on_timeout(&mut self, ctx: C, key: CallKey, attempt: u32) {
+        let Some(call) = self.calls.get_mut(key) else {
+            return;
+        };
+        let Attempt::InFlight { job, .. } = call.attempt else {
+            return;
+        };
+        if call.attempt_no != attempt {
+            return;
+        }
+        let (site, source) = (call.site as usize, call.source);
+        self.sites[site].stats().timeouts += 1;
+        let target = self.sites[site].target();
+        self.abandon_job(ctx, target, source, job);
+        self.attempt_done(ctx, key, Outcome::Fail(Reason::Timeout), true, None);
+    }
+
+    /// The caller (at node `source`) gave up on `job`: mark it, and cancel it if the service
+    /// listens.
+    fn abandon_job(&mut self, ctx: C, svc: usize, source: u32, job: JobKey) {
+        if let Some(j) = self.jobs.get_mut(job) {
+            j.abandon();
+            if self.services[svc].config().on_abandoned == Abandoned::Cancel {
+                let target = self.services[svc].node();
+                self.transmit(ctx, source, target, Packet::Cancel { job });
+            }
+        }
+    }
+
+    /// The current attempt ended with `outcome` (`sent`: it reached the network, so its
+    /// inner gates and its replica hear about it); retry or finish the call.
+    fn attempt_done(
+        &mut self,
+        ctx: C,
+        key: CallKey,
+        outcome: Outcome,
+        sent: bool,
+        retry_after: Option<SimDuration>,
+    ) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let site = call.site as usize;
+        let replica = match call.attempt {
+            Attempt::InFlight { replica, .. } => Some(replica as usize),
+            _ => None,
+        };
+        call.attempt = Attempt::Idle;
+        let sp = &mut self.sites[site];
+        if sent {
+            sp.release(
+                Side::Inner,
+                now,
+                &mut call.inner,
+                Some(outcome),
+                &mut self.wakes.buf,
+            );
+            self.wakes.tag(site as u32, Side::Inner);
+            let r = replica.expect("a sent attempt has a replica");
+            self.services[sp.target()].observe(now, r, outcome == Outcome::Ok);
+        }
+        let call = &mut self.calls[key];
+        let sp = &mut self.sites[site];
+        let (Some((policy, rng)), Some(request)) = (sp.retry(), call.retry.as_mut()) else {
+            self.finish_call(ctx, key, outcome, true);
+            return;
+        };
+        let Outcome::Fail(reason) = outcome else {
+            policy.on_success(now, request);
+            self.finish_call(ctx, key, outcome, true);
+            return;
+        };
+        match policy.on_failure(now, request, failure_of(reason, retry_after), rng) {
+            RetryDecision::Retry { after, .. } => {
+                sp.stats().retries += 1;
+                ctx.send_self(after, Msg::Retry { call: key });
+            }
+            RetryDecision::GiveUp { reason: why } => {
+                if why == GiveUpReason::BudgetExhausted {
+                    sp.stats().budget_exhausted += 1;
+                }
+                self.finish_call(ctx, key, outcome, true);
+            }
+        }
+    }
+
+    /// A backoff delay ended.
+    pub(super) fn on_retry(&mut self, ctx: C, key: CallKey) {
+        if self.calls.contains_key(key) {
+            self.start_attempt(ctx, key);
+        }
+    }
+
+    /// A call ends with `outcome` (`admitted`: it passed its outer gates, which hear the
+    /// outcome); its owner learns it, after the fallback chain had its say.
+    pub(super) fn finish_call(&mut self, ctx: C, key: CallKey, outcome: Outcome, admitted: bool) {
+        let now = ctx.now();
+        let mut call = self.calls.remove(key).expect("finishing a live call");
+        let site = call.site as usize;
+        if admitted {
+            let sp = &mut self.sites[site];
+            sp.release(
+                Side::Outer,
+                now,
+                &mut call.outer,
+                Some(outcome),
+                &mut self.wakes.buf,
+            );
+            self.wakes.tag(call.site, Side::Outer);
+        }
+        if let Some(race) = call.race {
+            self.end_race(ctx, race);
+        }
+        let sp = &mut self.sites[site];
+        if let Owner::Hedge { shell, attempt } = call.owner {
+            // A racing call's outcome, and its fallback, are its shell's business.
+            self.race_call_done(ctx, shell, attempt, outcome);
+            return;
+        }
+        let outcome = match sp.fall_back(now, outcome) {
+            Fell::Through(outcome) => outcome,
+            Fell::Back => Outcome::Ok,
+        };
+        sp.count_outcome(outcome);
+        match call.owner {
+            Owner::Client {
+                client,
+                requester,
+                offered_at,
+            } => self.client_done(ctx, client, requester, offered_at, outcome),
+            Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
+            Owner::Hedge { .. } => unreachable!("handled above"),
+        }
+    }
+
+    /// Drops a call whose owner no longer needs it, cancelling its attempt downstream.
+    pub(super) fn cancel_call(&mut self, ctx: C, key: CallKey) {
+        let now = ctx.now();
+        let Some(mut call) = self.calls.remove(key) else {
+            return;
+        };
+        if let Some(race) = call.race {
+            self.end_race(ctx, race);
+        }
+        let site = call.site;
+        let sp = &mut self.sites[site as usize];
+        match call.attempt {
+            Attempt::Idle => {}
+            Attempt::Waiting { side, gate } => sp.leave_queue(side, gate, now, key.data().as_ffi()),
+            Attempt::Delayed { timer, .. } => {
+                ctx.cancel(timer);
+            }
+            Attempt::InFlight { timer, .. } => {
+                if let Some(t) = timer {
+                    ctx.cancel(t);
+                }
+            }
+        }
+        // Gates not reached hold nothing, so releasing whole lists is always right.
+        for side in [Side::Outer, Side::Inner] {
+            sp.release(side, now, call.permits(side), None, &mut self.wakes.buf);
+            self.wakes.tag(site, side);
+        }
+        let sp = &mut self.sites[site as usize];
+        if let (Some((policy, _)), Some(request)) = (sp.retry(), call.retry.as_mut()) {
+            policy.abandon(now, request);
+        }
+        if let Attempt::InFlight { job, replica, .. } = call.attempt {
+            let svc = sp.target();
+            self.services[svc].replica(replica as usize).answered();
+            self.abandon_job(ctx, svc, call.source, job);
+        }
+    }
+
+    /// What a client request's outcome does: counted, and a closed-loop user thinks.
+    fn client_done(
+        &mut self,
+        ctx: C,
+        client: u32,
+        requester: Requester,
+        offered_at: SimTime,
+        o: Outcome,
+    ) {
+        let now = ctx.now();
+        let latency = now - offered_at;
+        let (offered_in, ended_in) = (self.bucket_of(offered_at), self.bucket_of(now));
+        self.clients[client as usize].record_outcome(o, offered_in, ended_in, latency);
+        if o == Outcome::Ok {
+            self.latency.record(latency);
+            super::client::bucket_mut(&mut self.run_buckets, offered_in)
+                .latency
+                .record(latency);
+        }
+        if let Requester::User(user) = requester {
+            let think = self.clients[client as usize].think_time();
+            ctx.send_self(think, Msg::Think { client, user });
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! A client: where requests come from (an open-loop arrival process on a rate schedule, or
+//! closed-loop users who think between requests) and what happened to them (its figures).
+//!
+//! A client decides *when* requests arrive; the world makes the call. Its figures count each
+//! outcome in the report bucket of the request's offer (see [`crate::figures`]).
+
+use super::outcome::Outcome;
+#[cfg(test)]
+use crate::figures::ClientBucket;
+use crate::figures::{ClientFigures, ReasonCounts};
+use crate::schema::{self, FaultKind, Load, Schedule};
+use sim_core::metrics::LatencyHistogram;
+use sim_core::sample::exponential;
+use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
+
+/// How a client generates requests.
+#[derive(Debug)]
+enum Source {
+    /// Poisson arrivals at the scheduled rate times the active load spikes.
+    Open {
+        schedule: Schedule,
+        /// Where the rate changes (schedule steps, spike edges), sorted.
+        change_points: Vec<SimTime>,
+        /// The product of the active load spikes' factors.
+        spike: f64,
+    },
+    /// `users` users, each waiting for its request's outcome, then thinking.
+    Closed { users: u32, think: Sampler },
+}
+
+/// One client.
+#[derive(Debug)]
+pub struct Client {
+    name: String,
+    /// The index of its call site.
+    site: u32,
+    source: Source,
+    rng: RngStream,
+    figures: ClientFigures,
+}
+
+/// Who is waiting for a client request: an open-loop arrival, or a closed-loop user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requester {
+    /// An arrival of the open-loop process (no one waits to send the next).
+    Arrival,
+    /// A closed-loop user, who sends its next request after thinking.
+    User(u32),
+}
+
+impl Client {
+    /// Compiles client `name` of the scenario; `site` is the index of its call site.
+    pub fn new(
+        name: &str,
+        c: &schema::Client,
+        faults: &[schema::Fault],
+        site: u32,
+        seed: Seed,
+    ) -> Self {
+        let source = match &c.load {
+            Load::Open { rate } => {
+                let spikes = faults.iter().flat_map(|f| match &f.kind {
+                    FaultKind::LoadSpike { client, .. } if client == name => {
+                        let end = f.duration.map(|d| f.at.saturating_add(d));
+                        [Some(f.at), end]
+                    }
+                    _ => [None, None],
+                });
+                let mut change_points: Vec<SimTime> = rate
+                    .change_points()
+                    .into_iter()
+                    .chain(spikes.flatten())
+                    .map(|d| SimTime::ZERO + d)
+                    .collect();
+                change_points.sort();
+                change_points.dedup();
+                Source::Open {
+                    schedule: rate.clone(),
+                    change_points,
+                    spike: 1.0,
+                }
+            }
+            Load::Closed { users, think } => Source::Closed {
+                users: *users,
+                think: think
+                    .compile()
+                    .expect("distributions are checked by validation before a world is built"),
+            },
+        };
+        Client {
+            name: name.to_string(),
+            site,
+            source,
+            rng: seed.stream(&format!("clients/{name}/load")),
+            figures: ClientFigures {
+                name: name.to_string(),
+                failed: ReasonCounts::default(),
+                latency: LatencyHistogram::compact(),
+                buckets: Vec::new(),
+            },
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The index of its call site.
+    pub fn site(&self) -> u32 {
+        self.site
+    }
+
+    /// When each of its users first sends (spread over one think time, not all at once), or
+    /// `None` for an open-loop client (its first arrival is drawn at time zero).
+    pub fn user_starts(&mut self) -> Option<Vec<SimDuration>> {
+        let Source::Closed { users, think } = &self.source else {
+            return None;
+        };
+        Some((0..*users).map(|_| think.sample(&mut self.rng)).collect())
+    }
+
+    /// Sets the product of its active load spikes.
+    pub fn set_spike(&mut self, factor: f64) {
+        if let Source::Open { spike, .. } = &mut self.source {
+            *spike = factor;
+        }
+    }
+
+    /// The next arrival event after `now`: its time and whether a request arrives then
+    /// (false: the rate changes then and the next arrival is redrawn). Memorylessness makes a
+    /// redraw at each change point exact for piecewise rates.
+    pub fn next_arrival(&mut self, now: SimTime) -> Option<(SimTime, bool)> {
+        let Source::Open {
+            schedule,
+            change_points,
+            spike,
+        } = &self.source
+        else {
+            panic!("arrivals are for open-loop clients");
+        };
+        let rate = schedule.rate_at(now) * *spike;
+        let i = change_points.partition_point(|t| *t <= now);
+        let next_change = change_points.get(i).copied();
+        if rate <= 0.0 {
+            return next_change.map(|change| (change, false));
+        }
+        let gap = SimDuration::from_nanos_f64(exponential(&mut self.rng, 1e9 / rate))
+            .max(SimDuration::from_nanos(1));
+        let t = now.saturating_add(gap);
+        match next_change {
+            Some(change) if t > change => Some((change, false)),
+            _ => Some((t, true)),
+        }
+    }
+
+    /// How long a closed-loop user thinks before its next request.
+    pub fn think_time(&mut self) -> SimDuration {
+        let Source::Closed { think, .. } = &self.source else {
+            panic!("only closed-loop users think");
+        };
+        think.sample(&mut self.rng)
+    }
+
+    /// Counts a request offered in bucket `bucket`.
+    pub fn record_offer(&mut self, bucket: usize) {
+        bucket_mut(&mut self.figures.buckets, bucket).offered += 1;
+    }
+
+    /// Counts the outcome of a request offered in bucket `offered_in` that ended in bucket
+    /// `ended_in` after `latency`.
+    pub fn record_outcome(
+        &mut self,
+        outcome: Outcome,
+        offered_in: usize,
+        ended_in: usize,
+        latency: SimDuration,
+    ) {
+        let buckets = &mut self.figures.buckets;
+        match outcome {
+            Outcome::Ok => {
+                self.figures.latency.record(latency);
+                let b = bucket_mut(buckets, offered_in);
+                b.successes += 1;
+                b.latency_sum_ns += latency.as_nanos();
+                bucket_mut(buckets, ended_in).completed_ok += 1;
+            }
+            Outcome::Fail(r) => {
+                bucket_mut(buckets, offered_in).failures += 1;
+                self.figures.failed.add(r);
+            }
+        }
+    }
+
+    /// Its figures.
+    pub fn figures(&self) -> &ClientFigures {
+        &self.figures
+    }
+}
+
+/// The entry of bucket `i`, growing the list to reach it.
+pub fn bucket_mut<T: Default>(buckets: &mut Vec<T>, i: usize) -> &mut T {
+    if i >= buckets.len() {
+        buckets.resize_with(i + 1, T::default);
+    }
+    &mut buckets[i]
+}
+
+impl Schedule {
+    /// The scheduled rate at `t`, per second.
+    pub fn rate_at(&self, t: SimTime) -> f64 {
+        let t = t.since_start();
+        match self {
+            Schedule::Constant(r) => r.as_per_second(),
+            Schedule::Steps(steps) => steps
+                .iter()
+                .rev()
+                .find(|s| s.at <= t)
+                .map_or(0.0, |s| s.rate.as_per_second()),
+            Schedule::Ramp {
+                from,
+                to,
+                start,
+                end,
+            } => {
+                if t <= *start {
+                    from.as_per_second()
+                } else if t >= *end {
+                    to.as_per_second()
+                } else {
+                    let f = (t - *start).as_secs_f64() / (*end - *start).as_secs_f64();
+                    from.as_per_second() + f * (to.as_per_second() - from.as_per_second())
+                }
+            }
+            Schedule::Spike {
+                base,
+                peak,
+                start,
+                end,
+            } => {
+                if t >= *start && t < *end {
+                    peak.as_per_second()
+                } else {
+                    base.as_per_second()
+                }
+            }
+        }
+    }
+
+    /// The instants where the rate changes (a ramp is followed in 100 steps).
+    fn change_points(&self) -> Vec<SimDuration> {
+        match self {
+            Schedule::Constant(_) => Vec::new(),
+            Schedule::Steps(steps) => steps.iter().map(|s| s.at).collect(),
+            Schedule::Ramp { start, end, .. } => {
+                let span = *end - *start;
+                (0..=100).map(|i| *start + span * i / 100).collect()
+            }
+            Schedule::Spike { start, end, .. } => vec![*start, *end],
+        }
+    }
+}
+
+/// Totals a bucket list (for tests of the bookkeeping).
+#[cfg(test)]
+fn total(buckets: &[ClientBucket]) -> ClientBucket {
+    buckets.iter().fold(ClientBucket::default(), |mut t, b| {
+        t.offered += b.offered;
+        t.successes += b.successes;
+        t.failures += b.failures;
+        t
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::Reason;
+
+    #[test]
+    fn outcomes_count_in_the_bucket_of_their_offer() {
+        let text = r#"(load: Closed(users: 1, think: Constant(value: "1s")), call: (target: "s"))"#;
+        let c: schema::Client = ron::from_str(text).unwrap();
+        let mut client = Client::new("c", &c, &[], 0, Seed(1));
+        client.record_offer(2);
+        client.record_offer(3);
+        client.record_outcome(Outcome::Ok, 2, 5, SimDuration::from_secs(3));
+        client.record_outcome(Outcome::Fail(Reason::Timeout), 3, 4, SimDuration::ZERO);
+        let f = client.figures();
+        assert_eq!(f.buckets[2].successes, 1);
+        assert_eq!(f.buckets[5].completed_ok, 1);
+        assert_eq!(f.buckets[3].failures, 1);
+        let t = total(&f.buckets);
+        assert_eq!((t.offered, t.successes, t.failures), (2, 1, 1));
+    }
+}

@@ -1,0 +1,747 @@
+//! A job: one attempt as its replica sees it, from its arrival through admission, the queue,
+//! the work, the cache and its own downstream calls, to the reply; or its cancellation.
+//!
+//! ```text
+//!  Transit ─► admission ─► (Shaping) ─► Queued ─► Working ─► Calling ─► reply
+//!                │                         │         │  └──► Following ─┘
+//!                └► refused: reply         └► shed   └► cache hit, error: reply
+//! ```
+//!
+//! [`Stage`] says where a job is and carries what only that stage has (its timer, its
+//! downstream calls). A job holds one of its replica's workers from `Working` until it
+//! replies, including while its downstream calls run (thread-per-request).
+
+use super::call::{Attempt, Owner};
+use super::msg::{Msg, Packet};
+use super::outcome::{Outcome, Reason};
+use super::service::Admit;
+use super::{C, CallKey, JobKey, World};
+use crate::schema::{Abandoned, CallMode, CallSafety};
+use crate::validate::CALLS_MAX;
+use patterns::coalesce::Join;
+use patterns::concurrency::ConcurrencyToken;
+use patterns::idempotency::Begin;
+use sim_core::sample::{bernoulli, uniform_below};
+use sim_core::{SimDuration, SimTime, TimerId};
+use slotmap::Key;
+
+/// A job's downstream calls while it waits on them.
+#[derive(Debug, Clone, Copy)]
+pub struct Downstream {
+    /// The call of each downstream call still running (null when none).
+    children: [CallKey; CALLS_MAX],
+    /// Calls still running.
+    pending: u8,
+    /// The next call to start (sequential mode).
+    next: u8,
+    /// Whether one of them failed.
+    failed: bool,
+}
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy)]
+pub enum Stage {
+    /// On its way to the replica.
+    Transit,
+    /// Admitted by a shaping rate limiter that holds it back until `timer` fires.
+    Shaping { timer: TimerId },
+    /// In the replica's queue.
+    Queued,
+    /// Holding a worker since `since`, working until `timer` fires.
+    Working { since: SimTime, timer: TimerId },
+    /// Holding a worker since `since`, waiting on its downstream calls.
+    Calling { since: SimTime, calls: Downstream },
+    /// Holding a worker since `since`, waiting for another job's fetch of the same key.
+    Following { since: SimTime },
+}
+
+impl Stage {
+    /// Since when the job holds a worker, if it holds one.
+    fn worker_since(&self) -> Option<SimTime> {
+        match *self {
+            Stage::Working { since, .. }
+            | Stage::Calling { since, .. }
+            | Stage::Following { since } => Some(since),
+            Stage::Transit | Stage::Shaping { .. } | Stage::Queued => None,
+        }
+    }
+}
+
+/// One attempt at its replica.
+#[derive(Debug)]
+pub struct Job {
+    service: u32,
+    replica: u32,
+    call: CallKey,
+    attempt: u32,
+    /// The id of the client request it serves (it outlives its call when the caller gives
+    /// up, and its own downstream calls still serve that request).
+    request: u64,
+    /// When the caller stops waiting for this attempt.
+    deadline: SimTime,
+    stage: Stage,
+    /// The caller gave up on this attempt (known to the observer; the replica learns it only
+    /// through a cancellation or an expired deadline).
+    abandoned: bool,
+    /// The cache key this job fetches for its followers, when it leads a coalesced miss.
+    lead_key: Option<u32>,
+    /// Its admission by the replica's concurrency limit, handed back when it is answered.
+    admitted: Option<ConcurrencyToken>,
+    /// The idempotency key it executes under, to complete or abort in the store.
+    idempotency_key: Option<u64>,
+}
+
+impl Job {
+    /// Its service's index.
+    pub fn service(&self) -> usize {
+        self.service as usize
+    }
+
+    /// Its replica.
+    pub fn replica(&self) -> usize {
+        self.replica as usize
+    }
+
+    /// The call it is an attempt of.
+    pub fn call(&self) -> CallKey {
+        self.call
+    }
+
+    /// Its attempt number.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// The id of the client request it serves.
+    pub fn request(&self) -> u64 {
+        self.request
+    }
+
+    /// Its caller gave up on it.
+    pub fn abandon(&mut self) {
+        self.abandoned = true;
+    }
+
+    /// Whether it holds a worker.
+    pub fn holds_worker(&self) -> bool {
+        self.stage.worker_since().is_some()
+    }
+}
+
+impl World {
+    /// A new job in transit to `replica` of service `svc`.
+    pub(super) fn new_job(
+        &mut self,
+        svc: usize,
+        replica: usize,
+        call: CallKey,
+        attempt: u32,
+        deadline: SimTime,
+    ) -> JobKey {
+        let request = self.calls[call].request;
+        self.jobs.insert(Job {
+            service: svc as u32,
+            replica: replica as u32,
+            call,
+            attempt,
+            request,
+            deadline,
+            stage: Stage::Transit,
+            abandoned: false,
+            lead_key: None,
+            admitted: None,
+            idempotency_key: None,
+        })
+    }
+
+    /// Forgets a job lost before it reached its replica (it holds nothing).
+    pub(super) fn drop_job(&mut self, job: JobKey) {
+        let j = self.jobs.remove(job).expect("dropping a live job");
+        assert!(
+            matches!(j.stage, Stage::Transit),
+            "only a job in transit is lost"
+        );
+    }
+
+    /// An attempt reaches its replica: admission control, then a worker or the queue.
+    pub(super) fn on_deliver(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        // The caller's cancellation may have overtaken it on a reordering link.
+        let Some(j) = self.jobs.get(job) else {
+            return;
+        };
+        let (svc, r) = (j.service(), j.replica());
+        let s = &mut self.services[svc];
+        s.record_arrival(now);
+        if !s.replica_ref(r).is_up() {
+            self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
+            return;
+        }
+        match s.admit(now, r) {
+            Admit::No(reason, retry_after) => {
+                self.reply(ctx, job, Outcome::Fail(reason), retry_after)
+            }
+            Admit::Yes(token) => {
+                self.jobs[job].admitted = token;
+                self.accept(ctx, job);
+            }
+            Admit::After(until, token) => {
+                let timer = ctx.timer_self(until - now, Msg::Released { job });
+                let j = &mut self.jobs[job];
+                j.admitted = token;
+                j.stage = Stage::Shaping { timer };
+            }
+        }
+    }
+
+    /// A shaping rate limiter lets a held-back job go on.
+    pub(super) fn on_released(&mut self, ctx: C, job: JobKey) {
+        let j = self
+            .jobs
+            .get_mut(job)
+            .expect("a released job is live (crashes cancel its timer)");
+        assert!(matches!(j.stage, Stage::Shaping { .. }), "released twice");
+        j.stage = Stage::Transit;
+        self.accept(ctx, job);
+    }
+
+    /// An admitted job takes a free worker, or waits in the queue, or is refused.
+    fn accept(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let (svc, r) = (self.jobs[job].service(), self.jobs[job].replica());
+        let s = &mut self.services[svc];
+        let workers = s.workers();
+        if s.replica_ref(r).can_start(workers) {
+            s.record_wait(SimDuration::ZERO);
+            self.start_work(ctx, job);
+            return;
+        }
+        if !s.replica(r).enqueue(now, job) {
+            let hint = s.config().retry_after;
+            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull), hint);
+            return;
+        }
+        let depth = s.replica_ref(r).queue_len() as u64;
+        let counts = s.counts();
+        counts.queue_depth_max = counts.queue_depth_max.max(depth);
+        counts.queued += 1;
+        s.queue_change(now, 1);
+        self.jobs[job].stage = Stage::Queued;
+    }
+
+    /// The operation a job runs: a racing call of a hedged call is its shell's operation.
+    fn operation(&self, call: CallKey) -> CallKey {
+        match self.calls.get(call).map(|c| c.owner) {
+            Some(Owner::Hedge { shell, .. }) => shell,
+            _ => call,
+        }
+    }
+
+    /// Starts work on `job`, or drops it if it expired and the service drops expired work,
+    /// or answers it from the idempotency store.
+    fn start_work(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let j = &self.jobs[job];
+        let (svc, r) = (j.service(), j.replica());
+        if self.services[svc].config().on_abandoned == Abandoned::DropExpired && now >= j.deadline {
+            self.services[svc].counts().dropped_expired += 1;
+            self.take_job(now, job, Some(Outcome::Fail(Reason::Deadline)));
+            return;
+        }
+        let op = self.operation(j.call);
+        let keyed = self
+            .calls
+            .get(op)
+            .is_some_and(|c| self.sites[c.site as usize].safety() == CallSafety::IdempotencyKey);
+        if keyed && self.services[svc].idempotency().is_some() && !self.begin_keyed(ctx, job, op) {
+            return;
+        }
+        let deduplicated = self.jobs[job].idempotency_key.is_some();
+        if let Some(c) = self.calls.get_mut(op) {
+            c.executions += 1;
+            if c.executions > 1 && !deduplicated {
+                self.services[svc].counts().duplicate_executions += 1;
+            }
+        }
+        let s = &mut self.services[svc];
+        let work = s.work_time(r);
+        s.replica(r).take_worker();
+        s.busy_change(now, 1);
+        let timer = ctx.timer_self(work, Msg::WorkDone { job });
+        self.jobs[job].stage = Stage::Working { since: now, timer };
+    }
+
+    /// Looks the operation `op` up in the service's idempotency store; false when the job
+    /// was answered without running (a replay, a conflict, a full store).
+    fn begin_keyed(&mut self, ctx: C, job: JobKey, op: CallKey) -> bool {
+        let now = ctx.now();
+        let svc = self.jobs[job].service();
+        let s = &mut self.services[svc];
+        let key = op.data().as_ffi();
+        let store = s.idempotency().expect("checked by the caller");
+        match store.begin(now, &key, 0) {
+            Begin::Execute => {
+                self.jobs[job].idempotency_key = Some(key);
+                true
+            }
+            Begin::Replay { .. } => {
+                s.counts().replayed += 1;
+                self.reply(ctx, job, Outcome::Ok, None);
+                false
+            }
+            Begin::Conflict { .. } | Begin::Wait { .. } | Begin::FingerprintMismatch { .. } => {
+                self.reply(ctx, job, Outcome::Fail(Reason::Conflict), None);
+                false
+            }
+            Begin::Full => {
+                let hint = s.config().retry_after;
+                self.reply(ctx, job, Outcome::Fail(Reason::Shed), hint);
+                false
+            }
+        }
+    }
+
+    /// Lets free workers of a replica take waiting jobs.
+    pub(super) fn dequeue(&mut self, ctx: C, svc: usize, r: usize) {
+        let now = ctx.now();
+        loop {
+            let s = &mut self.services[svc];
+            let workers = s.workers();
+            if !s.replica_ref(r).can_dequeue(workers) {
+                return;
+            }
+            let out = s.replica(r).dequeue(now);
+            for &job in &out.shed {
+                self.services[svc].queue_change(now, -1);
+                let hint = self.services[svc].config().retry_after;
+                self.reply(ctx, job, Outcome::Fail(Reason::Shed), hint);
+            }
+            let Some((job, since)) = out.next else {
+                return;
+            };
+            assert!(self.jobs.contains_key(job), "every queued job is live");
+            let s = &mut self.services[svc];
+            s.queue_change(now, -1);
+            s.record_wait(now - since);
+            self.start_work(ctx, job);
+        }
+    }
+
+    /// A job's work is done: an injected error, a cache hit or a coalesced wait, or its
+    /// downstream calls.
+    pub(super) fn on_work_done(&mut self, ctx: C, job: JobKey) {
+        let Some(j) = self.jobs.get(job) else {
+            return;
+        };
+        let Stage::Working { since, .. } = j.stage else {
+            panic!("work done for a job that is not working");
+        };
+        let svc = j.service();
+        if self.services[svc].fails_now() {
+            self.finish_job(ctx, job, Outcome::Fail(Reason::Error));
+            return;
+        }
+        if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
+            return;
+        }
+        let s = &mut self.services[svc];
+        let n = s.config().calls.len();
+        if n == 0 {
+            self.finish_job(ctx, job, Outcome::Ok);
+            return;
+        }
+        let mut calls = Downstream {
+            children: [CallKey::null(); CALLS_MAX],
+            pending: 1,
+            next: 0,
+            failed: false,
+        };
+        let first = match s.config().call_mode {
+            CallMode::Sequential => 0..1,
+            CallMode::FanOut => {
+                calls.pending = n as u8;
+                0..n
+            }
+            CallMode::Pick => {
+                let pick = s.pick_call();
+                // The request makes only this call: nothing follows it.
+                calls.next = n as u8;
+                pick..pick + 1
+            }
+        };
+        self.jobs[job].stage = Stage::Calling { since, calls };
+        for i in first {
+            // A downstream call that fails at once may end the job before the others start.
+            if !self.jobs.contains_key(job) {
+                break;
+            }
+            self.start_child(ctx, job, i);
+        }
+    }
+
+    /// The cache in front of the downstream calls: true when the job is done with it (a hit
+    /// answered it, or it waits for another job's fetch), false when it goes on to fetch.
+    fn consult_cache(&mut self, ctx: C, job: JobKey, since: SimTime) -> bool {
+        let now = ctx.now();
+        let (svc, r) = (self.jobs[job].service(), self.jobs[job].replica());
+        let s = &mut self.services[svc];
+        let cache = s.config().cache.clone().expect("checked by the caller");
+        let warm = s.replica_ref(r).cache_warmth(now, cache.warmup);
+        if bernoulli(s.rng_fault(), cache.hit_ratio * warm) {
+            s.counts().cache_hits += 1;
+            self.finish_job(ctx, job, Outcome::Ok);
+            return true;
+        }
+        if !s.replica_ref(r).coalesces() {
+            return false;
+        }
+        let key = uniform_below(s.rng_fault(), u64::from(cache.keys)) as u32;
+        let coalescer = s.replica(r).coalescer().expect("checked above");
+        match coalescer.join(now, &key) {
+            Join::Lead => {
+                self.jobs[job].lead_key = Some(key);
+                false
+            }
+            Join::Follow { waiter, .. } => {
+                s.counts().coalesced += 1;
+                s.follow(r, waiter.0, job);
+                self.jobs[job].stage = Stage::Following { since };
+                true
+            }
+            // Too many flights or followers: fetch uncoalesced.
+            Join::Reject { .. } => false,
+        }
+    }
+
+    /// Starts downstream call `index` of `job`.
+    fn start_child(&mut self, ctx: C, job: JobKey, index: usize) {
+        let j = &mut self.jobs[job];
+        let Stage::Calling { calls, .. } = &mut j.stage else {
+            panic!("a downstream call of a job that is not calling");
+        };
+        calls.next = calls.next.max(index as u8 + 1);
+        let s = &self.services[j.service()];
+        // A deadline-aware service passes its caller's deadline down; a naive one does not.
+        let parent_deadline = if s.config().on_abandoned == Abandoned::Work {
+            SimTime::MAX
+        } else {
+            j.deadline
+        };
+        let site = s.site(j.replica(), index);
+        let owner = Owner::Job {
+            job,
+            index: index as u8,
+        };
+        let key = self.start_call(ctx, site, owner, parent_deadline);
+        if self.calls.contains_key(key)
+            && let Some(Stage::Calling { calls, .. }) = self.jobs.get_mut(job).map(|j| &mut j.stage)
+        {
+            calls.children[index] = key;
+        }
+    }
+
+    /// Downstream call `index` of `job` ended.
+    pub(super) fn child_done(&mut self, ctx: C, job: JobKey, index: u8, outcome: Outcome) {
+        let Some(j) = self.jobs.get_mut(job) else {
+            return;
+        };
+        let svc = j.service();
+        let Stage::Calling { calls, .. } = &mut j.stage else {
+            panic!("a downstream call ended for a job that is not calling");
+        };
+        calls.children[index as usize] = CallKey::null();
+        calls.pending -= 1;
+        calls.failed |= outcome != Outcome::Ok;
+        let (failed, pending, next) = (calls.failed, calls.pending, calls.next as usize);
+        let config = self.services[svc].config();
+        // Sequential calls stop at the first failure; the others wait for every call out.
+        let sequential = config.call_mode == CallMode::Sequential;
+        let done =
+            (failed && sequential) || (pending == 0 && (failed || next >= config.calls.len()));
+        if done {
+            let o = if failed {
+                Outcome::Fail(Reason::Dependency)
+            } else {
+                Outcome::Ok
+            };
+            self.finish_job(ctx, job, o);
+        } else if pending == 0 {
+            if let Stage::Calling { calls, .. } = &mut self.jobs[job].stage {
+                calls.pending = 1;
+            }
+            self.start_child(ctx, job, next);
+        }
+    }
+
+    /// Whether no one waits for `j` any more: its caller gave up, or its caller is itself a
+    /// job no one waits for (a db call made for a request whose user left is wasted too).
+    fn nobody_waits(&self, j: &Job) -> bool {
+        let mut j = j;
+        // The call graph is acyclic (validated), so the walk ends at a client.
+        loop {
+            if j.abandoned {
+                return true;
+            }
+            let mut owner = self.calls.get(j.call).map(|c| c.owner);
+            // A racing call answers to its shell, whose owner is the one waiting.
+            if let Some(Owner::Hedge { shell, .. }) = owner {
+                owner = self.calls.get(shell).map(|c| c.owner);
+            }
+            match owner {
+                None | Some(Owner::Hedge { .. }) => return true,
+                Some(Owner::Client { .. }) => return false,
+                Some(Owner::Job { job, .. }) => match self.jobs.get(job) {
+                    None => return true,
+                    Some(parent) => j = parent,
+                },
+            }
+        }
+    }
+
+    /// Releases the worker `j` holds (if any), accounting wasted work; true if it held one.
+    fn release_worker(&mut self, now: SimTime, j: &Job) -> bool {
+        let Some(since) = j.stage.worker_since() else {
+            return false;
+        };
+        let wasted = self.nobody_waits(j);
+        let s = &mut self.services[j.service()];
+        s.replica(j.replica()).free_worker();
+        if wasted {
+            let counts = s.counts();
+            counts.wasted_jobs += 1;
+            counts.wasted_ns += (now - since).as_nanos();
+        }
+        s.busy_change(now, -1);
+        true
+    }
+
+    /// A job is answered with `outcome`: its worker is freed, its caller gets the reply, its
+    /// followers the outcome, and its replica's queue moves.
+    pub(super) fn finish_job(&mut self, ctx: C, job: JobKey, outcome: Outcome) {
+        let now = ctx.now();
+        let j = self
+            .take_job(now, job, Some(outcome))
+            .expect("finishing a live job");
+        let freed = self.release_worker(now, &j);
+        self.send_reply(ctx, &j, outcome, None);
+        self.complete_flight(ctx, &j, outcome);
+        if freed {
+            self.dequeue(ctx, j.service(), j.replica());
+        }
+    }
+
+    /// Removes a job, handing back what it holds in the service: its concurrency slot with
+    /// its outcome (`None`: cancelled, no sample) and its idempotency key (a success is
+    /// stored for replay; anything else lets a retry run it again).
+    fn take_job(&mut self, now: SimTime, job: JobKey, outcome: Option<Outcome>) -> Option<Job> {
+        let mut j = self.jobs.remove(job)?;
+        let s = &mut self.services[j.service()];
+        if let Some(key) = j.idempotency_key.take()
+            && let Some(store) = s.idempotency()
+        {
+            if outcome == Some(Outcome::Ok) {
+                store.complete(now, &key, ());
+            } else {
+                store.abort(now, &key);
+            }
+        }
+        if let Some(token) = j.admitted.take() {
+            let ok = outcome.map(|o| o == Outcome::Ok);
+            s.release_slot(now, j.replica(), token, ok);
+        }
+        Some(j)
+    }
+
+    /// A job that led a coalesced cache miss is gone: its followers get its outcome.
+    fn complete_flight(&mut self, ctx: C, j: &Job, outcome: Outcome) {
+        let Some(key) = j.lead_key else {
+            return;
+        };
+        let (svc, r) = (j.service(), j.replica());
+        let Some(coalescer) = self.services[svc].replica(r).coalescer() else {
+            return;
+        };
+        for waiter in coalescer.complete(ctx.now(), &key) {
+            let follower = self.services[svc].unfollow(r, waiter.0);
+            if let Some(follower) = follower
+                && self.jobs.contains_key(follower)
+            {
+                self.finish_job(ctx, follower, outcome);
+            }
+        }
+    }
+
+    /// Answers a job that holds no worker (refused, shed, replayed, replica down).
+    fn reply(&mut self, ctx: C, job: JobKey, outcome: Outcome, retry_after: Option<SimDuration>) {
+        let j = self
+            .take_job(ctx.now(), job, Some(outcome))
+            .expect("live job");
+        self.send_reply(ctx, &j, outcome, retry_after);
+    }
+
+    /// Counts the answer and sends it to the caller (a caller that no longer exists gets
+    /// nothing).
+    pub(super) fn send_reply(
+        &mut self,
+        ctx: C,
+        j: &Job,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) {
+        let s = &mut self.services[j.service()];
+        s.record_answer(
+            ctx.now(),
+            match outcome {
+                Outcome::Ok => None,
+                Outcome::Fail(r) => Some(r),
+            },
+        );
+        let source = s.node();
+        let Some(target) = self.calls.get(j.call).map(|c| c.source) else {
+            return;
+        };
+        let packet = Packet::Reply {
+            call: j.call,
+            attempt: j.attempt,
+            outcome,
+            retry_after,
+        };
+        self.transmit(ctx, source, target, packet);
+    }
+
+    /// The caller's cancellation reaches the replica: the job stops wherever it is.
+    pub(super) fn on_cancel(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let Some(j) = self.take_job(now, job, None) else {
+            return;
+        };
+        let (svc, r) = (j.service(), j.replica());
+        self.services[svc].counts().cancelled += 1;
+        match j.stage {
+            Stage::Transit => {}
+            Stage::Shaping { timer } => {
+                ctx.cancel(timer);
+            }
+            Stage::Queued => {
+                let removed = self.services[svc].replica(r).remove_queued(job);
+                assert!(removed, "a queued job is in its queue");
+                self.services[svc].queue_change(now, -1);
+            }
+            Stage::Working { timer, .. } => {
+                ctx.cancel(timer);
+                self.stop_holding(ctx, &j);
+            }
+            Stage::Calling { calls, .. } => {
+                for child in calls.children {
+                    if !child.is_null() {
+                        self.cancel_call(ctx, child);
+                    }
+                }
+                self.stop_holding(ctx, &j);
+            }
+            Stage::Following { .. } => self.stop_holding(ctx, &j),
+        }
+    }
+
+    /// A job that held a worker stops: the worker is freed, requests waiting on its fetch
+    /// learn that it will not come, and the queue moves.
+    fn stop_holding(&mut self, ctx: C, j: &Job) {
+        self.release_worker(ctx.now(), j);
+        self.complete_flight(ctx, j, Outcome::Fail(Reason::Dependency));
+        self.dequeue(ctx, j.service(), j.replica());
+    }
+
+    /// Every job at replica `r` of `svc` is lost in a crash: callers learn at once (the
+    /// connection resets), downstream calls are cancelled, workers freed.
+    pub(super) fn lose_jobs(&mut self, ctx: C, svc: usize, r: usize) {
+        let now = ctx.now();
+        let mut lost = std::mem::take(&mut self.scratch);
+        lost.clear();
+        lost.extend(self.jobs.iter().filter_map(|(k, j)| {
+            (j.service() == svc && j.replica() == r && !matches!(j.stage, Stage::Transit))
+                .then_some(k)
+        }));
+        for &job in &lost {
+            let Some(j) = self.jobs.remove(job) else {
+                continue;
+            };
+            // The store outlives the replica (it is the service's database): the operation
+            // did not finish, so a retry may run it.
+            if let Some(key) = j.idempotency_key
+                && let Some(store) = self.services[svc].idempotency()
+            {
+                store.abort(now, &key);
+            }
+            match j.stage {
+                Stage::Shaping { timer } | Stage::Working { timer, .. } => {
+                    ctx.cancel(timer);
+                }
+                Stage::Calling { calls, .. } => {
+                    for child in calls.children {
+                        if !child.is_null() {
+                            self.cancel_call(ctx, child);
+                        }
+                    }
+                }
+                Stage::Queued => self.services[svc].queue_change(now, -1),
+                Stage::Transit | Stage::Following { .. } => {}
+            }
+            self.release_worker(now, &j);
+            self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable), None);
+        }
+        self.scratch = lost;
+        let jobs = &self.jobs;
+        self.services[svc].forget_followers(|k| jobs.contains_key(k));
+    }
+
+    /// Asserts what only a bug can break about jobs: each replica's busy workers are its jobs
+    /// that hold one, each queue holds exactly its queued jobs, every follower is registered
+    /// to be woken, and every in-flight attempt's job is alive or lost in transit.
+    pub(super) fn check_jobs(&self) {
+        let mut holding = vec![Vec::new(); self.services.len()];
+        let mut queued = vec![Vec::new(); self.services.len()];
+        for (i, s) in self.services.iter().enumerate() {
+            holding[i] = vec![0u32; s.replica_count()];
+            queued[i] = vec![0usize; s.replica_count()];
+        }
+        for (key, j) in &self.jobs {
+            let (svc, r) = (j.service(), j.replica());
+            if j.holds_worker() {
+                holding[svc][r] += 1;
+            }
+            if matches!(j.stage, Stage::Queued) {
+                queued[svc][r] += 1;
+            }
+            if matches!(j.stage, Stage::Following { .. }) {
+                assert!(
+                    self.services[svc].is_following(key),
+                    "a follower no fetch will wake"
+                );
+            }
+        }
+        for (i, s) in self.services.iter().enumerate() {
+            for r in 0..s.replica_count() {
+                let replica = s.replica_ref(r);
+                assert_eq!(
+                    replica.busy(),
+                    holding[i][r],
+                    "{} replica {r}: busy workers",
+                    s.name()
+                );
+                assert_eq!(
+                    replica.queue_len(),
+                    queued[i][r],
+                    "{} replica {r}: queue",
+                    s.name()
+                );
+            }
+        }
+        for (key, c) in &self.calls {
+            if let Attempt::InFlight { job, .. } = c.attempt
+                && let Some(j) = self.jobs.get(job)
+            {
+                assert_eq!(j.call, key, "a job answers its own call");
+            }
+        }
+    }
+}

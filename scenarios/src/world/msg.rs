@@ -1,0 +1,166 @@
+//! The world's events ([`Msg`]) and what travels over the network between a caller and a
+//! service ([`Packet`]). Each event is small and allocates nothing; its
+//! [`kind`](Message::kind) word names the component and the request it is for, so the digest
+//! tells two histories apart even when they differ only in which call an event was for.
+
+use super::outcome::Outcome;
+use super::{CallKey, JobKey, Side};
+use sim_core::{Message, SimDuration};
+use slotmap::Key;
+
+/// What travels over the virtual network: the three messages between a caller and a
+/// service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packet {
+    /// An attempt on its way to its replica.
+    Deliver {
+        /// The job.
+        job: JobKey,
+    },
+    /// A reply on its way back.
+    Reply {
+        /// The call.
+        call: CallKey,
+        /// The attempt it answers.
+        attempt: u32,
+        /// What happened.
+        outcome: Outcome,
+        /// The server's `Retry-After` on an overload refusal.
+        retry_after: Option<SimDuration>,
+    },
+    /// A cancellation on its way to the replica.
+    Cancel {
+        /// The job.
+        job: JobKey,
+    },
+}
+
+/// The network a world's messages travel: sim-net's, in the simulation's shared state.
+pub type Net = sim_net::Network<Packet>;
+
+/// The events of the world.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    /// A message handed to sim-net arrives (or is due for a decision) at its target.
+    Net(sim_net::Delivery<Packet>),
+    /// An open-loop client's next arrival (`emit`), or a wake-up at a rate change to redraw.
+    Arrival {
+        /// The client.
+        client: u32,
+        /// Whether a request arrives (false: only redraw the next arrival).
+        emit: bool,
+    },
+    /// A closed-loop user finished thinking.
+    Think {
+        /// The client.
+        client: u32,
+        /// The user.
+        user: u32,
+    },
+    /// A job's work is done.
+    WorkDone {
+        /// The job.
+        job: JobKey,
+    },
+    /// A job a shaping rate limiter held back at admission may go on.
+    Released {
+        /// The job.
+        job: JobKey,
+    },
+    /// The caller stops waiting for an attempt.
+    Timeout {
+        /// The call.
+        call: CallKey,
+        /// The attempt number.
+        attempt: u32,
+    },
+    /// A backoff delay ended: the next attempt starts.
+    Retry {
+        /// The call.
+        call: CallKey,
+    },
+    /// A shaping rate limiter of a call's stack lets the call go on past its gate.
+    GateReleased {
+        /// The call.
+        call: CallKey,
+    },
+    /// A fault begins.
+    FaultStart {
+        /// Index in the scenario's fault list.
+        fault: u32,
+    },
+    /// A fault ends.
+    FaultEnd {
+        /// Index in the scenario's fault list.
+        fault: u32,
+    },
+    /// A crashed replica is up again (cold).
+    Restart {
+        /// The service.
+        service: u32,
+        /// The replica.
+        replica: u32,
+    },
+    /// A PID shedder measures and updates.
+    PidTick {
+        /// The service.
+        service: u32,
+    },
+    /// Active health checks probe a service's replicas.
+    HealthTick {
+        /// The service.
+        service: u32,
+    },
+    /// A hedged call may send its next hedge.
+    HedgeTimer {
+        /// The hedged call.
+        call: CallKey,
+    },
+    /// A bulkhead's waits may have timed out.
+    BulkheadExpire {
+        /// The call site instance.
+        site: u32,
+        /// Which gate list.
+        side: Side,
+        /// The gate's index in its list.
+        gate: u8,
+    },
+}
+
+impl From<sim_net::Delivery<Packet>> for Msg {
+    fn from(d: sim_net::Delivery<Packet>) -> Self {
+        Msg::Net(d)
+    }
+}
+
+impl Message for Msg {
+    fn kind(&self) -> u64 {
+        let key = |k: u64| k & 0x00ff_ffff_ffff_ffff;
+        let call_attempt =
+            |call: CallKey, attempt: u32| call.data().as_ffi() ^ (u64::from(attempt) << 40);
+        let (tag, word) = match *self {
+            // sim-net's word names the packet and its copy, tagged apart from ours.
+            Msg::Net(ref d) => return d.kind(),
+            Msg::Arrival { client, emit } => (1, (u64::from(client) << 1) | u64::from(emit)),
+            Msg::Think { client, user } => (2, (u64::from(client) << 32) | u64::from(user)),
+            Msg::Released { job } => (3, job.data().as_ffi()),
+            Msg::WorkDone { job } => (4, job.data().as_ffi()),
+            Msg::GateReleased { call } => (5, call.data().as_ffi()),
+            Msg::Timeout { call, attempt } => (6, call_attempt(call, attempt)),
+            Msg::Retry { call } => (7, call.data().as_ffi()),
+            Msg::FaultStart { fault } => (9, u64::from(fault)),
+            Msg::FaultEnd { fault } => (10, u64::from(fault)),
+            Msg::Restart { service, replica } => {
+                (11, (u64::from(service) << 32) | u64::from(replica))
+            }
+            Msg::PidTick { service } => (12, u64::from(service)),
+            Msg::HealthTick { service } => (13, u64::from(service)),
+            Msg::BulkheadExpire { site, side, gate } => (
+                14,
+                (u64::from(site) << 16) | ((side as u64) << 8) | u64::from(gate),
+            ),
+            Msg::HedgeTimer { call } => (15, call.data().as_ffi()),
+        };
+        (tag << 56) | key(word)
+    }
+}

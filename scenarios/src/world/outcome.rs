@@ -1,0 +1,97 @@
+//! Outcomes and the tables that read them: how a failure looks to a retry policy, to an
+//! adaptive throttle and to a fallback chain. Every place that turns a [`Reason`] into
+//! another vocabulary is here, so a new reason is one `match` arm in each table.
+
+pub use crate::figures::{REASONS, Reason};
+use patterns::fallback::PrimaryFailure;
+use patterns::retry::Failure;
+use sim_core::SimDuration;
+
+/// The outcome of an attempt or a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It succeeded.
+    Ok,
+    /// It failed, and why.
+    Fail(Reason),
+}
+
+impl Outcome {
+    /// A small number for the digest and the trace: 0 for success, 1 + the reason otherwise.
+    pub fn code(self) -> u64 {
+        match self {
+            Outcome::Ok => 0,
+            Outcome::Fail(r) => 1 + r as u64,
+        }
+    }
+
+    /// The name the trace prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Fail(r) => r.name(),
+        }
+    }
+}
+
+/// A refusal by a gate or a server: why, and when the refuser said to come back (a
+/// limiter's `retry_after`, a breaker's remaining open time, a server's `Retry-After`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Why.
+    pub reason: Reason,
+    /// When to try again, if the refuser knows.
+    pub retry_after: Option<SimDuration>,
+}
+
+/// How a failed attempt looks to a retry policy: HTTP-style statuses for what a server
+/// answered (with its `Retry-After`, if it sent one), timeouts and connection errors for what
+/// the network did.
+pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
+    let status = |code| Failure::Status { code, retry_after };
+    match reason {
+        Reason::Timeout | Reason::Deadline => Failure::Timeout,
+        Reason::Unavailable => Failure::ConnectionError,
+        Reason::RateLimited | Reason::ClientLimited => status(429),
+        Reason::QueueFull
+        | Reason::ConcurrencyLimited
+        | Reason::Shed
+        | Reason::BreakerOpen
+        | Reason::BulkheadFull => status(503),
+        Reason::Error => status(500),
+        Reason::Dependency => status(502),
+        Reason::Conflict => status(409),
+    }
+}
+
+/// Whether the backend accepted a request, for adaptive throttling: it did unless it refused
+/// it for overload or never answered.
+pub fn accepted_by_backend(outcome: Outcome) -> bool {
+    match outcome {
+        Outcome::Ok => true,
+        Outcome::Fail(r) => !matches!(
+            r,
+            Reason::Timeout
+                | Reason::Deadline
+                | Reason::Unavailable
+                | Reason::QueueFull
+                | Reason::RateLimited
+                | Reason::ConcurrencyLimited
+                | Reason::Shed
+                | Reason::BreakerOpen
+                | Reason::BulkheadFull
+                | Reason::ClientLimited
+        ),
+    }
+}
+
+/// How a failed call looks to a fallback chain.
+pub fn primary_failure(reason: Reason) -> PrimaryFailure {
+    match reason {
+        Reason::Timeout | Reason::Deadline => PrimaryFailure::Timeout,
+        Reason::BreakerOpen | Reason::BulkheadFull | Reason::ClientLimited => {
+            PrimaryFailure::Rejected
+        }
+        _ => PrimaryFailure::Error,
+    }
+}

@@ -1,0 +1,579 @@
+//! A service: its replicas behind a balancer, the admission control in front of their
+//! queues, the handler's work, the faults that change it, its controllers (PID shedder,
+//! health checks) and its figures.
+//!
+//! The service decides for its replicas (which one an attempt goes to, whether it is
+//! admitted, how long its work takes); the jobs themselves are the world's ([`super::job`]).
+
+use super::JobKey;
+use super::client::bucket_mut;
+use super::outcome::Reason;
+use super::replica::Replica;
+use crate::figures::{ServiceBucket, ServiceCounts, ServiceFigures};
+use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
+use patterns::concurrency::ConcurrencyToken;
+use patterns::idempotency::IdempotencyStore;
+use patterns::limiter::{Cost, Limiter, RateLimiter};
+use patterns::shedder::PidShedder;
+use sim_core::metrics::{GaugeSeries, LatencyHistogram};
+use sim_core::sample::{SAMPLE_MAX, bernoulli, uniform_below, unit_f64};
+use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
+use std::collections::BTreeMap;
+
+/// A PID shedder and the delay samples it reads at its next tick.
+#[derive(Debug)]
+struct Pid {
+    shedder: PidShedder,
+    interval: SimDuration,
+    delay_sum_ns: u64,
+    delay_count: u64,
+    drop_ratio_max: f64,
+}
+
+/// What the active faults do to a service (overlapping faults compose).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Faults {
+    slowdown: f64,
+    error_ratio: f64,
+    workers: u32,
+}
+
+/// Admission control's answer to an arrival.
+#[derive(Debug)]
+pub enum Admit {
+    /// Admitted, holding a concurrency slot if the replica has a limit.
+    Yes(Option<ConcurrencyToken>),
+    /// Admitted, but a shaping rate limiter holds it back until then.
+    After(SimTime, Option<ConcurrencyToken>),
+    /// Refused, with the `Retry-After` to send.
+    No(Reason, Option<SimDuration>),
+}
+
+/// Per-bucket figures kept while running.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    arrivals: u64,
+    ok: u64,
+}
+
+/// One service.
+#[derive(Debug)]
+pub struct Service {
+    name: String,
+    config: Config,
+    /// Its node among the world's network nodes.
+    node: u32,
+    work: Sampler,
+    /// Per replica, the call site of each downstream call.
+    sites: Vec<Vec<u32>>,
+    replicas: Vec<Replica>,
+    limiters: Vec<Limiter>,
+    pid: Option<Pid>,
+    faults: Faults,
+    round_robin: usize,
+    rng_work: RngStream,
+    rng_fault: RngStream,
+    rng_balance: RngStream,
+    rng_admission: RngStream,
+    rng_route: RngStream,
+    idempotency: Option<IdempotencyStore<u64, ()>>,
+    /// Followers of coalesced cache misses, by replica and waiter id (each replica's
+    /// coalescer numbers its waiters from zero).
+    waiters: BTreeMap<(u32, u64), JobKey>,
+    counts: ServiceCounts,
+    wait: LatencyHistogram,
+    tallies: Vec<Tally>,
+    bucket: SimDuration,
+    queue_series: GaugeSeries,
+    busy_series: GaugeSeries,
+    busy_total: u32,
+    queued_total: u32,
+    busy_since: SimTime,
+}
+
+impl Service {
+    /// Compiles service `name`; `node` is its network node, `sites` its replicas' call sites.
+    pub fn new(
+        name: &str,
+        config: &Config,
+        node: u32,
+        sites: Vec<Vec<u32>>,
+        seed: Seed,
+        bucket: SimDuration,
+    ) -> Service {
+        let built = "configs are validated with the scenario";
+        let mut limiters = Vec::new();
+        let mut pid = None;
+        for a in &config.admission {
+            match a {
+                Admission::Limiter(l) => limiters.push(Limiter::new(l).expect(built)),
+                // One per replica, built with the replicas.
+                Admission::Concurrency(_) => {}
+                Admission::Pid {
+                    interval,
+                    controller,
+                } => {
+                    pid = Some(Pid {
+                        shedder: PidShedder::new(controller).expect(built),
+                        interval: *interval,
+                        delay_sum_ns: 0,
+                        delay_count: 0,
+                        drop_ratio_max: 0.0,
+                    })
+                }
+            }
+        }
+        let stream = |what: &str| seed.stream(&format!("services/{name}/{what}"));
+        Service {
+            name: name.to_string(),
+            work: config.work.compile().expect(built),
+            sites,
+            replicas: (0..config.replicas).map(|_| Replica::new(config)).collect(),
+            limiters,
+            pid,
+            faults: Faults {
+                slowdown: 1.0,
+                error_ratio: 0.0,
+                workers: config.workers,
+            },
+            round_robin: 0,
+            rng_work: stream("work"),
+            rng_fault: stream("faults"),
+            rng_balance: stream("balancer"),
+            rng_admission: stream("admission"),
+            rng_route: stream("route"),
+            idempotency: config
+                .idempotency
+                .clone()
+                .map(|c| IdempotencyStore::new(c).expect(built)),
+            waiters: BTreeMap::new(),
+            counts: ServiceCounts::default(),
+            wait: LatencyHistogram::compact(),
+            tallies: Vec::new(),
+            bucket,
+            queue_series: GaugeSeries::new(bucket),
+            busy_series: GaugeSeries::new(bucket),
+            busy_total: 0,
+            queued_total: 0,
+            busy_since: SimTime::ZERO,
+            node,
+            config: config.clone(),
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Its network node.
+    pub fn node(&self) -> u32 {
+        self.node
+    }
+
+    /// Replica `r`.
+    pub fn replica(&mut self, r: usize) -> &mut Replica {
+        &mut self.replicas[r]
+    }
+
+    /// Replica `r`, read only.
+    pub fn replica_ref(&self, r: usize) -> &Replica {
+        &self.replicas[r]
+    }
+
+    /// Its replicas.
+    pub fn replica_count(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// The call site of downstream call `index` for replica `r`.
+    pub fn site(&self, r: usize, index: usize) -> u32 {
+        self.sites[r][index]
+    }
+
+    /// Workers per replica now (a capacity drop lowers it).
+    pub fn workers(&self) -> u32 {
+        self.faults.workers
+    }
+
+    /// Its counters.
+    pub fn counts(&mut self) -> &mut ServiceCounts {
+        &mut self.counts
+    }
+
+    /// Its idempotency store, if it has one.
+    pub fn idempotency(&mut self) -> Option<&mut IdempotencyStore<u64, ()>> {
+        self.idempotency.as_mut()
+    }
+
+    /// The draws of its faults and cache.
+    pub fn rng_fault(&mut self) -> &mut RngStream {
+        &mut self.rng_fault
+    }
+
+    // ---- arrivals and admission -------------------------------------------------------
+
+    /// Counts an attempt arriving at `now`.
+    pub fn record_arrival(&mut self, now: SimTime) {
+        self.counts.arrivals += 1;
+        let i = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+        bucket_mut(&mut self.tallies, i).arrivals += 1;
+    }
+
+    /// Counts an attempt answered at `now` (a success is counted per bucket too).
+    pub fn record_answer(&mut self, now: SimTime, reason: Option<Reason>) {
+        match reason {
+            None => {
+                self.counts.ok += 1;
+                let i = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+                bucket_mut(&mut self.tallies, i).ok += 1;
+            }
+            Some(r) => self.counts.failed.add(r),
+        }
+    }
+
+    /// Admission control for an arrival at replica `r`: the rate limiters in order (a
+    /// refusal says when to come back; a shaping limiter's delay holds the request back),
+    /// then the PID shedder, then the replica's concurrency limit, last so that a request
+    /// refused earlier holds no slot.
+    pub fn admit(&mut self, now: SimTime, r: usize) -> Admit {
+        let mut delay = SimDuration::ZERO;
+        for l in &mut self.limiters {
+            let d = l.acquire(now, Cost::ONE);
+            if !d.allowed() {
+                return Admit::No(
+                    Reason::RateLimited,
+                    d.retry_after.or(self.config.retry_after),
+                );
+            }
+            delay = delay.max(d.delay);
+        }
+        if self
+            .pid
+            .as_ref()
+            .is_some_and(|p| p.shedder.should_drop(&mut self.rng_admission))
+        {
+            return Admit::No(Reason::Shed, self.config.retry_after);
+        }
+        let token = match self.replicas[r].concurrency() {
+            Some(limiter) => match limiter.try_acquire(now) {
+                Ok(token) => Some(token),
+                Err(_) => return Admit::No(Reason::ConcurrencyLimited, self.config.retry_after),
+            },
+            None => None,
+        };
+        if delay.is_zero() {
+            Admit::Yes(token)
+        } else {
+            self.counts.shaped += 1;
+            Admit::After(now.saturating_add(delay), token)
+        }
+    }
+
+    /// Hands a concurrency slot back with the job's outcome (`None`: cancelled, no sample).
+    pub fn release_slot(
+        &mut self,
+        now: SimTime,
+        r: usize,
+        token: ConcurrencyToken,
+        ok: Option<bool>,
+    ) {
+        let limiter = self.replicas[r]
+            .concurrency()
+            .expect("a token comes from the replica's limiter");
+        match ok {
+            Some(true) => limiter.on_success(now, token, &mut self.rng_admission),
+            Some(false) => limiter.on_dropped(now, token, &mut self.rng_admission),
+            None => limiter.on_ignored(now, token),
+        }
+    }
+
+    /// The work time of a job starting now at replica `r`: a draw from the work
+    /// distribution, times the slowdown and the load-dependent growth.
+    pub fn work_time(&mut self, r: usize) -> SimDuration {
+        let replica = &self.replicas[r];
+        let in_flight = f64::from(replica.busy()) + replica.queue_len() as f64;
+        let factor = self.faults.slowdown * (1.0 + self.config.work_per_in_flight * in_flight);
+        let work = self.work.sample(&mut self.rng_work);
+        // The common case (no slowdown, no growth with load) skips the float round trip.
+        // Scaled work is capped like any sample, so `now + work` stays representable.
+        if factor == 1.0 {
+            work
+        } else {
+            work.mul_f64(factor).min(SAMPLE_MAX)
+        }
+    }
+
+    /// Whether a job that finished its work fails with an injected error.
+    pub fn fails_now(&mut self) -> bool {
+        self.faults.error_ratio > 0.0 && bernoulli(&mut self.rng_fault, self.faults.error_ratio)
+    }
+
+    /// Which downstream call a request makes under `CallMode::Pick`, at random by weight.
+    pub fn pick_call(&mut self) -> usize {
+        let calls = &self.config.calls;
+        let total: f64 = calls.iter().map(|c| c.weight).sum();
+        let mut u = unit_f64(&mut self.rng_route) * total;
+        for (i, c) in calls.iter().enumerate() {
+            if u < c.weight {
+                return i;
+            }
+            u -= c.weight;
+        }
+        calls.len() - 1
+    }
+
+    /// Registers `job` as waiting for the coalesced fetch of replica `r` numbered `waiter`.
+    pub fn follow(&mut self, r: usize, waiter: u64, job: JobKey) {
+        self.waiters.insert((r as u32, waiter), job);
+    }
+
+    /// The job waiting as `waiter` at replica `r`, no longer waiting.
+    pub fn unfollow(&mut self, r: usize, waiter: u64) -> Option<JobKey> {
+        self.waiters.remove(&(r as u32, waiter))
+    }
+
+    /// Whether `job` is registered to be woken by a fetch.
+    pub fn is_following(&self, job: JobKey) -> bool {
+        self.waiters.values().any(|k| *k == job)
+    }
+
+    /// Forgets followers that are no longer live jobs (after a crash).
+    pub fn forget_followers(&mut self, live: impl Fn(JobKey) -> bool) {
+        self.waiters.retain(|_, job| live(*job));
+    }
+
+    // ---- balancing --------------------------------------------------------------------
+
+    /// The replica an attempt goes to. Replicas out of rotation (ejected, unhealthy) are
+    /// avoided while any other is in rotation.
+    pub fn pick_replica(&mut self, now: SimTime) -> usize {
+        let n = self.replicas.len();
+        if n == 1 {
+            return 0;
+        }
+        let any_eligible = self.replicas.iter().any(|r| r.eligible(now));
+        let ok = |r: &Replica| !any_eligible || r.eligible(now);
+        let candidates = || self.replicas.iter().enumerate().filter(|(_, r)| ok(r));
+        match self.config.balancer {
+            Balancer::RoundRobin => {
+                for _ in 0..n {
+                    let i = self.round_robin % n;
+                    self.round_robin = (self.round_robin + 1) % n;
+                    if ok(&self.replicas[i]) {
+                        return i;
+                    }
+                }
+                unreachable!("some replica is in rotation when none is eligible")
+            }
+            Balancer::Random => {
+                let count = candidates().count() as u64;
+                let k = uniform_below(&mut self.rng_balance, count) as usize;
+                candidates().nth(k).map_or(0, |(i, _)| i)
+            }
+            Balancer::LeastOutstanding => candidates()
+                .min_by_key(|(i, r)| (r.outstanding(), *i))
+                .map_or(0, |(i, _)| i),
+            Balancer::PowerOfTwo => {
+                // Two draws among the replicas in rotation (not rejection sampling over all
+                // of them, which has no bound when few are in rotation).
+                let eligible: u64 = candidates().count() as u64;
+                let mut draw = || {
+                    let k = uniform_below(&mut self.rng_balance, eligible) as usize;
+                    self.replicas
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, r)| ok(r))
+                        .nth(k)
+                        .map_or(0, |(i, _)| i)
+                };
+                let (a, b) = (draw(), draw());
+                if self.replicas[b].outstanding() < self.replicas[a].outstanding() {
+                    b
+                } else {
+                    a
+                }
+            }
+        }
+    }
+
+    /// Outlier detection: a caller saw an attempt of replica `r` end with `ok`; consecutive
+    /// failures eject it, within the most replicas that may be ejected at once.
+    pub fn observe(&mut self, now: SimTime, r: usize, ok: bool) {
+        self.replicas[r].answered();
+        let Some(o) = &self.config.outlier else {
+            return;
+        };
+        if ok {
+            self.replicas[r].observed_success();
+            return;
+        }
+        let failures = self.replicas[r].observed_failure();
+        if failures < o.consecutive_failures || self.replicas[r].ejected(now) {
+            return;
+        }
+        let ejected = self.replicas.iter().filter(|x| x.ejected(now)).count();
+        let allowed =
+            ((self.replicas.len() as f64 * o.max_ejection_percent / 100.0) as usize).max(1);
+        if ejected < allowed {
+            let until = now.saturating_add(o.ejection);
+            self.replicas[r].eject(until);
+            self.counts.ejections += 1;
+        }
+    }
+
+    // ---- faults and controllers -------------------------------------------------------
+
+    /// Applies the active faults aimed at this service (`active` lists every fault with
+    /// whether it is active). Network faults are sim-net's.
+    pub fn apply_faults<'a>(&mut self, active: impl Iterator<Item = &'a FaultKind>) {
+        let mut f = Faults {
+            slowdown: 1.0,
+            error_ratio: 0.0,
+            workers: self.config.workers,
+        };
+        for kind in active {
+            match kind {
+                FaultKind::Slowdown { service, factor } if *service == self.name => {
+                    f.slowdown *= factor
+                }
+                FaultKind::ErrorRate {
+                    service,
+                    error_ratio,
+                } if *service == self.name => {
+                    f.error_ratio = 1.0 - (1.0 - f.error_ratio) * (1.0 - error_ratio)
+                }
+                FaultKind::CapacityDrop { service, workers } if *service == self.name => {
+                    f.workers = f.workers.min(*workers)
+                }
+                _ => {}
+            }
+        }
+        self.faults = f;
+    }
+
+    /// One round of active health checks; returns the probe interval.
+    pub fn health_check(&mut self, now: SimTime) -> SimDuration {
+        let h = self
+            .config
+            .health_check
+            .clone()
+            .expect("ticks are for services with health checks");
+        let capacity = self.config.queue.capacity;
+        for r in &mut self.replicas {
+            let pass = r.probe_passes(now, capacity, h.timeout);
+            if r.probe(pass, h.unhealthy_threshold, h.healthy_threshold) {
+                self.counts.marked_unhealthy += 1;
+            }
+        }
+        h.interval
+    }
+
+    /// The PID shedder's tick interval, if the service has one.
+    pub fn pid_interval(&self) -> Option<SimDuration> {
+        self.pid.as_ref().map(|p| p.interval)
+    }
+
+    /// A job left the queue after waiting `sojourn` (the PID shedder's signal, and the wait
+    /// figures).
+    pub fn record_wait(&mut self, sojourn: SimDuration) {
+        self.wait.record(sojourn);
+        if let Some(p) = &mut self.pid {
+            p.delay_sum_ns += sojourn.as_nanos();
+            p.delay_count += 1;
+        }
+    }
+
+    /// The PID shedder measures and updates. Its signal is the mean queueing delay of the
+    /// requests served since the last tick, or the age of the oldest waiting request if that
+    /// is longer (nothing may have left the queue). Returns the interval to the next tick.
+    pub fn pid_tick(&mut self, now: SimTime) -> SimDuration {
+        let oldest = self
+            .replicas
+            .iter()
+            .filter_map(|r| r.oldest_wait(now))
+            .max()
+            .unwrap_or_default();
+        let p = self
+            .pid
+            .as_mut()
+            .expect("ticks are for services with a PID shedder");
+        let mean = p
+            .delay_sum_ns
+            .checked_div(p.delay_count)
+            .map_or(SimDuration::ZERO, SimDuration::from_nanos);
+        p.delay_sum_ns = 0;
+        p.delay_count = 0;
+        let drop_ratio = p.shedder.update(now, mean.max(oldest).as_millis_f64());
+        p.drop_ratio_max = p.drop_ratio_max.max(drop_ratio);
+        p.interval
+    }
+
+    // ---- gauges and figures -----------------------------------------------------------
+
+    /// Busy workers over the replicas change by `delta` at `now`.
+    pub fn busy_change(&mut self, now: SimTime, delta: i32) {
+        let held = now.saturating_duration_since(self.busy_since).as_nanos();
+        self.counts.busy_ns += u64::from(self.busy_total) * held;
+        self.busy_since = now;
+        self.busy_total = self
+            .busy_total
+            .checked_add_signed(delta)
+            .expect("busy count");
+        self.busy_series.set(now, f64::from(self.busy_total));
+    }
+
+    /// Queued jobs over the replicas change by `delta` at `now`.
+    pub fn queue_change(&mut self, now: SimTime, delta: i32) {
+        self.queued_total = self
+            .queued_total
+            .checked_add_signed(delta)
+            .expect("queue count");
+        self.queue_series.set(now, f64::from(self.queued_total));
+    }
+
+    /// Asserts that the gauges count what the replicas hold.
+    pub fn check_gauges(&self) {
+        let busy: u32 = self.replicas.iter().map(Replica::busy).sum();
+        let queued: usize = self.replicas.iter().map(Replica::queue_len).sum();
+        assert_eq!(self.busy_total, busy, "{}: busy workers gauge", self.name);
+        assert_eq!(
+            self.queued_total as usize, queued,
+            "{}: queue gauge",
+            self.name
+        );
+    }
+
+    /// Its figures at `end`; `messages_lost` comes from the network.
+    pub fn figures(&mut self, end: SimTime, buckets: usize, messages_lost: u64) -> ServiceFigures {
+        self.busy_change(end, 0);
+        let queue = self.queue_series.finish(end);
+        let busy = self.busy_series.finish(end);
+        let mut counts = self.counts.clone();
+        counts.messages_lost = messages_lost;
+        ServiceFigures {
+            name: self.name.clone(),
+            replicas: self.config.replicas,
+            workers: self.config.workers,
+            counts,
+            wait: self.wait.clone(),
+            pid_drop_ratio_max: self.pid.as_ref().map_or(0.0, |p| p.drop_ratio_max),
+            buckets: (0..buckets)
+                .map(|i| {
+                    let t = self.tallies.get(i).copied().unwrap_or_default();
+                    ServiceBucket {
+                        arrivals: t.arrivals,
+                        ok: t.ok,
+                        queue: queue.get(i).copied().unwrap_or_default(),
+                        busy: busy.get(i).copied().unwrap_or_default(),
+                    }
+                })
+                .collect(),
+        }
+    }
+}

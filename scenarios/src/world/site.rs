@@ -1,0 +1,314 @@
+//! A call site: one `call` of the scenario (a client's, or one of a service's downstream
+//! calls) compiled into its pattern machines, with its figures. A service's call site has one
+//! instance per replica of the calling service, as each process of a real service has its own
+//! breaker, bulkhead, limiters and retry budget.
+//!
+//! The site owns the machines that outlive a single call (gates, retry policy, hedger,
+//! fallback); a call ([`super::call`]) owns only what it holds from them (permits, its retry
+//! request).
+
+use super::outcome::{Outcome, primary_failure};
+use super::stack::{Acquire, Gate, Permits, Wake, acquire_from, expire, leave_queue, release_all};
+use crate::figures::{BreakerFigures, BreakerTransition, CallStats};
+use crate::schema::{Call, CallSafety, Layer};
+use patterns::budget::RetryBudget;
+use patterns::fallback::{Fallback, Served};
+use patterns::hedge::Hedger;
+use patterns::retry::{RetryPolicy, Safety};
+use sim_core::{RngStream, Seed, SimDuration, SimTime};
+
+/// Which of a call site's gate lists: the ones acting once per call, or on each attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Listed before `Retry`: once per call.
+    Outer = 0,
+    /// Listed after `Retry` (or all, without one): on each attempt.
+    Inner = 1,
+}
+
+/// Who makes the calls of a call site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A client, by index.
+    Client(u32),
+    /// A replica of a service, by service index and replica.
+    Replica(u32, u32),
+}
+
+/// One call site instance.
+#[derive(Debug)]
+pub struct CallSite {
+    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`).
+    path: String,
+    caller: Caller,
+    /// The target service's index.
+    target: u32,
+    timeout: Option<SimDuration>,
+    deadline: Option<SimDuration>,
+    retry: Option<RetryPolicy>,
+    hedger: Option<Hedger>,
+    /// The budget hedges draw from when there is no retry policy to share one with.
+    hedge_budget: RetryBudget,
+    fallback: Option<Fallback>,
+    /// When a call of this site last succeeded: the age of the "last good answer" a fallback
+    /// may serve.
+    last_success: Option<SimTime>,
+    outer: Vec<Gate>,
+    inner: Vec<Gate>,
+    /// The retry jitter's draws.
+    rng: RngStream,
+    /// The draws of its gates (adaptive throttling), apart from the retry jitter's.
+    gate_rng: RngStream,
+    safety: CallSafety,
+    stats: CallStats,
+}
+
+/// What a failed call becomes after the fallback chain.
+pub enum Fell {
+    /// Nothing to fall back on: the failure stands.
+    Through(Outcome),
+    /// Answered by the fallback instead.
+    Back,
+}
+
+impl CallSite {
+    /// Compiles `call` found at `path`, called by `caller`, aimed at service `target`. Its
+    /// streams are named after the path (and the replica, for a service's call).
+    pub fn new(path: String, caller: Caller, target: u32, call: &Call, seed: Seed) -> Self {
+        let built = "pattern configs are validated with the scenario";
+        let retry_at = call.stack.iter().position(|l| matches!(l, Layer::Retry(_)));
+        let (mut outer, mut inner) = (Vec::new(), Vec::new());
+        let (mut retry, mut hedger, mut fallback) = (None, None, None);
+        for (i, layer) in call.stack.iter().enumerate() {
+            match layer {
+                Layer::Fallback(f) => fallback = Some(Fallback::new(f.clone()).expect(built)),
+                Layer::Hedge(h) => hedger = Some(Hedger::new(h.clone()).expect(built)),
+                Layer::Retry(r) => retry = Some(RetryPolicy::new(r.clone()).expect(built)),
+                _ => {}
+            }
+            let Some(gate) = Gate::of(layer) else {
+                continue;
+            };
+            if retry_at.is_some_and(|r| i < r) {
+                outer.push(gate);
+            } else {
+                inner.push(gate);
+            }
+        }
+        let stream = |purpose: &str| match caller {
+            Caller::Client(_) => seed.stream(&format!("{path}/{purpose}")),
+            Caller::Replica(_, r) => seed.indexed_stream(&format!("{path}/{purpose}"), r.into()),
+        };
+        CallSite {
+            rng: stream("retry"),
+            gate_rng: stream("gates"),
+            path,
+            caller,
+            target,
+            timeout: call.timeout,
+            deadline: call.deadline,
+            retry,
+            hedger,
+            hedge_budget: RetryBudget::unlimited(),
+            fallback,
+            last_success: None,
+            outer,
+            inner,
+            safety: call.safety,
+            stats: CallStats::default(),
+        }
+    }
+
+    /// Its field path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Who calls.
+    pub fn caller(&self) -> Caller {
+        self.caller
+    }
+
+    /// The target service's index.
+    pub fn target(&self) -> usize {
+        self.target as usize
+    }
+
+    /// Whether its operation may run twice.
+    pub fn safety(&self) -> CallSafety {
+        self.safety
+    }
+
+    /// Whether its calls race hedges.
+    pub fn hedges(&self) -> bool {
+        self.hedger.is_some()
+    }
+
+    /// Its counters.
+    pub fn stats(&mut self) -> &mut CallStats {
+        &mut self.stats
+    }
+
+    /// The counters, read only.
+    pub fn counts(&self) -> &CallStats {
+        &self.stats
+    }
+
+    /// The deadline of a call started at `now` by a caller whose own deadline is `parent`.
+    pub fn call_deadline(&self, now: SimTime, parent: SimTime) -> SimTime {
+        self.deadline
+            .map_or(SimTime::MAX, |d| now.saturating_add(d))
+            .min(parent)
+    }
+
+    /// When the caller stops waiting for an attempt sent at `now` of a call due at
+    /// `call_deadline`.
+    pub fn attempt_deadline(&self, now: SimTime, call_deadline: SimTime) -> SimTime {
+        self.timeout
+            .map_or(SimTime::MAX, |t| now.saturating_add(t))
+            .min(call_deadline)
+    }
+
+    fn gates(&mut self, side: Side) -> &mut Vec<Gate> {
+        match side {
+            Side::Outer => &mut self.outer,
+            Side::Inner => &mut self.inner,
+        }
+    }
+
+    /// Passes a call named `id` through the gates of `side` from gate `from`; a refusal is
+    /// counted. Wakes of slots given back go to `wakes`.
+    pub fn acquire(
+        &mut self,
+        side: Side,
+        from: usize,
+        now: SimTime,
+        permits: &mut Permits,
+        id: u64,
+        wakes: &mut Vec<Wake>,
+    ) -> Acquire {
+        let gates = match side {
+            Side::Outer => &mut self.outer,
+            Side::Inner => &mut self.inner,
+        };
+        let acquired = acquire_from(gates, from, now, permits, &mut self.gate_rng, id, wakes);
+        match acquired {
+            Acquire::Refused(refusal) => self.stats.rejected.add(refusal.reason),
+            Acquire::Delay { .. } => self.stats.shaped += 1,
+            Acquire::Wait { .. } => self.stats.bulkhead_waits += 1,
+            Acquire::Done => {}
+        }
+        acquired
+    }
+
+    /// Gives back everything `permits` holds from the gates of `side`, reporting `outcome`
+    /// (`None`: the call never ran, so it says nothing about the dependency).
+    pub fn release(
+        &mut self,
+        side: Side,
+        now: SimTime,
+        permits: &mut Permits,
+        outcome: Option<Outcome>,
+        wakes: &mut Vec<Wake>,
+    ) {
+        release_all(self.gates(side), now, permits, outcome, wakes);
+    }
+
+    /// Takes a waiting call out of the bulkhead queue at `gate` (its caller gave up).
+    pub fn leave_queue(&mut self, side: Side, gate: usize, now: SimTime, id: u64) {
+        leave_queue(self.gates(side), gate, now, id);
+    }
+
+    /// Times out the due waits of the bulkhead at `gate`.
+    pub fn expire(&mut self, side: Side, gate: usize, now: SimTime, wakes: &mut Vec<Wake>) {
+        expire(self.gates(side), gate, now, wakes);
+    }
+
+    /// The retry policy and its jitter stream, if the stack retries.
+    pub fn retry(&mut self) -> Option<(&mut RetryPolicy, &mut RngStream)> {
+        self.retry.as_mut().map(|p| (p, &mut self.rng))
+    }
+
+    /// The hedging policy and the budget its hedges draw from (the retry policy's, if any).
+    pub fn hedging(&mut self) -> (&mut Hedger, &mut RetryBudget) {
+        let hedger = self.hedger.as_mut().expect("only hedged call sites race");
+        let budget = match &mut self.retry {
+            Some(policy) => policy.budget_mut(),
+            None => &mut self.hedge_budget,
+        };
+        (hedger, budget)
+    }
+
+    /// What a finished call's `outcome` becomes: a success is remembered as the last good
+    /// answer; a failure may be answered by the fallback chain instead (counted).
+    pub fn fall_back(&mut self, now: SimTime, outcome: Outcome) -> Fell {
+        let Some(fallback) = &self.fallback else {
+            return Fell::Through(outcome);
+        };
+        let Outcome::Fail(reason) = outcome else {
+            self.last_success = Some(now);
+            return Fell::Through(outcome);
+        };
+        match fallback
+            .decide(now, Err(primary_failure(reason)), self.last_success)
+            .served
+        {
+            Served::Cache { .. } => {
+                self.stats.fallback_cache += 1;
+                Fell::Back
+            }
+            Served::Static => {
+                self.stats.fallback_static += 1;
+                Fell::Back
+            }
+            Served::Primary | Served::Nothing => Fell::Through(outcome),
+        }
+    }
+
+    /// Counts a finished call.
+    pub fn count_outcome(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Ok => self.stats.successes += 1,
+            Outcome::Fail(_) => self.stats.failures += 1,
+        }
+    }
+
+    /// Its breakers' figures, outermost first.
+    pub fn breakers(&self) -> impl Iterator<Item = BreakerFigures> + '_ {
+        let replica = match self.caller {
+            Caller::Client(_) => None,
+            Caller::Replica(_, r) => Some(r),
+        };
+        self.outer
+            .iter()
+            .chain(&self.inner)
+            .filter_map(move |g| match g {
+                Gate::Breaker(b) => Some(BreakerFigures {
+                    replica,
+                    state: b.state(),
+                    transitions_total: b.transitions().len() as u64 + b.stats().transitions_dropped,
+                    transitions: b
+                        .transitions()
+                        .iter()
+                        .map(|t| BreakerTransition {
+                            at: t.at,
+                            from: t.from,
+                            to: t.to,
+                        })
+                        .collect(),
+                }),
+                _ => None,
+            })
+    }
+}
+
+impl CallSafety {
+    /// The retry and hedging policies' view.
+    pub fn as_safety(self) -> Safety {
+        match self {
+            CallSafety::Idempotent => Safety::Idempotent,
+            CallSafety::IdempotencyKey => Safety::IdempotencyKey,
+            CallSafety::Unsafe => Safety::Unsafe,
+        }
+    }
+}
