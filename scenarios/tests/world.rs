@@ -390,7 +390,9 @@ fn a_network_section_routes_messages_through_sim_net() {
     // that is lost and holds the worker for its 200ms timeout: 10 × 2s / 200ms = 100 losses.
     let lost: u64 = link("api", "db").dropped.values().sum();
     assert!((95..=105).contains(&lost), "{lost}");
-    assert!(r.goodput_ratio_between(5.0, 7.0) < 0.05);
+    // Requests offered more than their 500ms timeout before the partition heals all fail;
+    // some offered in its last half second wait in the api's queue past its end and succeed.
+    assert!(r.goodput_ratio_between(5.0, 6.0) < 0.05);
     assert!(r.goodput_ratio_between(8.0, 20.0) > 0.99);
     assert_eq!(link("c", "api").delivered, r.summary.offered);
 }
