@@ -390,6 +390,10 @@ impl Breaker {
     /// that only a call makes.
     fn advance_to(&mut self, now: SimTime, calling: bool) {
         let now = self.clock(now);
+        // Only open and half-open states change with time; this is every call's path.
+        if !matches!(self.state, State::Open { .. } | State::HalfOpen { .. }) {
+            return;
+        }
         let automatic = self
             .config
             .automatic_transition_from_open_to_half_open_enabled;
@@ -459,13 +463,13 @@ impl Breaker {
     /// `advance_to` to replay, so the state, the log and the counts are what stepping through
     /// every cycle gives, at a cost that does not grow with the length of the silence.
     fn skip_idle_cycles(&mut self, now: SimTime) {
+        let State::Open { until, .. } = self.state else {
+            return;
+        };
         let config = &self.config;
         let cycles_when_idle = config.automatic_transition_from_open_to_half_open_enabled
             && config.transition_to_state_after_wait_duration == StateAfterWait::Open
             && self.half_open_permits().is_some();
-        let State::Open { until, .. } = self.state else {
-            return;
-        };
         if !cycles_when_idle {
             return;
         }
