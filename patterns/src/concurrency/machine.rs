@@ -425,8 +425,8 @@ impl ConcurrencyLimiter {
         self.check_invariants();
     }
 
-    /// An adaptive limit moves only within its bounds: an update lands in `[min, max]`, and
-    /// before the first one the limit is where it started (which upstream lets lie outside).
+    /// An adaptive limit stays within `[min, max]` widened to take in its initial limit, which
+    /// upstream lets lie outside the bounds until the first update moves it in.
     fn check_invariants(&self) {
         let (limit, low, high) = match &self.algorithm {
             Algorithm::Fixed { .. } => return,
