@@ -2,7 +2,7 @@
 
 use patterns::breaker::{
     Breaker, BreakerConfig, BreakerDecision, BreakerRejection, Cause, HalfOpenPolicy, Permit,
-    SlidingWindowType, StateKind, is_legal_edge,
+    SlidingWindowType, StateAfterWait, StateKind, is_legal_edge,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -11,7 +11,8 @@ use sim_core::{SimDuration, SimTime};
 #[derive(Debug, Clone, Copy)]
 enum Op {
     Call,
-    /// A call when an open wait ends (`early`: one nanosecond before), if the breaker is open.
+    /// A call at the first instant an open breaker lets one through (`early`: one nanosecond
+    /// before), if the breaker is open.
     CallAtOpenEnd {
         early: bool,
     },
@@ -71,13 +72,13 @@ fn config() -> impl Strategy<Value = BreakerConfig> {
             1.0f64..3.0,
             any::<bool>(),
             policy,
-            1u64..5000,
+            (1u64..5000, any::<bool>()),
         ),
     )
         .prop_map(
             |(
                 (failure, slow, slow_ms, time_based, size, minimum),
-                (consecutive, wait, multiplier, automatic, half_open, max_wait),
+                (consecutive, wait, multiplier, automatic, half_open, (max_wait, close_after)),
             )| BreakerConfig {
                 failure_rate_threshold: f64::from(failure),
                 slow_call_rate_threshold: f64::from(slow),
@@ -96,8 +97,23 @@ fn config() -> impl Strategy<Value = BreakerConfig> {
                 automatic_transition_from_open_to_half_open_enabled: automatic,
                 half_open,
                 max_wait_duration_in_half_open_state: ms(max_wait),
+                transition_to_state_after_wait_duration: if close_after {
+                    StateAfterWait::Closed
+                } else {
+                    StateAfterWait::Open
+                },
             },
         )
+}
+
+/// The first instant an open state waiting until `until` admits a call: strictly after the
+/// wait, or at its end with automatic transition (resilience4j's `isAfter` and scheduler).
+fn open_exit(config: &BreakerConfig, until: SimTime) -> SimTime {
+    if config.automatic_transition_from_open_to_half_open_enabled {
+        until
+    } else {
+        until.saturating_add(SimDuration::from_nanos(1))
+    }
 }
 
 /// Permits of the current half-open state, as the policy states them (none for a ramp).
@@ -152,27 +168,31 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
     let mut permits_out: Vec<(Option<Permit>, usize, Fate)> = Vec::new();
     for &(gap, op) in steps {
         now += ms(gap);
-        let open_until = breaker.open_until();
-        if let (Op::CallAtOpenEnd { early }, Some(until)) = (op, open_until) {
-            let at = until.saturating_sub(SimDuration::from_nanos(u64::from(early)));
+        let open_exit = breaker.open_until().map(|until| open_exit(&config, until));
+        if let (Op::CallAtOpenEnd { early }, Some(exit)) = (op, open_exit) {
+            let at = exit.saturating_sub(SimDuration::from_nanos(u64::from(early)));
             now = now.max(at);
         }
         match op {
             Op::Call | Op::CallAtOpenEnd { .. } => {
+                // With automatic transition an idle breaker may have cycled through half-open
+                // and opened again by `now`; the first exit is then a later one.
+                let exit = open_exit
+                    .filter(|_| !config.automatic_transition_from_open_to_half_open_enabled);
                 let d = breaker.try_acquire(now);
-                if let Some(until) = open_until {
+                if let Some(exit) = exit {
                     prop_assert!(
-                        !(d.allowed() && now < until),
+                        !(d.allowed() && now < exit),
                         "admitted at {} while open until {}",
                         now,
-                        until
+                        exit
                     );
                     // Every half-open policy admits its first call, so the wait's end admits.
                     prop_assert!(
-                        d.allowed() || now < until,
-                        "refused at {} although the open wait ended at {}",
+                        d.allowed() || now < exit,
+                        "refused at {} although the open wait ended before {}",
                         now,
-                        until
+                        exit
                     );
                 }
                 match d {
@@ -265,12 +285,24 @@ fn check(config: BreakerConfig, steps: &[(u64, Op)]) -> Result<(), TestCaseError
         }
     }
     // No wedge: whatever happened, once every wait has passed a call gets through (unless an
-    // operator holds the breaker open).
-    let later = now
+    // operator holds the breaker open). An idle breaker with automatic transition cycles
+    // between open and half-open, so the call may first have to wait for the open phase it
+    // lands in to end; the refusal says when.
+    let mut later = now
         + config.max_wait_duration_in_half_open_state
         + config.wait_duration_in_open_state_max
         + SimDuration::from_secs(5);
-    let d = breaker.try_acquire(later);
+    let mut d = breaker.try_acquire(later);
+    if let BreakerDecision::Reject {
+        reason: BreakerRejection::Open,
+        retry_at: Some(retry_at),
+    } = d
+        && config.automatic_transition_from_open_to_half_open_enabled
+    {
+        prop_assert!(retry_at > later);
+        later = retry_at;
+        d = breaker.try_acquire(later);
+    }
     if breaker.state() != StateKind::ForcedOpen {
         prop_assert!(d.allowed(), "wedged in {:?}: {:?}", breaker.state(), d);
     }
@@ -367,6 +399,7 @@ proptest! {
         max_wait in prop_oneof![Just(0u64), 1u64..u64::MAX],
         multiplier in prop_oneof![Just(f64::INFINITY), 0.0f64..200.0],
         time_based in any::<bool>(),
+        automatic in any::<bool>(),
         steps in proptest::collection::vec((prop_oneof![0u64..5000, any::<u64>()], op()), 0..60),
     ) {
         let config = BreakerConfig {
@@ -379,6 +412,7 @@ proptest! {
             wait_duration_in_open_state_multiplier: multiplier,
             max_wait_duration_in_half_open_state: SimDuration::from_nanos(max_wait),
             consecutive_failure_threshold: Some(2),
+            automatic_transition_from_open_to_half_open_enabled: automatic,
             ..BreakerConfig::default()
         };
         match Breaker::new(&config) {

@@ -196,16 +196,38 @@ fn figures_and_config_errors() {
     );
     let s = b.stats();
     assert_eq!((s.active, s.waiting, s.admitted, s.rejected), (1, 1, 1, 1));
-    let e = config(0, 0, 0).validate().unwrap_err();
+    let e = config(2_000_000, 0, 0).validate().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "max_concurrent_calls: must be in [1, 1000000], got 0"
+        "max_concurrent_calls: must be at most 1000000, got 2000000"
     );
     let d = BulkheadConfig::default();
     assert_eq!(
         (d.max_concurrent_calls, d.max_wait_duration),
         (25, SimDuration::ZERO)
     );
+}
+
+/// resilience4j `SemaphoreBulkheadTest.testZeroMaxConcurrentCalls`
+/// (resilience4j-bulkhead/src/test/java/io/github/resilience4j/bulkhead/internal/SemaphoreBulkheadTest.java,
+/// and `BulkheadConfig.Builder.maxConcurrentCalls`, which accepts any value >= 0): a bulkhead
+/// of zero calls is valid and refuses every call, a kill switch. With a wait allowed, calls
+/// wait their full time and then time out, as a semaphore with no permits makes them.
+#[test]
+fn zero_max_concurrent_calls() {
+    let log = check(&config(0, 0, 10), &[(0, Op::Arrive), (5, Op::Arrive)]);
+    assert_eq!(
+        log,
+        [
+            "0ms #0 reject Full { active: 0 }",
+            "5ms #1 reject Full { active: 0 }"
+        ]
+    );
+    let log = check(
+        &config(0, 10, 10),
+        &[(0, Op::Arrive), (5, Op::Expire), (5, Op::Expire)],
+    );
+    assert_eq!(log, ["0ms #0 wait", "10ms #0 timed out"]);
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -227,7 +249,7 @@ proptest! {
 
     #[test]
     fn bulkhead_keeps_its_bounds_and_fair_order(
-        max in 1u32..5, wait in 0u64..200, queue in 0u32..5,
+        max in 0u32..5, wait in 0u64..200, queue in 0u32..5,
         steps in proptest::collection::vec((0u64..60, op()), 1..200),
     ) {
         check(&config(max, wait, queue), &steps);

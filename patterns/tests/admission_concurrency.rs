@@ -146,12 +146,31 @@ fn configs_name_their_field() {
     .unwrap_err();
     assert_eq!(e.to_string(), "backoff_ratio: must be in [0.5, 1), got 1");
     let e = ConcurrencyConfig::Gradient2(Gradient2Config {
-        initial_limit: 500,
+        initial_limit: 0,
         ..Gradient2Config::default()
     })
     .validate()
     .unwrap_err();
     assert_eq!(e.field, "initial_limit");
+    assert!(e.reason.contains("kill switch"), "{e}");
+    let e = ConcurrencyConfig::Gradient2(Gradient2Config {
+        rtt_tolerance: 0.9,
+        ..Gradient2Config::default()
+    })
+    .validate()
+    .unwrap_err();
+    assert_eq!(e.field, "rtt_tolerance");
+    // Envoy's buffer is a `Percent`: 0 to 100.
+    let e = ConcurrencyConfig::EnvoyGradient(EnvoyGradientConfig {
+        min_rtt_buffer_percent: 150.0,
+        ..EnvoyGradientConfig::default()
+    })
+    .validate()
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "min_rtt_buffer_percent: must be in [0, 100], got 150"
+    );
     let c: ConcurrencyConfig =
         ron::from_str(r#"(kind: "vegas", max_limit: 50)"#).expect("vegas config");
     assert_eq!(
@@ -161,6 +180,17 @@ fn configs_name_their_field() {
             ..VegasConfig::default()
         })
     );
+}
+
+/// The highest limit a config allows: its maximum, or its initial limit if that is higher.
+fn ceiling(config: &ConcurrencyConfig) -> u32 {
+    match config {
+        ConcurrencyConfig::Fixed { limit } => *limit,
+        ConcurrencyConfig::Aimd(c) => c.max_limit.max(c.initial_limit),
+        ConcurrencyConfig::Vegas(c) => c.max_limit.max(c.initial_limit),
+        ConcurrencyConfig::Gradient2(c) => c.max_limit.max(c.initial_limit),
+        ConcurrencyConfig::EnvoyGradient(c) => c.max_concurrency_limit,
+    }
 }
 
 fn any_config() -> impl Strategy<Value = ConcurrencyConfig> {
@@ -251,7 +281,350 @@ proptest! {
                 _ => l.advance(now),
             }
             prop_assert_eq!(l.inflight() as usize, tokens.len());
-            prop_assert!(l.limit() >= 1);
+            prop_assert!(l.limit() <= ceiling(&config), "limit {} above {:?}", l.limit(), config);
+        }
+    }
+}
+
+// What follows pins behaviour to the upstream code the configs name: Envoy's gradient
+// controller (envoyproxy/envoy, source/extensions/filters/http/adaptive_concurrency/
+// controller/gradient_controller.cc and its test) and Netflix concurrency-limits at commit
+// 78a74b9 (concurrency-limits-core/src/main/java/com/netflix/concurrency/limits/limit/).
+
+/// Drives an Envoy controller one sampling window at a time: `calls` calls of `rtt_ms` each,
+/// admitted at `*now` (fewer if the limit is lower), then time moves past the update interval
+/// (100ms) so the window closes. Returns the limit after the window.
+fn envoy_window(
+    l: &mut ConcurrencyLimiter,
+    rng: &mut impl rand_core::Rng,
+    now: &mut SimTime,
+    calls: u32,
+    rtt_ms: u64,
+) -> u32 {
+    let tokens: Vec<_> = (0..calls)
+        .filter_map(|_| l.try_acquire(*now).ok())
+        .collect();
+    let done = *now + SimDuration::from_millis(rtt_ms);
+    for t in tokens {
+        l.on_success(done, t, rng);
+    }
+    *now += SimDuration::from_millis(101);
+    l.advance(*now);
+    l.limit()
+}
+
+/// Envoy `GradientControllerTest.MinRTTEpoch`: requests sent before a minRTT measurement began
+/// are not sampled in it (`recordLatencySample` returns early when `rq_send_time <
+/// min_rtt_epoch_`). Ours counted them: the calls still in flight from the busier period ended
+/// the measurement at once with their inflated latency, and the limit stopped shrinking when
+/// latency rose.
+#[test]
+fn min_rtt_epoch() {
+    let config = EnvoyGradientConfig {
+        min_rtt_calc_interval: SimDuration::from_secs(30),
+        min_rtt_calc_jitter_percent: 0.0,
+        min_rtt_calc_request_count: 5,
+        min_concurrency: 2,
+        min_rtt_buffer_percent: 0.0,
+        ..EnvoyGradientConfig::default()
+    };
+    let mut l = ConcurrencyLimiter::new(&ConcurrencyConfig::EnvoyGradient(config)).unwrap();
+    let mut rng = Seed(3).stream("envoy");
+    let mut now = SimTime::ZERO;
+    // minRTT of 10ms, measured one call at a time; the next measurement is due 30s later.
+    for _ in 0..5 {
+        let t = l.try_acquire(now).unwrap();
+        now += SimDuration::from_millis(10);
+        l.on_success(now, t, &mut rng);
+    }
+    let measured_at = now;
+    // Latency at the minimum lets the limit grow by its headroom every window.
+    let mut grown = l.limit();
+    for _ in 0..10 {
+        let limit = envoy_window(&mut l, &mut rng, &mut now, 1, 10);
+        assert!(limit > grown, "limit {limit} after {grown}");
+        grown = limit;
+    }
+    assert!(grown > 10);
+    // Fill the limit just before the next measurement begins, and let those calls finish
+    // inside it, slowly: none of them may count toward the new minRTT.
+    now = measured_at + SimDuration::from_secs(30) - SimDuration::from_millis(1);
+    let busy: Vec<_> = (0..grown).map(|_| l.try_acquire(now).unwrap()).collect();
+    assert!(busy.len() > 5);
+    now = measured_at + SimDuration::from_secs(31);
+    l.advance(now);
+    assert_eq!(l.limit(), 2, "measuring at min_concurrency");
+    for t in busy {
+        l.on_success(now, t, &mut rng);
+    }
+    assert_eq!(
+        l.limit(),
+        2,
+        "still measuring: earlier calls are not samples"
+    );
+    // Five calls sent during the measurement end it, and the limit from before comes back.
+    for _ in 0..5 {
+        let t = l.try_acquire(now).unwrap();
+        now += SimDuration::from_millis(10);
+        l.on_success(now, t, &mut rng);
+    }
+    assert_eq!(l.limit(), grown);
+}
+
+/// Envoy `GradientController::updateConcurrencyLimit` counts a window toward re-measuring
+/// minRTT only when it takes the limit from the minimum to the minimum
+/// (`old_limit == minConcurrency() && new_limit == minConcurrency()`), and re-measures on the
+/// fifth such window in a row (`GradientControllerTest.ConsecutiveMinConcurrencyReset`). The
+/// window that first brings the limit down to the minimum does not count.
+#[test]
+fn consecutive_min_concurrency_reset() {
+    let config = EnvoyGradientConfig {
+        min_rtt_calc_interval: SimDuration::from_secs(3600),
+        min_rtt_calc_jitter_percent: 0.0,
+        min_rtt_calc_request_count: 5,
+        min_rtt_buffer_percent: 0.0,
+        ..EnvoyGradientConfig::default()
+    };
+    let setup = || {
+        let mut l =
+            ConcurrencyLimiter::new(&ConcurrencyConfig::EnvoyGradient(config.clone())).unwrap();
+        let mut rng = Seed(4).stream("envoy");
+        let mut now = SimTime::ZERO;
+        for _ in 0..5 {
+            let t = l.try_acquire(now).unwrap();
+            now += SimDuration::from_millis(10);
+            l.on_success(now, t, &mut rng);
+        }
+        // Grow at minRTT: 3 → 4 → 6 → 8; then at four times minRTT (gradient floored at 0.5)
+        // shrink: 8 → 6 → 4 → 3, the window that first reaches the minimum of 3.
+        let limits: Vec<u32> = [10, 10, 10, 40, 40, 40]
+            .iter()
+            .map(|&rtt| envoy_window(&mut l, &mut rng, &mut now, 1, rtt))
+            .collect();
+        assert_eq!(limits, [4, 6, 8, 6, 4, 3]);
+        (l, rng, now)
+    };
+    // Four windows from the minimum to the minimum: still adjusting, so a fast window grows
+    // the limit again.
+    let (mut l, mut rng, mut now) = setup();
+    for _ in 0..4 {
+        assert_eq!(envoy_window(&mut l, &mut rng, &mut now, 1, 40), 3);
+    }
+    assert_eq!(envoy_window(&mut l, &mut rng, &mut now, 1, 10), 4);
+    // The fifth starts a new minRTT measurement: the fast call is a measurement sample, and
+    // the limit stays at the minimum until five of them are in.
+    let (mut l, mut rng, mut now) = setup();
+    for _ in 0..5 {
+        assert_eq!(envoy_window(&mut l, &mut rng, &mut now, 1, 40), 3);
+    }
+    assert_eq!(envoy_window(&mut l, &mut rng, &mut now, 1, 10), 3);
+}
+
+/// Netflix `Gradient2Limit._update` (Gradient2Limit.java, line 306):
+/// `gradient = max(0.5, min(1.0, tolerance * longRtt / shortRtt))` with `rttTolerance`
+/// defaulting to 1.5, so latency up to 1.5× the long-term average does not cut the limit.
+#[test]
+fn gradient2_rtt_tolerance() {
+    let config = ConcurrencyConfig::Gradient2(Gradient2Config::default());
+    // The long-term average settles at 10ms; a sample 40% slower still grows the limit by
+    // the queue allowance (× smoothing 0.2), as a steady one does.
+    let mut steps = vec![(10, 40, false); 20];
+    steps.push((14, 40, false));
+    let limits = check(config.clone(), &steps);
+    assert_eq!(limits[20], (20.0 + 21.0 * 0.8) as u32, "{limits:?}");
+    // Twice as slow is past the tolerance: 1.5 × 10 / 20 = 0.75 shrinks it.
+    let mut steps = vec![(10, 40, false); 20];
+    steps.push((20, 40, false));
+    let limits = check(config, &steps);
+    assert!(limits[20] < limits[19], "{limits:?}");
+}
+
+/// Netflix `Gradient2Limit._update` (Gradient2Limit.java, line 294): when the long-term RTT is
+/// more than twice the sample, it decays by 0.95 (`current * 0.95`), so it comes back to a
+/// fallen latency gradually.
+#[test]
+fn gradient2_long_rtt_decays_by_0_95() {
+    let config = ConcurrencyConfig::Gradient2(Gradient2Config {
+        smoothing_ratio: 1.0,
+        ..Gradient2Config::default()
+    });
+    // Ten samples at 100ms make the long-term RTT 100ms (its warm-up is a plain average) and
+    // grow the limit by 4 each: 24 … 60. Five at 10ms each add 2/601 of the sample and decay
+    // the average by 0.95. A sample at 150ms then sees tolerance × long / short below 1.
+    let mut steps = vec![(100, 200, false); 10];
+    steps.extend([(10, 200, false); 5]);
+    steps.push((150, 200, false));
+    let limits = check(config, &steps);
+    let factor = 2.0 / 601.0;
+    let mut long = 100.0;
+    for _ in 0..5 {
+        long = (long * (1.0 - factor) + 10.0 * factor) * 0.95;
+    }
+    long = long * (1.0 - factor) + 150.0 * factor;
+    let expected = 80.0 * (1.5 * long / 150.0) + 4.0;
+    assert_eq!(limits[14], 80);
+    assert_eq!(limits[15], expected as u32, "{limits:?}");
+}
+
+/// Netflix `AIMDLimitTest.testDefault`: `AIMDLimit.newBuilder().initialLimit(10).build()`
+/// starts at 10 although the default minimum is 20 (the builder only warns,
+/// AIMDLimit.java line 78), so a config that only lowers the initial limit loads.
+#[test]
+fn aimd_limit_test_default() {
+    let config = ConcurrencyConfig::Aimd(AimdConfig {
+        initial_limit: 10,
+        ..AimdConfig::default()
+    });
+    let l = ConcurrencyLimiter::new(&config).unwrap();
+    assert_eq!(l.limit(), 10);
+    // The first sample clamps into [min_limit, max_limit] (AIMDLimit.java line 111).
+    assert_eq!(check(config, &[(10, 1, false)]), [20]);
+}
+
+/// Netflix `AIMDLimitTest.successOverflow`: `minLimit(0)` is accepted, and a success at the
+/// maximum stays at the maximum.
+#[test]
+fn aimd_limit_test_success_overflow() {
+    let config = ConcurrencyConfig::Aimd(AimdConfig {
+        initial_limit: 21,
+        max_limit: 21,
+        min_limit: 0,
+        ..AimdConfig::default()
+    });
+    assert_eq!(check(config.clone(), &[(1, 10, false)]), [21]);
+    // With a minimum of 0 the limit can reach 0, after which every call is refused.
+    let mut l = ConcurrencyLimiter::new(&ConcurrencyConfig::Aimd(AimdConfig {
+        initial_limit: 1,
+        min_limit: 0,
+        ..AimdConfig::default()
+    }))
+    .unwrap();
+    let mut rng = Seed(2).stream("aimd");
+    let t = l.try_acquire(SimTime::ZERO).unwrap();
+    l.on_dropped(SimTime::from_millis(1), t, &mut rng);
+    assert_eq!(l.limit(), 0);
+    let refused = l.try_acquire(SimTime::from_millis(2)).unwrap_err();
+    assert_eq!((refused.limit, refused.inflight), (0, 0));
+}
+
+/// Netflix's builders log a warning, and build anyway, when the initial limit lies outside
+/// `[minLimit, maxLimit]` (`AIMDLimit.Builder.build`, `Gradient2Limit.Builder.build`; Vegas
+/// has no minimum); ours returns them as data for the scenario report. A minimum of 0 gets a
+/// warning of ours: the limit can reach 0 and stay there.
+#[test]
+fn builders_warn_where_upstream_warns() {
+    assert!(ConcurrencyConfig::default().warnings().is_empty());
+    let aimd = ConcurrencyConfig::Aimd(AimdConfig {
+        initial_limit: 10,
+        ..AimdConfig::default()
+    });
+    assert_eq!(
+        aimd.warnings(),
+        [
+            "initial_limit: 10 is below min_limit (20); the limit starts at 10 and the first update raises it"
+        ]
+    );
+    let gradient2 = ConcurrencyConfig::Gradient2(Gradient2Config {
+        initial_limit: 500,
+        min_limit: 0,
+        ..Gradient2Config::default()
+    });
+    assert_eq!(
+        gradient2.warnings(),
+        [
+            "initial_limit: 500 is above max_limit (200); the limit starts at 500 and the first update lowers it",
+            "min_limit: 0 lets the limit fall to 0, and with no call in flight nothing raises it again (every call is refused from then on); set at least 1 unless that is meant",
+        ]
+    );
+    gradient2.validate().unwrap();
+    let vegas = ConcurrencyConfig::Vegas(VegasConfig {
+        initial_limit: 2000,
+        ..VegasConfig::default()
+    });
+    assert_eq!(vegas.warnings().len(), 1);
+    assert!(vegas.warnings()[0].starts_with("initial_limit: 2000 is above max_limit (1000)"));
+}
+
+/// Netflix `Gradient2Limit._update` and `ExpAvgMeasurement.add`, transcribed: the reference
+/// model the Gradient2 limiter must follow sample for sample.
+struct Gradient2Reference {
+    estimated: f64,
+    long: f64,
+    sum: f64,
+    count: u32,
+}
+
+impl Gradient2Reference {
+    fn update(&mut self, c: &Gradient2Config, rtt: f64, inflight: u32) {
+        let queue = f64::from(c.queue_size);
+        // ExpAvgMeasurement(longWindow, 10).add(rtt)
+        if self.count < 10 {
+            self.count += 1;
+            self.sum += rtt;
+            self.long = self.sum / f64::from(self.count);
+        } else {
+            let factor = 2.0 / (f64::from(c.long_window) + 1.0);
+            self.long = self.long * (1.0 - factor) + rtt * factor;
+        }
+        let long = self.long;
+        if long / rtt > 2.0 {
+            self.long *= 0.95;
+        }
+        if f64::from(inflight) < self.estimated / 2.0 {
+            return;
+        }
+        let gradient = (c.rtt_tolerance * long / rtt).clamp(0.5, 1.0);
+        let new = self.estimated * gradient + queue;
+        let new = self.estimated * (1.0 - c.smoothing_ratio) + new * c.smoothing_ratio;
+        self.estimated = new.clamp(f64::from(c.min_limit), f64::from(c.max_limit));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/admission_concurrency.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    /// Gradient2 follows upstream's update for any run of samples, including limits that start
+    /// outside their bounds and tolerances other than the default.
+    #[test]
+    fn gradient2_matches_upstream_update(
+        initial in 1u32..300,
+        min in 0u32..40,
+        tolerance in 1.0f64..3.0,
+        smoothing in 0.05f64..1.0,
+        samples in proptest::collection::vec((1u64..400, 1u32..300), 1..150),
+    ) {
+        let c = Gradient2Config {
+            initial_limit: initial,
+            min_limit: min,
+            rtt_tolerance: tolerance,
+            smoothing_ratio: smoothing,
+            ..Gradient2Config::default()
+        };
+        let mut l = ConcurrencyLimiter::new(&ConcurrencyConfig::Gradient2(c.clone())).unwrap();
+        let mut reference = Gradient2Reference {
+            estimated: f64::from(initial),
+            long: 0.0,
+            sum: 0.0,
+            count: 0,
+        };
+        let mut rng = Seed(9).stream("gradient2");
+        let mut now = SimTime::ZERO;
+        for (rtt_ms, calls) in samples {
+            let mut tokens: Vec<_> = (0..calls).filter_map(|_| l.try_acquire(now).ok()).collect();
+            let admitted = tokens.len() as u32;
+            now += SimDuration::from_millis(rtt_ms);
+            let Some(last) = tokens.pop() else { continue };
+            for t in tokens {
+                l.on_ignored(now, t);
+            }
+            l.on_success(now, last, &mut rng);
+            reference.update(&c, (rtt_ms * 1_000_000) as f64, admitted);
+            prop_assert_eq!(l.limit(), reference.estimated as u32);
         }
     }
 }

@@ -444,7 +444,6 @@ proptest! {
         max_tokens in 1u32..20,
         ratio_thousandths in 1u64..2000,
     ) {
-        prop_assume!(ratio_thousandths <= u64::from(max_tokens) * 1000);
         let config = ThrottlingConfig {
             max_tokens,
             token_ratio: ratio_thousandths as f64 / 1000.0,
@@ -516,4 +515,25 @@ proptest! {
             prop_assert_eq!(budget.active_retries(), Some(retries));
         }
     }
+}
+
+/// grpc-java `ServiceConfigUtil.getThrottlePolicy` only asks `tokenRatio > 0` (no bound by
+/// `maxTokens`), and `RetriableStream.Throttle.onSuccess` caps the count at `maxTokens`
+/// (grpc/grpc-java, core/src/main/java/io/grpc/internal/). So a ratio above `max_tokens` is
+/// valid: one success refills the whole bucket.
+#[test]
+fn get_throttle_policy_accepts_a_token_ratio_above_max_tokens() {
+    let config = BudgetConfig::Throttling(ThrottlingConfig {
+        max_tokens: 2,
+        token_ratio: 5.0,
+    });
+    let mut budget = RetryBudget::new(&config).unwrap();
+    let now = SimTime::ZERO;
+    budget.on_attempt_end(now, AttemptResult::RetryableFailure, false);
+    budget.on_attempt_end(now, AttemptResult::RetryableFailure, false);
+    assert_eq!(budget.tokens_milli(), Some(0));
+    assert!(budget.try_retry(now).is_err());
+    budget.on_attempt_end(now, AttemptResult::Success, false);
+    assert_eq!(budget.tokens_milli(), Some(2000));
+    assert!(budget.try_retry(now).is_ok());
 }

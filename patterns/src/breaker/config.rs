@@ -42,6 +42,17 @@ pub enum HalfOpenPolicy {
     },
 }
 
+/// Where a half-open state goes when `max_wait_duration_in_half_open_state` passes without a
+/// verdict (resilience4j's `transitionToStateAfterWaitDuration`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateAfterWait {
+    /// Open again, with the next (possibly longer) open wait. resilience4j's default.
+    Open,
+    /// Close, with an empty window.
+    Closed,
+}
+
 impl Default for HalfOpenPolicy {
     /// resilience4j's: 10 permitted calls judged by the thresholds.
     fn default() -> Self {
@@ -57,6 +68,23 @@ pub const BREAKER_WINDOW_MAX: u32 = 1_000_000;
 /// A circuit breaker's configuration. Field names and defaults follow resilience4j, in snake
 /// case; what resilience4j lacks (consecutive failures, backing-off open state, half-open
 /// variants) is added under names in the same style.
+///
+/// # Differences from resilience4j
+///
+/// - `max_wait_duration_in_half_open_state` must be positive. resilience4j's default, 0, means
+///   "wait forever": a half-open breaker whose permitted calls never report back then refuses
+///   every call for good. Refusing 0 is our safeguard against that wedge; the default is 60s.
+/// - Durations are nanoseconds, so waits shorter than resilience4j's 1ms floor are accepted.
+/// - `sliding_window_size` is at most 1,000,000 calls, or 3,600 seconds for a time-based
+///   window, so a window's memory is bounded; resilience4j has no upper bound.
+/// - The open wait backs off with `wait_duration_in_open_state_multiplier` and `_max` in place
+///   of resilience4j's `waitIntervalFunctionInOpenState`; the default (multiplier 1) is
+///   resilience4j's fixed wait.
+/// - Not modelled: `initialState` (a breaker starts closed; the operator methods move it),
+///   `recordExceptions`/`ignoreExceptions`/`recordResult` (the caller classifies each outcome
+///   with `on_success`, `on_failure` or `on_ignored`) and `transitionOnResult`.
+/// - Added: `consecutive_failure_threshold` and the half-open policies other than
+///   `permitted_calls`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BreakerConfig {
@@ -89,11 +117,15 @@ pub struct BreakerConfig {
     pub automatic_transition_from_open_to_half_open_enabled: bool,
     /// How half-open decides.
     pub half_open: HalfOpenPolicy,
-    /// Once a half-open state has admitted a call, open again if it has not decided within
-    /// this time, so a call that never reports back cannot wedge the breaker. Must be positive:
-    /// resilience4j's 0 (wait forever) is refused for that reason. Default 60s, the same as
-    /// the open wait.
+    /// Leave a half-open state that has not decided this long after it began, whether or not
+    /// it admitted a call (the timer starts when the breaker enters half-open, as in
+    /// resilience4j), for `transition_to_state_after_wait_duration`. This is what keeps a call
+    /// that never reports back from wedging the breaker, so it must be positive: resilience4j's
+    /// 0 (wait forever) is refused. Ramps end by their own clock and ignore it. Default 60s, the
+    /// same as the open wait.
     pub max_wait_duration_in_half_open_state: SimDuration,
+    /// Where a half-open state that timed out goes. Default open, as in resilience4j.
+    pub transition_to_state_after_wait_duration: StateAfterWait,
 }
 
 impl Default for BreakerConfig {
@@ -112,6 +144,7 @@ impl Default for BreakerConfig {
             automatic_transition_from_open_to_half_open_enabled: false,
             half_open: HalfOpenPolicy::default(),
             max_wait_duration_in_half_open_state: SimDuration::from_secs(60),
+            transition_to_state_after_wait_duration: StateAfterWait::Open,
         }
     }
 }
@@ -206,7 +239,7 @@ impl BreakerConfig {
         if self.max_wait_duration_in_half_open_state.is_zero() {
             return Err(ConfigError::new(
                 "max_wait_duration_in_half_open_state",
-                "must be positive, got 0s (a call that never reports back would wedge the breaker half-open)",
+                "must be positive, got 0s (in resilience4j 0 means wait forever, which lets half-open calls that never report back wedge the breaker; refused here as a safeguard: set a positive wait, e.g. the default 60s)",
             ));
         }
         match &self.half_open {

@@ -1,6 +1,6 @@
 //! [`Breaker`]: the state machine.
 
-use super::config::{BreakerConfig, HalfOpenPolicy, SlidingWindowType};
+use super::config::{BreakerConfig, HalfOpenPolicy, SlidingWindowType, StateAfterWait};
 use super::window::{Window, WindowTotals};
 use crate::ConfigError;
 use sim_core::{SimDuration, SimTime};
@@ -40,8 +40,8 @@ pub enum Cause {
     TrialPassed,
     /// The half-open trial failed.
     TrialFailed,
-    /// The half-open state admitted calls and did not decide within
-    /// `max_wait_duration_in_half_open_state`.
+    /// The half-open state did not decide within `max_wait_duration_in_half_open_state` of
+    /// its start (it goes where `transition_to_state_after_wait_duration` says).
     HalfOpenTimedOut,
     /// `force_open`, `force_closed`, `disable` or `reset`.
     Operator,
@@ -107,7 +107,8 @@ pub enum BreakerDecision {
     Reject {
         /// Why.
         reason: BreakerRejection,
-        /// The earliest time a call could be admitted, when known (end of the open wait).
+        /// The earliest time a call could be admitted, when known: when open, the first
+        /// instant after the wait (the end of the wait itself with automatic transition).
         retry_at: Option<SimTime>,
     },
 }
@@ -201,7 +202,8 @@ pub struct Breaker {
     window: Window,
     /// Times opened since the last close, for the backing-off open wait.
     opens: u32,
-    /// Bumped on every transition; permits from older epochs are stale.
+    /// Bumped on every transition (once for a block of skipped idle cycles); permits from
+    /// older epochs are stale.
     epoch: u64,
     last: SimTime,
     log: Vec<Transition>,
@@ -262,7 +264,9 @@ impl Breaker {
         self.window.totals(now)
     }
 
-    /// When the current open state ends, if open.
+    /// When the current open state's wait ends, if open. The breaker leaves open strictly
+    /// after this instant, or at it with automatic transition (see [`BreakerDecision`]'s
+    /// `retry_at`).
     pub fn open_until(&self) -> Option<SimTime> {
         match self.state {
             State::Open { until, .. } => Some(until),
@@ -282,16 +286,21 @@ impl Breaker {
             cause == Cause::Operator || is_legal_edge(from, to_kind),
             "illegal breaker edge {from:?} -> {to_kind:?}"
         );
-        if self.log.len() == TRANSITION_LOG_MAX {
-            self.log.remove(0);
-            self.stats.transitions_dropped += 1;
+        // An operator re-entering the current state starts it afresh (below) but is not a
+        // change a reader of the log would want to see: resilience4j publishes no event for
+        // it (`StateTransition.isInternalTransition`).
+        if from != to_kind {
+            if self.log.len() == TRANSITION_LOG_MAX {
+                self.log.remove(0);
+                self.stats.transitions_dropped += 1;
+            }
+            self.log.push(Transition {
+                at,
+                from,
+                to: to_kind,
+                cause,
+            });
         }
-        self.log.push(Transition {
-            at,
-            from,
-            to: to_kind,
-            cause,
-        });
         self.epoch += 1;
         match to_kind {
             StateKind::Closed | StateKind::ForcedClosed => {
@@ -348,78 +357,162 @@ impl Breaker {
         }
     }
 
-    fn open(&mut self, at: SimTime, cause: Cause) {
-        self.opens = self.opens.saturating_add(1);
+    /// The open wait of the `opening`-th opening since the last close (counted from 1).
+    fn open_wait(&self, opening: u32) -> SimDuration {
         let base = self.config.wait_duration_in_open_state;
         let factor = libm::pow(
             self.config.wait_duration_in_open_state_multiplier,
-            f64::from(self.opens - 1),
+            f64::from(opening.saturating_sub(1)),
         );
-        let wait = base
-            .mul_f64(factor)
+        base.mul_f64(factor)
             .min(self.config.wait_duration_in_open_state_max)
-            .max(base);
+            .max(base)
+    }
+
+    fn open(&mut self, at: SimTime, cause: Cause) {
+        self.opens = self.opens.saturating_add(1);
+        let wait = self.open_wait(self.opens);
         let until = at.saturating_add(wait);
         // At the end of time the wait cannot be represented; stay open for the last instant.
         let until = if until == at { SimTime::MAX } else { until };
         self.transition(at, State::Open { since: at, until }, cause);
     }
 
-    /// Apply the changes that time alone makes (open wait over, half-open timed out, ramp
-    /// done). Called by every other method; callable on its own to stamp transitions promptly.
+    /// Apply the changes that time alone makes (open wait over with automatic transition,
+    /// half-open timed out, ramp done). Called by every other method; callable on its own to
+    /// stamp transitions promptly. Without automatic transition the open state waits for a call
+    /// ([`Breaker::try_acquire`]), as in resilience4j.
     pub fn advance(&mut self, now: SimTime) {
+        self.advance_to(now, false);
+    }
+
+    /// `advance`, and when `calling`, also the move out of an open state whose wait is over
+    /// that only a call makes.
+    fn advance_to(&mut self, now: SimTime, calling: bool) {
         let now = self.clock(now);
-        // At most three steps: open → half-open → (timed out) open; or half-open → closed.
-        for _ in 0..3 {
-            match self.state {
-                State::Open { until, .. } if now >= until => {
-                    let at = if self
-                        .config
-                        .automatic_transition_from_open_to_half_open_enabled
-                    {
-                        until
-                    } else {
-                        now
-                    };
-                    self.transition(at, State::half_open(at), Cause::OpenWaitElapsed);
+        // Only open and half-open states change with time; this is every call's path.
+        if !matches!(self.state, State::Open { .. } | State::HalfOpen { .. }) {
+            return;
+        }
+        let automatic = self
+            .config
+            .automatic_transition_from_open_to_half_open_enabled;
+        self.skip_idle_cycles(now);
+        // Each step is a transition stamped later than the one before and no later than `now`,
+        // so the loop ends. After `skip_idle_cycles` it takes a few thousand steps at most, plus
+        // one open → half-open → open cycle per opening while an open wait is still backing off.
+        let mut previous: Option<SimTime> = None;
+        loop {
+            let at = match self.state {
+                State::Open { until, .. }
+                    if (automatic || calling) && now >= open_exit(until, automatic) =>
+                {
+                    if automatic { until } else { now }
                 }
-                State::HalfOpen {
-                    since,
-                    admitted,
-                    failures,
-                    ..
-                } => {
-                    if let HalfOpenPolicy::Ramp { ramp_duration } = self.config.half_open {
-                        let end = since.saturating_add(ramp_duration);
-                        if now >= end && failures == 0 {
-                            self.transition(
-                                end,
-                                State::Closed {
-                                    consecutive_failures: 0,
-                                },
-                                Cause::TrialPassed,
-                            );
-                            continue;
+                State::HalfOpen { since, .. } => {
+                    let end = match self.config.half_open {
+                        // A ramp ends by time alone (a failure opens it at once), so it has
+                        // no other deadline.
+                        HalfOpenPolicy::Ramp { ramp_duration } => {
+                            since.saturating_add(ramp_duration)
                         }
+                        _ => since.saturating_add(self.config.max_wait_duration_in_half_open_state),
+                    };
+                    if now < end {
+                        break;
                     }
-                    let deadline =
-                        since.saturating_add(self.config.max_wait_duration_in_half_open_state);
-                    // A ramp ends by time alone, so only the permit-counting policies can wedge.
-                    let counts_permits = self.half_open_permits().is_some();
-                    if counts_permits && admitted > 0 && now >= deadline {
-                        self.open(deadline, Cause::HalfOpenTimedOut);
-                        continue;
-                    }
-                    break;
+                    end
                 }
                 _ => break,
+            };
+            // Only at the end of representable time can a step not be later than the one
+            // before (every wait saturates there); stop rather than cycle at that instant.
+            if previous.is_some_and(|p| at <= p) {
+                break;
+            }
+            previous = Some(at);
+            match (&self.state, &self.config.half_open) {
+                (State::Open { .. }, _) => {
+                    self.transition(at, State::half_open(at), Cause::OpenWaitElapsed)
+                }
+                (_, HalfOpenPolicy::Ramp { .. }) => self.transition(
+                    at,
+                    State::Closed {
+                        consecutive_failures: 0,
+                    },
+                    Cause::TrialPassed,
+                ),
+                _ => match self.config.transition_to_state_after_wait_duration {
+                    StateAfterWait::Open => self.open(at, Cause::HalfOpenTimedOut),
+                    StateAfterWait::Closed => self.transition(
+                        at,
+                        State::Closed {
+                            consecutive_failures: 0,
+                        },
+                        Cause::HalfOpenTimedOut,
+                    ),
+                },
             }
         }
     }
 
+    /// With automatic transition and no traffic, resilience4j cycles open → half-open → (max
+    /// wait) → open for as long as the silence lasts. Once the open wait has stopped backing off
+    /// every cycle is the same, so the cycles whose transitions would all fall out of the log
+    /// anyway are skipped in one step and counted as dropped; the newest are left for
+    /// `advance_to` to replay, so the state, the log and the counts are what stepping through
+    /// every cycle gives, at a cost that does not grow with the length of the silence.
+    fn skip_idle_cycles(&mut self, now: SimTime) {
+        let State::Open { until, .. } = self.state else {
+            return;
+        };
+        let config = &self.config;
+        let cycles_when_idle = config.automatic_transition_from_open_to_half_open_enabled
+            && config.transition_to_state_after_wait_duration == StateAfterWait::Open
+            && self.half_open_permits().is_some();
+        if !cycles_when_idle {
+            return;
+        }
+        let wait = self.open_wait(self.opens.saturating_add(1));
+        let wait_is_fixed = config.wait_duration_in_open_state_multiplier == 1.0
+            || wait == config.wait_duration_in_open_state_max;
+        if !wait_is_fixed {
+            return;
+        }
+        // Cycle j half-opens at until + j·cycle and opens again max_wait later.
+        let max_wait = u128::from(config.max_wait_duration_in_half_open_state.as_nanos());
+        let cycle = max_wait + u128::from(wait.as_nanos());
+        let (until, now) = (u128::from(until.as_nanos()), u128::from(now.as_nanos()));
+        if now < until + max_wait {
+            return;
+        }
+        let cycles = (now - until - max_wait) / cycle + 1;
+        // Two transitions per cycle: replaying half a log's worth of cycles refills the log.
+        let replayed = (TRANSITION_LOG_MAX / 2) as u128;
+        if cycles <= replayed {
+            return;
+        }
+        let skipped = cycles - replayed;
+        let until = until + skipped * cycle;
+        let since = until - u128::from(wait.as_nanos());
+        let dropped = (self.log.len() as u128 + 2 * skipped).min(u128::from(u64::MAX)) as u64;
+        self.stats.transitions_dropped = self.stats.transitions_dropped.saturating_add(dropped);
+        self.log.clear();
+        self.opens = self
+            .opens
+            .saturating_add(u32::try_from(skipped).unwrap_or(u32::MAX));
+        self.epoch += 1;
+        // Both are at most `now`, which is a u64.
+        self.state = State::Open {
+            since: SimTime::from_nanos(since as u64),
+            until: SimTime::from_nanos(until as u64),
+        };
+        self.check_invariants();
+    }
+
     /// Ask to make a call at `now`.
     pub fn try_acquire(&mut self, now: SimTime) -> BreakerDecision {
-        self.advance(now);
+        self.advance_to(now, true);
         let now = self.last;
         let epoch = self.epoch;
         let permit = BreakerDecision::Admit(Permit {
@@ -431,11 +524,14 @@ impl Breaker {
             _ => None,
         };
         let permits = self.half_open_permits();
+        let automatic = self
+            .config
+            .automatic_transition_from_open_to_half_open_enabled;
         let decision = match &mut self.state {
             State::Closed { .. } | State::ForcedClosed | State::Disabled => permit,
             State::Open { until, .. } => BreakerDecision::Reject {
                 reason: BreakerRejection::Open,
-                retry_at: Some(*until),
+                retry_at: Some(open_exit(*until, automatic)),
             },
             State::ForcedOpen => BreakerDecision::Reject {
                 reason: BreakerRejection::ForcedOpen,
@@ -565,13 +661,17 @@ impl Breaker {
                 if slow {
                     *slow_calls += 1;
                 }
-                let (admitted, reported, successes, failures, slow_calls) =
-                    (*admitted, *reported, *successes, *failures, *slow_calls);
+                let (reported, successes, failures, slow_calls) =
+                    (*reported, *successes, *failures, *slow_calls);
                 let verdict = match self.config.half_open {
                     HalfOpenPolicy::PermittedCalls {
                         permitted_number_of_calls_in_half_open_state: n,
                     } => {
-                        if reported < n || reported < admitted {
+                        // resilience4j judges half-open on a count window of the permitted
+                        // calls, once min(minimum_number_of_calls, permitted) are in
+                        // (`CircuitBreakerMetrics.forHalfOpen`); reports after the verdict
+                        // belong to the state it ended and are stale.
+                        if reported < n.min(self.config.minimum_number_of_calls) {
                             None
                         } else {
                             let rate = |k: u32| 100.0 * f64::from(k) / f64::from(reported);
@@ -671,12 +771,11 @@ impl Breaker {
         );
     }
 
-    /// The deadline by which a half-open state with calls in flight opens again, if any.
+    /// The deadline by which a half-open state that has not decided leaves, if it has one (a
+    /// ramp ends by its own clock instead).
     pub fn half_open_deadline(&self) -> Option<SimTime> {
         match self.state {
-            State::HalfOpen {
-                since, admitted, ..
-            } if admitted > 0 && self.half_open_permits().is_some() => {
+            State::HalfOpen { since, .. } if self.half_open_permits().is_some() => {
                 Some(since.saturating_add(self.config.max_wait_duration_in_half_open_state))
             }
             _ => None,
@@ -689,5 +788,16 @@ impl Breaker {
             State::Open { since, .. } => Some(now.max(self.last).saturating_duration_since(since)),
             _ => None,
         }
+    }
+}
+
+/// The first instant an open state that waits until `until` lets a call through: resilience4j
+/// leaves open strictly after the wait (`clock.instant().isAfter(retryAfterWaitDuration)`),
+/// unless its scheduler moves it at the end of the wait (automatic transition).
+fn open_exit(until: SimTime, automatic: bool) -> SimTime {
+    if automatic {
+        until
+    } else {
+        until.saturating_add(SimDuration::from_nanos(1))
     }
 }

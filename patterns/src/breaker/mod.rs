@@ -7,12 +7,16 @@
 //! 100, `wait_duration_in_open_state` 60s, 10 permitted calls half-open, no automatic
 //! transition). Added: a consecutive-failures trip, an open wait that backs off, three more
 //! half-open policies ([`HalfOpenPolicy`]), and a positive `max_wait_duration_in_half_open_state`
-//! (default 60s) so a half-open call that never reports back cannot wedge the breaker.
+//! (default 60s) so a half-open call that never reports back cannot wedge the breaker. The
+//! config's docs list every difference from resilience4j.
 //!
 //! A caller asks [`Breaker::try_acquire`]`(now)`, gets a [`BreakerDecision`] (admit with a
-//! [`Permit`], or reject with the reason and, when open, the time the wait ends), and reports
-//! back with `on_success(now, permit)`, `on_failure(now, permit)` or `on_ignored(now, permit)`.
-//! Every transition is logged with its time and cause ([`Breaker::transitions`]).
+//! [`Permit`], or reject with the reason and, when open, the first instant a call will be let
+//! through), and reports back with `on_success(now, permit)`, `on_failure(now, permit)` or
+//! `on_ignored(now, permit)`. Every change of state is logged with its time and cause
+//! ([`Breaker::transitions`]); an operator moving the breaker to the state it is already in
+//! re-enters that state (a reset of a closed breaker empties its window) but logs nothing, as
+//! resilience4j publishes no event for it.
 //!
 //! ```text
 //!            failure rate ≥ threshold, slow-call rate ≥ threshold,
@@ -29,6 +33,14 @@
 //!   FORCED_OPEN · FORCED_CLOSED · DISABLED   (operator: from any state, back by reset)
 //! ```
 //!
+//! As in resilience4j, the open state ends strictly after its wait: a call exactly at the end is
+//! refused. Without automatic transition only a call moves the breaker from open to half-open
+//! (and that call is the first one admitted); with it, the breaker moves at the end of the wait
+//! by itself. Half-open states decide once `min(minimum_number_of_calls, permitted calls)` calls
+//! have reported, and give up after `max_wait_duration_in_half_open_state` counted from the
+//! moment they began, traffic or not: a breaker with automatic transition and no traffic cycles
+//! open → half-open → open, as resilience4j's does.
+//!
 //! Time-driven changes (the open wait ending, a half-open timeout, a ramp finishing) happen on
 //! the next call or on [`Breaker::advance`], stamped with the time they took effect when that
 //! time is known (automatic transition, half-open deadline, ramp end), else with the call's.
@@ -37,7 +49,9 @@ mod config;
 mod machine;
 mod window;
 
-pub use config::{BREAKER_WINDOW_MAX, BreakerConfig, HalfOpenPolicy, SlidingWindowType};
+pub use config::{
+    BREAKER_WINDOW_MAX, BreakerConfig, HalfOpenPolicy, SlidingWindowType, StateAfterWait,
+};
 pub use machine::{
     Breaker, BreakerDecision, BreakerRejection, BreakerStats, Cause, Permit, StateKind,
     TRANSITION_LOG_MAX, Transition, is_legal_edge,

@@ -19,13 +19,19 @@ pub enum BudgetConfig {
 }
 
 /// gRPC retry throttling (gRFC A6). Defaults: the example of the gRFC, 10 tokens, ratio 0.1.
+///
+/// # Differences from gRPC
+///
+/// - `max_tokens` is a whole number; gRPC reads it as a float (with three decimals).
+/// - `token_ratio` must be at least 0.001: gRPC accepts any positive ratio but keeps three
+///   decimals, so a smaller one would give nothing back on success and throttle for good.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ThrottlingConfig {
     /// Size of the bucket, 1..1000; it starts full.
     pub max_tokens: u32,
-    /// Tokens a success gives back, in (0, max_tokens]; precision 0.001 (finer is ignored,
-    /// as in gRPC).
+    /// Tokens a success gives back, in [0.001, 1000]; precision 0.001 (finer is ignored, as
+    /// in gRPC). It may exceed `max_tokens`, as in gRPC: a success then refills the bucket.
     pub token_ratio: f64,
 }
 
@@ -121,13 +127,16 @@ impl ThrottlingConfig {
                 format!("must be in [1, 1000] as in grpc, got {}", self.max_tokens),
             ));
         }
+        // gRPC asks only for a positive ratio and keeps three decimals of it; below 0.001 a
+        // success would give nothing back. The top is gRPC's own bound on the bucket: a larger
+        // ratio could do no more than refill it.
         let r = self.token_ratio;
-        if !(r.is_finite() && r >= 0.001 && r <= f64::from(self.max_tokens)) {
+        if !(r.is_finite() && (0.001..=1000.0).contains(&r)) {
             return Err(ConfigError::new(
                 "token_ratio",
                 format!(
-                    "must be in [0.001, max_tokens = {}], got {r}",
-                    self.max_tokens
+                    "must be in [0.001, 1000] (gRPC keeps three decimals, so a smaller ratio \
+                     would give nothing back on success), got {r}"
                 ),
             ));
         }

@@ -2,7 +2,8 @@
 //! every worker, with a bounded wait queue served in arrival order.
 //!
 //! [`Bulkhead`] is configured by [`BulkheadConfig`] (resilience4j's `max_concurrent_calls` 25
-//! and `max_wait_duration` 0, plus a `queue_capacity` bound, default 100).
+//! and `max_wait_duration` 0, plus a `queue_capacity` bound, default 100). As in resilience4j,
+//! `max_concurrent_calls: 0` is valid and refuses every call: a kill switch.
 //!
 //! ```text
 //!   arrival ──▶ slot free? ── yes ──▶ RUNNING (active += 1) ── release ──┐

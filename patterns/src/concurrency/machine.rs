@@ -75,11 +75,16 @@ enum Algorithm {
     Envoy {
         config: EnvoyGradientConfig,
         phase: EnvoyPhase,
+        /// The limit outside measurements (Envoy's `deferred_limit_value_` while measuring).
         limit: u32,
         min_rtt: u64,
         window: Vec<u64>,
         window_start: SimTime,
         next_min_rtt_at: SimTime,
+        /// When the current (or last) minRTT measurement began: calls sent earlier are never
+        /// sampled (Envoy's `min_rtt_epoch_`).
+        min_rtt_epoch: SimTime,
+        /// Windows in a row that took the limit from the minimum to the minimum.
         at_min_windows: u32,
     },
 }
@@ -153,6 +158,7 @@ impl ConcurrencyLimiter {
                 window: Vec::new(),
                 window_start: SimTime::ZERO,
                 next_min_rtt_at: SimTime::MAX,
+                min_rtt_epoch: SimTime::ZERO,
                 at_min_windows: 0,
             },
         };
@@ -203,6 +209,7 @@ impl ConcurrencyLimiter {
             window,
             window_start,
             next_min_rtt_at,
+            min_rtt_epoch,
             at_min_windows,
         } = &mut self.algorithm
         {
@@ -210,10 +217,7 @@ impl ConcurrencyLimiter {
                 return;
             }
             if now >= *next_min_rtt_at {
-                *phase = EnvoyPhase::MinRtt {
-                    samples: Vec::new(),
-                };
-                window.clear();
+                enter_min_rtt(phase, window, min_rtt_epoch, at_min_windows, now);
                 return;
             }
             if now < window_start.saturating_add(config.concurrency_update_interval) {
@@ -231,19 +235,19 @@ impl ConcurrencyLimiter {
             let next = (scaled + libm::sqrt(scaled)).clamp(
                 f64::from(config.min_concurrency),
                 f64::from(config.max_concurrency_limit),
-            );
-            *limit = next as u32;
-            // Stuck at the floor for five windows: the minRTT is probably stale.
-            if *limit == config.min_concurrency {
+            ) as u32;
+            // Stuck at the floor for five windows: the minRTT is probably stale. Envoy counts
+            // only windows that go from the minimum to the minimum, so the window that first
+            // reaches it does not count (`updateConcurrencyLimit`).
+            let floor = config.min_concurrency;
+            if *limit == floor && next == floor {
                 *at_min_windows += 1;
-                if *at_min_windows >= 5 {
-                    *at_min_windows = 0;
-                    *phase = EnvoyPhase::MinRtt {
-                        samples: Vec::new(),
-                    };
-                }
             } else {
                 *at_min_windows = 0;
+            }
+            *limit = next;
+            if *at_min_windows >= 5 {
+                enter_min_rtt(phase, window, min_rtt_epoch, at_min_windows, now);
             }
         }
     }
@@ -365,17 +369,19 @@ impl ConcurrencyLimiter {
                 estimated,
                 long_rtt,
             } => {
-                // Gradient2 learns from latency only; a drop is not a signal to it.
+                // Gradient2 learns from latency only; a drop is not a signal to it. The steps
+                // are `Gradient2Limit._update`'s, in its order: the decay changes the average
+                // kept for later samples, not the `long` this one is judged against.
                 let short = rtt as f64;
                 let long = long_rtt.add(short);
                 if long / short > 2.0 {
-                    long_rtt.value *= 0.9;
+                    long_rtt.value *= 0.95;
                 }
                 let est = *estimated;
                 if f64::from(inflight) < est / 2.0 {
                     return;
                 }
-                let gradient = (long / short).clamp(0.5, 1.0);
+                let gradient = (config.rtt_tolerance * long / short).clamp(0.5, 1.0);
                 let next = est * gradient + f64::from(config.queue_size);
                 let next = est * (1.0 - config.smoothing_ratio) + next * config.smoothing_ratio;
                 *estimated = next.clamp(f64::from(config.min_limit), f64::from(config.max_limit));
@@ -387,8 +393,13 @@ impl ConcurrencyLimiter {
                 window,
                 window_start,
                 next_min_rtt_at,
+                min_rtt_epoch,
                 ..
             } => match phase {
+                // A call sent before the current measurement began ran at the earlier, higher
+                // concurrency: its latency says nothing about minRTT, nor about the windows
+                // after it (Envoy's `recordLatencySample` drops it the same way).
+                _ if token.started_at < *min_rtt_epoch => {}
                 EnvoyPhase::MinRtt { samples } => {
                     samples.push(rtt);
                     if samples.len() >= config.min_rtt_calc_request_count as usize {
@@ -411,9 +422,53 @@ impl ConcurrencyLimiter {
                 }
             },
         }
-        let limit = self.limit();
-        assert!(limit >= 1, "concurrency limit fell to zero");
+        self.check_invariants();
     }
+
+    /// An adaptive limit stays within `[min, max]` widened to take in its initial limit, which
+    /// upstream lets lie outside the bounds until the first update moves it in.
+    fn check_invariants(&self) {
+        let (limit, low, high) = match &self.algorithm {
+            Algorithm::Fixed { .. } => return,
+            Algorithm::Aimd { config, limit } => (*limit, config.min_limit, config.max_limit),
+            Algorithm::Vegas {
+                config, estimated, ..
+            } => (*estimated as u32, 1, config.max_limit),
+            Algorithm::Gradient2 {
+                config, estimated, ..
+            } => (*estimated as u32, config.min_limit, config.max_limit),
+            Algorithm::Envoy { config, limit, .. } => {
+                (*limit, config.min_concurrency, config.max_concurrency_limit)
+            }
+        };
+        let initial = match &self.algorithm {
+            Algorithm::Aimd { config, .. } => config.initial_limit,
+            Algorithm::Vegas { config, .. } => config.initial_limit,
+            Algorithm::Gradient2 { config, .. } => config.initial_limit,
+            _ => low,
+        };
+        assert!(
+            limit >= low.min(initial) && limit <= high.max(initial),
+            "concurrency limit {limit} outside [{low}, {high}] (initial {initial})"
+        );
+    }
+}
+
+/// Start a minRTT measurement at `now` (Envoy's `enterMinRTTSamplingWindow`): the limit drops
+/// to `min_concurrency` until enough calls sent from now on have reported.
+fn enter_min_rtt(
+    phase: &mut EnvoyPhase,
+    window: &mut Vec<u64>,
+    min_rtt_epoch: &mut SimTime,
+    at_min_windows: &mut u32,
+    now: SimTime,
+) {
+    *phase = EnvoyPhase::MinRtt {
+        samples: Vec::new(),
+    };
+    window.clear();
+    *min_rtt_epoch = now;
+    *at_min_windows = 0;
 }
 
 /// The `p`-th percentile (nearest rank) of `values`, which must not be empty.
