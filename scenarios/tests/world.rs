@@ -398,23 +398,32 @@ fn a_network_section_routes_messages_through_sim_net() {
 }
 
 #[test]
-fn a_network_section_refuses_a_second_way_to_say_latency() {
-    let e = parse(
-        "n.ron",
+fn a_service_latency_and_network_faults_combine_with_a_network_section() {
+    // The section's default link is 1ms, the db's latency puts 5ms on its links, and the
+    // section's own entry for the c → api pair wins over the default: 3ms each way.
+    let r = check(
         r#"Scenario(
             name: "t",
             duration: "20s",
-            clients: { "c": (load: Open(rate: Constant("100/s")), call: (target: "api")) },
-            services: { "api": (workers: 10, work: Constant(value: "1ms"), latency: Constant(value: "1ms")) },
-            network: (links: [(from: "c", to: "nowhere", link: (latency: Constant(value: "5ms")))]),
+            clients: { "c": (load: Open(rate: Constant("100/s")), call: (target: "api", timeout: "500ms")) },
+            services: {
+                "api": (workers: 10, work: Constant(value: "1ms"), calls: [(target: "db", timeout: "200ms")]),
+                "db": (workers: 10, work: Constant(value: "1ms"), latency: Constant(value: "5ms")),
+            },
+            faults: [(at: "5s", duration: "2s", kind: Partition(service: "db"))],
+            network: (
+                default_link: (latency: Constant(value: "1ms")),
+                links: [(from: "c", to: "api", link: (latency: Constant(value: "3ms")))],
+            ),
         )"#,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.starts_with("n.ron: services.api.latency: with a `network` section"),
-        "{e}"
     );
+    assert!(
+        close(r.summary.latency_ms.p50, 18.0, 0.01),
+        "{:?}",
+        r.summary.latency_ms
+    );
+    assert!(r.goodput_ratio_between(5.0, 6.0) < 0.05);
+    assert!(r.goodput_ratio_between(8.0, 20.0) > 0.99);
 }
 
 #[test]
@@ -465,16 +474,19 @@ fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
         assert!(failed(r, "concurrency_limited") > 10_000);
     }
     // AIMD grows to its 200 cap while nothing times out; Gradient2 reads the latency and keeps
-    // the queue short.
+    // the queue short: its slowest requests wait less than AIMD's typical one. (Upstream's
+    // RTT tolerance of 1.5 lets the short-term RTT rise half above the long-term one before
+    // the limit is cut; its p99 was under 100ms before the tolerance and is about 104ms now.)
     assert!(
         aimd.summary.latency_ms.p50 > 150.0,
         "{}",
         aimd.summary.latency_ms.p50
     );
     assert!(
-        gradient2.summary.latency_ms.p99 < 100.0,
-        "{}",
-        gradient2.summary.latency_ms.p99
+        gradient2.summary.latency_ms.p99 < aimd.summary.latency_ms.p50 * 0.6,
+        "{} vs {}",
+        gradient2.summary.latency_ms.p99,
+        aimd.summary.latency_ms.p50
     );
 }
 
@@ -835,4 +847,77 @@ fn each_bucket_counts_the_outcomes_of_the_requests_offered_in_it() {
     for b in r.series.iter().filter(|b| b.t_s < 8.0) {
         assert_eq!(b.successes, b.offered, "{b:?}");
     }
+}
+
+#[test]
+fn a_request_cancelled_while_queued_leaves_the_queue() {
+    // 20/s arrive at a server that serves 10/s; callers give up after 150ms and the
+    // cancellation reaches the server, so about three requests are ever waiting. The queue's
+    // room of 10 is never used up by requests no one waits for (it was, when cancelled
+    // requests stayed in the queue until they reached its front).
+    let r = check(&open(
+        "20/s",
+        r#", timeout: "150ms""#,
+        "60s",
+        r#""api": (workers: 1, queue: (capacity: 10), work: Constant(value: "100ms"), on_abandoned: Cancel)"#,
+        "",
+    ));
+    let api = service(&r, "api");
+    assert_eq!(failed(&r, "queue_full"), 0, "{:?}", r.summary);
+    // Little's law: 20/s waiting at most 150ms (less, for those served) holds under three.
+    assert!(api.queue_depth_mean < 3.0, "{api:?}");
+    assert!(api.cancelled > 500, "{api:?}");
+}
+
+#[test]
+fn a_trace_follows_one_request_across_services() {
+    let text = r#"Scenario(
+        name: "t",
+        duration: "5s",
+        clients: { "c": (load: Open(rate: Constant("50/s")), call: (target: "api")) },
+        services: {
+            "api": (workers: 4, work: Constant(value: "2ms"), calls: [(target: "db")]),
+            "db": (workers: 4, work: Constant(value: "3ms"), latency: Constant(value: "1ms")),
+        },
+    )"#;
+    let scenario = parse("t.ron", text).unwrap();
+    let options = RunOptions {
+        trace_window: Some((
+            sim_core::SimDuration::from_secs(2),
+            sim_core::SimDuration::from_secs(3),
+        )),
+        ..RunOptions::default()
+    };
+    let r = run(&scenario, "t.ron", &options).unwrap().report;
+    // Request ids are never reused: the db's attempts name the client request they serve.
+    let request_of = |line: &str| {
+        line.rsplit("(request #")
+            .next()
+            .map(|s| s.trim_end_matches(')').to_string())
+    };
+    let at_db: Vec<String> = r
+        .trace
+        .iter()
+        .filter(|l| l.contains("deliver") && l.contains(" db/0 "))
+        .filter_map(|l| request_of(l))
+        .collect();
+    assert!(at_db.len() > 20, "{:?}", r.trace);
+    for id in &at_db {
+        let mine = |l: &&String| l.ends_with(&format!("(request #{id})"));
+        let story: Vec<&String> = r.trace.iter().filter(mine).collect();
+        let seen = |what: &str| story.iter().any(|l| l.contains(what));
+        if story.iter().any(|l| l.contains("arrival")) {
+            continue;
+        }
+        assert!(
+            seen(" api/0 ") && seen(" db/0 ") && seen("reply"),
+            "{story:#?}"
+        );
+    }
+    let distinct: std::collections::BTreeSet<&String> = at_db.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        at_db.len(),
+        "one db attempt per request here"
+    );
 }
