@@ -175,28 +175,10 @@ pub fn validate(s: &Scenario) -> Check {
     Ok(())
 }
 
-/// The network section: sim-net's own checks, node names that exist, and no second way of
-/// saying the same thing (a service `latency` or a network fault of ours).
+/// The network section: sim-net's own checks and node names that exist. A service's
+/// `latency` and the scenario's network faults are sim-net settings too (see the world's
+/// network module), so they may be combined with it.
 fn network(n: &NetworkConfig, s: &Scenario) -> Check {
-    for (name, service) in &s.services {
-        if service.latency.is_some() {
-            return Err(err(
-                format!("services.{name}.latency"),
-                "with a `network` section, put latency on its links (network.default_link or network.links)",
-            ));
-        }
-    }
-    for (i, f) in s.faults.iter().enumerate() {
-        if matches!(
-            f.kind,
-            FaultKind::Latency { .. } | FaultKind::Loss { .. } | FaultKind::Partition { .. }
-        ) {
-            return Err(err(
-                format!("faults[{i}].kind"),
-                "with a `network` section, network faults go in network.faults (Partition, Degrade, Clog, Crash, Pause)",
-            ));
-        }
-    }
     let mut net: sim_net::Network<()> = sim_net::Network::new(sim_core::Seed(0));
     for name in s.clients.keys().chain(s.services.keys()) {
         net.add_node(name, slotmap::Key::null()).map_err(|e| {

@@ -101,9 +101,9 @@ impl World {
                 }) => (
                     "reply",
                     format!(
-                        "{} attempt {attempt} {}",
-                        self.call_name(*call),
-                        outcome.name()
+                        "attempt {attempt} {} to {}",
+                        outcome.name(),
+                        self.call_name(*call)
                     ),
                 ),
                 Some(Packet::Cancel { job }) => ("cancel", self.job_name(*job)),
@@ -121,7 +121,7 @@ impl World {
             Msg::WorkDone { job } => ("work-done", self.job_name(*job)),
             Msg::Timeout { call, attempt } => (
                 "timeout",
-                format!("{} attempt {attempt}", self.call_name(*call)),
+                format!("attempt {attempt} of {}", self.call_name(*call)),
             ),
             Msg::Retry { call } => ("retry", self.call_name(*call)),
             Msg::GateReleased { call } => ("gate-release", self.call_name(*call)),

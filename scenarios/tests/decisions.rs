@@ -1,0 +1,110 @@
+//! No field of a pattern decision is dropped on the way to the world: a shaping limiter's
+//! delay holds requests back, a breaker's and a limiter's "come back at" reach the retry
+//! policy like a server's `Retry-After`. Each test runs a scenario and reads what a user
+//! reads: its report.
+
+use scenarios::load::parse;
+use scenarios::{Report, RunOptions, run};
+
+/// Parses and runs a scenario written for the test.
+fn check(text: &str) -> Report {
+    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    run(&scenario, "test.ron", &RunOptions::default())
+        .unwrap()
+        .report
+}
+
+/// One open-loop client at `rate` calling `api` with `stack`, and `api` as given.
+fn scenario(rate: &str, stack: &str, api: &str, faults: &str) -> String {
+    format!(
+        r#"Scenario(
+            name: "t",
+            duration: "20s",
+            clients: {{ "c": (load: Open(rate: Constant("{rate}")), call: (target: "api", stack: [{stack}])) }},
+            services: {{ "api": ({api}) }},
+            faults: [{faults}],
+        )"#
+    )
+}
+
+#[test]
+fn a_leaky_bucket_queue_at_admission_shapes_arrivals_to_its_rate() {
+    // 50/s arrive; the service's leaky bucket releases 20/s and holds up to 40 waiting. The
+    // admitted requests start work at its pace, each after waiting its turn.
+    let r = check(&scenario(
+        "50/s",
+        "",
+        r#"workers: 100, work: Constant(value: "1ms"), admission: [Limiter((kind: "leaky_queue", rate: "20/s", queue_capacity: 40))]"#,
+        "",
+    ));
+    let api = &r.services[0];
+    for b in &r.series[2..19] {
+        let ok = b.services[0].ok;
+        assert!((15..=25).contains(&ok), "{b:?}");
+    }
+    assert!(api.failed_by_reason["rate_limited"] > 500, "{api:?}");
+    // A full bucket holds 40 requests at 20/s: the admitted wait up to 2s, most of them
+    // close to that, since arrivals keep it full.
+    let l = &r.summary.latency_ms;
+    assert!(l.p50 > 1500.0 && l.max <= 2002.0, "{l:?}");
+}
+
+#[test]
+fn a_leaky_bucket_queue_in_a_call_stack_paces_the_calls() {
+    // The client's own leaky bucket lets 20 calls a second go; the service is fast and idle.
+    let r = check(&scenario(
+        "50/s",
+        r#"Limiter((kind: "leaky_queue", rate: "20/s", queue_capacity: 10))"#,
+        r#"workers: 100, work: Constant(value: "1ms")"#,
+        "",
+    ));
+    for b in &r.series[2..19] {
+        assert!((15..=25).contains(&b.services[0].arrivals), "{b:?}");
+    }
+    assert!(r.calls[0].counts.shaped > 300, "{:?}", r.calls[0].counts);
+    // Up to 10 waiting at 20/s: half a second at most.
+    let l = &r.summary.latency_ms;
+    assert!(l.p50 > 300.0 && l.max <= 502.0, "{l:?}");
+}
+
+#[test]
+fn a_retry_waits_for_the_open_breaker_to_half_open() {
+    // Every request fails for 5s; the breaker opens for 1s at a time. A retry refused by the
+    // open breaker is told when it will let calls through again and waits until then, so
+    // requests that meet an open breaker near the end of the fault succeed after it.
+    let stack = r#"Retry((max_attempts: 3, backoff: (strategy: Constant(delay: "10ms"), jitter: None))),
+        Breaker((sliding_window_size: 10, minimum_number_of_calls: 10, wait_duration_in_open_state: "1s"))"#;
+    let r = check(&scenario(
+        "50/s",
+        stack,
+        r#"workers: 100, work: Constant(value: "1ms")"#,
+        r#"(at: "0s", duration: "5s", kind: ErrorRate(service: "api", error_ratio: 1.0))"#,
+    ));
+    // Without the breaker's hint, a retry 10ms later is refused again and the request fails
+    // within 30ms; with it, a retried request can take up to the breaker's open wait.
+    assert!(
+        r.summary.latency_ms.max > 300.0,
+        "{:?}",
+        r.summary.latency_ms
+    );
+    assert!(r.calls[0].rejected_by_reason["breaker_open"] > 0);
+}
+
+#[test]
+fn a_retry_waits_for_the_client_limiter_to_refill() {
+    // A fixed window of 10 calls per second refuses the rest with the time to the next
+    // window; retries wait for it instead of failing 1ms later.
+    let stack = r#"Retry((max_attempts: 2, backoff: (strategy: Constant(delay: "1ms"), jitter: None))),
+        Limiter((kind: "fixed_window", limit: 10, window: "1s"))"#;
+    let r = check(&scenario(
+        "12/s",
+        stack,
+        r#"workers: 100, work: Constant(value: "1ms")"#,
+        "",
+    ));
+    assert!(
+        r.summary.latency_ms.max > 100.0,
+        "{:?}",
+        r.summary.latency_ms
+    );
+}
