@@ -13,8 +13,9 @@
 //! completed during a bucket, whenever it was offered, is counted apart (`completed_ok`),
 //! which is what goodput per second over time means.
 //!
-//! Memory: a client's figures are a compact latency histogram (two significant digits,
-//! grown to the largest latency seen) and four counters per bucket; a service's are counters,
+//! Memory: a client's figures are a latency histogram (compact, two significant digits grown
+//! to the largest latency seen, when a scenario has more than 64 clients) and five counters
+//! per bucket; a service's are counters,
 //! two histograms and a few numbers per bucket. Nothing grows with the number of requests.
 
 use patterns::breaker::StateKind;
@@ -287,7 +288,8 @@ pub struct ClientFigures {
     pub name: String,
     /// Failed requests per reason.
     pub failed: ReasonCounts,
-    /// Latency of its successful requests (two significant digits).
+    /// Latency of its successful requests (three significant digits in a scenario of up to
+    /// 64 clients, two beyond).
     pub latency: LatencyHistogram,
     /// One entry per report bucket, by the bucket of the request's offer (see the module
     /// docs); may be shorter than the run (missing buckets are all zero).
@@ -448,7 +450,7 @@ pub struct Figures {
     pub end: SimTime,
     /// The report bucket width.
     pub bucket: SimDuration,
-    /// Latency of every successful client request (three significant digits).
+    /// Latency of every successful client request: the clients' histograms merged.
     pub latency: LatencyHistogram,
     /// The clients, in name order.
     pub clients: Vec<ClientFigures>,

@@ -89,6 +89,21 @@ impl LatencyHistogram {
         }
     }
 
+    /// Records `n` values of `latency` (nothing when `n` is zero).
+    pub fn record_n(&mut self, latency: SimDuration, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let nanos = latency.as_nanos().max(1);
+        if nanos > LATENCY_MAX.as_nanos() {
+            self.clamped += n;
+        }
+        let nanos = nanos.min(LATENCY_MAX.as_nanos());
+        if self.histogram.record_n(nanos, n).is_err() {
+            self.histogram.saturating_record_n(nanos, n);
+        }
+    }
+
     /// Values recorded.
     pub fn count(&self) -> u64 {
         self.histogram.len()

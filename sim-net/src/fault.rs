@@ -139,6 +139,9 @@ pub(crate) struct Blocked {
 pub(crate) struct Timeline {
     faults: Vec<FaultState>,
     edges: BTreeMap<(SimTime, u64), (FaultId, Edge)>,
+    /// No edge is due before this time (a lower bound: it may be earlier than the first
+    /// edge after an `end`), so that `advance` between edges is one comparison.
+    next_edge: SimTime,
     next_seq: u64,
     /// Active faults in install order; usually empty, which is the fast path.
     active: Vec<FaultId>,
@@ -168,6 +171,7 @@ impl Timeline {
         let id = FaultId(u32::try_from(self.faults.len()).expect("fewer than 2^32 faults"));
         let start_key = self.key(start);
         self.edges.insert(start_key, (id, Edge::Start));
+        self.next_edge = self.next_edge.min(start);
         let end_key = end.map(|end| {
             let key = self.key(end);
             self.edges.insert(key, (id, Edge::End));
@@ -198,8 +202,13 @@ impl Timeline {
             self.now
         );
         self.now = now;
+        if now < self.next_edge {
+            return;
+        }
+        self.next_edge = SimTime::MAX;
         while let Some(entry) = self.edges.first_entry() {
             if entry.key().0 > now {
+                self.next_edge = entry.key().0;
                 break;
             }
             let (id, edge) = entry.remove();

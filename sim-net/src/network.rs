@@ -182,6 +182,9 @@ pub struct Network<P> {
     names: BTreeMap<String, NodeId>,
     links: Vec<Link<P>>,
     link_index: BTreeMap<(NodeId, NodeId), LinkId>,
+    /// The same links by source node, each list sorted by target: the send path's lookup
+    /// (a node has few links, and a binary search of a short list beats a tree walk).
+    links_from: Vec<Vec<(NodeId, LinkId)>>,
     timeline: Timeline,
     rules: Vec<(RuleId, Box<dyn Rule<P>>)>,
     next_rule: u32,
@@ -217,6 +220,7 @@ impl<P> Network<P> {
             names: BTreeMap::new(),
             links: Vec::new(),
             link_index: BTreeMap::new(),
+            links_from: Vec::new(),
             timeline: Timeline::default(),
             rules: Vec::new(),
             next_rule: 0,
@@ -245,6 +249,7 @@ impl<P> Network<P> {
         }
         let id = NodeId(u32::try_from(self.nodes.len()).expect("fewer than 2^32 nodes"));
         self.nodes.push(Node::new(name, Some(entity)));
+        self.links_from.push(Vec::new());
         self.names.insert(name.to_string(), id);
         Ok(id)
     }
@@ -487,9 +492,11 @@ impl<P> Network<P> {
 
     #[inline]
     fn link_id(&mut self, source: NodeId, target: NodeId) -> LinkId {
-        if let Some(&id) = self.link_index.get(&(source, target)) {
-            return id;
-        }
+        let from = &self.links_from[source.index()];
+        let at = match from.binary_search_by_key(&target, |(t, _)| *t) {
+            Ok(i) => return from[i].1,
+            Err(at) => at,
+        };
         let id = LinkId(u32::try_from(self.links.len()).expect("fewer than 2^32 links"));
         let params = self.params_for(source, target);
         let link = Link::new(
@@ -500,6 +507,7 @@ impl<P> Network<P> {
         );
         self.links.push(link);
         self.link_index.insert((source, target), id);
+        self.links_from[source.index()].insert(at, (target, id));
         id
     }
 
@@ -525,13 +533,30 @@ impl<P> Network<P> {
         let id = PacketId(self.next_packet);
         self.next_packet += 1;
 
+        let degradation = if self.timeline.any_active() {
+            self.timeline.degradation(source, target)
+        } else {
+            Degradation::NONE
+        };
         let link = &mut self.links[link_id.index()];
         link.stats.sent += 1;
-        // Every message draws its loss and duplication numbers, whatever happens to it, so
-        // that a fault or a rule dropping one message does not shift the draws of the next
-        // (common random numbers across policies and fault timelines).
-        let loss_draw = unit_f64(&mut link.rng_loss);
-        let duplicate_draw = unit_f64(&mut link.rng_duplicate);
+        // Every message a link could lose (duplicate) draws its loss (duplication) number,
+        // whatever happens to it, so that a fault or a rule dropping one message does not
+        // shift the draws of the next (common random numbers across policies and fault
+        // timelines). Whether a draw happens depends only on the link's settings and the
+        // active degradations, never on an earlier message's fate; a link that can do
+        // neither draws nothing, which keeps the common lossless link cheap.
+        let can_lose = link.params.loss_ratio > 0.0 || degradation.loss_ratio > 0.0;
+        let loss_draw = if can_lose {
+            unit_f64(&mut link.rng_loss)
+        } else {
+            1.0
+        };
+        let duplicate_draw = if link.params.duplicate_ratio > 0.0 {
+            unit_f64(&mut link.rng_duplicate)
+        } else {
+            1.0
+        };
 
         let (src, dst) = (&self.nodes[source.index()], &self.nodes[target.index()]);
         let mut dropped = if src.down > 0 {
@@ -569,11 +594,6 @@ impl<P> Network<P> {
         let (source_incarnation, target_incarnation) = (src.incarnation, dst.incarnation);
         let target_entity = dst.entity;
 
-        let degradation = if self.timeline.any_active() {
-            self.timeline.degradation(source, target)
-        } else {
-            Degradation::NONE
-        };
         let link = &mut self.links[link_id.index()];
         if dropped.is_none() {
             let loss = link.params.loss_ratio;

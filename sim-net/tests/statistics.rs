@@ -184,11 +184,11 @@ fn loss_duplication_and_latency_match_the_configuration() {
     let q99_theory = sampler.quantile_nanos(0.99).unwrap();
     let relative_se = se(0.99, count) * sigma / phi;
     let histogram = stats.latency().unwrap();
-    // HdrHistogram with three significant digits adds up to 0.1% of its own error.
+    // A link's histogram keeps two significant digits: it adds up to 1% of its own error.
     check(
         "latency p99 (ns)",
         histogram.quantile(0.99).as_nanos() as f64,
         q99_theory,
-        q99_theory * (relative_se + 0.001 / 3.0),
+        q99_theory * (relative_se + 0.01 / 3.0),
     );
 }

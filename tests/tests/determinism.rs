@@ -50,3 +50,24 @@ fn a_different_history_gives_a_different_digest() {
     };
     assert_ne!(run_mmc(base).digest, run_mmc(faster).digest);
 }
+
+#[test]
+fn library_digests_are_pinned() {
+    // Every library scenario at its own seed: the same digest in the dev and the release
+    // profile (this snapshot is shared by both runs of this file in `.ci/run`), and the
+    // same as when the snapshot was taken.
+    let lines: Vec<String> = scenarios::library::LIBRARY
+        .iter()
+        .map(|entry| {
+            let scenario = scenarios::load::parse(entry.name, entry.text).expect("valid");
+            let out = scenarios::run(&scenario, entry.name, &scenarios::RunOptions::default())
+                .expect("the library runs");
+            let r = &out.report;
+            format!(
+                "{:<32} seed {} events {:>8} digest {}",
+                entry.name, r.seed, r.events, r.digest
+            )
+        })
+        .collect();
+    insta::assert_snapshot!("determinism__library_digests", lines.join("\n"));
+}

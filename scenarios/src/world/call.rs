@@ -526,7 +526,6 @@ impl World {
         let (offered_in, ended_in) = (self.bucket_of(offered_at), self.bucket_of(now));
         self.clients[client as usize].record_outcome(o, offered_in, ended_in, latency);
         if o == Outcome::Ok {
-            self.latency.record(latency);
             super::client::bucket_mut(&mut self.run_buckets, offered_in)
                 .latency
                 .record(latency);

@@ -13,6 +13,11 @@ use sim_core::metrics::LatencyHistogram;
 use sim_core::sample::exponential;
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 
+/// The most clients whose latencies are kept to three significant digits (about 260 KB
+/// each); beyond it every client keeps two (within 1%, a few KB), so that a fleet of
+/// thousands of clients fits in memory. The run's summary merges the clients' histograms.
+pub const CLIENTS_PRECISE_MAX: usize = 64;
+
 /// How a client generates requests.
 #[derive(Debug)]
 enum Source {
@@ -49,13 +54,16 @@ pub enum Requester {
 }
 
 impl Client {
-    /// Compiles client `name` of the scenario; `site` is the index of its call site.
+    /// Compiles client `name` of the scenario; `site` is the index of its call site. A
+    /// `precise` client keeps its latencies to three significant digits, others to two (see
+    /// [`CLIENTS_PRECISE_MAX`]).
     pub fn new(
         name: &str,
         c: &schema::Client,
         faults: &[schema::Fault],
         site: u32,
         seed: Seed,
+        precise: bool,
     ) -> Self {
         let source = match &c.load {
             Load::Open { rate } => {
@@ -95,7 +103,11 @@ impl Client {
             figures: ClientFigures {
                 name: name.to_string(),
                 failed: ReasonCounts::default(),
-                latency: LatencyHistogram::compact(),
+                latency: if precise {
+                    LatencyHistogram::new()
+                } else {
+                    LatencyHistogram::compact()
+                },
                 buckets: Vec::new(),
             },
         }
@@ -281,7 +293,7 @@ mod tests {
     fn outcomes_count_in_the_bucket_of_their_offer() {
         let text = r#"(load: Closed(users: 1, think: Constant(value: "1s")), call: (target: "s"))"#;
         let c: schema::Client = ron::from_str(text).unwrap();
-        let mut client = Client::new("c", &c, &[], 0, Seed(1));
+        let mut client = Client::new("c", &c, &[], 0, Seed(1), false);
         client.record_offer(2);
         client.record_offer(3);
         client.record_outcome(Outcome::Ok, 2, 5, SimDuration::from_secs(3));

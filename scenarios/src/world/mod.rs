@@ -25,7 +25,8 @@
 //! | `hedge` | a hedged call's race |
 //! | `service` | a service: balancer, admission, work, faults, controllers, figures |
 //! | `replica` | a replica: workers, queue and discipline, health, cache state |
-//! | `job` | a job and its `Stage`: admission, queue, work, cache, downstream calls, reply |
+//! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
+//! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -41,6 +42,7 @@
 
 mod call;
 mod client;
+mod downstream;
 mod faults;
 mod hedge;
 mod job;
@@ -136,8 +138,6 @@ pub struct World {
     wakes: Wakes,
     trace: Option<Trace>,
     bucket: SimDuration,
-    /// Latency of every successful client request.
-    latency: LatencyHistogram,
     /// Per report bucket (of the requests' offers), over all clients.
     run_buckets: Vec<RunBucket>,
     /// The id of the last call started.
@@ -170,7 +170,8 @@ impl World {
                 &c.call,
                 seed,
             ));
-            clients.push(Client::new(name, c, &s.faults, i as u32, seed));
+            let precise = s.clients.len() <= client::CLIENTS_PRECISE_MAX;
+            clients.push(Client::new(name, c, &s.faults, i as u32, seed, precise));
         }
         let mut services = Vec::new();
         for (i, (name, sv)) in s.services.iter().enumerate() {
@@ -204,7 +205,6 @@ impl World {
             wakes: Wakes::default(),
             trace: None,
             bucket,
-            latency: LatencyHistogram::new(),
             run_buckets: Vec::new(),
             next_call_id: 0,
             duplicates_ignored: 0,
@@ -377,7 +377,13 @@ impl World {
         Figures {
             end,
             bucket: self.bucket,
-            latency: self.latency.clone(),
+            latency: {
+                let mut all = LatencyHistogram::new();
+                for c in &self.clients {
+                    all.merge(&c.figures().latency);
+                }
+                all
+            },
             clients: self.clients.iter().map(|c| c.figures().clone()).collect(),
             services,
             call_sites: self.call_site_figures(),

@@ -82,6 +82,9 @@ pub struct Service {
     waiters: BTreeMap<(u32, u64), JobKey>,
     counts: ServiceCounts,
     wait: LatencyHistogram,
+    /// Attempts that found a free worker (a wait of zero), kept apart from `wait` because
+    /// they are most attempts of a healthy service and a count is cheaper than a record.
+    waits_zero: u64,
     tallies: Vec<Tally>,
     bucket: SimDuration,
     queue_series: GaugeSeries,
@@ -149,6 +152,7 @@ impl Service {
             waiters: BTreeMap::new(),
             counts: ServiceCounts::default(),
             wait: LatencyHistogram::compact(),
+            waits_zero: 0,
             tallies: Vec::new(),
             bucket,
             queue_series: GaugeSeries::new(bucket),
@@ -479,11 +483,16 @@ impl Service {
         self.pid.as_ref().map(|p| p.interval)
     }
 
-    /// A job left the queue after waiting `sojourn` (the PID shedder's signal, and the wait
-    /// figures).
-    pub fn record_wait(&mut self, sojourn: SimDuration) {
-        self.wait.record(sojourn);
-        if let Some(p) = &mut self.pid {
+    /// A worker took a job that waited `sojourn` (zero: it found the worker free), for the
+    /// wait figures; a job that left the queue is also the PID shedder's signal, which
+    /// reads only the requests that queued.
+    pub fn record_wait(&mut self, sojourn: SimDuration, queued: bool) {
+        if sojourn.is_zero() {
+            self.waits_zero += 1;
+        } else {
+            self.wait.record(sojourn);
+        }
+        if queued && let Some(p) = &mut self.pid {
             p.delay_sum_ns += sojourn.as_nanos();
             p.delay_count += 1;
         }
@@ -561,7 +570,11 @@ impl Service {
             replicas: self.config.replicas,
             workers: self.config.workers,
             counts,
-            wait: self.wait.clone(),
+            wait: {
+                let mut wait = self.wait.clone();
+                wait.record_n(SimDuration::ZERO, self.waits_zero);
+                wait
+            },
             pid_drop_ratio_max: self.pid.as_ref().map_or(0.0, |p| p.drop_ratio_max),
             buckets: (0..buckets)
                 .map(|i| {
