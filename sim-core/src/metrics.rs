@@ -66,8 +66,8 @@ impl LatencyHistogram {
     /// memory grows with the largest value recorded, up to one hour. It merges with
     /// [`LatencyHistogram::new`] in either direction.
     pub fn compact() -> Self {
-        let mut histogram = Histogram::new_with_bounds(1_000, 1_000_000, 2)
-            .expect("static histogram bounds are valid");
+        let mut histogram =
+            Histogram::new_with_bounds(1_000, 2_000, 2).expect("static histogram bounds are valid");
         histogram.auto(true);
         LatencyHistogram {
             histogram,
@@ -212,6 +212,10 @@ pub struct GaugeSeries {
     since: SimTime,
     /// Per bucket: integral of value·dt in value·ns, and the max.
     buckets: Vec<(f64, f64)>,
+    /// The bucket `since` falls in and where it ends: a change within the same bucket (the
+    /// common case: a gauge changes many times per bucket) needs no division.
+    current: usize,
+    current_end: u64,
 }
 
 impl GaugeSeries {
@@ -223,6 +227,8 @@ impl GaugeSeries {
             value: 0.0,
             since: SimTime::ZERO,
             buckets: vec![(0.0, 0.0)],
+            current: 0,
+            current_end: width.as_nanos(),
         }
     }
 
@@ -241,9 +247,18 @@ impl GaugeSeries {
             "gauge updated at {now}, before {}",
             self.since
         );
+        let end = now.as_nanos();
+        if end < self.current_end {
+            let value = self.value;
+            let dt = (end - self.since.as_nanos()) as f64;
+            let b = &mut self.buckets[self.current];
+            b.0 += value * dt;
+            b.1 = b.1.max(value);
+            self.since = now;
+            return;
+        }
         let width = self.width.as_nanos();
         let mut t = self.since.as_nanos();
-        let end = now.as_nanos();
         while t < end {
             let i = (t / width) as usize;
             let bucket_end = ((i as u64) + 1).saturating_mul(width).min(end);
@@ -254,14 +269,16 @@ impl GaugeSeries {
             t = bucket_end;
         }
         self.since = now;
+        self.current = (end / width) as usize;
+        self.current_end = (self.current as u64 + 1).saturating_mul(width);
+        self.bucket(self.current);
     }
 
     /// Sets the gauge to `value` from `now` on.
     pub fn set(&mut self, now: SimTime, value: f64) {
         self.advance(now);
         self.value = value;
-        let i = bucket_of(now, self.width);
-        let b = self.bucket(i);
+        let b = &mut self.buckets[self.current];
         b.1 = b.1.max(value);
     }
 

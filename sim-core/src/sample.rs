@@ -402,6 +402,15 @@ fn clamp_nanos(nanos: f64) -> SimDuration {
 }
 
 impl Sampler {
+    /// The value of a constant sampler, which draws nothing (`None` for any other).
+    #[inline]
+    pub fn as_constant(&self) -> Option<SimDuration> {
+        match self.kind {
+            Kind::Constant(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// A sampler that always returns `value`.
     pub fn constant(value: SimDuration) -> Self {
         Sampler {

@@ -32,36 +32,43 @@ impl SimTime {
     pub const MAX: SimTime = SimTime(u64::MAX);
 
     /// The instant `nanos` nanoseconds after the start.
+    #[inline]
     pub const fn from_nanos(nanos: u64) -> Self {
         SimTime(nanos)
     }
 
     /// The instant `millis` milliseconds after the start.
+    #[inline]
     pub const fn from_millis(millis: u64) -> Self {
         SimTime(millis * NANOS_PER_MILLI)
     }
 
     /// The instant `secs` seconds after the start.
+    #[inline]
     pub const fn from_secs(secs: u64) -> Self {
         SimTime(secs * NANOS_PER_SEC)
     }
 
     /// Nanoseconds since the start.
+    #[inline]
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
 
     /// Seconds since the start, as a float: for reports only, never for state.
+    #[inline]
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / NANOS_PER_SEC as f64
     }
 
     /// The span from the start of the run to this instant.
+    #[inline]
     pub const fn since_start(self) -> SimDuration {
         SimDuration(self.0)
     }
 
     /// `self - earlier`; panics if `earlier` is later than `self` (a bug in the caller).
+    #[inline]
     pub fn duration_since(self, earlier: SimTime) -> SimDuration {
         assert!(
             earlier.0 <= self.0,
@@ -71,11 +78,13 @@ impl SimTime {
     }
 
     /// `self - earlier`, or zero when `earlier` is later (for clocks that may appear to go back).
+    #[inline]
     pub const fn saturating_duration_since(self, earlier: SimTime) -> SimDuration {
         SimDuration(self.0.saturating_sub(earlier.0))
     }
 
     /// `self + d`, or `None` on overflow.
+    #[inline]
     pub const fn checked_add(self, d: SimDuration) -> Option<SimTime> {
         match self.0.checked_add(d.0) {
             Some(t) => Some(SimTime(t)),
@@ -84,11 +93,13 @@ impl SimTime {
     }
 
     /// `self + d`, clamped to [`SimTime::MAX`] ("never").
+    #[inline]
     pub const fn saturating_add(self, d: SimDuration) -> SimTime {
         SimTime(self.0.saturating_add(d.0))
     }
 
     /// `self - d`, or `None` before the start.
+    #[inline]
     pub const fn checked_sub(self, d: SimDuration) -> Option<SimTime> {
         match self.0.checked_sub(d.0) {
             Some(t) => Some(SimTime(t)),
@@ -97,6 +108,7 @@ impl SimTime {
     }
 
     /// `self - d`, clamped to the start of the run.
+    #[inline]
     pub const fn saturating_sub(self, d: SimDuration) -> SimTime {
         SimTime(self.0.saturating_sub(d.0))
     }
@@ -109,21 +121,25 @@ impl SimDuration {
     pub const MAX: SimDuration = SimDuration(u64::MAX);
 
     /// A span of `nanos` nanoseconds.
+    #[inline]
     pub const fn from_nanos(nanos: u64) -> Self {
         SimDuration(nanos)
     }
 
     /// A span of `micros` microseconds.
+    #[inline]
     pub const fn from_micros(micros: u64) -> Self {
         SimDuration(micros * NANOS_PER_MICRO)
     }
 
     /// A span of `millis` milliseconds.
+    #[inline]
     pub const fn from_millis(millis: u64) -> Self {
         SimDuration(millis * NANOS_PER_MILLI)
     }
 
     /// A span of `secs` seconds.
+    #[inline]
     pub const fn from_secs(secs: u64) -> Self {
         SimDuration(secs * NANOS_PER_SEC)
     }
@@ -135,6 +151,7 @@ impl SimDuration {
     }
 
     /// A span from a float number of nanoseconds, rounded to nearest and clamped to `[0, MAX]`.
+    #[inline]
     pub fn from_nanos_f64(nanos: f64) -> Self {
         if nanos.is_nan() || nanos <= 0.0 {
             return SimDuration::ZERO;
@@ -145,31 +162,37 @@ impl SimDuration {
     }
 
     /// Nanoseconds in this span.
+    #[inline]
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
 
     /// Whole milliseconds in this span (truncated).
+    #[inline]
     pub const fn as_millis(self) -> u64 {
         self.0 / NANOS_PER_MILLI
     }
 
     /// Seconds as a float: for reports and rate arithmetic, never for state.
+    #[inline]
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / NANOS_PER_SEC as f64
     }
 
     /// Milliseconds as a float: for reports.
+    #[inline]
     pub fn as_millis_f64(self) -> f64 {
         self.0 as f64 / NANOS_PER_MILLI as f64
     }
 
     /// True for the zero span.
+    #[inline]
     pub const fn is_zero(self) -> bool {
         self.0 == 0
     }
 
     /// `self + other`, or `None` on overflow.
+    #[inline]
     pub const fn checked_add(self, other: SimDuration) -> Option<SimDuration> {
         match self.0.checked_add(other.0) {
             Some(d) => Some(SimDuration(d)),
@@ -178,6 +201,7 @@ impl SimDuration {
     }
 
     /// `self - other`, or `None` if `other` is longer.
+    #[inline]
     pub const fn checked_sub(self, other: SimDuration) -> Option<SimDuration> {
         match self.0.checked_sub(other.0) {
             Some(d) => Some(SimDuration(d)),
@@ -186,21 +210,25 @@ impl SimDuration {
     }
 
     /// `self + other`, clamped to [`SimDuration::MAX`].
+    #[inline]
     pub const fn saturating_add(self, other: SimDuration) -> SimDuration {
         SimDuration(self.0.saturating_add(other.0))
     }
 
     /// `self - other`, clamped to zero.
+    #[inline]
     pub const fn saturating_sub(self, other: SimDuration) -> SimDuration {
         SimDuration(self.0.saturating_sub(other.0))
     }
 
     /// `self * k`, clamped to [`SimDuration::MAX`].
+    #[inline]
     pub const fn saturating_mul(self, k: u64) -> SimDuration {
         SimDuration(self.0.saturating_mul(k))
     }
 
     /// `self * factor` for a float factor, rounded to the nearest nanosecond and clamped.
+    #[inline]
     pub fn mul_f64(self, factor: f64) -> SimDuration {
         SimDuration::from_nanos_f64(self.0 as f64 * factor)
     }
@@ -208,6 +236,7 @@ impl SimDuration {
 
 impl Add<SimDuration> for SimTime {
     type Output = SimTime;
+    #[inline]
     fn add(self, d: SimDuration) -> SimTime {
         match self.0.checked_add(d.0) {
             Some(t) => SimTime(t),
@@ -217,6 +246,7 @@ impl Add<SimDuration> for SimTime {
 }
 
 impl AddAssign<SimDuration> for SimTime {
+    #[inline]
     fn add_assign(&mut self, d: SimDuration) {
         *self = *self + d;
     }
@@ -224,6 +254,7 @@ impl AddAssign<SimDuration> for SimTime {
 
 impl Sub<SimDuration> for SimTime {
     type Output = SimTime;
+    #[inline]
     fn sub(self, d: SimDuration) -> SimTime {
         match self.0.checked_sub(d.0) {
             Some(t) => SimTime(t),
@@ -234,6 +265,7 @@ impl Sub<SimDuration> for SimTime {
 
 impl Sub<SimTime> for SimTime {
     type Output = SimDuration;
+    #[inline]
     fn sub(self, earlier: SimTime) -> SimDuration {
         self.duration_since(earlier)
     }
@@ -241,6 +273,7 @@ impl Sub<SimTime> for SimTime {
 
 impl Add for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn add(self, other: SimDuration) -> SimDuration {
         match self.0.checked_add(other.0) {
             Some(d) => SimDuration(d),
@@ -250,6 +283,7 @@ impl Add for SimDuration {
 }
 
 impl AddAssign for SimDuration {
+    #[inline]
     fn add_assign(&mut self, other: SimDuration) {
         *self = *self + other;
     }
@@ -257,6 +291,7 @@ impl AddAssign for SimDuration {
 
 impl Sub for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn sub(self, other: SimDuration) -> SimDuration {
         match self.0.checked_sub(other.0) {
             Some(d) => SimDuration(d),
@@ -266,6 +301,7 @@ impl Sub for SimDuration {
 }
 
 impl SubAssign for SimDuration {
+    #[inline]
     fn sub_assign(&mut self, other: SimDuration) {
         *self = *self - other;
     }
@@ -273,6 +309,7 @@ impl SubAssign for SimDuration {
 
 impl Mul<u64> for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn mul(self, k: u64) -> SimDuration {
         match self.0.checked_mul(k) {
             Some(d) => SimDuration(d),
@@ -283,6 +320,7 @@ impl Mul<u64> for SimDuration {
 
 impl Div<u64> for SimDuration {
     type Output = SimDuration;
+    #[inline]
     fn div(self, k: u64) -> SimDuration {
         assert!(k != 0, "duration divided by zero");
         SimDuration(self.0 / k)

@@ -113,6 +113,7 @@ impl Degradation {
         loss_ratio: 0.0,
     };
 
+    #[inline]
     pub fn is_none(&self) -> bool {
         *self == Degradation::NONE
     }
@@ -193,7 +194,8 @@ impl Timeline {
         (time, seq)
     }
 
-    /// Applies every edge at or before `now`, in time order, then install order.
+    /// Applies every edge at or before `now`, in time order, then install order. Between
+    /// edges (almost always) this is one comparison, inlined at the call site.
     #[inline]
     pub fn advance(&mut self, now: SimTime, nodes: &mut [Node]) {
         assert!(
@@ -202,9 +204,13 @@ impl Timeline {
             self.now
         );
         self.now = now;
-        if now < self.next_edge {
-            return;
+        if now >= self.next_edge {
+            self.apply_edges(now, nodes);
         }
+    }
+
+    #[cold]
+    fn apply_edges(&mut self, now: SimTime, nodes: &mut [Node]) {
         self.next_edge = SimTime::MAX;
         while let Some(entry) = self.edges.first_entry() {
             if entry.key().0 > now {

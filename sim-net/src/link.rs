@@ -109,7 +109,13 @@ impl LinkStats {
     /// Send-to-delivery latency of the delivered copies (queueing, serialization, rule
     /// delays and holds included); `None` before the first delivery.
     pub fn latency(&self) -> Option<LatencyHistogram> {
-        let mut h = self.latency.as_deref()?.clone();
+        if self.run.1 == 0 {
+            return None;
+        }
+        let mut h = match self.latency.as_deref() {
+            Some(h) => h.clone(),
+            None => LatencyHistogram::compact(),
+        };
         h.record_n(self.run.0, self.run.1);
         Some(h)
     }
@@ -118,6 +124,7 @@ impl LinkStats {
         self.dropped[reason.index()] += 1;
     }
 
+    #[inline]
     pub(crate) fn record_delivery(&mut self, latency: SimDuration) {
         self.delivered += 1;
         if self.run.1 > 0 && self.run.0 == latency {
@@ -125,7 +132,9 @@ impl LinkStats {
             return;
         }
         let (last, n) = std::mem::replace(&mut self.run, (latency, 1));
-        self.histogram().record_n(last, n);
+        if n > 0 {
+            self.histogram().record_n(last, n);
+        }
     }
 
     fn histogram(&mut self) -> &mut LatencyHistogram {
@@ -145,6 +154,8 @@ impl LinkStats {
         }
         if let Some(h) = &other.latency {
             self.histogram().merge(h);
+        }
+        if other.run.1 > 0 {
             self.histogram().record_n(other.run.0, other.run.1);
         }
     }
@@ -282,6 +293,24 @@ impl LinkParams {
     }
 }
 
+/// A link's random stream, derived from the run seed and its name on its first draw.
+pub(crate) struct LazyStream {
+    seed: Seed,
+    prefix: std::sync::Arc<str>,
+    purpose: &'static str,
+    stream: Option<Box<RngStream>>,
+}
+
+impl LazyStream {
+    /// The stream, derived now if this is its first draw.
+    #[inline]
+    pub fn get(&mut self) -> &mut RngStream {
+        let (seed, prefix, purpose) = (self.seed, &self.prefix, self.purpose);
+        self.stream
+            .get_or_insert_with(|| Box::new(seed.stream(&format!("{prefix}/{purpose}"))))
+    }
+}
+
 /// One directed link and everything it remembers.
 pub(crate) struct Link<P> {
     pub source: NodeId,
@@ -292,12 +321,16 @@ pub(crate) struct Link<P> {
     /// decisions (loss, duplicate, reorder) draw one number per message from their own
     /// streams; the delays, whose samplers may draw a varying count of numbers (the
     /// truncated normal redraws), draw from theirs.
-    pub rng_loss: RngStream,
-    pub rng_duplicate: RngStream,
-    pub rng_reorder: RngStream,
-    pub rng_latency: RngStream,
-    pub rng_duplicate_latency: RngStream,
-    pub rng_reorder_delay: RngStream,
+    ///
+    /// Each stream is derived on its first draw (a link that never loses a message never
+    /// derives its loss stream): the numbers are the same, and a large mesh of quiet links
+    /// costs a few bytes each instead of six ChaCha states.
+    pub rng_loss: LazyStream,
+    pub rng_duplicate: LazyStream,
+    pub rng_reorder: LazyStream,
+    pub rng_latency: LazyStream,
+    pub rng_duplicate_latency: LazyStream,
+    pub rng_reorder_delay: LazyStream,
     /// The latest arrival scheduled so far: the FIFO clamp.
     pub last_arrival: SimTime,
     /// Finish times of the messages in the send queue (bandwidth only), oldest first.
@@ -321,8 +354,13 @@ impl<P> Link<P> {
     ) -> Self {
         // Streams are named after the nodes, not after creation order, so links created
         // in another order (or an extra link) leave every other link's numbers unchanged.
-        let stream =
-            |purpose: &str| seed.stream(&format!("net/link/{}->{}/{purpose}", source.1, target.1));
+        let prefix: std::sync::Arc<str> = format!("net/link/{}->{}", source.1, target.1).into();
+        let stream = |purpose: &'static str| LazyStream {
+            seed,
+            prefix: prefix.clone(),
+            purpose,
+            stream: None,
+        };
         Link {
             source: source.0,
             target: target.0,
@@ -344,6 +382,7 @@ impl<P> Link<P> {
 
     /// Reserves the link for a message of `size` bytes sent at `now`: the time its last
     /// byte leaves, or `None` if the send queue is full. Unlimited links return `now`.
+    #[inline]
     pub fn enqueue(&mut self, now: SimTime, size: u32) -> Option<SimTime> {
         let Some(bandwidth) = self.params.bandwidth else {
             return Some(now);

@@ -9,11 +9,11 @@
 
 use crate::config::{ConfigError, FaultConfig, FaultKind, LinkConfig, NetworkConfig};
 use crate::fault::{Degradation, Effect, FaultId, LinkSet, Timeline};
-use crate::link::{DropReason, Link, LinkParams, LinkReport, LinkStats, Order};
+use crate::link::{DropReason, LazyStream, Link, LinkParams, LinkReport, LinkStats, Order};
 use crate::packet::{Arrived, Delivery, Inbound, Inner, Packet, PacketId};
 use crate::rule::{MessageView, Rule, RuleId, Verdict};
 use sim_core::sample::unit_f64;
-use sim_core::{EntityId, RngStream, Seed, SimDuration, SimTime};
+use sim_core::{EntityId, Seed, SimDuration, SimTime};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -548,12 +548,12 @@ impl<P> Network<P> {
         // neither draws nothing, which keeps the common lossless link cheap.
         let can_lose = link.params.loss_ratio > 0.0 || degradation.loss_ratio > 0.0;
         let loss_draw = if can_lose {
-            unit_f64(&mut link.rng_loss)
+            unit_f64(link.rng_loss.get())
         } else {
             1.0
         };
         let duplicate_draw = if link.params.duplicate_ratio > 0.0 {
-            unit_f64(&mut link.rng_duplicate)
+            unit_f64(link.rng_duplicate.get())
         } else {
             1.0
         };
@@ -847,8 +847,22 @@ impl<P> Network<P> {
 
 /// One latency draw, degraded.
 #[inline]
-fn draw_latency(params: &LinkParams, degradation: Degradation, rng: &mut RngStream) -> SimDuration {
-    degradation.apply(params.latency.sample(rng))
+fn draw_latency(
+    params: &LinkParams,
+    degradation: Degradation,
+    rng: &mut LazyStream,
+) -> SimDuration {
+    // A constant latency draws nothing (and never derives its stream); without a
+    // degradation there is nothing to apply.
+    let latency = match params.latency.as_constant() {
+        Some(v) => v,
+        None => params.latency.sample(rng.get()),
+    };
+    if degradation.is_none() {
+        latency
+    } else {
+        degradation.apply(latency)
+    }
 }
 
 /// The reordering delay of one copy: on a reordering link, a share of the copies waits
@@ -856,8 +870,8 @@ fn draw_latency(params: &LinkParams, degradation: Degradation, rng: &mut RngStre
 #[inline]
 fn draw_reorder<P>(link: &mut Link<P>) -> SimDuration {
     match &link.params.order {
-        Order::Reorder { ratio, extra } if unit_f64(&mut link.rng_reorder) < *ratio => {
-            extra.sample(&mut link.rng_reorder_delay)
+        Order::Reorder { ratio, extra } if unit_f64(link.rng_reorder.get()) < *ratio => {
+            extra.sample(link.rng_reorder_delay.get())
         }
         _ => SimDuration::ZERO,
     }

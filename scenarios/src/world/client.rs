@@ -208,6 +208,11 @@ impl Client {
     pub fn figures(&self) -> &ClientFigures {
         &self.figures
     }
+
+    /// Its figures, at the end of a run.
+    pub fn into_figures(self) -> ClientFigures {
+        self.figures
+    }
 }
 
 /// The entry of bucket `i`, growing the list to reach it.

@@ -374,6 +374,7 @@ impl World {
             })
             .collect();
         let (trace, trace_left_out) = self.trace.take().map_or((Vec::new(), 0), Trace::finish);
+        let call_sites = self.call_site_figures();
         Figures {
             end,
             bucket: self.bucket,
@@ -384,9 +385,13 @@ impl World {
                 }
                 all
             },
-            clients: self.clients.iter().map(|c| c.figures().clone()).collect(),
+            // The world is not used after this: its clients hand their figures over whole.
+            clients: std::mem::take(&mut self.clients)
+                .into_iter()
+                .map(Client::into_figures)
+                .collect(),
             services,
-            call_sites: self.call_site_figures(),
+            call_sites,
             buckets: std::mem::take(&mut self.run_buckets),
             links: net.report(),
             duplicates_ignored: self.duplicates_ignored,
