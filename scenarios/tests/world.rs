@@ -362,6 +362,7 @@ fn a_network_section_routes_messages_through_sim_net() {
         r#"Scenario(
             name: "t",
             duration: "20s",
+            bucket: "250ms",
             clients: { "c": (load: Open(rate: Constant("100/s")), call: (target: "api", timeout: "500ms")) },
             services: {
                 "api": (workers: 10, work: Constant(value: "1ms"), calls: [(target: "db", timeout: "200ms")]),
@@ -390,7 +391,9 @@ fn a_network_section_routes_messages_through_sim_net() {
     // that is lost and holds the worker for its 200ms timeout: 10 × 2s / 200ms = 100 losses.
     let lost: u64 = link("api", "db").dropped.values().sum();
     assert!((95..=105).contains(&lost), "{lost}");
-    assert!(r.goodput_ratio_between(5.0, 7.0) < 0.05);
+    // Counted by the bucket of offer: requests offered in the partition's last half second
+    // wait in the api's queue and reach the db after it ends, so they succeed.
+    assert!(r.goodput_ratio_between(5.0, 6.5) < 0.05);
     assert!(r.goodput_ratio_between(8.0, 20.0) > 0.99);
     assert_eq!(link("c", "api").delivered, r.summary.offered);
 }
