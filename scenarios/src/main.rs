@@ -6,6 +6,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::load::{load, parse};
+use scenarios::report::Format;
 use scenarios::{RunOptions, Scenario, ScenarioError, run};
 use sim_core::SimDuration;
 use std::process::ExitCode;
@@ -39,10 +40,13 @@ enum Command {
         /// Describe every event between two instants, e.g. "10s..10.5s".
         #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
         trace: Option<(SimDuration, SimDuration)>,
-        /// Print one JSON object instead of the readable report.
-        #[arg(long)]
+        /// How to print the report.
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: Option<Format>,
+        /// Print one JSON object instead of the readable report (`--format json`).
+        #[arg(long, conflicts_with = "format")]
         json: bool,
-        /// Also write the time series to DIR/series.csv.
+        /// Also write the time series to DIR/series.csv (as `--format csv` prints it).
         #[arg(long, value_name = "DIR")]
         csv: Option<String>,
     },
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         bucket: None,
         max_events: None,
         trace: None,
+        format: None,
         json: false,
         csv: None,
     });
@@ -124,9 +129,15 @@ fn main() -> ExitCode {
             bucket,
             max_events,
             trace,
+            format,
             json,
             csv,
         } => {
+            let format = if json {
+                Format::Json
+            } else {
+                format.unwrap_or(Format::Human)
+            };
             let file = file.unwrap_or_else(|| DEFAULT_EXAMPLE.to_string());
             let options = RunOptions {
                 seed,
@@ -145,22 +156,12 @@ fn main() -> ExitCode {
             };
             let report = output.report;
             if let Some(dir) = csv
-                && let Err(e) = write_csv(&dir, &report.csv())
+                && let Err(e) = write_csv(&dir, &Format::Csv.render(&report))
             {
                 eprintln!("{e:#}");
                 return ExitCode::from(2);
             }
-            if json {
-                match serde_json::to_string(&report) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => {
-                        eprintln!("cannot render the report as JSON: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            } else {
-                print!("{}", report.human());
-            }
+            print!("{}", format.render(&report));
             if report.passed() {
                 ExitCode::SUCCESS
             } else {

@@ -3,6 +3,7 @@
 
 use scenarios::library::{LIBRARY, find};
 use scenarios::load::parse;
+use scenarios::report::Format;
 use scenarios::{Report, RunOptions, run};
 use sim_core::sim::first_divergence;
 
@@ -32,7 +33,7 @@ fn check(name: &str, claims: impl FnOnce(&Report)) {
         description => format!("scenario {name}, seed {}", report.seed),
         omit_expression => true,
     }, {
-        insta::assert_snapshot!(name.to_string(), report.compact());
+        insta::assert_snapshot!(name.to_string(), Format::Compact.render(&report));
     });
     claims(&report);
 }

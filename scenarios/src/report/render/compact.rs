@@ -1,0 +1,71 @@
+//! The compact summary: fixed columns and rounded values, one line per component, for the
+//! library's snapshots.
+
+use super::super::Report;
+use super::{join_reasons, sparkline};
+use std::fmt::Write as _;
+
+/// The compact summary of `report`.
+pub(super) fn render(report: &Report) -> String {
+    let mut o = String::new();
+    let s = &report.summary;
+    let _ = writeln!(
+        o,
+        "offered {} attempts {} amplification {:.2} ok {} failed {} ({})",
+        s.offered,
+        s.attempts,
+        s.amplification,
+        s.successes,
+        s.failures,
+        join_reasons(&s.failures_by_reason)
+    );
+    let l = &s.latency_ms;
+    let _ = writeln!(
+        o,
+        "goodput {:.1}/s latency ms p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}",
+        s.goodput_per_s, l.p50, l.p90, l.p99, l.max
+    );
+    for v in &report.services {
+        let _ = writeln!(
+            o,
+            "service {:<10} util {:>5.1}% queue mean {:>7.1} max {:>5} wasted {:>7.1}s ejections {}",
+            v.name,
+            100.0 * v.utilisation,
+            v.queue_depth_mean,
+            v.queue_depth_max,
+            v.wasted_work_s,
+            v.ejections
+        );
+    }
+    for c in &report.calls {
+        let _ = writeln!(
+            o,
+            "call {:<26} attempts {:>7} retries {:>7} budget_exhausted {:>6} breaker transitions {}",
+            c.path,
+            c.counts.attempts,
+            c.counts.retries,
+            c.counts.budget_exhausted,
+            c.breakers.iter().map(|b| b.transitions_total).sum::<u64>()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "goodput per bucket {}",
+        sparkline(report.series.iter().map(|r| r.goodput_ratio), 1.0)
+    );
+    for e in &report.expectations {
+        let _ = writeln!(
+            o,
+            "{} {}: {}",
+            if e.pass { "PASS" } else { "FAIL" },
+            e.expectation,
+            e.observed
+        );
+    }
+    let _ = writeln!(
+        o,
+        "digest {} events {} stop {}",
+        report.digest, report.events, report.stop_reason
+    );
+    o
+}

@@ -1,0 +1,41 @@
+//! The time series as CSV: one row per report bucket, the totals first, then each service's
+//! columns prefixed by its name.
+
+use super::super::Report;
+use std::fmt::Write as _;
+
+/// The series of `report` as CSV, with a header row.
+pub(super) fn render(report: &Report) -> String {
+    let mut o =
+        String::from("t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,latency_p99_ms");
+    for v in &report.services {
+        let n = &v.name;
+        let _ = write!(
+            o,
+            ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_mean"
+        );
+    }
+    o.push('\n');
+    for r in &report.series {
+        let _ = write!(
+            o,
+            "{},{},{},{},{},{},{}",
+            r.t_s,
+            r.offered,
+            r.successes,
+            r.failures,
+            r.goodput_ratio,
+            r.latency_mean_ms,
+            r.latency_p99_ms
+        );
+        for p in &r.services {
+            let _ = write!(
+                o,
+                ",{},{},{},{},{}",
+                p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_mean
+            );
+        }
+        o.push('\n');
+    }
+    o
+}
