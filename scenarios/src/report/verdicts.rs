@@ -104,7 +104,8 @@ fn goodput(
     }
 }
 
-/// `RecoveredWithin`: the first bucket from which every bucket keeps `min_ratio`.
+/// `RecoveredWithin`: the first bucket at or after `after` from which every bucket up to the
+/// last complete one keeps `min_ratio`.
 fn recovered(
     figures: &Figures,
     c: &ClientFigures,
@@ -120,7 +121,10 @@ fn recovered(
         let (ok, offered) = window_ratio(c, i, i + 1);
         ratio(ok, offered) >= min_ratio
     };
-    let recovered = (first..last).find(|&k| (k..last).all(good));
+    // Recovery starts right after the last bucket that misses the ratio: one pass backwards
+    // from the end finds it, where trying every start and scanning forward from each was
+    // quadratic in the number of buckets.
+    let recovered = (first..last).rev().take_while(|&i| good(i)).last();
     let expectation = format!(
         "{} back to {} success within {within} after {after}",
         c.name,

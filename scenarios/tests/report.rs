@@ -1,0 +1,125 @@
+//! The report, figure by figure. Most tests write a run's figures by hand (they are plain
+//! data) so that each says exactly what was measured and what a reader of the report sees:
+//! the human report, the compact summary, the JSON object and the CSV series.
+
+use scenarios::Report;
+use scenarios::figures::{ClientBucket, ClientFigures, Figures, RunMeta};
+use scenarios::load::parse;
+use scenarios::report::Format;
+use sim_core::metrics::LatencyHistogram;
+use sim_core::{SimDuration, SimTime, StopReason};
+
+/// Figures of a run of `buckets.len()` buckets of `bucket`, with one client `c` whose
+/// buckets are `buckets` and nothing else measured.
+fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
+    Figures {
+        end: SimTime::ZERO + bucket * buckets.len() as u64,
+        bucket,
+        latency: LatencyHistogram::new(),
+        clients: vec![ClientFigures {
+            name: "c".to_string(),
+            failed: Default::default(),
+            latency: LatencyHistogram::compact(),
+            buckets,
+        }],
+        services: Vec::new(),
+        call_sites: Vec::new(),
+        buckets: Vec::new(),
+        links: Vec::new(),
+        duplicates_ignored: 0,
+        requests_in_flight: 0,
+        trace: Vec::new(),
+        trace_left_out: 0,
+    }
+}
+
+/// The report of `figures` for a scenario with one client `c` calling `api`, expecting
+/// `expectations` (RON).
+fn check(expectations: &str, figures: &Figures) -> Report {
+    let text = format!(
+        r#"Scenario(
+            name: "t",
+            duration: "{}s",
+            clients: {{ "c": (load: Open(rate: Constant("100/s")), call: (target: "api")) }},
+            services: {{ "api": (workers: 1, work: Constant(value: "1ms")) }},
+            expectations: [{expectations}],
+        )"#,
+        (figures.end - SimTime::ZERO).as_secs_f64().max(1.0)
+    );
+    let scenario = parse("t.ron", &text).unwrap_or_else(|e| panic!("{e}"));
+    let meta = RunMeta {
+        file: "t.ron".to_string(),
+        seed: 1,
+        digest: 0,
+        events: 0,
+        stop: StopReason::TimeLimit,
+    };
+    Report::build(&scenario, &meta, figures)
+}
+
+/// What the human report says about each expectation, one line each.
+fn verdicts(report: &Report) -> Vec<String> {
+    Format::Human
+        .render(report)
+        .lines()
+        .skip_while(|l| *l != "expectations")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// A bucket of 100 offers with `ok` successes.
+fn offered(ok: u64) -> ClientBucket {
+    ClientBucket {
+        offered: 100,
+        successes: ok,
+        failures: 100 - ok,
+        ..ClientBucket::default()
+    }
+}
+
+#[test]
+fn recovery_is_judged_in_one_pass_over_many_buckets() {
+    // 200,000 buckets of 10ms (2,000s). Judged by trying every start and scanning forward
+    // from each, a bad bucket near the end made this take minutes.
+    let n = 200_000;
+    let ms10 = SimDuration::from_millis(10);
+    // Every bucket offers 100 requests; those in `bad` see half of them succeed.
+    let with_bad = |bad: std::ops::Range<usize>| {
+        let ok = |i: usize| if bad.contains(&i) { 50 } else { 100 };
+        figures(ms10, (0..n).map(|i| offered(ok(i))).collect())
+    };
+    let expect = r#"RecoveredWithin(client: "c", after: "1000s", within: "1s")"#;
+
+    // Bad from 1000s to 1000.5s, good after: recovered 500ms after.
+    let dip = with_bad(100_000..100_050);
+    assert_eq!(
+        verdicts(&check(expect, &dip)),
+        ["PASS c back to 90.0% success within 1s after 1000s: recovered 500ms after"]
+    );
+    // Only the buckets after `after` count, and a bad stretch before it does not.
+    let early = with_bad(0..99_000);
+    assert_eq!(
+        verdicts(&check(expect, &early)),
+        ["PASS c back to 90.0% success within 1s after 1000s: recovered 0s after"]
+    );
+    // Slower than `within`: observed, and failed.
+    let slow = with_bad(100_000..100_200);
+    assert_eq!(
+        verdicts(&check(expect, &slow)),
+        ["FAIL c back to 90.0% success within 1s after 1000s: recovered 2s after"]
+    );
+    // A bad bucket just before the last: never recovered.
+    let relapse = with_bad(n - 2..n - 1);
+    assert_eq!(
+        verdicts(&check(expect, &relapse)),
+        ["FAIL c back to 90.0% success within 1s after 1000s: never recovered"]
+    );
+    // The last bucket holds requests still in flight at the end: it does not count.
+    let last = with_bad(n - 1..n);
+    assert_eq!(
+        verdicts(&check(expect, &last)),
+        ["PASS c back to 90.0% success within 1s after 1000s: recovered 0s after"]
+    );
+}
