@@ -231,11 +231,13 @@ fn sweep(file: &str, (from, to): (u64, u64), duration: Option<SimDuration>) -> E
             s.successes as f64 / s.offered as f64
         };
         println!(
-            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8.1}ms  amplification {:.2}",
+            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8}ms  amplification {:.2}",
             if report.passed() { "PASS" } else { "FAIL" },
             report.digest,
             100.0 * ok,
-            s.latency_ms.p99,
+            s.latency_ms
+                .as_ref()
+                .map_or_else(|| "–".to_string(), |l| format!("{:.1}", l.p99)),
             s.amplification
         );
         if !report.passed() {

@@ -3,7 +3,7 @@
 //! the human report, the compact summary, the JSON object and the CSV series.
 
 use scenarios::Report;
-use scenarios::figures::{ClientBucket, ClientFigures, Figures, RunMeta};
+use scenarios::figures::{ClientBucket, ClientFigures, Figures, LatencyBins, RunBucket, RunMeta};
 use scenarios::load::parse;
 use scenarios::report::Format;
 use sim_core::metrics::LatencyHistogram;
@@ -121,5 +121,61 @@ fn recovery_is_judged_in_one_pass_over_many_buckets() {
     assert_eq!(
         verdicts(&check(expect, &last)),
         ["PASS c back to 90.0% success within 1s after 1000s: recovered 0s after"]
+    );
+}
+
+/// The report rendered as JSON, parsed back.
+fn json(report: &Report) -> serde_json::Value {
+    serde_json::from_str(&Format::Json.render(report)).expect("the JSON rendering parses")
+}
+
+/// The line of `text` that starts (after its indentation) with `start`.
+fn line<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(start))
+        .unwrap_or_else(|| panic!("no line starts with {start:?} in\n{text}"))
+}
+
+#[test]
+fn a_run_or_bucket_without_successes_has_no_latency() {
+    // Two buckets of 1s: 100 requests at 20ms each, then 100 failures.
+    let second = SimDuration::from_secs(1);
+    let mut f = figures(second, vec![offered(100), offered(0)]);
+    f.clients[0].buckets[0].latency_sum_ns = 100 * 20_000_000;
+    let mut bins = LatencyBins::default();
+    for _ in 0..100 {
+        f.latency.record(SimDuration::from_millis(20));
+        f.clients[0].latency.record(SimDuration::from_millis(20));
+        bins.record(SimDuration::from_millis(20));
+    }
+    f.buckets = vec![RunBucket { latency: bins }];
+    let r = check("", &f);
+    let v = json(&r);
+    assert_eq!(v["series"][0]["latency_mean_ms"], 20.0);
+    assert!(v["series"][0]["latency_p99_ms"].as_f64().is_some());
+    assert!(v["series"][1]["latency_mean_ms"].is_null(), "{v}");
+    assert!(v["series"][1]["latency_p99_ms"].is_null(), "{v}");
+    let csv = Format::Csv.render(&r);
+    assert!(csv.lines().nth(2).unwrap().ends_with(",0,,"), "{csv}");
+
+    // Nothing succeeds at all: no latency anywhere, and no p99 bound is met.
+    let f = figures(second, vec![offered(0), offered(0)]);
+    let r = check(r#"P99AtMost(client: "c", max: "1s")"#, &f);
+    let v = json(&r);
+    assert!(v["summary"]["latency_ms"].is_null(), "{v}");
+    assert!(v["clients"][0]["latency_ms"].is_null(), "{v}");
+    let human = Format::Human.render(&r);
+    assert_eq!(
+        line(&human, "latency ms"),
+        "  latency ms   p50 –   p90 –   p99 –   p999 –   max –"
+    );
+    assert_eq!(
+        verdicts(&r),
+        ["FAIL c p99 latency at most 1s: no successes"]
+    );
+    let compact = Format::Compact.render(&r);
+    assert!(
+        compact.contains("latency ms p50 – p90 – p99 – max –"),
+        "{compact}"
     );
 }

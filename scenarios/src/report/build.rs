@@ -60,16 +60,20 @@ impl Report {
 }
 
 impl LatencyMs {
-    fn of(h: &LatencyHistogram) -> Self {
+    /// The figures of `h`; `None` when it is empty.
+    fn of(h: &LatencyHistogram) -> Option<Self> {
+        if h.count() == 0 {
+            return None;
+        }
         let ms = |d: SimDuration| round3(d.as_millis_f64());
-        LatencyMs {
+        Some(LatencyMs {
             p50: ms(h.quantile(0.5)),
             p90: ms(h.quantile(0.9)),
             p99: ms(h.quantile(0.99)),
             p999: ms(h.quantile(0.999)),
             max: ms(h.max()),
             mean: ms(h.mean()),
-        }
+        })
     }
 }
 
@@ -214,17 +218,14 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         .map(|b| b.latency)
         .unwrap_or_default();
     SeriesRow {
-        latency_p99_ms: round3(bins.quantile(0.99).unwrap_or_default().as_millis_f64()),
+        latency_p99_ms: bins.quantile(0.99).map(|d| round3(d.as_millis_f64())),
         t_s: round3((figures.bucket * i as u64).as_secs_f64()),
         offered: total.offered,
         successes: total.successes,
         failures: total.failures,
         goodput_ratio: round3(ratio(total.successes, total.offered)),
-        latency_mean_ms: round3(if total.successes == 0 {
-            0.0
-        } else {
-            total.latency_sum_ns as f64 / total.successes as f64 / 1e6
-        }),
+        latency_mean_ms: (total.successes > 0)
+            .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
         services: figures
             .services
             .iter()

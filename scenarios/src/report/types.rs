@@ -6,7 +6,9 @@ use serde::Serialize;
 use sim_net::LinkReport;
 use std::collections::BTreeMap;
 
-/// Latency percentiles in milliseconds.
+/// Latency percentiles in milliseconds, of successful requests only: where nothing
+/// succeeded there is no latency, and the report holds `None` (JSON `null`, "–" in text)
+/// rather than a zero that would read as "instant".
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LatencyMs {
     /// Median.
@@ -42,8 +44,8 @@ pub struct Summary {
     pub goodput_per_s: f64,
     /// Offered requests per simulated second.
     pub offered_per_s: f64,
-    /// Latency of successful requests as the clients saw it.
-    pub latency_ms: LatencyMs,
+    /// Latency of successful requests as the clients saw it (`null` without successes).
+    pub latency_ms: Option<LatencyMs>,
 }
 
 /// One client's figures.
@@ -61,8 +63,8 @@ pub struct ClientReport {
     pub failures_by_reason: BTreeMap<String, u64>,
     /// Successes per simulated second.
     pub goodput_per_s: f64,
-    /// Latency of its successful requests.
-    pub latency_ms: LatencyMs,
+    /// Latency of its successful requests (`null` without successes).
+    pub latency_ms: Option<LatencyMs>,
 }
 
 /// One service's figures.
@@ -184,11 +186,11 @@ pub struct SeriesRow {
     pub failures: u64,
     /// `successes / offered` (1 when nothing was offered).
     pub goodput_ratio: f64,
-    /// Mean latency of the successes, in milliseconds.
-    pub latency_mean_ms: f64,
+    /// Mean latency of the successes, in milliseconds (`null` without successes).
+    pub latency_mean_ms: Option<f64>,
     /// 99th percentile latency of the successes, in milliseconds (the upper edge of its log
-    /// bin: within 25% above the true value).
-    pub latency_p99_ms: f64,
+    /// bin: within 25% above the true value; `null` without successes).
+    pub latency_p99_ms: Option<f64>,
     /// Per service.
     pub services: Vec<ServicePoint>,
 }

@@ -32,9 +32,19 @@ pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> Ex
             max_ratio: r,
         } => goodput(figures, client(name), (*after, *until), Bound::AtMost(*r)),
         Expectation::P99AtMost { client: name, max } => {
-            let p99 = client(name).latency.quantile(0.99);
+            let latency = &client(name).latency;
+            let expectation = format!("{name} p99 latency at most {max}");
+            // Without successes there is no latency to bound: that is not a pass.
+            if latency.count() == 0 {
+                return ExpectationResult {
+                    expectation,
+                    observed: "no successes".to_string(),
+                    pass: false,
+                };
+            }
+            let p99 = latency.quantile(0.99);
             ExpectationResult {
-                expectation: format!("{name} p99 latency at most {max}"),
+                expectation,
                 observed: format!("{:.1}ms", p99.as_millis_f64()),
                 pass: p99 <= *max,
             }

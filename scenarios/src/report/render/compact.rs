@@ -1,8 +1,8 @@
 //! The compact summary: fixed columns and rounded values, one line per component, for the
 //! library's snapshots.
 
-use super::super::Report;
-use super::{join_reasons, sparkline};
+use super::super::{LatencyMs, Report};
+use super::{decimal1, join_reasons, sparkline};
 use std::fmt::Write as _;
 
 /// The compact summary of `report`.
@@ -19,11 +19,15 @@ pub(super) fn render(report: &Report) -> String {
         s.failures,
         join_reasons(&s.failures_by_reason)
     );
-    let l = &s.latency_ms;
+    let l = |q: fn(&LatencyMs) -> f64| decimal1(s.latency_ms.as_ref().map(q));
     let _ = writeln!(
         o,
-        "goodput {:.1}/s latency ms p50 {:.1} p90 {:.1} p99 {:.1} max {:.1}",
-        s.goodput_per_s, l.p50, l.p90, l.p99, l.max
+        "goodput {:.1}/s latency ms p50 {} p90 {} p99 {} max {}",
+        s.goodput_per_s,
+        l(|l| l.p50),
+        l(|l| l.p90),
+        l(|l| l.p99),
+        l(|l| l.max)
     );
     for v in &report.services {
         let _ = writeln!(

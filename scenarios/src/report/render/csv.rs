@@ -25,8 +25,8 @@ pub(super) fn render(report: &Report) -> String {
             r.successes,
             r.failures,
             r.goodput_ratio,
-            r.latency_mean_ms,
-            r.latency_p99_ms
+            cell(r.latency_mean_ms),
+            cell(r.latency_p99_ms)
         );
         for p in &r.services {
             let _ = write!(
@@ -38,4 +38,9 @@ pub(super) fn render(report: &Report) -> String {
         o.push('\n');
     }
     o
+}
+
+/// A figure, or an empty cell where there is none.
+fn cell(x: Option<f64>) -> String {
+    x.map_or_else(String::new, |v| v.to_string())
 }

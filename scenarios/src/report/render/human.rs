@@ -3,8 +3,8 @@
 //!
 //! Writing to a `String` cannot fail, so the results of `writeln!` are ignored.
 
-use super::super::{CallReport, Report, ServiceReport, ratio};
-use super::{join_reasons, short, sparkline};
+use super::super::{CallReport, LatencyMs, Report, ServiceReport, ratio};
+use super::{decimal1, join_reasons, short, sparkline};
 use std::fmt::Write as _;
 
 /// The readable report of `report`.
@@ -72,11 +72,15 @@ fn summary(o: &mut String, report: &Report) {
         s.failures,
         join_reasons(&s.failures_by_reason)
     );
-    let l = &s.latency_ms;
+    let l = |q: fn(&LatencyMs) -> f64| decimal1(s.latency_ms.as_ref().map(q));
     let _ = writeln!(
         o,
-        "  latency ms   p50 {:.1}   p90 {:.1}   p99 {:.1}   p999 {:.1}   max {:.1}",
-        l.p50, l.p90, l.p99, l.p999, l.max
+        "  latency ms   p50 {}   p90 {}   p99 {}   p999 {}   max {}",
+        l(|l| l.p50),
+        l(|l| l.p90),
+        l(|l| l.p99),
+        l(|l| l.p999),
+        l(|l| l.max)
     );
 }
 
@@ -90,12 +94,12 @@ fn clients(o: &mut String, report: &Report) {
     for c in &report.clients {
         let _ = writeln!(
             o,
-            "  {:<16} offered {:>8}  ok {:>8}  goodput {:>8.1}/s  p99 {:.1}ms  {}",
+            "  {:<16} offered {:>8}  ok {:>8}  goodput {:>8.1}/s  p99 {}ms  {}",
             c.name,
             c.offered,
             c.successes,
             c.goodput_per_s,
-            c.latency_ms.p99,
+            decimal1(c.latency_ms.as_ref().map(|l| l.p99)),
             join_reasons(&c.failures_by_reason)
         );
     }
@@ -214,16 +218,13 @@ fn series(o: &mut String, report: &Report) {
     let p99_peak = report
         .series
         .iter()
-        .map(|r| r.latency_p99_ms)
+        .filter_map(|r| r.latency_p99_ms)
         .fold(0.0, f64::max);
     // A bucket without a success has no latency to show: it stays blank.
-    let p99 = report.series.iter().map(|r| {
-        if r.successes == 0 {
-            f64::NAN
-        } else {
-            r.latency_p99_ms
-        }
-    });
+    let p99 = report
+        .series
+        .iter()
+        .map(|r| r.latency_p99_ms.unwrap_or(f64::NAN));
     let _ = writeln!(
         o,
         "  p99      {}  (peak {p99_peak:.0}ms)",

@@ -42,6 +42,12 @@ impl Format {
     }
 }
 
+/// A figure with one decimal, or "–" where there is none (e.g. the latency of a bucket
+/// without successes).
+fn decimal1(x: Option<f64>) -> String {
+    x.map_or_else(|| "–".to_string(), |v| format!("{v:.1}"))
+}
+
 /// The first eight characters of a name, for the sparkline labels.
 fn short(name: &str) -> String {
     name.chars().take(8).collect()
