@@ -233,7 +233,8 @@ pub struct Service {
     pub queue: QueueConfig,
     /// CPU work per request.
     pub work: Dist,
-    /// Work grows with load: work × (1 + k · in-flight requests of the replica). Zero keeps
+    /// Work grows with load: work × (1 + k · in-flight requests of the replica, those it
+    /// admitted and has not answered yet: on a worker or in its queue). Zero keeps
     /// work independent of load; positive values model contention (locks, GC, cache misses),
     /// the amplification behind metastable failures.
     #[serde(default)]

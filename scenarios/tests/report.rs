@@ -151,10 +151,10 @@ fn a_run_or_bucket_without_successes_has_no_latency() {
     f.buckets = vec![RunBucket { latency: bins }];
     let r = check("", &f);
     let v = json(&r);
-    assert_eq!(v["series"][0]["latency_mean_ms"], 20.0);
-    assert!(v["series"][0]["latency_p99_ms"].as_f64().is_some());
-    assert!(v["series"][1]["latency_mean_ms"].is_null(), "{v}");
-    assert!(v["series"][1]["latency_p99_ms"].is_null(), "{v}");
+    assert_eq!(v["series"][0]["latency_ms_mean"], 20.0);
+    assert!(v["series"][0]["latency_ms_p99"].as_f64().is_some());
+    assert!(v["series"][1]["latency_ms_mean"].is_null(), "{v}");
+    assert!(v["series"][1]["latency_ms_p99"].is_null(), "{v}");
     let csv = Format::Csv.render(&r);
     assert!(csv.lines().nth(2).unwrap().ends_with(",0,,"), "{csv}");
 
@@ -178,4 +178,79 @@ fn a_run_or_bucket_without_successes_has_no_latency() {
         compact.contains("latency ms p50 – p90 – p99 – max –"),
         "{compact}"
     );
+}
+
+/// Every key of a JSON value, as a dotted path (`series[].services[].arrivals`), once each.
+fn keys(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, child) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                out.insert(p.clone());
+                keys(child, &p, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                keys(item, &format!("{path}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A small run with most of what a report can show: two tiers, retries, a breaker, a
+/// network section and a fault.
+const RICH: &str = r#"Scenario(
+    name: "rich",
+    duration: "10s",
+    clients: { "c": (load: Open(rate: Constant("200/s")), call: (target: "api", timeout: "500ms",
+        stack: [Retry((max_attempts: 2)), Breaker((failure_rate_threshold: 50))])) },
+    services: {
+        "api": (workers: 8, work: Exponential(mean: "2ms"), calls: [(target: "db", timeout: "100ms")]),
+        "db": (workers: 4, queue: (capacity: 50), work: Exponential(mean: "10ms")),
+    },
+    network: (default_link: (latency: Constant(value: "1ms"))),
+    faults: [(at: "4s", duration: "2s", kind: Slowdown(service: "db", factor: 4.0))],
+    expectations: [GoodputAtLeast(client: "c", after: "0s", min_ratio: 0.1)],
+)"#;
+
+#[test]
+fn json_keys_name_the_unit_then_the_qualifier() {
+    let scenario = parse("rich.ron", RICH).unwrap_or_else(|e| panic!("{e}"));
+    let r = scenarios::run(&scenario, "rich.ron", &Default::default())
+        .unwrap()
+        .report;
+    let mut all = std::collections::BTreeSet::new();
+    keys(&json(&r), "", &mut all);
+    assert!(all.contains("calls[].breakers[].transitions[].t_s"), "{all:?}");
+    assert!(all.contains("network[].latency_ms_p99"), "{all:?}");
+    // Qualifiers last, as in `latency_ms_max`: no unit after a qualifier within a key.
+    const UNITS: [&str; 5] = ["ns", "ms", "s", "ratio", "percent"];
+    const QUALIFIERS: [&str; 8] = ["mean", "max", "min", "total", "p50", "p90", "p99", "p999"];
+    for path in &all {
+        let key = path.rsplit('.').next().unwrap();
+        let words: Vec<&str> = key.split('_').collect();
+        if let Some(q) = words.iter().position(|w| QUALIFIERS.contains(w)) {
+            assert!(
+                !words[q..].iter().any(|w| UNITS.contains(w)),
+                "{path}: the unit comes before the qualifier"
+            );
+        }
+        assert_eq!(key, key.to_lowercase(), "{path}: snake case");
+    }
+    // "In flight" is for requests admitted and not yet answered (and messages on a link);
+    // busy workers are called so.
+    for path in &all {
+        assert!(
+            !path.contains("in_flight") || path == "network[].in_flight",
+            "{path}"
+        );
+    }
+    assert!(all.contains("services[].busy_workers_mean"), "{all:?}");
+    assert!(all.contains("series[].services[].busy_workers_mean"), "{all:?}");
 }

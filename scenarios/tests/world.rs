@@ -684,7 +684,7 @@ fn latency_bins_bound_their_values_within_a_quarter() {
     ));
     for b in &r.series {
         assert!(
-            b.latency_p99_ms
+            b.latency_ms_p99
                 .is_some_and(|p99| (100.0..=125.0).contains(&p99)),
             "{b:?}"
         );

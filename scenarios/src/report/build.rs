@@ -140,7 +140,7 @@ fn service(s: &ServiceFigures, figures: &Figures) -> ServiceReport {
         ),
         queue_depth_mean: round3(run_mean(s, figures, |b| b.queue.mean)),
         queue_depth_max: c.queue_depth_max,
-        in_flight_mean: round3(run_mean(s, figures, |b| b.busy.mean)),
+        busy_workers_mean: round3(run_mean(s, figures, |b| b.busy.mean)),
         arrivals: c.arrivals,
         ok: c.ok,
         failed_by_reason: reasons(&c.failed),
@@ -218,13 +218,13 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         .map(|b| b.latency)
         .unwrap_or_default();
     SeriesRow {
-        latency_p99_ms: bins.quantile(0.99).map(|d| round3(d.as_millis_f64())),
+        latency_ms_p99: bins.quantile(0.99).map(|d| round3(d.as_millis_f64())),
         t_s: round3((figures.bucket * i as u64).as_secs_f64()),
         offered: total.offered,
         successes: total.successes,
         failures: total.failures,
         goodput_ratio: round3(ratio(total.successes, total.offered)),
-        latency_mean_ms: (total.successes > 0)
+        latency_ms_mean: (total.successes > 0)
             .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
         services: figures
             .services
@@ -237,7 +237,7 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     ok: b.ok,
                     queue_mean: round3(b.queue.mean),
                     queue_max: round3(b.queue.max),
-                    busy_mean: round3(b.busy.mean),
+                    busy_workers_mean: round3(b.busy.mean),
                 }
             })
             .collect(),

@@ -82,8 +82,10 @@ pub struct ServiceReport {
     pub queue_depth_mean: f64,
     /// Largest queue length of one replica.
     pub queue_depth_max: u64,
-    /// Mean busy workers (requests in service or waiting on dependencies).
-    pub in_flight_mean: f64,
+    /// Mean busy workers over all replicas, time-weighted (a worker is busy while its
+    /// request is in service or waits on its downstream calls; queued requests are not
+    /// counted).
+    pub busy_workers_mean: f64,
     /// Attempts that reached it.
     pub arrivals: u64,
     /// Attempts it answered with success.
@@ -169,8 +171,8 @@ pub struct ServicePoint {
     pub queue_mean: f64,
     /// Largest total queue length.
     pub queue_max: f64,
-    /// Mean busy workers.
-    pub busy_mean: f64,
+    /// Mean busy workers over the replicas, time-weighted.
+    pub busy_workers_mean: f64,
 }
 
 /// One report bucket.
@@ -187,10 +189,10 @@ pub struct SeriesRow {
     /// `successes / offered` (1 when nothing was offered).
     pub goodput_ratio: f64,
     /// Mean latency of the successes, in milliseconds (`null` without successes).
-    pub latency_mean_ms: Option<f64>,
+    pub latency_ms_mean: Option<f64>,
     /// 99th percentile latency of the successes, in milliseconds (the upper edge of its log
     /// bin: within 25% above the true value; `null` without successes).
-    pub latency_p99_ms: Option<f64>,
+    pub latency_ms_p99: Option<f64>,
     /// Per service.
     pub services: Vec<ServicePoint>,
 }

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 /// The series of `report` as CSV, with a header row.
 pub(super) fn render(report: &Report) -> String {
     let mut o =
-        String::from("t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,latency_p99_ms");
+        String::from("t_s,offered,successes,failures,goodput_ratio,latency_ms_mean,latency_ms_p99");
     for v in &report.services {
         let n = &v.name;
         let _ = write!(
             o,
-            ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_mean"
+            ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_workers_mean"
         );
     }
     o.push('\n');
@@ -25,14 +25,14 @@ pub(super) fn render(report: &Report) -> String {
             r.successes,
             r.failures,
             r.goodput_ratio,
-            cell(r.latency_mean_ms),
-            cell(r.latency_p99_ms)
+            cell(r.latency_ms_mean),
+            cell(r.latency_ms_p99)
         );
         for p in &r.services {
             let _ = write!(
                 o,
                 ",{},{},{},{},{}",
-                p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_mean
+                p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_workers_mean
             );
         }
         o.push('\n');

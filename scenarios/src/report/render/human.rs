@@ -18,7 +18,7 @@ pub(super) fn render(report: &Report) -> String {
     summary(&mut o, report);
     clients(&mut o, report);
     let _ = writeln!(o);
-    let _ = writeln!(o, "services");
+    let _ = writeln!(o, "services (busy: mean busy workers)");
     for v in &report.services {
         service(&mut o, v);
     }
@@ -109,10 +109,10 @@ fn clients(o: &mut String, report: &Report) {
 fn service(o: &mut String, v: &ServiceReport) {
     let _ = writeln!(
         o,
-        "  {:<16} util {:>5.1}%  in-flight {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}",
+        "  {:<16} util {:>5.1}%  busy {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}",
         v.name,
         100.0 * v.utilisation,
-        v.in_flight_mean,
+        v.busy_workers_mean,
         v.queue_depth_mean,
         v.queue_depth_max,
         v.arrivals,
@@ -218,13 +218,13 @@ fn series(o: &mut String, report: &Report) {
     let p99_peak = report
         .series
         .iter()
-        .filter_map(|r| r.latency_p99_ms)
+        .filter_map(|r| r.latency_ms_p99)
         .fold(0.0, f64::max);
     // A bucket without a success has no latency to show: it stays blank.
     let p99 = report
         .series
         .iter()
-        .map(|r| r.latency_p99_ms.unwrap_or(f64::NAN));
+        .map(|r| r.latency_ms_p99.unwrap_or(f64::NAN));
     let _ = writeln!(
         o,
         "  p99      {}  (peak {p99_peak:.0}ms)",
