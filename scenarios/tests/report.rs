@@ -3,7 +3,10 @@
 //! the human report, the compact summary, the JSON object and the CSV series.
 
 use scenarios::Report;
-use scenarios::figures::{ClientBucket, ClientFigures, Figures, LatencyBins, RunBucket, RunMeta};
+use scenarios::figures::{
+    CallSiteFigures, CallStats, ClientBucket, ClientFigures, Figures, LatencyBins, RunBucket,
+    RunMeta,
+};
 use scenarios::load::parse;
 use scenarios::report::Format;
 use sim_core::metrics::LatencyHistogram;
@@ -219,15 +222,23 @@ const RICH: &str = r#"Scenario(
     expectations: [GoodputAtLeast(client: "c", after: "0s", min_ratio: 0.1)],
 )"#;
 
+/// The report of [`RICH`] at its default seed.
+fn rich() -> Report {
+    let scenario = parse("rich.ron", RICH).unwrap_or_else(|e| panic!("{e}"));
+    scenarios::run(&scenario, "rich.ron", &Default::default())
+        .unwrap()
+        .report
+}
+
 #[test]
 fn json_keys_name_the_unit_then_the_qualifier() {
-    let scenario = parse("rich.ron", RICH).unwrap_or_else(|e| panic!("{e}"));
-    let r = scenarios::run(&scenario, "rich.ron", &Default::default())
-        .unwrap()
-        .report;
+    let r = rich();
     let mut all = std::collections::BTreeSet::new();
     keys(&json(&r), "", &mut all);
-    assert!(all.contains("calls[].breakers[].transitions[].t_s"), "{all:?}");
+    assert!(
+        all.contains("calls[].breakers[].transitions[].t_s"),
+        "{all:?}"
+    );
     assert!(all.contains("network[].latency_ms_p99"), "{all:?}");
     // Qualifiers last, as in `latency_ms_max`: no unit after a qualifier within a key.
     const UNITS: [&str; 5] = ["ns", "ms", "s", "ratio", "percent"];
@@ -252,5 +263,55 @@ fn json_keys_name_the_unit_then_the_qualifier() {
         );
     }
     assert!(all.contains("services[].busy_workers_mean"), "{all:?}");
-    assert!(all.contains("series[].services[].busy_workers_mean"), "{all:?}");
+    assert!(
+        all.contains("series[].services[].busy_workers_mean"),
+        "{all:?}"
+    );
+}
+
+/// A call site from `caller` to `target` at `path`, with nothing counted.
+fn site(path: &str, caller: &str, target: &str) -> CallSiteFigures {
+    CallSiteFigures {
+        path: path.to_string(),
+        caller: caller.to_string(),
+        target: target.to_string(),
+        from_client: path.starts_with("clients."),
+        counts: CallStats::default(),
+        breakers: Vec::new(),
+    }
+}
+
+#[test]
+fn call_sites_are_named_by_caller_and_target() {
+    let r = rich();
+    let human = Format::Human.render(&r);
+    assert!(line(&human, "c → api").contains("calls"), "{human}");
+    assert!(line(&human, "api → db").contains("calls"), "{human}");
+    assert!(!human.contains("clients.c.call"), "{human}");
+    // JSON keeps the field path and names both ends.
+    let v = json(&r);
+    assert_eq!(v["calls"][0]["path"], "clients.c.call");
+    assert_eq!(v["calls"][0]["caller"], "c");
+    assert_eq!(v["calls"][0]["target"], "api");
+    assert_eq!(v["calls"][1]["path"], "services.api.calls[0]");
+    assert_eq!(v["calls"][1]["caller"], "api");
+    assert_eq!(v["calls"][1]["target"], "db");
+
+    // Two calls of one caller to the same target are told apart by their place in the file.
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(100)]);
+    f.call_sites = vec![
+        site("clients.c.call", "c", "api"),
+        site("services.api.calls[0]", "api", "db"),
+        site("services.api.calls[1]", "api", "db"),
+    ];
+    let human = Format::Human.render(&check("", &f));
+    assert!(line(&human, "c → api  ").contains("calls"), "{human}");
+    assert!(
+        line(&human, "api → db (calls[0])").contains("calls"),
+        "{human}"
+    );
+    assert!(
+        line(&human, "api → db (calls[1])").contains("calls"),
+        "{human}"
+    );
 }

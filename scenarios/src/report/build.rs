@@ -163,6 +163,8 @@ fn service(s: &ServiceFigures, figures: &Figures) -> ServiceReport {
 fn call(site: &CallSiteFigures) -> CallReport {
     CallReport {
         path: site.path.clone(),
+        caller: site.caller.clone(),
+        target: site.target.clone(),
         counts: site.counts.clone(),
         rejected_by_reason: reasons(&site.counts.rejected),
         breakers: site.breakers.iter().map(breaker).collect(),

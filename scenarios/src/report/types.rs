@@ -147,8 +147,12 @@ pub struct BreakerReport {
 /// One call site's figures.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CallReport {
-    /// Where it is in the file.
+    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`).
     pub path: String,
+    /// Who makes the calls: a client or a service.
+    pub caller: String,
+    /// The service called.
+    pub target: String,
     /// Its counters, summed over the replicas of the calling service (serialised in place).
     #[serde(flatten)]
     pub counts: CallStats,

@@ -4,7 +4,7 @@
 //! Writing to a `String` cannot fail, so the results of `writeln!` are ignored.
 
 use super::super::{CallReport, LatencyMs, Report, ServiceReport, ratio};
-use super::{decimal1, join_reasons, short, sparkline};
+use super::{call_name, decimal1, join_reasons, short, sparkline};
 use std::fmt::Write as _;
 
 /// The readable report of `report`.
@@ -25,7 +25,7 @@ pub(super) fn render(report: &Report) -> String {
     let _ = writeln!(o);
     let _ = writeln!(o, "calls");
     for c in &report.calls {
-        call(&mut o, c);
+        call(&mut o, c, &report.calls);
     }
     series(&mut o, report);
     network(&mut o, report);
@@ -151,12 +151,18 @@ fn service(o: &mut String, v: &ServiceReport) {
 }
 
 /// A call site's line, then one line per pattern that acted on it.
-fn call(o: &mut String, c: &CallReport) {
+fn call(o: &mut String, c: &CallReport, calls: &[CallReport]) {
     let n = &c.counts;
     let _ = writeln!(
         o,
         "  {:<28} calls {:>8}  attempts {:>8}  retries {:>7}  budget exhausted {:>6}  timeouts {:>7}  late replies {:>7}",
-        c.path, n.calls, n.attempts, n.retries, n.budget_exhausted, n.timeouts, n.late_replies
+        call_name(c, calls),
+        n.calls,
+        n.attempts,
+        n.retries,
+        n.budget_exhausted,
+        n.timeouts,
+        n.late_replies
     );
     let mut notes = Vec::new();
     if n.fallback_cache + n.fallback_static > 0 {

@@ -14,7 +14,7 @@ mod csv;
 mod human;
 mod json;
 
-use super::Report;
+use super::{CallReport, Report};
 use std::collections::BTreeMap;
 
 /// How to render a report (`resim run --format NAME`).
@@ -46,6 +46,22 @@ impl Format {
 /// without successes).
 fn decimal1(x: Option<f64>) -> String {
     x.map_or_else(|| "–".to_string(), |v| format!("{v:.1}"))
+}
+
+/// A call site as a reader knows it: `caller → target`, with its place in the file when the
+/// caller has several calls to the same target (`api → db (calls[1])`).
+fn call_name(c: &CallReport, calls: &[CallReport]) -> String {
+    let name = format!("{} → {}", c.caller, c.target);
+    let twins = calls
+        .iter()
+        .filter(|d| d.caller == c.caller && d.target == c.target)
+        .count();
+    if twins > 1 {
+        let place = c.path.rsplit('.').next().unwrap_or(&c.path);
+        format!("{name} ({place})")
+    } else {
+        name
+    }
 }
 
 /// The first eight characters of a name, for the sparkline labels.
