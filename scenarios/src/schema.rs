@@ -624,7 +624,9 @@ pub enum Expectation {
         /// The bound.
         max: SimDuration,
     },
-    /// Attempts arriving at services per offered request stay at most `max`.
+    /// Client amplification stays at most `max`: the attempts the clients make (first
+    /// attempts, retries, hedges) per request they offer. What a tier below receives per
+    /// offered request is its load factor, in the report.
     AmplificationAtMost {
         /// The bound.
         max: f64,

@@ -66,13 +66,19 @@ fn failures(r: &Report, reason: &str) -> u64 {
 fn retry_storm_amplifies_and_outlives_the_slowdown() {
     let mut plain = 0.0;
     check("retry-storm", |r| {
-        plain = r.summary.amplification;
-        assert!(plain >= 8.0, "two layers of 3 attempts: {plain}");
+        // Two layers of 3 attempts: up to 9 db attempts per request.
+        plain = service(r, "db").load_factor;
+        assert!(plain >= 7.0, "{plain}");
+        assert!(
+            r.summary.amplification >= 2.5,
+            "{}",
+            r.summary.amplification
+        );
         assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
         assert!(service(r, "db").wasted_work_s > 100.0);
     });
     check("retry-storm-full-jitter", |r| {
-        let jittered = r.summary.amplification;
+        let jittered = service(r, "db").load_factor;
         assert!(
             (jittered - plain).abs() / plain < 0.1,
             "{jittered} vs {plain}"
@@ -80,11 +86,9 @@ fn retry_storm_amplifies_and_outlives_the_slowdown() {
         assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
     });
     check("retry-storm-budget", |r| {
-        assert!(
-            r.summary.amplification <= 2.5,
-            "{}",
-            r.summary.amplification
-        );
+        // About one db attempt per request, even through the slowdown.
+        let db = service(r, "db").load_factor;
+        assert!(db <= 1.2, "{db}");
         assert!(r.goodput_ratio_between(25.0, 60.0) > 0.9);
         assert!(call(r, "clients.users.call").counts.budget_exhausted > 0);
         assert!(call(r, "services.api.calls[0]").counts.budget_exhausted > 0);

@@ -5,7 +5,7 @@
 use scenarios::Report;
 use scenarios::figures::{
     CallSiteFigures, CallStats, ClientBucket, ClientFigures, Figures, LatencyBins, RunBucket,
-    RunMeta,
+    RunMeta, ServiceCounts, ServiceFigures,
 };
 use scenarios::load::parse;
 use scenarios::report::Format;
@@ -312,6 +312,102 @@ fn call_sites_are_named_by_caller_and_target() {
     );
     assert!(
         line(&human, "api → db (calls[1])").contains("calls"),
+        "{human}"
+    );
+}
+
+/// A service `name` with `arrivals` attempts and nothing else counted.
+fn service(name: &str, arrivals: u64) -> ServiceFigures {
+    ServiceFigures {
+        name: name.to_string(),
+        replicas: 1,
+        workers: 10,
+        counts: ServiceCounts {
+            arrivals,
+            ..ServiceCounts::default()
+        },
+        wait: LatencyHistogram::compact(),
+        pid_drop_ratio_max: 0.0,
+        buckets: Vec::new(),
+    }
+}
+
+/// One client `c` calling `api`, which calls `db`, for 10s, with `stack` on the client's call.
+fn two_tier(stack: &str) -> Report {
+    let text = format!(
+        r#"Scenario(
+            name: "two-tier",
+            duration: "10s",
+            clients: {{ "c": (load: Open(rate: Constant("100/s")), call: (target: "api", stack: [{stack}])) }},
+            services: {{
+                "api": (workers: 10, work: Constant(value: "1ms"), calls: [(target: "db")]),
+                "db": (workers: 10, work: Constant(value: "1ms")),
+            }},
+        )"#
+    );
+    let scenario = parse("two-tier.ron", &text).unwrap_or_else(|e| panic!("{e}"));
+    scenarios::run(&scenario, "two-tier.ron", &Default::default())
+        .unwrap()
+        .report
+}
+
+#[test]
+fn amplification_is_per_client_request_and_load_is_per_tier() {
+    // A healthy two-tier system: one attempt per request at each tier.
+    let r = two_tier("");
+    let v = json(&r);
+    assert_eq!(v["summary"]["amplification"], 1.0, "{}", v["summary"]);
+    assert_eq!(v["summary"]["attempts"], v["summary"]["offered"]);
+    // (A request or two are still on their way to the db at the end.)
+    let about_one = |x: &serde_json::Value| (x.as_f64().unwrap() - 1.0).abs() < 0.01;
+    for i in 0..2 {
+        assert!(
+            about_one(&v["services"][i]["load_factor"]),
+            "{}",
+            v["services"][i]
+        );
+        assert!(
+            about_one(&v["calls"][i]["amplification"]),
+            "{}",
+            v["calls"][i]
+        );
+    }
+    let human = Format::Human.render(&r);
+    assert!(
+        line(&human, "offered").contains("amplification 1.00"),
+        "{human}"
+    );
+    assert!(human.contains(
+        "\nservices (load: attempts arriving per request offered by the clients; busy: mean busy workers)\n"
+    ));
+    assert!(line(&human, "api  ").contains("load   1.00"), "{human}");
+    assert!(line(&human, "db  ").contains("load   1.00"), "{human}");
+    assert!(human.contains("\ncalls (amplification: attempts per call)\n"));
+
+    // Retries at both tiers: the clients pay 1.5 attempts per request, the api sees those,
+    // and the db sees the api's 2 attempts per call, 3 per offered request.
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(100)]);
+    f.services = vec![service("api", 150), service("db", 300)];
+    let mut client = site("clients.c.call", "c", "api");
+    (client.counts.calls, client.counts.attempts) = (100, 150);
+    let mut api = site("services.api.calls[0]", "api", "db");
+    (api.counts.calls, api.counts.attempts) = (150, 300);
+    f.call_sites = vec![client, api];
+    let r = check("AmplificationAtMost(max: 2.0)", &f);
+    let v = json(&r);
+    assert_eq!(v["summary"]["attempts"], 150);
+    assert_eq!(v["summary"]["amplification"], 1.5);
+    assert_eq!(v["services"][0]["load_factor"], 1.5);
+    assert_eq!(v["services"][1]["load_factor"], 3.0);
+    assert_eq!(v["calls"][0]["amplification"], 1.5);
+    assert_eq!(v["calls"][1]["amplification"], 2.0);
+    assert_eq!(
+        verdicts(&r),
+        ["PASS client amplification at most 2.00: 1.50"]
+    );
+    let human = Format::Human.render(&r);
+    assert!(
+        line(&human, "api → db").contains("amplification  2.00"),
         "{human}"
     );
 }

@@ -12,6 +12,11 @@ use patterns::breaker::StateKind;
 use sim_core::SimDuration;
 use sim_core::metrics::LatencyHistogram;
 
+/// `a / b`, or 0 when `b` is zero (then `a` is zero too: nothing was offered or called).
+fn per(a: u64, b: u64) -> f64 {
+    a as f64 / b.max(1) as f64
+}
+
 /// How many breaker transitions a report lists (the count is always complete).
 const TRANSITIONS_LISTED: usize = 32;
 
@@ -20,6 +25,7 @@ impl Report {
     pub fn build(scenario: &Scenario, meta: &RunMeta, figures: &Figures) -> Report {
         let secs = figures.end.as_secs_f64().max(1e-9);
         let summary = summary(figures, secs);
+        let offered = summary.offered;
         let expectations = scenario
             .expectations
             .iter()
@@ -46,7 +52,7 @@ impl Report {
             services: figures
                 .services
                 .iter()
-                .map(|s| service(s, figures))
+                .map(|s| service(s, figures, offered))
                 .collect(),
             calls: figures.call_sites.iter().map(call).collect(),
             series: (0..figures.bucket_count())
@@ -86,11 +92,18 @@ fn summary(figures: &Figures, secs: f64) -> Summary {
     let offered: u64 = figures.clients.iter().map(ClientFigures::offered).sum();
     let successes: u64 = figures.clients.iter().map(ClientFigures::successes).sum();
     let failures = figures.clients.iter().map(ClientFigures::failures).sum();
-    let attempts: u64 = figures.services.iter().map(|s| s.counts.arrivals).sum();
+    // The clients' call sites make the offered requests: their attempts are what the
+    // clients paid, whatever the tiers below them did with each one.
+    let attempts: u64 = figures
+        .call_sites
+        .iter()
+        .filter(|site| site.from_client)
+        .map(|site| site.counts.attempts)
+        .sum();
     Summary {
         offered,
         attempts,
-        amplification: round3(ratio(attempts, offered.max(1))),
+        amplification: round3(per(attempts, offered)),
         successes,
         failures,
         failures_by_reason: reasons(&failed),
@@ -128,13 +141,15 @@ fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> 
     total / end.max(1) as f64
 }
 
-fn service(s: &ServiceFigures, figures: &Figures) -> ServiceReport {
+/// Service `s`; `offered` is the number of requests all clients offered.
+fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport {
     let workers_total = f64::from(s.replicas * s.workers);
     let c = &s.counts;
     ServiceReport {
         name: s.name.clone(),
         replicas: s.replicas,
         workers: s.workers,
+        load_factor: round3(per(c.arrivals, offered)),
         utilisation: round3(
             c.busy_ns as f64 / (workers_total * figures.end.as_nanos().max(1) as f64),
         ),
@@ -165,6 +180,7 @@ fn call(site: &CallSiteFigures) -> CallReport {
         path: site.path.clone(),
         caller: site.caller.clone(),
         target: site.target.clone(),
+        amplification: round3(per(site.counts.attempts, site.counts.calls)),
         counts: site.counts.clone(),
         rejected_by_reason: reasons(&site.counts.rejected),
         breakers: site.breakers.iter().map(breaker).collect(),

@@ -30,9 +30,11 @@ pub struct LatencyMs {
 pub struct Summary {
     /// Requests the clients offered.
     pub offered: u64,
-    /// Attempts that reached any service (client attempts, retries and downstream calls).
+    /// Attempts the clients made (first attempts, retries and hedges), at their own call
+    /// sites: the services' downstream calls are not counted here.
     pub attempts: u64,
-    /// `attempts / offered`: the work one offered request causes in the system.
+    /// Client amplification, `attempts / offered`: how many tries one request costs its
+    /// client. What each tier receives per offered request is its service's `load_factor`.
     pub amplification: f64,
     /// Requests that succeeded.
     pub successes: u64,
@@ -76,6 +78,10 @@ pub struct ServiceReport {
     pub replicas: u32,
     /// Workers per replica.
     pub workers: u32,
+    /// Load factor, `arrivals / offered`: attempts arriving at this service per request the
+    /// clients offered (1 for a tier every request visits once; retries at any tier above
+    /// it, hedges and fan-out raise it, caches and early failures lower it).
+    pub load_factor: f64,
     /// Mean busy fraction of all workers.
     pub utilisation: f64,
     /// Mean total queue length.
@@ -153,6 +159,9 @@ pub struct CallReport {
     pub caller: String,
     /// The service called.
     pub target: String,
+    /// Amplification at this call site, `attempts / calls`: tries per call (retries and
+    /// hedges included).
+    pub amplification: f64,
     /// Its counters, summed over the replicas of the calling service (serialised in place).
     #[serde(flatten)]
     pub counts: CallStats,

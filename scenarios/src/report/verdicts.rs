@@ -50,7 +50,7 @@ pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> Ex
             }
         }
         Expectation::AmplificationAtMost { max } => ExpectationResult {
-            expectation: format!("amplification at most {max:.2}"),
+            expectation: format!("client amplification at most {max:.2}"),
             observed: format!("{:.2}", summary.amplification),
             pass: summary.amplification <= *max,
         },

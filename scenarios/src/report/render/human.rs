@@ -18,12 +18,15 @@ pub(super) fn render(report: &Report) -> String {
     summary(&mut o, report);
     clients(&mut o, report);
     let _ = writeln!(o);
-    let _ = writeln!(o, "services (busy: mean busy workers)");
+    let _ = writeln!(
+        o,
+        "services (load: attempts arriving per request offered by the clients; busy: mean busy workers)"
+    );
     for v in &report.services {
         service(&mut o, v);
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "calls");
+    let _ = writeln!(o, "calls (amplification: attempts per call)");
     for c in &report.calls {
         call(&mut o, c, &report.calls);
     }
@@ -56,7 +59,7 @@ fn summary(o: &mut String, report: &Report) {
     let _ = writeln!(o, "summary");
     let _ = writeln!(
         o,
-        "  offered {:>10}   ({:.1}/s)   attempts {}   amplification {:.2}",
+        "  offered {:>10}   ({:.1}/s)   attempts {}   amplification {:.2} (client attempts per request)",
         s.offered, s.offered_per_s, s.attempts, s.amplification
     );
     let _ = writeln!(
@@ -109,8 +112,9 @@ fn clients(o: &mut String, report: &Report) {
 fn service(o: &mut String, v: &ServiceReport) {
     let _ = writeln!(
         o,
-        "  {:<16} util {:>5.1}%  busy {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}",
+        "  {:<16} load {:>6.2}  util {:>5.1}%  busy {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}",
         v.name,
+        v.load_factor,
         100.0 * v.utilisation,
         v.busy_workers_mean,
         v.queue_depth_mean,
@@ -155,10 +159,11 @@ fn call(o: &mut String, c: &CallReport, calls: &[CallReport]) {
     let n = &c.counts;
     let _ = writeln!(
         o,
-        "  {:<28} calls {:>8}  attempts {:>8}  retries {:>7}  budget exhausted {:>6}  timeouts {:>7}  late replies {:>7}",
+        "  {:<28} calls {:>8}  attempts {:>8}  amplification {:>5.2}  retries {:>7}  budget exhausted {:>6}  timeouts {:>7}  late replies {:>7}",
         call_name(c, calls),
         n.calls,
         n.attempts,
+        c.amplification,
         n.retries,
         n.budget_exhausted,
         n.timeouts,
