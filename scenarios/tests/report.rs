@@ -377,9 +377,9 @@ fn amplification_is_per_client_request_and_load_is_per_tier() {
         line(&human, "offered").contains("amplification 1.00"),
         "{human}"
     );
-    assert!(human.contains(
-        "\nservices (load: attempts arriving per request offered by the clients; busy: mean busy workers)\n"
-    ));
+    assert!(
+        human.contains("\nservices (load: attempts arriving per request offered by the clients;")
+    );
     assert!(line(&human, "api  ").contains("load   1.00"), "{human}");
     assert!(line(&human, "db  ").contains("load   1.00"), "{human}");
     assert!(human.contains("\ncalls (amplification: attempts per call)\n"));
@@ -409,5 +409,39 @@ fn amplification_is_per_client_request_and_load_is_per_tier() {
     assert!(
         line(&human, "api → db").contains("amplification  2.00"),
         "{human}"
+    );
+}
+
+#[test]
+fn a_service_shows_how_many_arrivals_waited_and_how_long() {
+    // 100 arrivals: 70 found a free worker, 30 waited 10ms each.
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(100)]);
+    let mut api = service("api", 100);
+    api.counts.queued = 30;
+    for i in 0..100 {
+        let waited = if i < 30 { 10 } else { 0 };
+        api.wait.record(SimDuration::from_millis(waited));
+    }
+    f.services = vec![api, service("db", 0)];
+    let r = check("", &f);
+    let v = json(&r);
+    let api = &v["services"][0];
+    assert_eq!(api["queued"], 30);
+    assert_eq!(api["waited_ratio"], 0.3);
+    let mean = api["wait_ms_mean"].as_f64().unwrap();
+    assert!((mean - 3.0).abs() < 0.05, "{mean}");
+    let p99 = api["wait_ms_p99"].as_f64().unwrap();
+    assert!((p99 - 10.0).abs() < 0.1, "{p99}");
+    // Nothing arrived at the db: no share and no wait to show.
+    let db = &v["services"][1];
+    assert!(
+        db["waited_ratio"].is_null() && db["wait_ms_mean"].is_null(),
+        "{db}"
+    );
+    let human = Format::Human.render(&r);
+    assert!(human.contains("; wait: time in queue)\n"), "{human}");
+    assert_eq!(
+        line(&human, "queued").trim(),
+        "queued 30 (30.0% of arrivals)  wait ms mean 3.0 p99 10.0"
     );
 }

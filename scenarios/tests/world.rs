@@ -5,7 +5,7 @@
 use scenarios::load::parse;
 use scenarios::report::{LatencyMs, ServiceReport};
 use scenarios::{Report, RunOptions, run};
-use sim_core::queueing::mmc_mean_wait;
+use sim_core::queueing::{erlang_c, mm1_mean_wait, mmc_mean_wait};
 
 /// Parses and runs a scenario written for the test.
 fn check(text: &str) -> Report {
@@ -82,6 +82,37 @@ fn mmc_matches_queueing_theory() {
         "{} vs {expected_ms}",
         latency(&r).mean
     );
+}
+
+#[test]
+fn time_in_queue_matches_queueing_theory() {
+    // The service's own figures: the mean time in queue W_q, and the share of arrivals that
+    // found every worker busy (ρ for M/M/1, Erlang C for M/M/c).
+    let wait = |workers: u32, rate: f64, duration: &str| {
+        let r = check(&open(
+            &format!("{rate}/s"),
+            "",
+            duration,
+            &format!(
+                r#""api": (workers: {workers}, queue: (capacity: None), work: Exponential(mean: "10ms"))"#
+            ),
+            "",
+        ));
+        let api = service(&r, "api");
+        (api.wait_ms_mean.unwrap(), api.waited_ratio.unwrap())
+    };
+    // M/M/1, λ = 50/s, μ = 100/s: W_q = ρ / (μ − λ) = 10ms, and half the arrivals wait.
+    let (mean, waited) = wait(1, 50.0, "4000s");
+    assert!(
+        close(mean, mm1_mean_wait(50.0, 100.0) * 1000.0, 0.05),
+        "{mean}"
+    );
+    assert!(close(waited, 0.5, 0.02), "{waited}");
+    // M/M/4, λ = 300/s, μ = 100/s per worker (W_q converges slowly at ρ = 0.75: 4000s).
+    let (mean, waited) = wait(4, 300.0, "4000s");
+    let expected = mmc_mean_wait(4, 300.0, 100.0) * 1000.0;
+    assert!(close(mean, expected, 0.05), "{mean} vs {expected}");
+    assert!(close(waited, erlang_c(4, 3.0), 0.02), "{waited}");
 }
 
 #[test]

@@ -65,13 +65,17 @@ impl Report {
     }
 }
 
+/// A duration in milliseconds, rounded for display.
+fn ms(d: SimDuration) -> f64 {
+    round3(d.as_millis_f64())
+}
+
 impl LatencyMs {
     /// The figures of `h`; `None` when it is empty.
     fn of(h: &LatencyHistogram) -> Option<Self> {
         if h.count() == 0 {
             return None;
         }
-        let ms = |d: SimDuration| round3(d.as_millis_f64());
         Some(LatencyMs {
             p50: ms(h.quantile(0.5)),
             p90: ms(h.quantile(0.9)),
@@ -155,6 +159,10 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
         ),
         queue_depth_mean: round3(run_mean(s, figures, |b| b.queue.mean)),
         queue_depth_max: c.queue_depth_max,
+        queued: c.queued,
+        waited_ratio: (c.arrivals > 0).then(|| round3(c.queued as f64 / c.arrivals as f64)),
+        wait_ms_mean: (s.wait.count() > 0).then(|| ms(s.wait.mean())),
+        wait_ms_p99: (s.wait.count() > 0).then(|| ms(s.wait.quantile(0.99))),
         busy_workers_mean: round3(run_mean(s, figures, |b| b.busy.mean)),
         arrivals: c.arrivals,
         ok: c.ok,

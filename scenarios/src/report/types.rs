@@ -88,6 +88,17 @@ pub struct ServiceReport {
     pub queue_depth_mean: f64,
     /// Largest queue length of one replica.
     pub queue_depth_max: u64,
+    /// Attempts that found every worker busy and waited in the queue.
+    pub queued: u64,
+    /// The share of arrivals that waited in the queue, `queued / arrivals` (`null` without
+    /// arrivals).
+    pub waited_ratio: Option<f64>,
+    /// Mean time in the queue of the attempts that started work, those that found a free
+    /// worker counting zero (`null` when none started), in milliseconds: queueing theory's
+    /// mean wait W_q.
+    pub wait_ms_mean: Option<f64>,
+    /// 99th percentile of the same (`null` when no attempt started work).
+    pub wait_ms_p99: Option<f64>,
     /// Mean busy workers over all replicas, time-weighted (a worker is busy while its
     /// request is in service or waits on its downstream calls; queued requests are not
     /// counted).

@@ -20,7 +20,7 @@ pub(super) fn render(report: &Report) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "services (load: attempts arriving per request offered by the clients; busy: mean busy workers)"
+        "services (load: attempts arriving per request offered by the clients; busy: mean busy workers; wait: time in queue)"
     );
     for v in &report.services {
         service(&mut o, v);
@@ -122,6 +122,17 @@ fn service(o: &mut String, v: &ServiceReport) {
         v.arrivals,
         v.ok
     );
+    if v.queued > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<16} queued {} ({:.1}% of arrivals)  wait ms mean {} p99 {}",
+            "",
+            v.queued,
+            100.0 * v.waited_ratio.unwrap_or_default(),
+            decimal1(v.wait_ms_mean),
+            decimal1(v.wait_ms_p99)
+        );
+    }
     let mut extra = Vec::new();
     if !v.failed_by_reason.is_empty() {
         extra.push(format!("failed: {}", join_reasons(&v.failed_by_reason)));
