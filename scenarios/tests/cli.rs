@@ -177,7 +177,7 @@ fn csv_writes_the_series() {
     let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
     assert!(
         text.starts_with(
-            "t_s,offered,successes,failures,goodput_ratio,latency_ms_mean,latency_ms_p99,s_arrivals"
+            "t_s,offered,successes,failures,goodput_ratio,goodput_per_s,latency_ms_mean,latency_ms_p99,s_arrivals"
         ),
         "{text}"
     );

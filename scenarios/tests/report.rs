@@ -258,7 +258,9 @@ fn json_keys_name_the_unit_then_the_qualifier() {
     // busy workers are called so.
     for path in &all {
         assert!(
-            !path.contains("in_flight") || path == "network[].in_flight",
+            !path.contains("in_flight")
+                || path == "network[].in_flight"
+                || path == "summary.requests_in_flight",
             "{path}"
         );
     }
@@ -443,5 +445,63 @@ fn a_service_shows_how_many_arrivals_waited_and_how_long() {
     assert_eq!(
         line(&human, "queued").trim(),
         "queued 30 (30.0% of arrivals)  wait ms mean 3.0 p99 10.0"
+    );
+}
+
+#[test]
+fn the_series_counts_outcomes_by_offer_and_goodput_by_completion() {
+    // Every request takes a bucket to answer. Bucket 0 offers 100 that all succeed during
+    // bucket 1; bucket 1 offers 100 of which half succeed during bucket 2; the last bucket,
+    // half a second long, offers 10 still in flight at the end.
+    let mut f = figures(
+        SimDuration::from_secs(1),
+        vec![
+            offered(100),
+            offered(50),
+            ClientBucket {
+                offered: 10,
+                ..ClientBucket::default()
+            },
+        ],
+    );
+    f.end = SimTime::ZERO + SimDuration::from_millis(2500);
+    f.clients[0].buckets[1].completed_ok = 100;
+    f.clients[0].buckets[2].completed_ok = 50;
+    f.requests_in_flight = 10;
+    let r = check("", &f);
+    let v = json(&r);
+    let series = |key: &str| -> Vec<f64> {
+        (0..3)
+            .map(|i| v["series"][i][key].as_f64().unwrap())
+            .collect()
+    };
+    // Requests in flight at the end have not succeeded: the last ratio is 0.
+    assert_eq!(series("goodput_ratio"), [1.0, 0.5, 0.0]);
+    assert_eq!(series("goodput_per_s"), [0.0, 100.0, 100.0]);
+    let s = &v["summary"];
+    assert_eq!(s["requests_in_flight"], 10);
+    assert_eq!(s["offered"], 210);
+    assert_eq!(
+        s["successes"].as_u64().unwrap() + s["failures"].as_u64().unwrap(),
+        200
+    );
+    let human = Format::Human.render(&r);
+    assert_eq!(
+        line(&human, "in flight"),
+        "  in flight       10   still waiting for their outcome when the run stopped"
+    );
+    assert!(
+        line(&human, "over time").contains("of the requests offered in it"),
+        "{human}"
+    );
+    assert!(
+        line(&human, "goodput  ").contains("(peak 100/s)"),
+        "{human}"
+    );
+    let csv = Format::Csv.render(&r);
+    assert!(csv.starts_with("t_s,offered,successes,failures,goodput_ratio,goodput_per_s,"));
+    assert!(
+        csv.lines().nth(3).unwrap().starts_with("2,10,0,0,0,100,"),
+        "{csv}"
     );
 }

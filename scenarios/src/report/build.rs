@@ -9,8 +9,8 @@ use crate::figures::{
 };
 use crate::schema::Scenario;
 use patterns::breaker::StateKind;
-use sim_core::SimDuration;
 use sim_core::metrics::LatencyHistogram;
+use sim_core::{SimDuration, SimTime};
 
 /// `a / b`, or 0 when `b` is zero (then `a` is zero too: nothing was offered or called).
 fn per(a: u64, b: u64) -> f64 {
@@ -110,6 +110,7 @@ fn summary(figures: &Figures, secs: f64) -> Summary {
         amplification: round3(per(attempts, offered)),
         successes,
         failures,
+        requests_in_flight: figures.requests_in_flight,
         failures_by_reason: reasons(&failed),
         goodput_per_s: round3(successes as f64 / secs),
         offered_per_s: round3(offered as f64 / secs),
@@ -236,6 +237,7 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                 t.successes += b.successes;
                 t.failures += b.failures;
                 t.latency_sum_ns += b.latency_sum_ns;
+                t.completed_ok += b.completed_ok;
                 t
             });
     let bins = figures
@@ -243,15 +245,21 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         .get(i)
         .map(|b| b.latency)
         .unwrap_or_default();
+    // The last bucket may end early, with the run.
+    let start = figures.bucket * i as u64;
+    let length = (figures.end - SimTime::ZERO)
+        .min(start + figures.bucket)
+        .saturating_sub(start);
     SeriesRow {
-        latency_ms_p99: bins.quantile(0.99).map(|d| round3(d.as_millis_f64())),
-        t_s: round3((figures.bucket * i as u64).as_secs_f64()),
+        t_s: round3(start.as_secs_f64()),
         offered: total.offered,
         successes: total.successes,
         failures: total.failures,
         goodput_ratio: round3(ratio(total.successes, total.offered)),
+        goodput_per_s: round3(total.completed_ok as f64 / length.as_secs_f64().max(1e-9)),
         latency_ms_mean: (total.successes > 0)
             .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
+        latency_ms_p99: bins.quantile(0.99).map(ms),
         services: figures
             .services
             .iter()

@@ -40,6 +40,9 @@ pub struct Summary {
     pub successes: u64,
     /// Requests that failed.
     pub failures: u64,
+    /// Requests still waiting for their outcome when the run stopped: offered = successes +
+    /// failures + requests in flight.
+    pub requests_in_flight: u64,
     /// Failed requests by reason (only reasons that occurred).
     pub failures_by_reason: BTreeMap<String, u64>,
     /// Successes per simulated second.
@@ -199,23 +202,33 @@ pub struct ServicePoint {
     pub busy_workers_mean: f64,
 }
 
-/// One report bucket.
+/// One report bucket, over all clients.
+///
+/// Outcomes, ratios and latencies are by bucket of *offer*: `successes`, `failures`,
+/// `goodput_ratio` and the latencies are those of the requests offered during the bucket,
+/// whenever they finished, so a ratio never exceeds 1 and a slow bucket shows where the slow
+/// requests were sent. `goodput_per_s` alone is by bucket of *completion*: the successes that
+/// came back during the bucket, whenever they were offered.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct SeriesRow {
     /// Start of the bucket, in seconds.
     pub t_s: f64,
     /// Requests offered in it (all clients).
     pub offered: u64,
-    /// Requests that succeeded in it.
+    /// Of those, the ones that succeeded.
     pub successes: u64,
-    /// Requests that failed in it.
+    /// Of those, the ones that failed.
     pub failures: u64,
-    /// `successes / offered` (1 when nothing was offered).
+    /// `successes / offered`, by bucket of offer (1 when nothing was offered; requests still
+    /// in flight at the end count as not succeeded, which lowers the last buckets).
     pub goodput_ratio: f64,
-    /// Mean latency of the successes, in milliseconds (`null` without successes).
+    /// Successes completed during the bucket per second, whenever they were offered.
+    pub goodput_per_s: f64,
+    /// Mean latency of the successes among the requests offered in the bucket, in
+    /// milliseconds (`null` without successes).
     pub latency_ms_mean: Option<f64>,
-    /// 99th percentile latency of the successes, in milliseconds (the upper edge of its log
-    /// bin: within 25% above the true value; `null` without successes).
+    /// 99th percentile of the same, in milliseconds (the upper edge of its log bin: within
+    /// 25% above the true value; `null` without successes).
     pub latency_ms_p99: Option<f64>,
     /// Per service.
     pub services: Vec<ServicePoint>,
@@ -277,7 +290,8 @@ impl Report {
         self.expectations.iter().all(|e| e.pass)
     }
 
-    /// The success ratio of all clients over `[from, to)` seconds, from the series.
+    /// The success ratio of all clients over `[from, to)` seconds, from the series: of the
+    /// requests offered in that window.
     pub fn goodput_ratio_between(&self, from_s: f64, to_s: f64) -> f64 {
         let (ok, offered) = self
             .series

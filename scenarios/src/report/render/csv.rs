@@ -1,13 +1,15 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
-//! columns prefixed by its name.
+//! columns prefixed by its name. The columns are the JSON series' keys; as there, outcomes and
+//! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
 use super::super::Report;
 use std::fmt::Write as _;
 
 /// The series of `report` as CSV, with a header row.
 pub(super) fn render(report: &Report) -> String {
-    let mut o =
-        String::from("t_s,offered,successes,failures,goodput_ratio,latency_ms_mean,latency_ms_p99");
+    let mut o = String::from(
+        "t_s,offered,successes,failures,goodput_ratio,goodput_per_s,latency_ms_mean,latency_ms_p99",
+    );
     for v in &report.services {
         let n = &v.name;
         let _ = write!(
@@ -19,12 +21,13 @@ pub(super) fn render(report: &Report) -> String {
     for r in &report.series {
         let _ = write!(
             o,
-            "{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{}",
             r.t_s,
             r.offered,
             r.successes,
             r.failures,
             r.goodput_ratio,
+            r.goodput_per_s,
             cell(r.latency_ms_mean),
             cell(r.latency_ms_p99)
         );

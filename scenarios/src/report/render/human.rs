@@ -75,6 +75,11 @@ fn summary(o: &mut String, report: &Report) {
         s.failures,
         join_reasons(&s.failures_by_reason)
     );
+    let _ = writeln!(
+        o,
+        "  in flight {:>8}   still waiting for their outcome when the run stopped",
+        s.requests_in_flight
+    );
     let l = |q: fn(&LatencyMs) -> f64| decimal1(s.latency_ms.as_ref().map(q));
     let _ = writeln!(
         o,
@@ -230,12 +235,22 @@ fn series(o: &mut String, report: &Report) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "over time (success ratio, p99 latency, then each service's queue, per bucket)"
+        "over time, per bucket (success and p99: of the requests offered in it; goodput: successes completed in it; queues)"
     );
     let _ = writeln!(
         o,
-        "  goodput  {}",
+        "  success  {}",
         sparkline(report.series.iter().map(|r| r.goodput_ratio), 1.0)
+    );
+    let goodput_peak = report
+        .series
+        .iter()
+        .map(|r| r.goodput_per_s)
+        .fold(0.0, f64::max);
+    let _ = writeln!(
+        o,
+        "  goodput  {}  (peak {goodput_peak:.0}/s)",
+        sparkline(report.series.iter().map(|r| r.goodput_per_s), goodput_peak)
     );
     let p99_peak = report
         .series
