@@ -505,3 +505,39 @@ fn the_series_counts_outcomes_by_offer_and_goodput_by_completion() {
         "{csv}"
     );
 }
+
+#[test]
+fn counters_are_shown_when_something_happened() {
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(100)]);
+    let mut api = service("api", 100);
+    api.counts.shaped = 3;
+    api.counts.queued = 7;
+    f.services = vec![api, service("db", 100)];
+    let mut call = site("clients.c.call", "c", "api");
+    (call.counts.calls, call.counts.attempts, call.counts.shaped) = (100, 100, 5);
+    f.call_sites = vec![call, site("services.api.calls[0]", "api", "db")];
+    let r = check("", &f);
+    let human = Format::Human.render(&r);
+    assert!(
+        line(&human, "shaped by a rate limiter").ends_with(": 5"),
+        "{human}"
+    );
+    assert!(
+        line(&human, "queued 7 ").contains("7.0% of arrivals"),
+        "{human}"
+    );
+    let api_extra = human
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("api "))
+        .nth(2)
+        .unwrap();
+    assert!(api_extra.contains("shaped 3"), "{human}");
+    // Nothing of the kind at the db: no line for it.
+    assert_eq!(human.matches("shaped").count(), 2, "{human}");
+    assert_eq!(human.matches("queued").count(), 1, "{human}");
+    // Services without buckets have zero means, not negative zeros.
+    assert!(!human.contains("-0.0"), "{human}");
+    let v = json(&r);
+    assert_eq!(v["services"][0]["shaped"], 3);
+    assert_eq!(v["calls"][0]["shaped"], 5);
+}

@@ -142,7 +142,8 @@ fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> 
             let start = i as u64 * width;
             gauge(b) * (end.min(start + width) - start) as f64
         })
-        .sum();
+        // From +0.0: an empty f64 sum is -0.0, which would print as "-0.0".
+        .fold(0.0, |total, x| total + x);
     total / end.max(1) as f64
 }
 
@@ -175,6 +176,7 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
         cache_hits: c.cache_hits,
         duplicate_executions: c.duplicate_executions,
         replayed: c.replayed,
+        shaped: c.shaped,
         coalesced: c.coalesced,
         ejections: c.ejections,
         marked_unhealthy: c.marked_unhealthy,

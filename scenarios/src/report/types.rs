@@ -126,6 +126,8 @@ pub struct ServiceReport {
     pub duplicate_executions: u64,
     /// Attempts answered from the idempotency store without running.
     pub replayed: u64,
+    /// Attempts a shaping rate limiter (leaky bucket as a queue) delayed before admission.
+    pub shaped: u64,
     /// Cache misses that waited for another request's fetch of the same key.
     pub coalesced: u64,
     /// Outlier ejections.

@@ -149,6 +149,7 @@ fn service(o: &mut String, v: &ServiceReport) {
         ("cache hits", v.cache_hits),
         ("duplicate executions", v.duplicate_executions),
         ("replayed", v.replayed),
+        ("shaped", v.shaped),
         ("coalesced misses", v.coalesced),
         ("ejections", v.ejections),
         ("marked unhealthy", v.marked_unhealthy),
@@ -197,6 +198,9 @@ fn call(o: &mut String, c: &CallReport, calls: &[CallReport]) {
             "hedges sent: {}, won by a hedge: {}",
             n.hedges, n.hedge_wins
         ));
+    }
+    if n.shaped > 0 {
+        notes.push(format!("shaped by a rate limiter: {}", n.shaped));
     }
     if n.bulkhead_waits > 0 {
         notes.push(format!("waited for a bulkhead slot: {}", n.bulkhead_waits));
