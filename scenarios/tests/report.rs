@@ -290,6 +290,15 @@ fn call_sites_are_named_by_caller_and_target() {
     assert!(line(&human, "c → api").contains("calls"), "{human}");
     assert!(line(&human, "api → db").contains("calls"), "{human}");
     assert!(!human.contains("clients.c.call"), "{human}");
+    let compact = Format::Compact.render(&r);
+    assert!(
+        line(&compact, "call c → api ").contains("attempts"),
+        "{compact}"
+    );
+    assert!(
+        line(&compact, "call api → db ").contains("attempts"),
+        "{compact}"
+    );
     // JSON keeps the field path and names both ends.
     let v = json(&r);
     assert_eq!(v["calls"][0]["path"], "clients.c.call");
@@ -384,6 +393,15 @@ fn amplification_is_per_client_request_and_load_is_per_tier() {
     );
     assert!(line(&human, "api  ").contains("load   1.00"), "{human}");
     assert!(line(&human, "db  ").contains("load   1.00"), "{human}");
+    let compact = Format::Compact.render(&r);
+    assert!(
+        line(&compact, "service db ").contains("load   1.00"),
+        "{compact}"
+    );
+    assert!(
+        line(&compact, "offered").contains("amplification 1.00"),
+        "{compact}"
+    );
     assert!(human.contains("\ncalls (amplification: attempts per call)\n"));
 
     // Retries at both tiers: the clients pay 1.5 attempts per request, the api sees those,
@@ -497,6 +515,11 @@ fn the_series_counts_outcomes_by_offer_and_goodput_by_completion() {
     assert!(
         line(&human, "goodput  ").contains("(peak 100/s)"),
         "{human}"
+    );
+    let compact = Format::Compact.render(&r);
+    assert!(
+        line(&compact, "offered").ends_with(" in flight 10"),
+        "{compact}"
     );
     let csv = Format::Csv.render(&r);
     assert!(csv.starts_with("t_s,offered,successes,failures,goodput_ratio,goodput_per_s,"));
