@@ -11,6 +11,7 @@ use scenarios::load::parse;
 use scenarios::report::Format;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime, StopReason};
+use sim_net::LinkReport;
 
 /// Figures of a run of `buckets.len()` buckets of `bucket`, with one client `c` whose
 /// buckets are `buckets` and nothing else measured.
@@ -563,4 +564,27 @@ fn counters_are_shown_when_something_happened() {
     let v = json(&r);
     assert_eq!(v["services"][0]["shaped"], 3);
     assert_eq!(v["calls"][0]["shaped"], 5);
+}
+
+#[test]
+fn a_link_that_delivered_nothing_has_no_latency() {
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(0)]);
+    f.links = vec![LinkReport {
+        source: "c".to_string(),
+        target: "api".to_string(),
+        sent: 100,
+        delivered: 0,
+        duplicated: 0,
+        held: 0,
+        in_flight: 0,
+        dropped: [("partition", 100)].into_iter().collect(),
+        latency_ms_p50: 0.0,
+        latency_ms_p99: 0.0,
+        latency_ms_max: 0.0,
+    }];
+    let human = Format::Human.render(&check("", &f));
+    assert!(
+        line(&human, "c → api").ends_with("latency ms p50 – p99 –"),
+        "{human}"
+    );
 }

@@ -292,15 +292,17 @@ fn network(o: &mut String, report: &Report) {
     let _ = writeln!(o, "network");
     for l in report.network.iter().filter(|l| l.sent > 0) {
         let dropped: u64 = l.dropped.values().sum();
+        // sim-net reports 0 for the latency of a link that delivered nothing: show none.
+        let latency = |x: f64| decimal1((l.delivered > 0).then_some(x));
         let _ = writeln!(
             o,
-            "  {:<24} sent {:>8}  delivered {:>8}  dropped {:>6}  latency ms p50 {:.1} p99 {:.1}",
+            "  {:<24} sent {:>8}  delivered {:>8}  dropped {:>6}  latency ms p50 {} p99 {}",
             format!("{} → {}", l.source, l.target),
             l.sent,
             l.delivered,
             dropped,
-            l.latency_ms_p50,
-            l.latency_ms_p99
+            latency(l.latency_ms_p50),
+            latency(l.latency_ms_p99)
         );
     }
 }
