@@ -75,7 +75,7 @@ fn main() {
              bare_customers={} bare_secs={bare_secs:.3} p50_ms={:.0}",
             out.report.events,
             b.events / 2,
-            out.report.summary.latency_ms.p50,
+            out.report.summary.latency_ms.map_or(0.0, |l| l.p50),
         );
     }
     let (s, b) = (median(scenario_rates), median(bare_rates));

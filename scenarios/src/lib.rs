@@ -13,7 +13,8 @@
 //! - [`world::World`]: the simulated world, one `sim_core` entity that holds every client,
 //!   service, replica, call and job, driven by [`world::Msg`] events.
 //! - [`run()`]: a scenario, a seed and overrides ([`RunOptions`]) in; a [`RunOutput`] with a
-//!   [`Report`] out (human, JSON, CSV, compact), within the run's event budget and time limit.
+//!   [`Report`] out, within the run's event budget and time limit; [`report::Format`]
+//!   renders it (human, JSON, CSV, compact).
 //! - [`library`]: the canonical failures, embedded from `scenarios/library/*.ron`.
 //!
 //! Module map:
@@ -27,7 +28,8 @@
 //! | [`world`] | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
 //! | [`world::stack`] | a call's gates (breaker, bulkhead, limiter, throttle) over the patterns |
 //! | [`run`](mod@run) | one run within its limits |
-//! | [`report`] | figures, verdicts on expectations, renderings |
+//! | [`figures`] | the plain data a finished run hands over |
+//! | [`report`] | the report built from the figures, verdicts on expectations, one renderer per format |
 //! | [`library`] | the embedded scenario library |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,

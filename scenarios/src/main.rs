@@ -3,9 +3,10 @@
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
 
 use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::load::{load, parse};
+use scenarios::report::Format;
 use scenarios::{RunOptions, Scenario, ScenarioError, run};
 use sim_core::SimDuration;
 use std::process::ExitCode;
@@ -21,31 +22,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario file or a library scenario by name (no file: the built-in example).
-    Run {
-        /// A `.ron` file, or the name of a library scenario (see `resim list`).
-        file: Option<String>,
-        /// The seed (default: the scenario's own).
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Simulated duration, e.g. "120s".
-        #[arg(long)]
-        duration: Option<SimDuration>,
-        /// Report bucket width, e.g. "500ms".
-        #[arg(long)]
-        bucket: Option<SimDuration>,
-        /// The event budget (the run stops and says so when it is spent).
-        #[arg(long)]
-        max_events: Option<u64>,
-        /// Describe every event between two instants, e.g. "10s..10.5s".
-        #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
-        trace: Option<(SimDuration, SimDuration)>,
-        /// Print one JSON object instead of the readable report.
-        #[arg(long)]
-        json: bool,
-        /// Also write the time series to DIR/series.csv.
-        #[arg(long, value_name = "DIR")]
-        csv: Option<String>,
-    },
+    Run(RunArgs),
     /// Run a scenario once per seed of a range and say which seeds fail an expectation.
     Sweep {
         /// A `.ron` file, or the name of a library scenario.
@@ -66,6 +43,37 @@ enum Command {
     List,
 }
 
+/// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
+#[derive(Args, Default)]
+struct RunArgs {
+    /// A `.ron` file, or the name of a library scenario (see `resim list`).
+    file: Option<String>,
+    /// The seed (default: the scenario's own).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    duration: Option<SimDuration>,
+    /// Report bucket width, e.g. "500ms".
+    #[arg(long)]
+    bucket: Option<SimDuration>,
+    /// The event budget (the run stops and says so when it is spent).
+    #[arg(long)]
+    max_events: Option<u64>,
+    /// Describe every event between two instants, e.g. "10s..10.5s".
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
+    trace: Option<(SimDuration, SimDuration)>,
+    /// How to print the report.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    format: Option<Format>,
+    /// Print one JSON object instead of the readable report (`--format json`).
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+    /// Also write the time series to DIR/series.csv (as `--format csv` prints it).
+    #[arg(long, value_name = "DIR")]
+    csv: Option<String>,
+}
+
 /// A file on disk, else a library scenario of that name.
 fn resolve(file: &str) -> Result<Scenario, ScenarioError> {
     if !std::path::Path::new(file).exists()
@@ -78,16 +86,7 @@ fn resolve(file: &str) -> Result<Scenario, ScenarioError> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let command = cli.command.unwrap_or(Command::Run {
-        file: None,
-        seed: None,
-        duration: None,
-        bucket: None,
-        max_events: None,
-        trace: None,
-        json: false,
-        csv: None,
-    });
+    let command = cli.command.unwrap_or(Command::Run(RunArgs::default()));
     match command {
         Command::List => {
             for entry in library::LIBRARY {
@@ -117,61 +116,50 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Run {
-            file,
-            seed,
-            duration,
-            bucket,
-            max_events,
-            trace,
-            json,
-            csv,
-        } => {
-            let file = file.unwrap_or_else(|| DEFAULT_EXAMPLE.to_string());
-            let options = RunOptions {
-                seed,
-                duration,
-                bucket,
-                max_events,
-                trace_capacity: 0,
-                trace_window: trace,
-            };
-            let output = match resolve(&file).and_then(|s| run(&s, &file, &options)) {
-                Ok(o) => o,
-                Err(e) => {
-                    eprintln!("{e}");
-                    return ExitCode::from(2);
-                }
-            };
-            let report = output.report;
-            if let Some(dir) = csv
-                && let Err(e) = write_csv(&dir, &report.csv())
-            {
-                eprintln!("{e:#}");
-                return ExitCode::from(2);
-            }
-            if json {
-                match serde_json::to_string(&report) {
-                    Ok(text) => println!("{text}"),
-                    Err(e) => {
-                        eprintln!("cannot render the report as JSON: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            } else {
-                print!("{}", report.human());
-            }
-            if report.passed() {
-                ExitCode::SUCCESS
-            } else {
-                eprintln!(
-                    "expectation failed for seed {}; replay: {}",
-                    report.seed,
-                    report.replay_command()
-                );
-                ExitCode::from(1)
-            }
+        Command::Run(args) => run_file(args),
+    }
+}
+
+/// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
+/// asked, and exit code 1 with the replay command when an expectation failed.
+fn run_file(args: RunArgs) -> ExitCode {
+    let format = if args.json {
+        Format::Json
+    } else {
+        args.format.unwrap_or(Format::Human)
+    };
+    let file = args.file.unwrap_or_else(|| DEFAULT_EXAMPLE.to_string());
+    let options = RunOptions {
+        seed: args.seed,
+        duration: args.duration,
+        bucket: args.bucket,
+        max_events: args.max_events,
+        trace_capacity: 0,
+        trace_window: args.trace,
+    };
+    let report = match resolve(&file).and_then(|s| run(&s, &file, &options)) {
+        Ok(o) => o.report,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
         }
+    };
+    if let Some(dir) = args.csv
+        && let Err(e) = write_csv(&dir, &Format::Csv.render(&report))
+    {
+        eprintln!("{e:#}");
+        return ExitCode::from(2);
+    }
+    print!("{}", format.render(&report));
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "expectation failed for seed {}; replay: {}",
+            report.seed,
+            report.replay_command()
+        );
+        ExitCode::from(1)
     }
 }
 
@@ -230,11 +218,13 @@ fn sweep(file: &str, (from, to): (u64, u64), duration: Option<SimDuration>) -> E
             s.successes as f64 / s.offered as f64
         };
         println!(
-            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8.1}ms  amplification {:.2}",
+            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8}ms  amplification {:.2}",
             if report.passed() { "PASS" } else { "FAIL" },
             report.digest,
             100.0 * ok,
-            s.latency_ms.p99,
+            s.latency_ms
+                .as_ref()
+                .map_or_else(|| "–".to_string(), |l| format!("{:.1}", l.p99)),
             s.amplification
         );
         if !report.passed() {

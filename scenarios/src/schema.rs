@@ -233,7 +233,8 @@ pub struct Service {
     pub queue: QueueConfig,
     /// CPU work per request.
     pub work: Dist,
-    /// Work grows with load: work × (1 + k · in-flight requests of the replica). Zero keeps
+    /// Work grows with load: work × (1 + k · in-flight requests of the replica, those it
+    /// admitted and has not answered yet: on a worker or in its queue). Zero keeps
     /// work independent of load; positive values model contention (locks, GC, cache misses),
     /// the amplification behind metastable failures.
     #[serde(default)]
@@ -623,7 +624,9 @@ pub enum Expectation {
         /// The bound.
         max: SimDuration,
     },
-    /// Attempts arriving at services per offered request stay at most `max`.
+    /// Client amplification stays at most `max`: the attempts the clients make (first
+    /// attempts, retries, hedges) per request they offer. What a tier below receives per
+    /// offered request is its load factor, in the report.
     AmplificationAtMost {
         /// The bound.
         max: f64,

@@ -177,11 +177,55 @@ fn csv_writes_the_series() {
     let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
     assert!(
         text.starts_with(
-            "t_s,offered,successes,failures,goodput_ratio,latency_mean_ms,latency_p99_ms,s_arrivals"
+            "t_s,offered,successes,failures,goodput_ratio,goodput_per_s,latency_ms_mean,latency_ms_p99,s_arrivals"
         ),
         "{text}"
     );
     assert_eq!(text.lines().count(), 6, "a header and one row per second");
+}
+
+#[test]
+fn format_selects_the_renderer() {
+    let file = write("format.ron", SMALL);
+    let json = check(&["run", &file, "--seed", "5", "--format", "json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    assert_eq!(
+        json.stdout,
+        check(&["run", &file, "--seed", "5", "--json"]).stdout
+    );
+    let human = check(&["run", &file, "--seed", "5", "--format", "human"]);
+    assert_eq!(human.stdout, check(&["run", &file, "--seed", "5"]).stdout);
+    assert!(human.stdout.starts_with("resim · small · seed 5"));
+    let compact = check(&["run", &file, "--seed", "5", "--format", "compact"]);
+    assert!(compact.stdout.starts_with("offered "), "{}", compact.stdout);
+    // The CSV on stdout is the file `--csv DIR` writes.
+    let dir = scratch().join("format-out");
+    let csv = check(&[
+        "run",
+        &file,
+        "--seed",
+        "5",
+        "--format",
+        "csv",
+        "--csv",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(csv.code, 0, "{}", csv.stderr);
+    assert_eq!(
+        csv.stdout,
+        std::fs::read_to_string(dir.join("series.csv")).unwrap()
+    );
+    assert!(csv.stdout.starts_with("t_s,offered,"));
+    // An unknown format, or two ways of choosing one, is bad input.
+    let o = check(&["run", &file, "--format", "xml"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr.contains("human, json, csv, compact"),
+        "{}",
+        o.stderr
+    );
+    let o = check(&["run", &file, "--json", "--format", "csv"]);
+    assert_eq!(o.code, 2);
 }
 
 #[test]

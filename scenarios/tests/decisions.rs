@@ -14,6 +14,14 @@ fn check(text: &str) -> Report {
         .report
 }
 
+/// The latency of the run's successes (every test here has some).
+fn latency(r: &Report) -> &scenarios::report::LatencyMs {
+    r.summary
+        .latency_ms
+        .as_ref()
+        .expect("the run has successes")
+}
+
 /// One open-loop client at `rate` calling `api` with `stack`, and `api` as given.
 fn scenario(rate: &str, stack: &str, api: &str, faults: &str) -> String {
     format!(
@@ -45,7 +53,7 @@ fn a_leaky_bucket_queue_at_admission_shapes_arrivals_to_its_rate() {
     assert!(api.failed_by_reason["rate_limited"] > 500, "{api:?}");
     // A full bucket holds 40 requests at 20/s: the admitted wait up to 2s, most of them
     // close to that, since arrivals keep it full.
-    let l = &r.summary.latency_ms;
+    let l = latency(&r);
     assert!(l.p50 > 1500.0 && l.max <= 2002.0, "{l:?}");
 }
 
@@ -63,7 +71,7 @@ fn a_leaky_bucket_queue_in_a_call_stack_paces_the_calls() {
     }
     assert!(r.calls[0].counts.shaped > 300, "{:?}", r.calls[0].counts);
     // Up to 10 waiting at 20/s: half a second at most.
-    let l = &r.summary.latency_ms;
+    let l = latency(&r);
     assert!(l.p50 > 300.0 && l.max <= 502.0, "{l:?}");
 }
 
@@ -82,11 +90,7 @@ fn a_retry_waits_for_the_open_breaker_to_half_open() {
     ));
     // Without the breaker's hint, a retry 10ms later is refused again and the request fails
     // within 30ms; with it, a retried request can take up to the breaker's open wait.
-    assert!(
-        r.summary.latency_ms.max > 300.0,
-        "{:?}",
-        r.summary.latency_ms
-    );
+    assert!(latency(&r).max > 300.0, "{:?}", latency(&r));
     assert!(r.calls[0].rejected_by_reason["breaker_open"] > 0);
 }
 
@@ -102,9 +106,5 @@ fn a_retry_waits_for_the_client_limiter_to_refill() {
         r#"workers: 100, work: Constant(value: "1ms")"#,
         "",
     ));
-    assert!(
-        r.summary.latency_ms.max > 100.0,
-        "{:?}",
-        r.summary.latency_ms
-    );
+    assert!(latency(&r).max > 100.0, "{:?}", latency(&r));
 }

@@ -3,6 +3,7 @@
 
 use scenarios::library::{LIBRARY, find};
 use scenarios::load::parse;
+use scenarios::report::Format;
 use scenarios::{Report, RunOptions, run};
 use sim_core::sim::first_divergence;
 
@@ -32,7 +33,7 @@ fn check(name: &str, claims: impl FnOnce(&Report)) {
         description => format!("scenario {name}, seed {}", report.seed),
         omit_expression => true,
     }, {
-        insta::assert_snapshot!(name.to_string(), report.compact());
+        insta::assert_snapshot!(name.to_string(), Format::Compact.render(&report));
     });
     claims(&report);
 }
@@ -43,6 +44,14 @@ fn service<'a>(r: &'a Report, name: &str) -> &'a scenarios::report::ServiceRepor
 
 fn call<'a>(r: &'a Report, path: &str) -> &'a scenarios::report::CallReport {
     r.calls.iter().find(|c| c.path == path).unwrap()
+}
+
+/// The clients' latency figures (the run had successes).
+fn latency(r: &Report) -> &scenarios::report::LatencyMs {
+    r.summary
+        .latency_ms
+        .as_ref()
+        .expect("some requests succeeded")
 }
 
 fn failures(r: &Report, reason: &str) -> u64 {
@@ -57,13 +66,19 @@ fn failures(r: &Report, reason: &str) -> u64 {
 fn retry_storm_amplifies_and_outlives_the_slowdown() {
     let mut plain = 0.0;
     check("retry-storm", |r| {
-        plain = r.summary.amplification;
-        assert!(plain >= 8.0, "two layers of 3 attempts: {plain}");
+        // Two layers of 3 attempts: up to 9 db attempts per request.
+        plain = service(r, "db").load_factor;
+        assert!(plain >= 7.0, "{plain}");
+        assert!(
+            r.summary.amplification >= 2.5,
+            "{}",
+            r.summary.amplification
+        );
         assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
         assert!(service(r, "db").wasted_work_s > 100.0);
     });
     check("retry-storm-full-jitter", |r| {
-        let jittered = r.summary.amplification;
+        let jittered = service(r, "db").load_factor;
         assert!(
             (jittered - plain).abs() / plain < 0.1,
             "{jittered} vs {plain}"
@@ -71,11 +86,9 @@ fn retry_storm_amplifies_and_outlives_the_slowdown() {
         assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
     });
     check("retry-storm-budget", |r| {
-        assert!(
-            r.summary.amplification <= 2.5,
-            "{}",
-            r.summary.amplification
-        );
+        // About one db attempt per request, even through the slowdown.
+        let db = service(r, "db").load_factor;
+        assert!(db <= 1.2, "{db}");
         assert!(r.goodput_ratio_between(25.0, 60.0) > 0.9);
         assert!(call(r, "clients.users.call").counts.budget_exhausted > 0);
         assert!(call(r, "services.api.calls[0]").counts.budget_exhausted > 0);
@@ -195,12 +208,12 @@ fn shedding_keeps_goodput_through_an_overload_step() {
     });
     check("shedding-codel-vs-pid-codel", |r| {
         assert!(r.goodput_ratio_between(15.0, 40.0) > 0.6);
-        assert!(r.summary.latency_ms.p99 <= 150.0);
+        assert!(latency(r).p99 <= 150.0);
         assert!(failures(r, "shed") > 0);
     });
     check("shedding-codel-vs-pid-pid", |r| {
         assert!(r.goodput_ratio_between(15.0, 40.0) > 0.6);
-        assert!(r.summary.latency_ms.p99 <= 300.0);
+        assert!(latency(r).p99 <= 300.0);
         assert!(service(r, "api").pid_drop_ratio_max > 0.2);
     });
 }

@@ -3,6 +3,7 @@
 //! fails here until the README is brought up to date.
 
 use scenarios::library::{self, DEFAULT_EXAMPLE};
+use scenarios::report::Format;
 use scenarios::{RunOptions, run};
 
 fn readme() -> String {
@@ -44,7 +45,7 @@ fn readme_shows_what_the_first_command_prints() {
     let entry = library::find(DEFAULT_EXAMPLE).expect("the built-in example is in the library");
     let scenario = scenarios::load::parse(entry.name, entry.text).expect("library scenarios parse");
     let output = run(&scenario, DEFAULT_EXAMPLE, &RunOptions::default()).expect("it runs");
-    check("resim-output", &output.report.human());
+    check("resim-output", &Format::Human.render(&output.report));
 }
 
 #[test]

@@ -1,0 +1,302 @@
+//! [`Report::build`]: the report of a finished run, from its scenario, its metadata and its
+//! figures. Nothing here sees the world; every figure is a function of [`Figures`].
+
+use super::types::*;
+use super::{ratio, reasons, round3, verdicts};
+use crate::figures::{
+    BreakerFigures, CallSiteFigures, ClientBucket, ClientFigures, Figures, ReasonCounts, RunMeta,
+    ServiceBucket, ServiceFigures,
+};
+use crate::schema::{FaultKind, Scenario};
+use patterns::breaker::StateKind;
+use sim_core::metrics::LatencyHistogram;
+use sim_core::{SimDuration, SimTime};
+
+/// `a / b`, or 0 when `b` is zero (then `a` is zero too: nothing was offered or called).
+fn per(a: u64, b: u64) -> f64 {
+    a as f64 / b.max(1) as f64
+}
+
+/// The links a report lists: every link that carried something when the scenario says
+/// anything about its network (a `network` section, a service latency, a network fault) or
+/// when a message was lost; otherwise messages took no time and nothing was lost, and the
+/// list would only repeat the calls.
+fn network(scenario: &Scenario, figures: &Figures) -> Vec<sim_net::LinkReport> {
+    let described = scenario.network.is_some()
+        || scenario.services.values().any(|s| s.latency.is_some())
+        || scenario.faults.iter().any(|f| {
+            matches!(
+                f.kind,
+                FaultKind::Latency { .. } | FaultKind::Loss { .. } | FaultKind::Partition { .. }
+            )
+        });
+    let lost = figures.links.iter().any(|l| l.sent > l.delivered);
+    if described || lost {
+        figures.links.clone()
+    } else {
+        Vec::new()
+    }
+}
+
+/// How many breaker transitions a report lists (the count is always complete).
+const TRANSITIONS_LISTED: usize = 32;
+
+impl Report {
+    /// Builds the report of a finished run from its scenario, its metadata and its figures.
+    pub fn build(scenario: &Scenario, meta: &RunMeta, figures: &Figures) -> Report {
+        let secs = figures.end.as_secs_f64().max(1e-9);
+        let summary = summary(figures, secs);
+        let offered = summary.offered;
+        let expectations = scenario
+            .expectations
+            .iter()
+            .map(|e| verdicts::judge(e, figures, &summary))
+            .collect();
+        let mut trace = figures.trace.clone();
+        if figures.trace_left_out > 0 {
+            trace.push(format!(
+                "(and {} more events in the window, left out)",
+                figures.trace_left_out
+            ));
+        }
+        Report {
+            scenario: scenario.name.clone(),
+            file: meta.file.clone(),
+            seed: meta.seed,
+            digest: format!("{:016x}", meta.digest),
+            events: meta.events,
+            stop_reason: meta.stop.as_str().to_string(),
+            simulated_s: round3(figures.end.as_secs_f64()),
+            bucket_s: round3(figures.bucket.as_secs_f64()),
+            summary,
+            clients: figures.clients.iter().map(|c| client(c, secs)).collect(),
+            services: figures
+                .services
+                .iter()
+                .map(|s| service(s, figures, offered))
+                .collect(),
+            calls: figures.call_sites.iter().map(call).collect(),
+            series: (0..figures.bucket_count())
+                .map(|i| series_row(figures, i))
+                .collect(),
+            expectations,
+            network: network(scenario, figures),
+            trace,
+        }
+    }
+}
+
+/// A duration in milliseconds, rounded for display.
+fn ms(d: SimDuration) -> f64 {
+    round3(d.as_millis_f64())
+}
+
+impl LatencyMs {
+    /// The figures of `h`; `None` when it is empty.
+    fn of(h: &LatencyHistogram) -> Option<Self> {
+        if h.count() == 0 {
+            return None;
+        }
+        Some(LatencyMs {
+            p50: ms(h.quantile(0.5)),
+            p90: ms(h.quantile(0.9)),
+            p99: ms(h.quantile(0.99)),
+            p999: ms(h.quantile(0.999)),
+            max: ms(h.max()),
+            mean: ms(h.mean()),
+        })
+    }
+}
+
+/// Totals over every client; `secs` is the simulated time.
+fn summary(figures: &Figures, secs: f64) -> Summary {
+    let mut failed = ReasonCounts::default();
+    for c in &figures.clients {
+        failed.absorb(&c.failed);
+    }
+    let offered: u64 = figures.clients.iter().map(ClientFigures::offered).sum();
+    let successes: u64 = figures.clients.iter().map(ClientFigures::successes).sum();
+    let failures = figures.clients.iter().map(ClientFigures::failures).sum();
+    // The clients' call sites make the offered requests: their attempts are what the
+    // clients paid, whatever the tiers below them did with each one.
+    let attempts: u64 = figures
+        .call_sites
+        .iter()
+        .filter(|site| site.from_client)
+        .map(|site| site.counts.attempts)
+        .sum();
+    Summary {
+        offered,
+        attempts,
+        amplification: round3(per(attempts, offered)),
+        successes,
+        failures,
+        requests_in_flight: figures.requests_in_flight,
+        failures_by_reason: reasons(&failed),
+        goodput_per_s: round3(successes as f64 / secs),
+        offered_per_s: round3(offered as f64 / secs),
+        latency_ms: LatencyMs::of(&figures.latency),
+    }
+}
+
+fn client(c: &ClientFigures, secs: f64) -> ClientReport {
+    ClientReport {
+        name: c.name.clone(),
+        offered: c.offered(),
+        successes: c.successes(),
+        failures: c.failures(),
+        failures_by_reason: reasons(&c.failed),
+        goodput_per_s: round3(c.successes() as f64 / secs),
+        latency_ms: LatencyMs::of(&c.latency),
+    }
+}
+
+/// The time-weighted mean of a gauge over the whole run (a partial last bucket weighs its
+/// own length).
+fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> f64) -> f64 {
+    let (end, width) = (figures.end.as_nanos(), figures.bucket.as_nanos());
+    let total: f64 = s
+        .buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let start = i as u64 * width;
+            gauge(b) * (end.min(start + width) - start) as f64
+        })
+        // From +0.0: an empty f64 sum is -0.0, which would print as "-0.0".
+        .fold(0.0, |total, x| total + x);
+    total / end.max(1) as f64
+}
+
+/// Service `s`; `offered` is the number of requests all clients offered.
+fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport {
+    let workers_total = f64::from(s.replicas * s.workers);
+    let c = &s.counts;
+    ServiceReport {
+        name: s.name.clone(),
+        replicas: s.replicas,
+        workers: s.workers,
+        load_factor: round3(per(c.arrivals, offered)),
+        utilisation: round3(
+            c.busy_ns as f64 / (workers_total * figures.end.as_nanos().max(1) as f64),
+        ),
+        queue_depth_mean: round3(run_mean(s, figures, |b| b.queue.mean)),
+        queue_depth_max: c.queue_depth_max,
+        queued: c.queued,
+        waited_ratio: (c.arrivals > 0).then(|| round3(c.queued as f64 / c.arrivals as f64)),
+        wait_ms_mean: (s.wait.count() > 0).then(|| ms(s.wait.mean())),
+        wait_ms_p99: (s.wait.count() > 0).then(|| ms(s.wait.quantile(0.99))),
+        busy_workers_mean: round3(run_mean(s, figures, |b| b.busy.mean)),
+        arrivals: c.arrivals,
+        ok: c.ok,
+        failed_by_reason: reasons(&c.failed),
+        dropped_expired: c.dropped_expired,
+        cancelled: c.cancelled,
+        wasted_jobs: c.wasted_jobs,
+        wasted_work_s: round3(c.wasted_ns as f64 / 1e9),
+        cache_hits: c.cache_hits,
+        duplicate_executions: c.duplicate_executions,
+        replayed: c.replayed,
+        shaped: c.shaped,
+        coalesced: c.coalesced,
+        ejections: c.ejections,
+        marked_unhealthy: c.marked_unhealthy,
+        crashes: c.crashes,
+        messages_lost: c.messages_lost,
+        pid_drop_ratio_max: round3(s.pid_drop_ratio_max),
+    }
+}
+
+fn call(site: &CallSiteFigures) -> CallReport {
+    CallReport {
+        path: site.path.clone(),
+        caller: site.caller.clone(),
+        target: site.target.clone(),
+        amplification: round3(per(site.counts.attempts, site.counts.calls)),
+        counts: site.counts.clone(),
+        rejected_by_reason: reasons(&site.counts.rejected),
+        breakers: site.breakers.iter().map(breaker).collect(),
+    }
+}
+
+fn breaker(b: &BreakerFigures) -> BreakerReport {
+    BreakerReport {
+        replica: b.replica,
+        state: state_name(b.state).to_string(),
+        transitions_total: b.transitions_total,
+        transitions: b
+            .transitions
+            .iter()
+            .take(TRANSITIONS_LISTED)
+            .map(|t| Transition {
+                t_s: round3(t.at.as_secs_f64()),
+                from: state_name(t.from).to_string(),
+                to: state_name(t.to).to_string(),
+            })
+            .collect(),
+    }
+}
+
+fn state_name(s: StateKind) -> &'static str {
+    match s {
+        StateKind::Closed => "closed",
+        StateKind::Open => "open",
+        StateKind::HalfOpen => "half_open",
+        StateKind::ForcedOpen => "forced_open",
+        StateKind::ForcedClosed => "forced_closed",
+        StateKind::Disabled => "disabled",
+    }
+}
+
+/// Report bucket `i`, over all clients and per service.
+fn series_row(figures: &Figures, i: usize) -> SeriesRow {
+    let total =
+        figures
+            .clients
+            .iter()
+            .map(|c| c.bucket(i))
+            .fold(ClientBucket::default(), |mut t, b| {
+                t.offered += b.offered;
+                t.successes += b.successes;
+                t.failures += b.failures;
+                t.latency_sum_ns += b.latency_sum_ns;
+                t.completed_ok += b.completed_ok;
+                t
+            });
+    let bins = figures
+        .buckets
+        .get(i)
+        .map(|b| b.latency)
+        .unwrap_or_default();
+    // The last bucket may end early, with the run.
+    let start = figures.bucket * i as u64;
+    let length = (figures.end - SimTime::ZERO)
+        .min(start + figures.bucket)
+        .saturating_sub(start);
+    SeriesRow {
+        t_s: round3(start.as_secs_f64()),
+        offered: total.offered,
+        successes: total.successes,
+        failures: total.failures,
+        goodput_ratio: round3(ratio(total.successes, total.offered)),
+        goodput_per_s: round3(total.completed_ok as f64 / length.as_secs_f64().max(1e-9)),
+        latency_ms_mean: (total.successes > 0)
+            .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
+        latency_ms_p99: bins.quantile(0.99).map(ms),
+        services: figures
+            .services
+            .iter()
+            .map(|sv| {
+                let b = sv.buckets.get(i).copied().unwrap_or_default();
+                ServicePoint {
+                    name: sv.name.clone(),
+                    arrivals: b.arrivals,
+                    ok: b.ok,
+                    queue_mean: round3(b.queue.mean),
+                    queue_max: round3(b.queue.max),
+                    busy_workers_mean: round3(b.busy.mean),
+                }
+            })
+            .collect(),
+    }
+}

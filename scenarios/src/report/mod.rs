@@ -1,0 +1,46 @@
+//! [`Report`]: what a run shows, built from the scenario, the run's metadata and its
+//! [`Figures`](crate::figures::Figures) ([`Report::build`]), and rendered by [`Format`]: a
+//! human report, one JSON object (serde), a CSV of the time series, or a compact summary for
+//! snapshots.
+//!
+//! | module | what |
+//! |---|---|
+//! | `types` | [`Report`] and the types it is made of: the JSON contract |
+//! | `build` | [`Report::build`], from the figures only |
+//! | `verdicts` | the verdicts on the scenario's expectations |
+//! | [`render`] | one module per [`Format`]; a renderer sees only the [`Report`] |
+//!
+//! Every figure is a pure function of the run's figures, so two runs with the same digest
+//! print the same report. Floats appear only here, rounded for display.
+
+mod build;
+pub mod render;
+mod types;
+mod verdicts;
+
+pub use render::Format;
+pub use types::{
+    BreakerReport, CallReport, ClientReport, ExpectationResult, LatencyMs, Report, SeriesRow,
+    ServicePoint, ServiceReport, Summary, Transition,
+};
+
+use crate::figures::ReasonCounts;
+use std::collections::BTreeMap;
+
+/// Rounded to three decimals, for display.
+fn round3(x: f64) -> f64 {
+    libm::round(x * 1000.0) / 1000.0
+}
+
+/// `a / b`, or 1 when `b` is zero.
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+}
+
+/// The reasons that occurred, by name.
+fn reasons(counts: &ReasonCounts) -> BTreeMap<String, u64> {
+    counts
+        .nonzero()
+        .map(|(r, n)| (r.name().to_string(), n))
+        .collect()
+}

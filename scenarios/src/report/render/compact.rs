@@ -1,0 +1,75 @@
+//! The compact summary: fixed columns and rounded values, one line per component, for the
+//! library's snapshots. It names things as the human report does.
+
+use super::super::{LatencyMs, Report};
+use super::{call_name, decimal1, join_reasons, sparkline};
+use std::fmt::Write as _;
+
+/// The compact summary of `report`.
+pub(super) fn render(report: &Report) -> String {
+    let mut o = String::new();
+    let s = &report.summary;
+    let _ = writeln!(
+        o,
+        "offered {} attempts {} amplification {:.2} ok {} failed {} ({}) in flight {}",
+        s.offered,
+        s.attempts,
+        s.amplification,
+        s.successes,
+        s.failures,
+        join_reasons(&s.failures_by_reason),
+        s.requests_in_flight
+    );
+    let l = |q: fn(&LatencyMs) -> f64| decimal1(s.latency_ms.as_ref().map(q));
+    let _ = writeln!(
+        o,
+        "goodput {:.1}/s latency ms p50 {} p90 {} p99 {} max {}",
+        s.goodput_per_s,
+        l(|l| l.p50),
+        l(|l| l.p90),
+        l(|l| l.p99),
+        l(|l| l.max)
+    );
+    for v in &report.services {
+        let _ = writeln!(
+            o,
+            "service {:<10} load {:>6.2} util {:>5.1}% busy {:>7.1} queue mean {:>7.1} max {:>5} wait ms mean {:>6} wasted {:>7.1}s ejections {}",
+            v.name,
+            v.load_factor,
+            100.0 * v.utilisation,
+            v.busy_workers_mean,
+            v.queue_depth_mean,
+            v.queue_depth_max,
+            decimal1(v.wait_ms_mean),
+            v.wasted_work_s,
+            v.ejections
+        );
+    }
+    for c in &report.calls {
+        let _ = writeln!(
+            o,
+            "call {:<26} attempts {:>7} amplification {:>5.2} retries {:>7} budget_exhausted {:>6} breaker transitions {}",
+            call_name(c, &report.calls),
+            c.counts.attempts,
+            c.amplification,
+            c.counts.retries,
+            c.counts.budget_exhausted,
+            c.breakers.iter().map(|b| b.transitions_total).sum::<u64>()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "success per bucket {}",
+        sparkline(report.series.iter().map(|r| r.goodput_ratio), 1.0)
+    );
+    for e in &report.expectations {
+        let verdict = if e.pass { "PASS" } else { "FAIL" };
+        let _ = writeln!(o, "{verdict} {}: {}", e.expectation, e.observed);
+    }
+    let _ = writeln!(
+        o,
+        "digest {} events {} stop {}",
+        report.digest, report.events, report.stop_reason
+    );
+    o
+}

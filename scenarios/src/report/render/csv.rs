@@ -1,0 +1,49 @@
+//! The time series as CSV: one row per report bucket, the totals first, then each service's
+//! columns prefixed by its name. The columns are the JSON series' keys; as there, outcomes and
+//! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
+
+use super::super::Report;
+use std::fmt::Write as _;
+
+/// The series of `report` as CSV, with a header row.
+pub(super) fn render(report: &Report) -> String {
+    let mut o = String::from(
+        "t_s,offered,successes,failures,goodput_ratio,goodput_per_s,latency_ms_mean,latency_ms_p99",
+    );
+    for v in &report.services {
+        let n = &v.name;
+        let _ = write!(
+            o,
+            ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_workers_mean"
+        );
+    }
+    o.push('\n');
+    for r in &report.series {
+        let _ = write!(
+            o,
+            "{},{},{},{},{},{},{},{}",
+            r.t_s,
+            r.offered,
+            r.successes,
+            r.failures,
+            r.goodput_ratio,
+            r.goodput_per_s,
+            cell(r.latency_ms_mean),
+            cell(r.latency_ms_p99)
+        );
+        for p in &r.services {
+            let _ = write!(
+                o,
+                ",{},{},{},{},{}",
+                p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_workers_mean
+            );
+        }
+        o.push('\n');
+    }
+    o
+}
+
+/// A figure, or an empty cell where there is none.
+fn cell(x: Option<f64>) -> String {
+    x.map_or_else(String::new, |v| v.to_string())
+}

@@ -1,0 +1,308 @@
+//! The readable report: summary, clients, services, calls, the series as sparklines, the
+//! network, expectations, the trace window, the digest, and the replay command as the last line.
+//!
+//! Writing to a `String` cannot fail, so the results of `writeln!` are ignored.
+
+use super::super::{CallReport, LatencyMs, Report, ServiceReport, ratio};
+use super::{call_name, decimal1, join_reasons, short, sparkline};
+use std::fmt::Write as _;
+
+/// The readable report of `report`.
+pub(super) fn render(report: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "resim · {} · seed {} · {}s simulated · {} events · stopped: {}",
+        report.scenario, report.seed, report.simulated_s, report.events, report.stop_reason
+    );
+    summary(&mut o, report);
+    clients(&mut o, report);
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "services (load: attempts arriving per request offered by the clients; busy: mean busy workers; wait: time in queue)"
+    );
+    for v in &report.services {
+        service(&mut o, v);
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "calls (amplification: attempts per call)");
+    for c in &report.calls {
+        call(&mut o, c, &report.calls);
+    }
+    series(&mut o, report);
+    network(&mut o, report);
+    if !report.expectations.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "expectations");
+        for e in &report.expectations {
+            let verdict = if e.pass { "PASS" } else { "FAIL" };
+            let _ = writeln!(o, "  {verdict} {}: {}", e.expectation, e.observed);
+        }
+    }
+    if !report.trace.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "trace");
+        for line in &report.trace {
+            let _ = writeln!(o, "  {line}");
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "digest {}", report.digest);
+    let _ = writeln!(o, "replay: {}", report.replay_command());
+    o
+}
+
+fn summary(o: &mut String, report: &Report) {
+    let s = &report.summary;
+    let _ = writeln!(o);
+    let _ = writeln!(o, "summary");
+    let _ = writeln!(
+        o,
+        "  offered {:>10}   ({:.1}/s)   attempts {}   amplification {:.2} (client attempts per request)",
+        s.offered, s.offered_per_s, s.attempts, s.amplification
+    );
+    let _ = writeln!(
+        o,
+        "  successes {:>8}   ({:.1}%)   goodput {:.1}/s",
+        s.successes,
+        100.0 * ratio(s.successes, s.offered),
+        s.goodput_per_s
+    );
+    let _ = writeln!(
+        o,
+        "  failures {:>9}   {}",
+        s.failures,
+        join_reasons(&s.failures_by_reason)
+    );
+    let _ = writeln!(
+        o,
+        "  in flight {:>8}   still waiting for their outcome when the run stopped",
+        s.requests_in_flight
+    );
+    let l = |q: fn(&LatencyMs) -> f64| decimal1(s.latency_ms.as_ref().map(q));
+    let _ = writeln!(
+        o,
+        "  latency ms   p50 {}   p90 {}   p99 {}   p999 {}   max {}",
+        l(|l| l.p50),
+        l(|l| l.p90),
+        l(|l| l.p99),
+        l(|l| l.p999),
+        l(|l| l.max)
+    );
+}
+
+/// One line per client, when there is more than one (the summary already shows one).
+fn clients(o: &mut String, report: &Report) {
+    if report.clients.len() <= 1 {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "clients");
+    for c in &report.clients {
+        let _ = writeln!(
+            o,
+            "  {:<16} offered {:>8}  ok {:>8}  goodput {:>8.1}/s  p99 {}ms  {}",
+            c.name,
+            c.offered,
+            c.successes,
+            c.goodput_per_s,
+            decimal1(c.latency_ms.as_ref().map(|l| l.p99)),
+            join_reasons(&c.failures_by_reason)
+        );
+    }
+}
+
+/// A service's line, then one line of whatever else happened to it.
+fn service(o: &mut String, v: &ServiceReport) {
+    let _ = writeln!(
+        o,
+        "  {:<16} load {:>6.2}  util {:>5.1}%  busy {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}",
+        v.name,
+        v.load_factor,
+        100.0 * v.utilisation,
+        v.busy_workers_mean,
+        v.queue_depth_mean,
+        v.queue_depth_max,
+        v.arrivals,
+        v.ok
+    );
+    if v.queued > 0 {
+        let _ = writeln!(
+            o,
+            "  {:<16} queued {} ({:.1}% of arrivals)  wait ms mean {} p99 {}",
+            "",
+            v.queued,
+            100.0 * v.waited_ratio.unwrap_or_default(),
+            decimal1(v.wait_ms_mean),
+            decimal1(v.wait_ms_p99)
+        );
+    }
+    let mut extra = Vec::new();
+    if !v.failed_by_reason.is_empty() {
+        extra.push(format!("failed: {}", join_reasons(&v.failed_by_reason)));
+    }
+    for (name, n) in [
+        ("wasted jobs", v.wasted_jobs),
+        ("dropped expired", v.dropped_expired),
+        ("cancelled", v.cancelled),
+        ("cache hits", v.cache_hits),
+        ("duplicate executions", v.duplicate_executions),
+        ("replayed", v.replayed),
+        ("shaped", v.shaped),
+        ("coalesced misses", v.coalesced),
+        ("ejections", v.ejections),
+        ("marked unhealthy", v.marked_unhealthy),
+        ("crashes", v.crashes),
+        ("lost messages", v.messages_lost),
+    ] {
+        if n > 0 {
+            extra.push(format!("{name} {n}"));
+        }
+    }
+    if v.wasted_work_s > 0.0 {
+        extra.push(format!("wasted work {:.1}s", v.wasted_work_s));
+    }
+    if v.pid_drop_ratio_max > 0.0 {
+        extra.push(format!("pid drop max {:.0}%", 100.0 * v.pid_drop_ratio_max));
+    }
+    if !extra.is_empty() {
+        let _ = writeln!(o, "  {:<16} {}", "", extra.join("  "));
+    }
+}
+
+/// A call site's line, then one line per pattern that acted on it.
+fn call(o: &mut String, c: &CallReport, calls: &[CallReport]) {
+    let n = &c.counts;
+    let _ = writeln!(
+        o,
+        "  {:<28} calls {:>8}  attempts {:>8}  amplification {:>5.2}  retries {:>7}  budget exhausted {:>6}  timeouts {:>7}  late replies {:>7}",
+        call_name(c, calls),
+        n.calls,
+        n.attempts,
+        c.amplification,
+        n.retries,
+        n.budget_exhausted,
+        n.timeouts,
+        n.late_replies
+    );
+    let mut notes = Vec::new();
+    if n.fallback_cache + n.fallback_static > 0 {
+        notes.push(format!(
+            "failures answered by the fallback: {} from the last good answer, {} static",
+            n.fallback_cache, n.fallback_static
+        ));
+    }
+    if n.hedges > 0 {
+        notes.push(format!(
+            "hedges sent: {}, won by a hedge: {}",
+            n.hedges, n.hedge_wins
+        ));
+    }
+    if n.shaped > 0 {
+        notes.push(format!("shaped by a rate limiter: {}", n.shaped));
+    }
+    if n.bulkhead_waits > 0 {
+        notes.push(format!("waited for a bulkhead slot: {}", n.bulkhead_waits));
+    }
+    if !c.rejected_by_reason.is_empty() {
+        notes.push(format!(
+            "rejected by the stack: {}",
+            join_reasons(&c.rejected_by_reason)
+        ));
+    }
+    for b in &c.breakers {
+        let first: Vec<String> = b
+            .transitions
+            .iter()
+            .take(4)
+            .map(|t| format!("{}s {}→{}", t.t_s, t.from, t.to))
+            .collect();
+        let owner = b
+            .replica
+            .map_or(String::new(), |r| format!(" (replica {r})"));
+        let colon = if first.is_empty() { "" } else { ": " };
+        notes.push(format!(
+            "breaker{owner} {} after {} transitions{colon}{}",
+            b.state,
+            b.transitions_total,
+            first.join(", ")
+        ));
+    }
+    for note in notes {
+        let _ = writeln!(o, "  {:<28} {note}", "");
+    }
+}
+
+/// The series as sparklines, one line per figure.
+fn series(o: &mut String, report: &Report) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "over time, per bucket (success and p99: of the requests offered in it; goodput: successes completed in it; queues)"
+    );
+    let _ = writeln!(
+        o,
+        "  success  {}",
+        sparkline(report.series.iter().map(|r| r.goodput_ratio), 1.0)
+    );
+    let goodput_peak = report
+        .series
+        .iter()
+        .map(|r| r.goodput_per_s)
+        .fold(0.0, f64::max);
+    let _ = writeln!(
+        o,
+        "  goodput  {}  (peak {goodput_peak:.0}/s)",
+        sparkline(report.series.iter().map(|r| r.goodput_per_s), goodput_peak)
+    );
+    let p99_peak = report
+        .series
+        .iter()
+        .filter_map(|r| r.latency_ms_p99)
+        .fold(0.0, f64::max);
+    // A bucket without a success has no latency to show: it stays blank.
+    let p99 = report
+        .series
+        .iter()
+        .map(|r| r.latency_ms_p99.unwrap_or(f64::NAN));
+    let _ = writeln!(
+        o,
+        "  p99      {}  (peak {p99_peak:.0}ms)",
+        sparkline(p99, p99_peak)
+    );
+    for (i, v) in report.services.iter().enumerate() {
+        let queue = || report.series.iter().map(move |r| r.services[i].queue_mean);
+        let peak = queue().fold(0.0, f64::max);
+        let _ = writeln!(
+            o,
+            "  {:<8} {}  (peak {peak:.0})",
+            short(&v.name),
+            sparkline(queue(), peak)
+        );
+    }
+}
+
+/// One line per link that carried something, when the scenario has a network section.
+fn network(o: &mut String, report: &Report) {
+    if report.network.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "network");
+    for l in report.network.iter().filter(|l| l.sent > 0) {
+        let dropped: u64 = l.dropped.values().sum();
+        // sim-net reports 0 for the latency of a link that delivered nothing: show none.
+        let latency = |x: f64| decimal1((l.delivered > 0).then_some(x));
+        let _ = writeln!(
+            o,
+            "  {:<24} sent {:>8}  delivered {:>8}  dropped {:>6}  latency ms p50 {} p99 {}",
+            format!("{} → {}", l.source, l.target),
+            l.sent,
+            l.delivered,
+            dropped,
+            latency(l.latency_ms_p50),
+            latency(l.latency_ms_p99)
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! The report's types: plain, serialisable data, rendered by [`super::render`].
+
+use super::ratio;
+use crate::figures::CallStats;
+use serde::Serialize;
+use sim_net::LinkReport;
+use std::collections::BTreeMap;
+
+/// Latency percentiles in milliseconds, of successful requests only: where nothing
+/// succeeded there is no latency, and the report holds `None` (JSON `null`, "–" in text)
+/// rather than a zero that would read as "instant".
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencyMs {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Totals over every client.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    /// Requests the clients offered.
+    pub offered: u64,
+    /// Attempts the clients made (first attempts, retries and hedges), at their own call
+    /// sites: the services' downstream calls are not counted here.
+    pub attempts: u64,
+    /// Client amplification, `attempts / offered`: how many tries one request costs its
+    /// client. What each tier receives per offered request is its service's `load_factor`.
+    pub amplification: f64,
+    /// Requests that succeeded.
+    pub successes: u64,
+    /// Requests that failed.
+    pub failures: u64,
+    /// Requests still waiting for their outcome when the run stopped: offered = successes +
+    /// failures + requests in flight.
+    pub requests_in_flight: u64,
+    /// Failed requests by reason (only reasons that occurred).
+    pub failures_by_reason: BTreeMap<String, u64>,
+    /// Successes per simulated second.
+    pub goodput_per_s: f64,
+    /// Offered requests per simulated second.
+    pub offered_per_s: f64,
+    /// Latency of successful requests as the clients saw it (`null` without successes).
+    pub latency_ms: Option<LatencyMs>,
+}
+
+/// One client's figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClientReport {
+    /// Its name.
+    pub name: String,
+    /// Requests offered.
+    pub offered: u64,
+    /// Requests that succeeded.
+    pub successes: u64,
+    /// Requests that failed.
+    pub failures: u64,
+    /// Failures by reason.
+    pub failures_by_reason: BTreeMap<String, u64>,
+    /// Successes per simulated second.
+    pub goodput_per_s: f64,
+    /// Latency of its successful requests (`null` without successes).
+    pub latency_ms: Option<LatencyMs>,
+}
+
+/// One service's figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServiceReport {
+    /// Its name.
+    pub name: String,
+    /// Replicas.
+    pub replicas: u32,
+    /// Workers per replica.
+    pub workers: u32,
+    /// Load factor, `arrivals / offered`: attempts arriving at this service per request the
+    /// clients offered (1 for a tier every request visits once; retries at any tier above
+    /// it, hedges and fan-out raise it, caches and early failures lower it).
+    pub load_factor: f64,
+    /// Mean busy fraction of all workers.
+    pub utilisation: f64,
+    /// Mean total queue length.
+    pub queue_depth_mean: f64,
+    /// Largest queue length of one replica.
+    pub queue_depth_max: u64,
+    /// Attempts that found every worker busy and waited in the queue.
+    pub queued: u64,
+    /// The share of arrivals that waited in the queue, `queued / arrivals` (`null` without
+    /// arrivals).
+    pub waited_ratio: Option<f64>,
+    /// Mean time in the queue of the attempts that started work, those that found a free
+    /// worker counting zero (`null` when none started), in milliseconds: queueing theory's
+    /// mean wait W_q.
+    pub wait_ms_mean: Option<f64>,
+    /// 99th percentile of the same (`null` when no attempt started work).
+    pub wait_ms_p99: Option<f64>,
+    /// Mean busy workers over all replicas, time-weighted (a worker is busy while its
+    /// request is in service or waits on its downstream calls; queued requests are not
+    /// counted).
+    pub busy_workers_mean: f64,
+    /// Attempts that reached it.
+    pub arrivals: u64,
+    /// Attempts it answered with success.
+    pub ok: u64,
+    /// Attempts it rejected or failed, by reason.
+    pub failed_by_reason: BTreeMap<String, u64>,
+    /// Jobs dropped because their deadline had passed.
+    pub dropped_expired: u64,
+    /// Jobs stopped by cancellation.
+    pub cancelled: u64,
+    /// Jobs served for callers that had given up.
+    pub wasted_jobs: u64,
+    /// Worker seconds spent on them.
+    pub wasted_work_s: f64,
+    /// Cache hits.
+    pub cache_hits: u64,
+    /// Attempts that ran the operation again (no idempotency store deduplicated them).
+    pub duplicate_executions: u64,
+    /// Attempts answered from the idempotency store without running.
+    pub replayed: u64,
+    /// Attempts a shaping rate limiter (leaky bucket as a queue) delayed before admission.
+    pub shaped: u64,
+    /// Cache misses that waited for another request's fetch of the same key.
+    pub coalesced: u64,
+    /// Outlier ejections.
+    pub ejections: u64,
+    /// Times active health checks took a replica out of rotation.
+    pub marked_unhealthy: u64,
+    /// Replica crashes.
+    pub crashes: u64,
+    /// Messages lost on the way to or from it.
+    pub messages_lost: u64,
+    /// Highest drop probability of its PID shedder.
+    pub pid_drop_ratio_max: f64,
+}
+
+/// A breaker transition.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Transition {
+    /// When, in seconds.
+    pub t_s: f64,
+    /// From state.
+    pub from: String,
+    /// To state.
+    pub to: String,
+}
+
+/// One breaker's figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BreakerReport {
+    /// The replica of the calling service that holds it (`None` for a client's).
+    pub replica: Option<u32>,
+    /// State at the end.
+    pub state: String,
+    /// Transitions in total.
+    pub transitions_total: u64,
+    /// The first transitions.
+    pub transitions: Vec<Transition>,
+}
+
+/// One call site's figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallReport {
+    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`).
+    pub path: String,
+    /// Who makes the calls: a client or a service.
+    pub caller: String,
+    /// The service called.
+    pub target: String,
+    /// Amplification at this call site, `attempts / calls`: tries per call (retries and
+    /// hedges included).
+    pub amplification: f64,
+    /// Its counters, summed over the replicas of the calling service (serialised in place).
+    #[serde(flatten)]
+    pub counts: CallStats,
+    /// Rejections by a layer of the stack, by reason.
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    /// Its breakers, outermost first (one set per replica of the calling service).
+    pub breakers: Vec<BreakerReport>,
+}
+
+/// Per-service values of one bucket.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServicePoint {
+    /// The service.
+    pub name: String,
+    /// Attempts arriving.
+    pub arrivals: u64,
+    /// Attempts answered with success.
+    pub ok: u64,
+    /// Mean total queue length.
+    pub queue_mean: f64,
+    /// Largest total queue length.
+    pub queue_max: f64,
+    /// Mean busy workers over the replicas, time-weighted.
+    pub busy_workers_mean: f64,
+}
+
+/// One report bucket, over all clients.
+///
+/// Outcomes, ratios and latencies are by bucket of *offer*: `successes`, `failures`,
+/// `goodput_ratio` and the latencies are those of the requests offered during the bucket,
+/// whenever they finished, so a ratio never exceeds 1 and a slow bucket shows where the slow
+/// requests were sent. `goodput_per_s` alone is by bucket of *completion*: the successes that
+/// came back during the bucket, whenever they were offered.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SeriesRow {
+    /// Start of the bucket, in seconds.
+    pub t_s: f64,
+    /// Requests offered in it (all clients).
+    pub offered: u64,
+    /// Of those, the ones that succeeded.
+    pub successes: u64,
+    /// Of those, the ones that failed.
+    pub failures: u64,
+    /// `successes / offered`, by bucket of offer (1 when nothing was offered; requests still
+    /// in flight at the end count as not succeeded, which lowers the last buckets).
+    pub goodput_ratio: f64,
+    /// Successes completed during the bucket per second, whenever they were offered.
+    pub goodput_per_s: f64,
+    /// Mean latency of the successes among the requests offered in the bucket, in
+    /// milliseconds (`null` without successes).
+    pub latency_ms_mean: Option<f64>,
+    /// 99th percentile of the same, in milliseconds (the upper edge of its log bin: within
+    /// 25% above the true value; `null` without successes).
+    pub latency_ms_p99: Option<f64>,
+    /// Per service.
+    pub services: Vec<ServicePoint>,
+}
+
+/// The verdict on one expectation.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ExpectationResult {
+    /// What was expected.
+    pub expectation: String,
+    /// What was observed.
+    pub observed: String,
+    /// Whether it held.
+    pub pass: bool,
+}
+
+/// Everything a run shows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The file it came from.
+    pub file: String,
+    /// The seed of the run.
+    pub seed: u64,
+    /// The run digest, as 16 hex digits.
+    pub digest: String,
+    /// Events executed.
+    pub events: u64,
+    /// Why the run stopped.
+    pub stop_reason: String,
+    /// Simulated seconds.
+    pub simulated_s: f64,
+    /// Report bucket width in seconds.
+    pub bucket_s: f64,
+    /// Totals.
+    pub summary: Summary,
+    /// Per client.
+    pub clients: Vec<ClientReport>,
+    /// Per service.
+    pub services: Vec<ServiceReport>,
+    /// Per call site.
+    pub calls: Vec<CallReport>,
+    /// One entry per bucket.
+    pub series: Vec<SeriesRow>,
+    /// Verdicts.
+    pub expectations: Vec<ExpectationResult>,
+    /// Per network link, when the scenario has a `network` section.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub network: Vec<LinkReport>,
+    /// The events of the trace window, when one was asked for (`--trace FROM..TO`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<String>,
+}
+
+impl Report {
+    /// True when every expectation held.
+    pub fn passed(&self) -> bool {
+        self.expectations.iter().all(|e| e.pass)
+    }
+
+    /// The success ratio of all clients over `[from, to)` seconds, from the series: of the
+    /// requests offered in that window.
+    pub fn goodput_ratio_between(&self, from_s: f64, to_s: f64) -> f64 {
+        let (ok, offered) = self
+            .series
+            .iter()
+            .filter(|r| r.t_s >= from_s && r.t_s < to_s)
+            .fold((0, 0), |(a, b), r| (a + r.successes, b + r.offered));
+        ratio(ok, offered)
+    }
+
+    /// The command that replays this run.
+    pub fn replay_command(&self) -> String {
+        format!("resim run {} --seed {}", self.file, self.seed)
+    }
+}

@@ -1,0 +1,158 @@
+//! Verdicts on a scenario's expectations, computed from the run's figures.
+//!
+//! Windows are counted in report buckets, by the bucket in which each request was offered
+//! (see [`crate::figures`]): a window's success ratio is that of the requests sent during it.
+
+use super::ratio;
+use super::types::{ExpectationResult, Summary};
+use crate::figures::{ClientFigures, Figures};
+use crate::schema::Expectation;
+use sim_core::SimDuration;
+
+/// The verdict on `e`.
+pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> ExpectationResult {
+    let client = |name: &str| {
+        figures
+            .clients
+            .iter()
+            .find(|c| c.name == name)
+            .expect("expectation clients are checked by validation")
+    };
+    match e {
+        Expectation::GoodputAtLeast {
+            client: name,
+            after,
+            until,
+            min_ratio: r,
+        } => goodput(figures, client(name), (*after, *until), Bound::AtLeast(*r)),
+        Expectation::GoodputAtMost {
+            client: name,
+            after,
+            until,
+            max_ratio: r,
+        } => goodput(figures, client(name), (*after, *until), Bound::AtMost(*r)),
+        Expectation::P99AtMost { client: name, max } => {
+            let latency = &client(name).latency;
+            let expectation = format!("{name} p99 latency at most {max}");
+            // Without successes there is no latency to bound: that is not a pass.
+            if latency.count() == 0 {
+                return ExpectationResult {
+                    expectation,
+                    observed: "no successes".to_string(),
+                    pass: false,
+                };
+            }
+            let p99 = latency.quantile(0.99);
+            ExpectationResult {
+                expectation,
+                observed: format!("{:.1}ms", p99.as_millis_f64()),
+                pass: p99 <= *max,
+            }
+        }
+        Expectation::AmplificationAtMost { max } => ExpectationResult {
+            expectation: format!("client amplification at most {max:.2}"),
+            observed: format!("{:.2}", summary.amplification),
+            pass: summary.amplification <= *max,
+        },
+        Expectation::RecoveredWithin {
+            client: name,
+            after,
+            within,
+            min_ratio,
+        } => recovered(figures, client(name), *after, *within, *min_ratio),
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn bucket_index(t: SimDuration, bucket: SimDuration) -> usize {
+    (t.as_nanos() / bucket.as_nanos()) as usize
+}
+
+/// The successes and offered requests of a client among the requests offered in buckets
+/// `[from, to)`.
+fn window_ratio(c: &ClientFigures, from: usize, to: usize) -> (u64, u64) {
+    let to = to.min(c.buckets.len());
+    let window = c.buckets.get(from.min(to)..to).unwrap_or_default();
+    let offered = window.iter().map(|b| b.offered).sum();
+    let ok = window.iter().map(|b| b.successes).sum();
+    (ok, offered)
+}
+
+/// Which side of a success ratio an expectation wants.
+#[derive(Clone, Copy)]
+enum Bound {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
+/// `GoodputAtLeast` / `GoodputAtMost` over `[after, until)`.
+fn goodput(
+    figures: &Figures,
+    c: &ClientFigures,
+    (after, until): (SimDuration, Option<SimDuration>),
+    bound: Bound,
+) -> ExpectationResult {
+    let (bucket, buckets) = (figures.bucket, figures.bucket_count());
+    let to = until.map_or(buckets, |u| bucket_index(u, bucket).min(buckets));
+    let (ok, offered) = window_ratio(c, bucket_index(after, bucket), to);
+    let observed = ratio(ok, offered);
+    let window = match until {
+        Some(u) => format!("from {after} to {u}"),
+        None => format!("after {after}"),
+    };
+    let (word, r, pass) = match bound {
+        Bound::AtLeast(r) => ("least", r, observed >= r),
+        Bound::AtMost(r) => ("most", r, observed <= r),
+    };
+    ExpectationResult {
+        expectation: format!("{} success ratio {window} at {word} {}", c.name, pct(r)),
+        observed: format!("{} ({ok} of {offered})", pct(observed)),
+        pass,
+    }
+}
+
+/// `RecoveredWithin`: the first bucket at or after `after` from which every bucket up to the
+/// last complete one keeps `min_ratio`.
+fn recovered(
+    figures: &Figures,
+    c: &ClientFigures,
+    after: SimDuration,
+    within: SimDuration,
+    min_ratio: f64,
+) -> ExpectationResult {
+    let (bucket, buckets) = (figures.bucket, figures.bucket_count());
+    // The last bucket holds requests still in flight when the run stopped.
+    let last = buckets.saturating_sub(1);
+    let first = after.as_nanos().div_ceil(bucket.as_nanos()) as usize;
+    let good = |i: usize| {
+        let (ok, offered) = window_ratio(c, i, i + 1);
+        ratio(ok, offered) >= min_ratio
+    };
+    // Recovery starts right after the last bucket that misses the ratio: one pass backwards
+    // from the end finds it, where trying every start and scanning forward from each was
+    // quadratic in the number of buckets.
+    let recovered = (first..last).rev().take_while(|&i| good(i)).last();
+    let expectation = format!(
+        "{} back to {} success within {within} after {after}",
+        c.name,
+        pct(min_ratio)
+    );
+    match recovered {
+        Some(k) => {
+            let took = (bucket * k as u64).saturating_sub(after);
+            ExpectationResult {
+                expectation,
+                observed: format!("recovered {took} after"),
+                pass: took <= within,
+            }
+        }
+        None => ExpectationResult {
+            expectation,
+            observed: "never recovered".to_string(),
+            pass: false,
+        },
+    }
+}
