@@ -108,3 +108,22 @@ fn a_retry_waits_for_the_client_limiter_to_refill() {
     ));
     assert!(latency(&r).max > 100.0, "{:?}", latency(&r));
 }
+
+#[test]
+fn a_setting_upstream_accepts_with_a_warning_runs_and_is_reported() {
+    // Netflix's AIMD builder accepts an initial limit below the minimum and warns; so do we.
+    let r = check(&scenario(
+        "50/s",
+        "",
+        r#"workers: 10, work: Constant(value: "1ms"), admission: [Concurrency((kind: "aimd", initial_limit: 5))]"#,
+        "",
+    ));
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0].starts_with("services.api.admission[0]."),
+        "{:?}",
+        r.warnings
+    );
+    let human = scenarios::report::Format::Human.render(&r);
+    assert!(human.contains("\nwarnings\n"), "{human}");
+}

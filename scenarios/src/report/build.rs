@@ -38,6 +38,22 @@ fn network(scenario: &Scenario, figures: &Figures) -> Vec<sim_net::LinkReport> {
     }
 }
 
+/// The warnings of the settings that the upstream library accepts with one (the concurrency
+/// limits' builders), each with its field path.
+fn warnings(scenario: &Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, service) in &scenario.services {
+        for (i, a) in service.admission.iter().enumerate() {
+            if let crate::schema::Admission::Concurrency(c) = a {
+                for w in c.warnings() {
+                    out.push(format!("services.{name}.admission[{i}].{w}"));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// How many breaker transitions a report lists (the count is always complete).
 const TRANSITIONS_LISTED: usize = 32;
 
@@ -82,6 +98,7 @@ impl Report {
             expectations,
             network: network(scenario, figures),
             trace,
+            warnings: warnings(scenario),
         }
     }
 }

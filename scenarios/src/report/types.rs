@@ -284,6 +284,10 @@ pub struct Report {
     /// The events of the trace window, when one was asked for (`--trace FROM..TO`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<String>,
+    /// Settings the upstream library accepts with a warning (an AIMD initial limit below its
+    /// minimum, say), each as `field.path: what`; the run uses them as given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Report {

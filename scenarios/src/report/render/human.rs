@@ -40,6 +40,13 @@ pub(super) fn render(report: &Report) -> String {
             let _ = writeln!(o, "  {verdict} {}: {}", e.expectation, e.observed);
         }
     }
+    if !report.warnings.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "warnings");
+        for w in &report.warnings {
+            let _ = writeln!(o, "  {w}");
+        }
+    }
     if !report.trace.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "trace");
