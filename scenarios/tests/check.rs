@@ -171,6 +171,26 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "duration: \"10s\", bucket: \"1m\",",
         ),
         ("unclosed string", "name: \"base\"", "name: \"base"),
+        (
+            "run length as a bare number",
+            "duration: \"10s\"",
+            "duration: 60",
+        ),
+        (
+            "rate as a bare number",
+            "Constant(\"100/s\")",
+            "Constant(100)",
+        ),
+        (
+            "ejection beyond the clock",
+            "workers: 4,",
+            "workers: 4, outlier: (ejection: \"1000000y\"),",
+        ),
+        (
+            "rate beyond the clock",
+            "Constant(\"100/s\")",
+            "Constant(\"1e308/ns\")",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();
