@@ -4,6 +4,9 @@
 //! types cannot say: that names refer to something, that the call graph has no cycle, that
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
 //! expectations aim at something that exists within the run.
+//!
+//! Every check is a loop over the file's own lists, never a recursion, so a file with tens of
+//! thousands of services cannot overflow the stack.
 
 use crate::schema::*;
 use patterns::ConfigError;
@@ -24,6 +27,9 @@ pub const LAYERS_MAX: usize = 6;
 
 /// The most replicas of one service.
 pub const REPLICAS_MAX: u32 = 10_000;
+
+/// The most names an error lists when it says which names exist.
+const NAMES_LISTED_MAX: usize = 12;
 
 type Check = Result<(), ConfigError>;
 
@@ -75,6 +81,17 @@ fn nonzero(field: &str, d: SimDuration) -> Check {
     Ok(())
 }
 
+/// `a, b, c` or, for long lists, `a, b, … (250 in all)`.
+fn listed<'a>(names: impl ExactSizeIterator<Item = &'a String>) -> String {
+    let total = names.len();
+    let shown: Vec<&str> = names.take(NAMES_LISTED_MAX).map(String::as_str).collect();
+    if total > NAMES_LISTED_MAX {
+        format!("{}, … ({total} in all)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
 fn dist(field: &str, d: &Dist) -> Check {
     d.validate()
         .map_err(|e| ConfigError::new(e.field, e.reason).at(field))
@@ -84,12 +101,11 @@ fn known_service(field: &str, name: &str, services: &BTreeMap<String, Service>) 
     if services.contains_key(name) {
         return Ok(());
     }
-    let known: Vec<&str> = services.keys().map(String::as_str).collect();
     Err(err(
         field,
         format!(
             "unknown service {name:?}; known services: {}",
-            known.join(", ")
+            listed(services.keys())
         ),
     ))
 }
@@ -98,12 +114,11 @@ fn known_client(field: &str, name: &str, clients: &BTreeMap<String, Client>) -> 
     if clients.contains_key(name) {
         return Ok(());
     }
-    let known: Vec<&str> = clients.keys().map(String::as_str).collect();
     Err(err(
         field,
         format!(
             "unknown client {name:?}; known clients: {}",
-            known.join(", ")
+            listed(clients.keys())
         ),
     ))
 }
@@ -447,7 +462,8 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
 }
 
 /// Finds a cycle in the call graph by depth-first search in name order, so the same file
-/// always reports the same cycle.
+/// always reports the same cycle. The search keeps its own stack (a call chain may be tens of
+/// thousands of services long, deeper than the thread's stack would allow a recursion).
 fn cycles(services: &BTreeMap<String, Service>) -> Check {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
@@ -456,51 +472,69 @@ fn cycles(services: &BTreeMap<String, Service>) -> Check {
         Done,
     }
     let names: Vec<&String> = services.keys().collect();
-    let index = |name: &str| names.iter().position(|n| n.as_str() == name);
+    let nodes: Vec<&Service> = services.values().collect();
+    let index: BTreeMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
     let mut marks = vec![Mark::New; names.len()];
-    let mut path: Vec<usize> = Vec::new();
-
-    fn visit(
-        i: usize,
-        names: &[&String],
-        services: &BTreeMap<String, Service>,
-        index: &dyn Fn(&str) -> Option<usize>,
-        marks: &mut [Mark],
-        path: &mut Vec<usize>,
-    ) -> Check {
-        marks[i] = Mark::OnPath;
-        path.push(i);
-        for (k, c) in services[names[i]].calls.iter().enumerate() {
-            let j = index(&c.target).expect("targets were checked before cycles");
+    // The path from the root: each service with the index of its next call to follow.
+    let mut path: Vec<(usize, usize)> = Vec::new();
+    for root in 0..names.len() {
+        if marks[root] != Mark::New {
+            continue;
+        }
+        marks[root] = Mark::OnPath;
+        path.push((root, 0));
+        while let Some(top) = path.last_mut() {
+            let (i, k) = *top;
+            let Some(c) = nodes[i].calls.get(k) else {
+                marks[i] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            top.1 += 1;
+            let j = index[c.target.as_str()];
             match marks[j] {
                 Mark::OnPath => {
-                    let start = path.iter().position(|&p| p == j).unwrap_or(0);
-                    let mut chain: Vec<&str> =
-                        path[start..].iter().map(|&p| names[p].as_str()).collect();
+                    let start = path.iter().position(|&(p, _)| p == j).unwrap_or(0);
+                    let mut chain: Vec<&str> = path[start..]
+                        .iter()
+                        .map(|&(p, _)| names[p].as_str())
+                        .collect();
                     chain.push(names[j]);
                     return Err(err(
                         format!("services.{}.calls[{k}].target", names[i]),
                         format!(
                             "the call graph has a cycle ({}); a request would never finish",
-                            chain.join(" -> ")
+                            shown_chain(&chain)
                         ),
                     ));
                 }
-                Mark::New => visit(j, names, services, index, marks, path)?,
+                Mark::New => {
+                    marks[j] = Mark::OnPath;
+                    path.push((j, 0));
+                }
                 Mark::Done => {}
             }
         }
-        path.pop();
-        marks[i] = Mark::Done;
-        Ok(())
-    }
-
-    for i in 0..names.len() {
-        if marks[i] == Mark::New {
-            visit(i, &names, services, &index, &mut marks, &mut path)?;
-        }
     }
     Ok(())
+}
+
+/// `a -> b -> a`, or its two ends for a long cycle.
+fn shown_chain(chain: &[&str]) -> String {
+    if chain.len() <= NAMES_LISTED_MAX {
+        return chain.join(" -> ");
+    }
+    let half = NAMES_LISTED_MAX / 2;
+    format!(
+        "{} -> … -> {}, {} services",
+        chain[..half].join(" -> "),
+        chain[chain.len() - half..].join(" -> "),
+        chain.len() - 1
+    )
 }
 
 fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {

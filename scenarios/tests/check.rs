@@ -38,31 +38,56 @@ fn check(from: &str, to: &str) -> String {
     let text = BASE.replacen(from, to, 1);
     match parse("bad.ron", &text) {
         Ok(_) => panic!("expected an error after replacing {from:?} with {to:?}"),
-        Err(e) => {
-            let line = e.to_string();
-            assert!(!line.contains('\n'), "one line: {line}");
-            match &e {
-                ScenarioError::Syntax {
-                    line: l, column, ..
-                } => {
-                    assert!(*l >= 1 && *column >= 1, "{line}");
-                    assert!(
-                        line.starts_with(&format!("bad.ron:{l}:{column}: ")),
-                        "{line}"
-                    );
-                }
-                ScenarioError::Invalid { error, .. } => {
-                    assert!(!error.field.is_empty(), "{line}");
-                    assert!(
-                        line.starts_with(&format!("bad.ron: {}: ", error.field)),
-                        "{line}"
-                    );
-                }
-                ScenarioError::Read { .. } => panic!("parse never reads files"),
-            }
-            line
-        }
+        Err(e) => located(&e, "bad.ron"),
     }
+}
+
+/// The error as one line, after checking that it says where: `file:line:column: ` or
+/// `file: field.path: `.
+fn located(e: &ScenarioError, file: &str) -> String {
+    let line = e.to_string();
+    assert!(!line.contains('\n'), "one line: {line}");
+    match e {
+        ScenarioError::Syntax {
+            line: l, column, ..
+        } => {
+            assert!(*l >= 1 && *column >= 1, "{line}");
+            assert!(
+                line.starts_with(&format!("{file}:{l}:{column}: ")),
+                "{line}"
+            );
+        }
+        ScenarioError::Invalid { error, .. } => {
+            assert!(!error.field.is_empty(), "{line}");
+            assert!(
+                line.starts_with(&format!("{file}: {}: ", error.field)),
+                "{line}"
+            );
+        }
+        ScenarioError::Read { .. } => panic!("not a problem of the text: {line}"),
+    }
+    line
+}
+
+/// A client calling the first of `n` services, each calling the next; with `cycle`, the
+/// last calls the first.
+fn chain(n: usize, cycle: bool) -> String {
+    let services: Vec<String> = (0..n)
+        .map(|i| {
+            let next = if i + 1 < n {
+                format!(", calls: [(target: \"s{:05}\")]", i + 1)
+            } else if cycle {
+                ", calls: [(target: \"s00000\")]".to_string()
+            } else {
+                String::new()
+            };
+            format!("\"s{i:05}\": (workers: 4, work: Constant(value: \"1ms\"){next})")
+        })
+        .collect();
+    format!(
+        "Scenario(name: \"chain\", duration: \"10s\", clients: {{ \"c\": (load: Open(rate: Constant(\"10/s\")), call: (target: \"s00000\")) }}, services: {{ {} }})",
+        services.join(",\n")
+    )
 }
 
 #[test]
@@ -198,9 +223,18 @@ fn malformed_files_get_one_line_with_location_and_fix() {
         let line = check(from, to);
         all.push_str(&format!("{what:<36} {line}\n"));
     }
+    let cycle = parse("chain.ron", &chain(25_000, true)).unwrap_err();
+    let line = located(&cycle, "chain.ron");
+    all.push_str(&format!("{:<36} {line}\n", "cycle through 25000 services"));
     insta::with_settings!({ description => "one line per malformed variant of the base scenario in tests/check.rs" }, {
         insta::assert_snapshot!("malformed_files", all);
     });
+}
+
+#[test]
+fn a_call_chain_of_25000_services_is_checked_without_recursion() {
+    let s = parse("chain.ron", &chain(25_000, false)).unwrap();
+    assert_eq!(s.services.len(), 25_000);
 }
 
 #[test]
