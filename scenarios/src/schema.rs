@@ -9,6 +9,7 @@
 //! Maps (`clients`, `services`) are `BTreeMap`s: their order is the order of the names, which
 //! is what fixes the order in which the world is built and reported.
 
+use crate::limits::Limits;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
@@ -60,6 +61,11 @@ pub struct Scenario {
     /// What must hold at the end of the run; a failing one makes `resim run` exit 1.
     #[serde(default)]
     pub expectations: Vec<Expectation>,
+    /// The memory budget and rate limit the scenario is validated against. Not part of the
+    /// file, so a file cannot raise its own limits: the defaults, or what the command line
+    /// says (`--max-memory`, `--max-rate`). Validation of `run`'s overrides uses them too.
+    #[serde(skip)]
+    pub limits: Limits,
 }
 
 fn default_seed() -> u64 {

@@ -3,7 +3,9 @@
 //! Parsing already guarantees types, units and known field names; this module checks what
 //! types cannot say: that names refer to something, that the call graph has no cycle, that
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
-//! expectations aim at something that exists within the run.
+//! expectations aim at something that exists within the run. Last, it checks that the run
+//! fits its [`Limits`](crate::limits::Limits): arrival rates within the rate limit, and the
+//! memory the file fixes within the memory budget (see [`crate::limits`]).
 //!
 //! Every check is a loop over the file's own lists, never a recursion, so a file with tens of
 //! thousands of services cannot overflow the stack.
@@ -17,19 +19,20 @@ use std::collections::BTreeMap;
 /// The most downstream calls one service may make per request.
 pub const CALLS_MAX: usize = 8;
 
-/// The longest run: a bound that keeps every instant of a run, plus any sampled delay
-/// (at most `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as
-/// humantime counts them.
-pub const DURATION_MAX: SimDuration = SimDuration::from_secs(3_155_760_000);
+/// The longest run, and the longest duration a scenario may hold anywhere: a bound that keeps
+/// every instant of a run, plus any configured span, plus any sampled delay (at most
+/// `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as humantime
+/// counts them ([`SimDuration::CONFIG_MAX`]).
+pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
+
+/// The most names an error lists when it says which names exist.
+const NAMES_LISTED_MAX: usize = 12;
 
 /// The most layers in one call's pattern stack.
 pub const LAYERS_MAX: usize = 6;
 
 /// The most replicas of one service.
 pub const REPLICAS_MAX: u32 = 10_000;
-
-/// The most names an error lists when it says which names exist.
-const NAMES_LISTED_MAX: usize = 12;
 
 type Check = Result<(), ConfigError>;
 
@@ -77,6 +80,18 @@ fn positive(field: &str, value: f64) -> Check {
 fn nonzero(field: &str, d: SimDuration) -> Check {
     if d.is_zero() {
         return Err(err(field, "must be longer than 0s"));
+    }
+    clock(field, d)
+}
+
+/// At most 100 years, like every duration of a file: files are capped when they are read,
+/// and scenarios built in Rust are capped here.
+fn clock(field: &str, d: SimDuration) -> Check {
+    if d > DURATION_MAX {
+        return Err(err(
+            field,
+            format!("must be at most 100 years (\"100y\"), got {d}"),
+        ));
     }
     Ok(())
 }
@@ -135,7 +150,8 @@ fn within_run(field: &str, t: SimDuration, duration: SimDuration) -> Check {
     Ok(())
 }
 
-/// Checks a whole scenario; the first problem found is returned.
+/// Checks a whole scenario against its own [`Scenario::limits`]; the first problem found is
+/// returned.
 pub fn validate(s: &Scenario) -> Check {
     if s.name.trim().is_empty() {
         return Err(err("name", "must not be empty"));
@@ -187,7 +203,8 @@ pub fn validate(s: &Scenario) -> Check {
     if let Some(n) = &s.network {
         network(n, s)?;
     }
-    Ok(())
+    crate::limits::check_rates(s, &s.limits)?;
+    crate::limits::check_memory(s, &s.limits)
 }
 
 /// The network section: sim-net's own checks, node names that exist, and no second way of
@@ -244,6 +261,9 @@ fn schedule(path: &str, s: &Schedule) -> Check {
             if steps.is_empty() {
                 return Err(err(path, "must list at least one step"));
             }
+            for (i, step) in steps.iter().enumerate() {
+                clock(&format!("{path}[{i}].at"), step.at)?;
+            }
             for (i, pair) in steps.windows(2).enumerate() {
                 if pair[1].at <= pair[0].at {
                     return Err(err(
@@ -258,6 +278,8 @@ fn schedule(path: &str, s: &Schedule) -> Check {
             Ok(())
         }
         Schedule::Ramp { start, end, .. } | Schedule::Spike { start, end, .. } => {
+            clock(&format!("{path}.start"), *start)?;
+            clock(&format!("{path}.end"), *end)?;
             if end <= start {
                 return Err(err(
                     format!("{path}.end"),
@@ -351,6 +373,7 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             target, interval, ..
         } => {
             nonzero(&format!("{path}.queue.discipline.target"), *target)?;
+            clock(&format!("{path}.queue.discipline.interval"), *interval)?;
             if interval <= target {
                 return Err(err(
                     format!("{path}.queue.discipline.interval"),
@@ -457,6 +480,15 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     }
     if let Some(l) = &s.latency {
         dist(&format!("{path}.latency"), l)?;
+    }
+    if let Some(r) = s.restart {
+        clock(&format!("{path}.restart"), r)?;
+    }
+    if let Some(r) = s.retry_after {
+        clock(&format!("{path}.retry_after"), r)?;
+    }
+    if let Some(c) = &s.cache {
+        clock(&format!("{path}.cache.warmup"), c.warmup)?;
     }
     Ok(())
 }
@@ -639,6 +671,9 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
         } => {
             cl(client)?;
             within_run(&format!("{path}.after"), *after, s.duration)?;
+            if let Some(u) = until {
+                clock(&format!("{path}.until"), *u)?;
+            }
             if let Some(u) = until
                 && u <= after
             {

@@ -216,6 +216,31 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Constant(\"100/s\")",
             "Constant(\"1e308/ns\")",
         ),
+        (
+            "buckets beyond the memory budget",
+            "duration: \"10s\"",
+            "duration: \"100y\"",
+        ),
+        (
+            "users beyond the memory budget",
+            "load: Open(rate: Constant(\"100/s\"))",
+            "load: Closed(users: 4294967295, think: Constant(value: \"1s\"))",
+        ),
+        (
+            "breaker windows beyond the budget",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", stack: [Breaker((sliding_window_size: 1000000))])], replicas: 10000,",
+        ),
+        (
+            "rate beyond the rate limit",
+            "Constant(\"100/s\")",
+            "Constant(\"2000000/s\")",
+        ),
+        (
+            "load spike beyond the rate limit",
+            "Slowdown(service: \"db\", factor: 3.0)",
+            "LoadSpike(client: \"web\", factor: 1e6)",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();
@@ -235,6 +260,42 @@ fn malformed_files_get_one_line_with_location_and_fix() {
 fn a_call_chain_of_25000_services_is_checked_without_recursion() {
     let s = parse("chain.ron", &chain(25_000, false)).unwrap();
     assert_eq!(s.services.len(), 25_000);
+}
+
+#[test]
+fn the_readme_shows_what_a_run_over_the_memory_budget_prints() {
+    let entry = scenarios::library::find("metastable-retry").unwrap();
+    let s = parse(entry.name, entry.text).unwrap();
+    let options = scenarios::RunOptions {
+        bucket: Some("1ns".parse().unwrap()),
+        ..scenarios::RunOptions::default()
+    };
+    let e = scenarios::run(&s, entry.name, &options).unwrap_err();
+    let line = located(&e, entry.name);
+    let readme = std::fs::read_to_string("../README.md").unwrap();
+    assert!(readme.contains(&format!("\n{line}\n")), "{line}");
+}
+
+#[test]
+fn raised_limits_let_a_scenario_through_and_stay_with_it() {
+    use scenarios::limits::Limits;
+    let text = BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1);
+    assert!(parse("big.ron", &text).is_err());
+    let limits = Limits {
+        memory_max: 4 << 40,
+        ..Limits::default()
+    };
+    let s = scenarios::load::parse_with("big.ron", &text, &limits).unwrap();
+    assert_eq!(s.limits, limits);
+    // A run's overrides are validated against the same limits.
+    let options = scenarios::RunOptions {
+        bucket: Some("1ns".parse().unwrap()),
+        ..scenarios::RunOptions::default()
+    };
+    let e = scenarios::run(&s, "big.ron", &options)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than the memory budget of 4 TiB"), "{e}");
 }
 
 #[test]

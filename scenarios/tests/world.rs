@@ -560,6 +560,7 @@ fn extreme_but_valid_values_run_without_overflow() {
         r#"Scenario(
             name: "t",
             duration: "100years",
+            bucket: "1d",
             max_events: 20000,
             clients: {
                 "open": (load: Open(rate: Constant("0.000001/s")), call: (target: "api", timeout: "100years")),
