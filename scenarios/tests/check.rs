@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use scenarios::ScenarioError;
-use scenarios::load::parse;
+use scenarios::load::{load, parse};
 
 const BASE: &str = r#"// a valid scenario that each case below breaks in one place
 Scenario(
@@ -42,6 +42,15 @@ fn check(from: &str, to: &str) -> String {
     }
 }
 
+/// The one-line error of a file under `tests/malformed/`, read as `resim check` reads it.
+fn check_file(name: &str) -> String {
+    let path = format!("tests/malformed/{name}");
+    match load(&path) {
+        Ok(_) => panic!("expected an error for {path}"),
+        Err(e) => located(&e, &path),
+    }
+}
+
 /// The error as one line, after checking that it says where: `file:line:column: ` or
 /// `file: field.path: `.
 fn located(e: &ScenarioError, file: &str) -> String {
@@ -67,6 +76,17 @@ fn located(e: &ScenarioError, file: &str) -> String {
         ScenarioError::Read { .. } => panic!("not a problem of the text: {line}"),
     }
     line
+}
+
+/// `depth` mixtures, each inside the previous one.
+fn nested_mixture(depth: usize) -> String {
+    let mut dist = "Constant(value: \"1ms\")".to_string();
+    for _ in 0..depth {
+        dist = format!(
+            "Mixture(components: [(weight: 1, dist: {dist}), (weight: 1, dist: Constant(value: \"2ms\"))])"
+        );
+    }
+    dist
 }
 
 /// A client calling the first of `n` services, each calling the next; with `cycle`, the
@@ -217,6 +237,34 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Constant(\"1e308/ns\")",
         ),
         (
+            "service given twice",
+            "\"db\": (workers: 2,",
+            "\"api\": (workers: 2,",
+        ),
+        (
+            "client given twice",
+            "clients: {",
+            "clients: { \"web\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),",
+        ),
+        ("enum name in quotes", "jitter: Full", "jitter: \"Full\""),
+        ("number for an enum", "discipline: Fifo", "discipline: 3"),
+        (
+            "number for a layer",
+            "Retry((max_attempts: 3, backoff: (jitter: Full)))",
+            "Retry(3)",
+        ),
+        (
+            "typo in a single-parenthesis layer",
+            "Retry((max_attempts: 3, backoff: (jitter: Full)))",
+            "Retry(max_attemps: 3)",
+        ),
+        ("string for a number", "factor: 3.0", "factor: \"3.0\""),
+        (
+            "name without quotes",
+            "call: (target: \"api\"",
+            "call: (target: api",
+        ),
+        (
             "buckets beyond the memory budget",
             "duration: \"10s\"",
             "duration: \"100y\"",
@@ -248,18 +296,89 @@ fn malformed_files_get_one_line_with_location_and_fix() {
         let line = check(from, to);
         all.push_str(&format!("{what:<36} {line}\n"));
     }
+    let deep = nested_mixture(18);
+    let generated: &[(&str, &str, &str)] =
+        &[("nesting too deep", "Exponential(mean: \"10ms\")", &deep)];
+    for (what, from, to) in generated {
+        let line = check(from, to);
+        all.push_str(&format!("{what:<36} {line}\n"));
+    }
     let cycle = parse("chain.ron", &chain(25_000, true)).unwrap_err();
     let line = located(&cycle, "chain.ron");
     all.push_str(&format!("{:<36} {line}\n", "cycle through 25000 services"));
+    for (what, file) in [("not UTF-8", "not-utf8.ron"), ("UTF-16", "utf16.ron")] {
+        let line = check_file(file);
+        all.push_str(&format!("{what:<36} {line}\n"));
+    }
     insta::with_settings!({ description => "one line per malformed variant of the base scenario in tests/check.rs" }, {
         insta::assert_snapshot!("malformed_files", all);
     });
 }
 
 #[test]
+fn pattern_layers_take_one_pair_of_parentheses_or_two() {
+    let layers = [
+        "Retry(max_attempts: 3, backoff: (jitter: Full), budget: Window(budget_percent: 10, window: \"5s\"))",
+        "Breaker(failure_rate_threshold: 20, half_open: (kind: \"single_probe\"))",
+        "Bulkhead(max_concurrent_calls: 10, max_wait_duration: \"0s\")",
+        "Limiter(kind: \"token_bucket\", rate: \"100/s\", burst: 100)",
+        "Hedge(delay: Fixed(delay: \"50ms\"), max_hedged_attempts: 1)",
+        "Fallback(use_cache: true, cache_age_max: \"2s\", use_static: false)",
+        "Throttle(accepts_multiplier: 2, window: \"10s\", bucket_count: 10)",
+    ];
+    let doubled = |layer: &str| {
+        let (name, rest) = layer.split_once('(').unwrap();
+        let rest = rest.replace(
+            "Window(budget_percent: 10, window: \"5s\")",
+            "Window((budget_percent: 10, window: \"5s\"))",
+        );
+        format!("{name}(({rest})")
+    };
+    let stack = "stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]";
+    for layer in layers {
+        let one = BASE.replacen(stack, &format!("stack: [{layer}]"), 1);
+        let two = BASE.replacen(stack, &format!("stack: [{}]", doubled(layer)), 1);
+        let one = parse("single.ron", &one).unwrap_or_else(|e| panic!("{layer}: {e}"));
+        let two = parse("double.ron", &two).unwrap_or_else(|e| panic!("{layer}: {e}"));
+        assert_eq!(one, two, "{layer}");
+        assert_eq!(one.clients["web"].call.stack.len(), 1);
+    }
+
+    let admission = "workers: 4,";
+    let with =
+        |text: &str| BASE.replacen(admission, &format!("workers: 4, admission: [{text}],"), 1);
+    let one = parse(
+        "single.ron",
+        &with("Concurrency(kind: \"aimd\"), Limiter(kind: \"gcra\", rate: \"100/s\", burst: 100)"),
+    )
+    .unwrap();
+    let two = parse(
+        "double.ron",
+        &with(
+            "Concurrency((kind: \"aimd\")), Limiter((kind: \"gcra\", rate: \"100/s\", burst: 100))",
+        ),
+    )
+    .unwrap();
+    assert_eq!(one, two);
+}
+
+#[test]
 fn a_call_chain_of_25000_services_is_checked_without_recursion() {
     let s = parse("chain.ron", &chain(25_000, false)).unwrap();
     assert_eq!(s.services.len(), 25_000);
+}
+
+#[test]
+fn nesting_up_to_the_limit_parses_runs_and_replays() {
+    let text = BASE.replacen("Exponential(mean: \"10ms\")", &nested_mixture(17), 1);
+    let s = parse("deep.ron", &text).unwrap();
+    let options = scenarios::RunOptions {
+        max_events: Some(20_000),
+        ..scenarios::RunOptions::default()
+    };
+    let a = scenarios::run(&s, "deep.ron", &options).unwrap();
+    let b = scenarios::run(&s, "deep.ron", &options).unwrap();
+    assert_eq!(a.report.digest, b.report.digest);
 }
 
 #[test]
