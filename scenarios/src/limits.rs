@@ -191,8 +191,8 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         let replicas = u64::from(sv.replicas);
         let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
         let per_replica = REPLICA_BYTES
-            + sv.calls.len() as u64 * CALL_SITE_BYTES
-            + layers.saturating_mul(LAYER_BYTES);
+            .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
+            .saturating_add(layers.saturating_mul(LAYER_BYTES));
         parts.push(Part {
             field: format!("services.{name}.replicas"),
             bytes: replicas.saturating_mul(per_replica),
@@ -295,7 +295,7 @@ pub fn check_memory(s: &Scenario, limits: &Limits) -> Result<(), patterns::Confi
     }
     let largest = &parts[0];
     let rest = total - largest.bytes;
-    let whole = if rest * 10 > total {
+    let whole = if rest > total / 10 {
         format!(", and the whole run about {}", Bytes(total))
     } else {
         String::new()

@@ -25,8 +25,9 @@ use std::io::Read as _;
 /// The largest scenario file read, in bytes.
 pub const FILE_BYTES_MAX: u64 = 64 << 20;
 
-/// How deeply a file may nest brackets (RON's recursion limit): a `Mixture` inside a `Mixture`
-/// takes about four levels.
+/// How deeply a file may nest (RON's recursion limit, which counts structures, lists and
+/// variants): each `Mixture` inside another takes seven levels, so about 17 fit. At this limit
+/// a debug build reads the file within a test thread's 2 MiB stack.
 pub const NESTING_MAX: usize = 128;
 
 /// Parses and validates scenario text against the default [`Limits`]; `file` names it in
