@@ -262,6 +262,10 @@ fn lex(text: &str) -> Vec<Token> {
                 Kind::Other
             }
         };
+        // Escapes skip a byte, whatever follows; a token always ends between characters.
+        while i < b.len() && !text.is_char_boundary(i) {
+            i += 1;
+        }
         tokens.push(Token {
             kind,
             start,
@@ -698,6 +702,18 @@ mod tests {
             kinds.iter().filter(|k| matches!(k, Kind::Open(_))).count(),
             1
         );
+    }
+
+    #[test]
+    fn tokens_end_between_characters() {
+        for text in ["'\\ꬨ_*'h", "\"\\ꬨ\"", "'ꬨ", "r#\"ꬨ"] {
+            for t in lex(text) {
+                assert!(
+                    text.is_char_boundary(t.start) && text.is_char_boundary(t.end),
+                    "{text}"
+                );
+            }
+        }
     }
 
     #[test]
