@@ -9,7 +9,8 @@
 //! - **bytes**: the library files with bytes flipped, inserted (not always UTF-8), deleted or
 //!   repeated;
 //! - **tokens**: the library files with numbers, names and strings replaced by extreme ones,
-//!   tokens deleted, repeated or swapped, parentheses doubled.
+//!   tokens deleted, repeated or swapped, parentheses doubled, and stray text inserted (quotes,
+//!   escapes, comment marks, characters of several bytes).
 //!
 //! The property, for each input: reading it (what `resim check` does) either fails with one
 //! line that says where (`file:line:column: ` or `file: field.path: `), the exit code 2, or
@@ -23,8 +24,9 @@
 //!
 //! Knobs (environment variables):
 //!
-//! - `RESIM_FUZZ_CASES=N`: inputs per generator (default 3000 structured with few extremes,
-//!   1500 structured with many, 1500 of each mutation kind: seconds, even in debug);
+//! - `RESIM_FUZZ_CASES=N`: inputs per generator (default 4000 structured with few extremes,
+//!   2000 structured with many, 2000 of each mutation kind: 10,000 inputs in about 20 seconds
+//!   in debug);
 //! - `RESIM_FUZZ_SEED=N`: another sequence of inputs (a long campaign runs several);
 //! - `RESIM_FUZZ_LOG=FILE`: write each input to FILE before it runs, so an input that kills
 //!   the process (a stack overflow or an allocation failure, which no test can catch) is left
@@ -1153,6 +1155,8 @@ enum TokenEdit {
     Swap(u16, u16),
     Copy(u16, u16),
     Double(u16),
+    /// Any text (quotes, escapes, characters of several bytes), before a token.
+    Text(u16, String),
 }
 
 fn token_edit() -> impl Strategy<Value = TokenEdit> {
@@ -1163,6 +1167,7 @@ fn token_edit() -> impl Strategy<Value = TokenEdit> {
         1 => (any::<u16>(), any::<u16>()).prop_map(|(a, b)| TokenEdit::Swap(a, b)),
         1 => (any::<u16>(), any::<u16>()).prop_map(|(a, b)| TokenEdit::Copy(a, b)),
         1 => any::<u16>().prop_map(TokenEdit::Double),
+        1 => (any::<u16>(), "[\"'\\\\/*#r()]{0,3}\\PC{0,4}").prop_map(|(a, t)| TokenEdit::Text(a, t)),
     ]
 }
 
@@ -1202,6 +1207,10 @@ fn apply_tokens(text: &str, edits: &[TokenEdit]) -> Vec<u8> {
                 let (i, j) = (pick(*a), pick(*b));
                 t[j] = t[i].clone();
             }
+            TokenEdit::Text(a, text) => {
+                let i = pick(*a);
+                t.insert(i, text.clone());
+            }
             TokenEdit::Double(a) => {
                 let i = pick(*a);
                 if t[i] == "(" {
@@ -1239,8 +1248,8 @@ fn fuzzed_files_exit_0_1_or_2_with_a_located_message_and_replay() {
     }));
     let seed = env_u64("RESIM_FUZZ_SEED").unwrap_or(10);
     let cases = env_u64("RESIM_FUZZ_CASES");
-    let structured = cases.unwrap_or(3000);
-    let mutated = cases.unwrap_or(1500);
+    let structured = cases.unwrap_or(4000);
+    let mutated = cases.unwrap_or(2000);
     let library = || 0..LIBRARY.len();
 
     let tallies = [
