@@ -417,6 +417,67 @@ fn raised_limits_let_a_scenario_through_and_stay_with_it() {
     assert!(e.contains("more than the memory budget of 4 TiB"), "{e}");
 }
 
+/// `resim` run with `args` from the crate's directory: (exit code, stdout, stderr).
+fn resim(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args(args)
+        .output()
+        .expect("resim runs");
+    (
+        out.status.code().expect("resim exits by itself"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_command_line_raises_the_limits() {
+    let dir = std::env::temp_dir().join(format!("resim-check-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let long = write(
+        "long.ron",
+        BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1),
+    );
+    let (code, _, err) = resim(&["check", &long]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("raise the budget with --max-memory"), "{err}");
+    let (code, out, err) = resim(&["check", &long, "--max-memory", "4TiB"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": ok ("), "{out}");
+
+    let fast = write(
+        "fast.ron",
+        BASE.replacen("Constant(\"100/s\")", "Constant(\"2000000/s\")", 1),
+    );
+    assert_eq!(resim(&["check", &fast]).0, 2);
+    assert_eq!(resim(&["check", &fast, "--max-rate", "2000000/s"]).0, 0);
+
+    // A value the flag cannot take is bad input too.
+    let (code, _, err) = resim(&["check", &long, "--max-memory", "lots"]);
+    assert_eq!(code, 2, "{err}");
+
+    let (code, _, err) = resim(&["run", "metastable-retry", "--bucket", "1ns"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("metastable-retry: bucket: "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn resim_check_reads_files_that_are_not_utf8_and_says_where() {
+    let (code, _, err) = resim(&["check", "tests/malformed/not-utf8.ron"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "tests/malformed/not-utf8.ron:4:24: the file is not UTF-8 text (byte 0xe9 here); save it as UTF-8"
+    );
+}
+
 #[test]
 fn an_empty_file_says_where() {
     let e = parse("empty.ron", "").unwrap_err().to_string();
