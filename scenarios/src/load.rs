@@ -512,11 +512,11 @@ fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
             "unexpected {shown} after the end of the scenario; remove it, or check the brackets before it"
         ),
         RonError::ExpectedNamedStructLike(name) => {
-            format!("expected `(` to open {}", scenario_word(name))
+            format!("expected `(` to open {} here, found {shown}", thing(name))
         }
         RonError::ExpectedDifferentStructName { expected, found } => format!(
             "expected `(` to open {}, found the name `{found}`",
-            scenario_word(expected)
+            thing(expected)
         ),
         RonError::InvalidValueForType { expected, found } => format!(
             "expected {} but found {found} instead",
@@ -526,34 +526,36 @@ fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
             expected,
             found,
             outer,
-        } => RonError::NoSuchStructField {
-            expected,
-            found: found.clone(),
-            outer: outer.as_deref().map(bare_word),
-        }
-        .to_string(),
-        RonError::MissingStructField { field, outer } => RonError::MissingStructField {
-            field,
-            outer: outer.as_deref().map(bare_word),
-        }
-        .to_string(),
+        } => format!(
+            "unknown field `{found}`{}; expected {}",
+            outer
+                .as_deref()
+                .map_or(String::new(), |o| format!(" in {}", thing(o))),
+            one_of(expected)
+        ),
+        RonError::MissingStructField { field, outer } => format!(
+            "missing field `{field}`{}; add `{field}: ..`",
+            outer
+                .as_deref()
+                .map_or(String::new(), |o| format!(" in {}", thing(o))),
+        ),
         RonError::DuplicateStructField { field, outer } => format!(
-            "{}; remove one",
-            RonError::DuplicateStructField {
-                field,
-                outer: outer.as_deref().map(bare_word),
-            }
+            "field `{field}` given twice{}; remove one",
+            outer
+                .as_deref()
+                .map_or(String::new(), |o| format!(" in {}", thing(o))),
         ),
         RonError::NoSuchEnumVariant {
             expected,
             found,
             outer,
-        } => RonError::NoSuchEnumVariant {
-            expected,
-            found: found.clone(),
-            outer: outer.as_deref().map(bare_word),
-        }
-        .to_string(),
+        } => format!(
+            "unknown variant `{found}`{}; expected {}",
+            outer
+                .as_deref()
+                .map_or(String::new(), |o| format!(" for {}", thing(o))),
+            one_of(expected)
+        ),
         RonError::Message(m) => in_scenario_words(m),
         other => other.to_string(),
     }
@@ -614,7 +616,7 @@ fn names_expected(text: &str, tokens: &[Token], k: usize) -> String {
             "expected a field name{} here, {}, e.g. `{}: ..`; found {shown}",
             outer
                 .or(enclosing)
-                .map_or(String::new(), |o| format!(" of {}", scenario_word(&o))),
+                .map_or(String::new(), |o| format!(" of {}", thing(&o))),
             one_of(names),
             names[0]
         ),
@@ -634,19 +636,62 @@ fn one_of(names: &[&str]) -> String {
     }
 }
 
-/// The name a file uses for a Rust type: `RawRetryConfig` → `Retry`, `QueueConfig` → `Queue`.
-fn bare_word(name: &str) -> String {
-    let name = name.strip_prefix("Raw").unwrap_or(name);
-    name.strip_suffix("Config").unwrap_or(name).to_string()
-}
-
-/// [`bare_word`] in backquotes.
-fn scenario_word(name: &str) -> String {
-    format!("`{}`", bare_word(name))
+/// What a file calls the value that a Rust type reads: `Service` → "a service", `Dist` → "a
+/// distribution", `RawRetryConfig` → "`Retry`". Error messages never show the Rust names.
+fn thing(name: &str) -> String {
+    let word = match name {
+        "Scenario" => "the scenario",
+        "Client" => "a client",
+        "Call" => "a call",
+        "Service" => "a service",
+        "QueueConfig" => "a queue",
+        "Outlier" => "outlier ejection",
+        "HealthCheck" => "a health check",
+        "Cache" => "a cache",
+        "Fault" | "FaultKind" => "a fault",
+        "Step" => "a step",
+        "Component" => "a mixture component",
+        "Load" => "a load",
+        "Schedule" => "a rate schedule",
+        "Layer" => "a pattern layer",
+        "Discipline" => "a queue discipline",
+        "CallMode" => "a call mode",
+        "Abandoned" => "on_abandoned",
+        "Admission" => "admission control",
+        "Balancer" => "a balancer",
+        "Expectation" => "an expectation",
+        "CallSafety" => "a call safety",
+        "Dist" => "a distribution",
+        "BackoffConfig" => "a backoff",
+        "Strategy" => "a backoff strategy",
+        "Jitter" => "a jitter",
+        "BudgetConfig" => "a retry budget",
+        "HedgeDelay" => "a hedge delay",
+        "HalfOpenPolicy" => "a half-open policy",
+        "SlidingWindowType" => "a sliding window type",
+        "PidConfig" => "a PID controller",
+        "CoalesceConfig" => "coalescing",
+        "IdempotencyConfig" => "an idempotency store",
+        "InFlightPolicy" => "an in-flight policy",
+        "NetworkConfig" => "the network section",
+        "LinkConfig" | "LinkOverride" => "a link",
+        "FaultConfig" => "a network fault",
+        "LinkOrder" => "a link order",
+        "BandwidthConfig" => "a bandwidth",
+        "AdaptiveThrottleConfig" => "`Throttle`",
+        "WindowBudgetConfig" => "`Window`",
+        "ConcurrencyBudgetConfig" => "`Concurrency`",
+        _ => {
+            // Pattern layers and budgets, as written: `RawRetryConfig` → `Retry`.
+            let name = name.strip_prefix("Raw").unwrap_or(name);
+            return format!("`{}`", name.strip_suffix("Config").unwrap_or(name));
+        }
+    };
+    word.to_string()
 }
 
 /// A serde `expecting` phrase in the file's words: `struct RawRetryConfig` becomes
-/// `` `Retry` ``.
+/// `` `Retry` ``, `struct Service` becomes "a service".
 fn in_scenario_words(text: &str) -> String {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(' ') {
@@ -655,7 +700,7 @@ fn in_scenario_words(text: &str) -> String {
             && bare.chars().next().is_some_and(char::is_uppercase)
         {
             words.pop();
-            words.push(word.replace(bare, &scenario_word(bare)));
+            words.push(word.replace(bare, &thing(bare)));
         } else {
             words.push(word.to_string());
         }

@@ -246,6 +246,16 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "clients: {",
             "clients: { \"web\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),",
         ),
+        (
+            "field given twice",
+            "workers: 4,",
+            "workers: 4, workers: 5,",
+        ),
+        (
+            "number for a structure",
+            "queue: (capacity: 50, discipline: Fifo)",
+            "queue: 50",
+        ),
         ("enum name in quotes", "jitter: Full", "jitter: \"Full\""),
         ("number for an enum", "discipline: Fifo", "discipline: 3"),
         (
