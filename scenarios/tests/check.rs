@@ -427,6 +427,23 @@ fn raised_limits_let_a_scenario_through_and_stay_with_it() {
     assert!(e.contains("more than the memory budget of 4 TiB"), "{e}");
 }
 
+#[test]
+fn scenarios_built_in_rust_are_held_to_the_same_clock() {
+    use scenarios::schema::Outlier;
+    use sim_core::SimDuration;
+    let mut s = parse("base.ron", BASE).unwrap();
+    s.services.get_mut("api").unwrap().outlier = Some(Outlier {
+        consecutive_failures: 1,
+        ejection: SimDuration::from_secs(10_000_000_000),
+        max_ejection_percent: 100.0,
+    });
+    let e = scenarios::validate::validate(&s).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "services.api.outlier.ejection: must be at most 100 years (\"100y\"), got 10000000000s"
+    );
+}
+
 /// `resim` run with `args` from the crate's directory: (exit code, stdout, stderr).
 fn resim(args: &[&str]) -> (i32, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
