@@ -61,6 +61,7 @@ pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, S
                 return Err(syntax(d.at.0, d.at.1, d.message));
             }
             let message = one_line(&explain(&normal, &tokens, &e));
+            let at = name_position(&normal, &tokens, &e).unwrap_or(at);
             return Err(syntax(at.0, at.1, message));
         }
     };
@@ -464,12 +465,28 @@ fn offset_of(text: &str, p: Position) -> usize {
     text.len()
 }
 
+/// Where a name RON did not want starts: RON may point at the whitespace before it.
+fn name_position(text: &str, tokens: &[Token], e: &SpannedError) -> Option<(usize, usize)> {
+    if !matches!(
+        e.code,
+        RonError::ExpectedIdentifier
+            | RonError::SuggestRawIdentifier(_)
+            | RonError::InvalidIdentifier(_)
+    ) {
+        return None;
+    }
+    let at = offset_of(text, e.span.start);
+    let t = tokens.get(tokens.partition_point(|t| t.end <= at))?;
+    Some(line_column(text, t.start.max(at)))
+}
+
 /// RON's error in the scenario's words, with the fix where one can be told.
 fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
     let at = offset_of(text, e.span.start);
     let k = tokens.partition_point(|t| t.end <= at);
     let token = tokens.get(k);
     let shown = token.map_or("the end of the file", |t| &text[t.start..t.end]);
+    let found = token.map_or(shown.to_string(), |t| quoted_token(t, shown));
     let is = |kind: Kind| token.is_some_and(|t| t.kind == kind);
     match &e.code {
         RonError::ExceededRecursionLimit => format!(
@@ -493,26 +510,26 @@ fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
             }
         }
         RonError::ExpectedInteger if shown.contains('.') => {
-            format!("expected a whole number here, got {shown}")
+            format!("expected a whole number here, got {found}")
         }
         // RON reads the `1` of `1.5` as a whole number and then wants a comma.
         RonError::ExpectedComma
             if token.is_some_and(|t| t.kind == Kind::Other && t.start < at)
                 && shown.parse::<f64>().is_ok() =>
         {
-            format!("expected a whole number here, got {shown}")
+            format!("expected a whole number here, got {found}")
         }
         RonError::IntegerOutOfBounds => format!(
-            "the number {shown} is out of range here (too large, or negative where only 0 and up are allowed)"
+            "the number {found} is out of range here (too large, or negative where only 0 and up are allowed)"
         ),
         RonError::Eof => {
             "the file ends too early: a bracket is not closed, or a value is missing".to_string()
         }
         RonError::TrailingCharacters => format!(
-            "unexpected {shown} after the end of the scenario; remove it, or check the brackets before it"
+            "unexpected {found} after the end of the scenario; remove it, or check the brackets before it"
         ),
         RonError::ExpectedNamedStructLike(name) => {
-            format!("expected `(` to open {} here, found {shown}", thing(name))
+            format!("expected `(` to open {} here, found {found}", thing(name))
         }
         RonError::ExpectedDifferentStructName { expected, found } => format!(
             "expected `(` to open {}, found the name `{found}`",
@@ -561,6 +578,16 @@ fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
     }
 }
 
+/// A token as an error shows it: a string as written, anything else in backquotes (so that
+/// `..` or `1.` cannot end a message with a period).
+fn quoted_token(t: &Token, shown: &str) -> String {
+    if t.kind == Kind::Text {
+        shown.to_string()
+    } else {
+        format!("`{shown}`")
+    }
+}
+
 /// A stand-in name that no scenario type knows, so RON lists the ones it does.
 const PROBE: &str = "resim_probe";
 
@@ -572,6 +599,7 @@ fn names_expected(text: &str, tokens: &[Token], k: usize) -> String {
             .to_string();
     };
     let shown = &text[t.start..t.end];
+    let found = quoted_token(t, shown);
     let unquoted = shown.trim_matches('"');
     let field = (k >= 2 && tokens[k - 1].kind == Kind::Colon && tokens[k - 2].kind == Kind::Name)
         .then(|| &text[tokens[k - 2].start..tokens[k - 2].end]);
@@ -608,12 +636,12 @@ fn names_expected(text: &str, tokens: &[Token], k: usize) -> String {
                 None => names[0].to_string(),
             };
             format!(
-                "expected {} here (a name, without quotes), e.g. `{example}`; found {shown}",
+                "expected {} here (a name, without quotes), e.g. `{example}`; found {found}",
                 one_of(names)
             )
         }
         Some((names, _, outer)) => format!(
-            "expected a field name{} here, {}, e.g. `{}: ..`; found {shown}",
+            "expected a field name{} here, {}, e.g. `{}: ..`; found {found}",
             outer
                 .or(enclosing)
                 .map_or(String::new(), |o| format!(" of {}", thing(&o))),
@@ -621,7 +649,7 @@ fn names_expected(text: &str, tokens: &[Token], k: usize) -> String {
             names[0]
         ),
         None => {
-            format!("expected a name here (a field or a variant, without quotes); found {shown}")
+            format!("expected a name here (a field or a variant, without quotes); found {found}")
         }
     }
 }
