@@ -96,10 +96,14 @@ fn clock(field: &str, d: SimDuration) -> Check {
     Ok(())
 }
 
-/// `a, b, c` or, for long lists, `a, b, … (250 in all)`.
+/// `"a", "b", "c"` or, for long lists, `"a", "b", … (250 in all)`. Names are quoted as the
+/// file writes them: they may hold commas, spaces or a final period.
 fn listed<'a>(names: impl ExactSizeIterator<Item = &'a String>) -> String {
     let total = names.len();
-    let shown: Vec<&str> = names.take(NAMES_LISTED_MAX).map(String::as_str).collect();
+    let shown: Vec<String> = names
+        .take(NAMES_LISTED_MAX)
+        .map(|n| format!("{n:?}"))
+        .collect();
     if total > NAMES_LISTED_MAX {
         format!("{}, … ({total} in all)", shown.join(", "))
     } else {

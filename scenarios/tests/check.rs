@@ -247,6 +247,11 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "clients: { \"web\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),",
         ),
         (
+            "a name that ends with a period",
+            "\"db\": (workers: 2,",
+            "\"db.\": (workers: 2,",
+        ),
+        (
             "dots for a field name",
             "    name: \"base\",",
             "    ...: \"base\",",
