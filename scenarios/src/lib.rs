@@ -24,6 +24,7 @@
 //! | [`schema`] | the serde types of a scenario file |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
 //! | [`validate`] | semantic checks with field paths |
+//! | [`limits`] | the memory budget and rate limit of a run, and what a scenario needs |
 //! | [`error`] | [`ScenarioError`] |
 //! | [`world`] | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
 //! | [`world::stack`] | a call's gates (breaker, bulkhead, limiter, throttle) over the patterns |
@@ -66,6 +67,7 @@
 pub mod error;
 pub mod figures;
 pub mod library;
+pub mod limits;
 pub mod load;
 pub mod report;
 pub mod run;

@@ -5,10 +5,11 @@
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use scenarios::library::{self, DEFAULT_EXAMPLE};
-use scenarios::load::{load, parse};
+use scenarios::limits::{Bytes, Limits};
+use scenarios::load::{load_with, parse_with};
 use scenarios::report::Format;
 use scenarios::{RunOptions, Scenario, ScenarioError, run};
-use sim_core::SimDuration;
+use sim_core::{Rate, SimDuration};
 use std::process::ExitCode;
 
 /// resim: a deterministic simulator for resilience patterns.
@@ -17,6 +18,32 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// What validation lets a run use; a scenario over them is refused before it runs.
+#[derive(clap::Args)]
+struct LimitArgs {
+    /// The memory budget of a run, e.g. "8GiB" (default: 4GiB).
+    #[arg(long, value_name = "SIZE", global = true)]
+    max_memory: Option<Bytes>,
+    /// The fastest arrival rate of one client, e.g. "5000000/s" (default: 1000000/s).
+    #[arg(long, value_name = "RATE", global = true)]
+    max_rate: Option<Rate>,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        if let Some(Bytes(m)) = self.max_memory {
+            limits.memory_max = m;
+        }
+        if let Some(r) = self.max_rate {
+            limits.rate_max = r;
+        }
+        limits
+    }
 }
 
 #[derive(Subcommand)]
@@ -74,18 +101,19 @@ struct RunArgs {
     csv: Option<String>,
 }
 
-/// A file on disk, else a library scenario of that name.
-fn resolve(file: &str) -> Result<Scenario, ScenarioError> {
+/// A file on disk, else a library scenario of that name, validated against `limits`.
+fn resolve(file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
     if !std::path::Path::new(file).exists()
         && let Some(entry) = library::find(file)
     {
-        return parse(entry.name, entry.text);
+        return parse_with(entry.name, entry.text, limits);
     }
-    load(file)
+    load_with(file, limits)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let limits = cli.limits.limits();
     let command = cli.command.unwrap_or(Command::Run(RunArgs::default()));
     match command {
         Command::List => {
@@ -98,8 +126,8 @@ fn main() -> ExitCode {
             file,
             seeds,
             duration,
-        } => sweep(&file, seeds, duration),
-        Command::Check { file } => match resolve(&file) {
+        } => sweep(&file, seeds, duration, &limits),
+        Command::Check { file } => match resolve(&file, &limits) {
             Ok(s) => {
                 println!(
                     "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations)",
@@ -116,13 +144,13 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Run(args) => run_file(args),
+        Command::Run(args) => run_file(args, &limits),
     }
 }
 
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
 /// asked, and exit code 1 with the replay command when an expectation failed.
-fn run_file(args: RunArgs) -> ExitCode {
+fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
     let format = if args.json {
         Format::Json
     } else {
@@ -137,7 +165,7 @@ fn run_file(args: RunArgs) -> ExitCode {
         trace_capacity: 0,
         trace_window: args.trace,
     };
-    let report = match resolve(&file).and_then(|s| run(&s, &file, &options)) {
+    let report = match resolve(&file, limits).and_then(|s| run(&s, &file, &options)) {
         Ok(o) => o.report,
         Err(e) => {
             eprintln!("{e}");
@@ -189,8 +217,13 @@ fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
 }
 
 /// One line per seed, then which seeds failed and how to replay the first.
-fn sweep(file: &str, (from, to): (u64, u64), duration: Option<SimDuration>) -> ExitCode {
-    let scenario = match resolve(file) {
+fn sweep(
+    file: &str,
+    (from, to): (u64, u64),
+    duration: Option<SimDuration>,
+    limits: &Limits,
+) -> ExitCode {
+    let scenario = match resolve(file, limits) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");

@@ -7,8 +7,14 @@
 //! files are parsed with RON's `implicit_some` extension.
 //!
 //! Maps (`clients`, `services`) are `BTreeMap`s: their order is the order of the names, which
-//! is what fixes the order in which the world is built and reported.
+//! is what fixes the order in which the world is built and reported. A name given twice is an
+//! error, not a silent overwrite.
+//!
+//! A pattern layer may be written with one pair of parentheses or two (`Retry(max_attempts: 3)`
+//! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
+//! extension, and [`crate::load`] accepts the older, doubled form too.
 
+use crate::limits::Limits;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
@@ -19,10 +25,13 @@ pub use patterns::idempotency::IdempotencyConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
 pub use sim_net::NetworkConfig;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
 /// A whole scenario: topology, load, faults and expectations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,8 +54,10 @@ pub struct Scenario {
     #[serde(default = "default_max_events")]
     pub max_events: u64,
     /// Request sources, by name.
+    #[serde(deserialize_with = "client_names")]
     pub clients: BTreeMap<String, Client>,
     /// Services, by name.
+    #[serde(deserialize_with = "service_names")]
     pub services: BTreeMap<String, Service>,
     /// Things that go wrong, and when.
     #[serde(default)]
@@ -60,6 +71,46 @@ pub struct Scenario {
     /// What must hold at the end of the run; a failing one makes `resim run` exit 1.
     #[serde(default)]
     pub expectations: Vec<Expectation>,
+    /// The memory budget and rate limit the scenario is validated against. Not part of the
+    /// file, so a file cannot raise its own limits: the defaults, or what the command line
+    /// says (`--max-memory`, `--max-rate`). Validation of `run`'s overrides uses them too.
+    #[serde(skip)]
+    pub limits: Limits,
+}
+
+fn client_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Client>, D::Error> {
+    d.deserialize_map(UniqueNames("client", PhantomData))
+}
+
+fn service_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Service>, D::Error> {
+    d.deserialize_map(UniqueNames("service", PhantomData))
+}
+
+/// A map of names that refuses a name given twice (a `BTreeMap` would keep the last one).
+/// The error is raised at the second; [`crate::load`] adds where the first was.
+struct UniqueNames<T>(&'static str, PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for UniqueNames<T> {
+    type Value = BTreeMap<String, T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a map of {} names, e.g. {{ \"api\": (..) }}", self.0)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut names = BTreeMap::new();
+        while let Some(name) = map.next_key::<String>()? {
+            if names.contains_key(&name) {
+                return Err(serde::de::Error::custom(format!(
+                    "{} {name:?} is defined twice; rename one or merge them",
+                    self.0
+                )));
+            }
+            let value = map.next_value()?;
+            names.insert(name, value);
+        }
+        Ok(names)
+    }
 }
 
 fn default_seed() -> u64 {

@@ -3,7 +3,12 @@
 //! Parsing already guarantees types, units and known field names; this module checks what
 //! types cannot say: that names refer to something, that the call graph has no cycle, that
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
-//! expectations aim at something that exists within the run.
+//! expectations aim at something that exists within the run. Last, it checks that the run
+//! fits its [`Limits`](crate::limits::Limits): arrival rates within the rate limit, and the
+//! memory the file fixes within the memory budget (see [`crate::limits`]).
+//!
+//! Every check is a loop over the file's own lists, never a recursion, so a file with tens of
+//! thousands of services cannot overflow the stack.
 
 use crate::schema::*;
 use patterns::ConfigError;
@@ -14,10 +19,14 @@ use std::collections::BTreeMap;
 /// The most downstream calls one service may make per request.
 pub const CALLS_MAX: usize = 8;
 
-/// The longest run: a bound that keeps every instant of a run, plus any sampled delay
-/// (at most `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as
-/// humantime counts them.
-pub const DURATION_MAX: SimDuration = SimDuration::from_secs(3_155_760_000);
+/// The longest run, and the longest duration a scenario may hold anywhere: a bound that keeps
+/// every instant of a run, plus any configured span, plus any sampled delay (at most
+/// `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as humantime
+/// counts them ([`SimDuration::CONFIG_MAX`]).
+pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
+
+/// The most names an error lists when it says which names exist.
+const NAMES_LISTED_MAX: usize = 12;
 
 /// The most layers in one call's pattern stack.
 pub const LAYERS_MAX: usize = 6;
@@ -72,7 +81,34 @@ fn nonzero(field: &str, d: SimDuration) -> Check {
     if d.is_zero() {
         return Err(err(field, "must be longer than 0s"));
     }
+    clock(field, d)
+}
+
+/// At most 100 years, like every duration of a file: files are capped when they are read,
+/// and scenarios built in Rust are capped here.
+fn clock(field: &str, d: SimDuration) -> Check {
+    if d > DURATION_MAX {
+        return Err(err(
+            field,
+            format!("must be at most 100 years (\"100y\"), got {d}"),
+        ));
+    }
     Ok(())
+}
+
+/// `"a", "b", "c"` or, for long lists, `"a", "b", … (250 in all)`. Names are quoted as the
+/// file writes them: they may hold commas, spaces or a final period.
+fn listed<'a>(names: impl ExactSizeIterator<Item = &'a String>) -> String {
+    let total = names.len();
+    let shown: Vec<String> = names
+        .take(NAMES_LISTED_MAX)
+        .map(|n| format!("{n:?}"))
+        .collect();
+    if total > NAMES_LISTED_MAX {
+        format!("{}, … ({total} in all)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }
 
 fn dist(field: &str, d: &Dist) -> Check {
@@ -84,12 +120,11 @@ fn known_service(field: &str, name: &str, services: &BTreeMap<String, Service>) 
     if services.contains_key(name) {
         return Ok(());
     }
-    let known: Vec<&str> = services.keys().map(String::as_str).collect();
     Err(err(
         field,
         format!(
             "unknown service {name:?}; known services: {}",
-            known.join(", ")
+            listed(services.keys())
         ),
     ))
 }
@@ -98,12 +133,11 @@ fn known_client(field: &str, name: &str, clients: &BTreeMap<String, Client>) -> 
     if clients.contains_key(name) {
         return Ok(());
     }
-    let known: Vec<&str> = clients.keys().map(String::as_str).collect();
     Err(err(
         field,
         format!(
             "unknown client {name:?}; known clients: {}",
-            known.join(", ")
+            listed(clients.keys())
         ),
     ))
 }
@@ -120,7 +154,8 @@ fn within_run(field: &str, t: SimDuration, duration: SimDuration) -> Check {
     Ok(())
 }
 
-/// Checks a whole scenario; the first problem found is returned.
+/// Checks a whole scenario against its own [`Scenario::limits`]; the first problem found is
+/// returned.
 pub fn validate(s: &Scenario) -> Check {
     if s.name.trim().is_empty() {
         return Err(err("name", "must not be empty"));
@@ -172,7 +207,8 @@ pub fn validate(s: &Scenario) -> Check {
     if let Some(n) = &s.network {
         network(n, s)?;
     }
-    Ok(())
+    crate::limits::check_rates(s, &s.limits)?;
+    crate::limits::check_memory(s, &s.limits)
 }
 
 /// The network section: sim-net's own checks and node names that exist. A service's
@@ -211,6 +247,9 @@ fn schedule(path: &str, s: &Schedule) -> Check {
             if steps.is_empty() {
                 return Err(err(path, "must list at least one step"));
             }
+            for (i, step) in steps.iter().enumerate() {
+                clock(&format!("{path}[{i}].at"), step.at)?;
+            }
             for (i, pair) in steps.windows(2).enumerate() {
                 if pair[1].at <= pair[0].at {
                     return Err(err(
@@ -225,6 +264,8 @@ fn schedule(path: &str, s: &Schedule) -> Check {
             Ok(())
         }
         Schedule::Ramp { start, end, .. } | Schedule::Spike { start, end, .. } => {
+            clock(&format!("{path}.start"), *start)?;
+            clock(&format!("{path}.end"), *end)?;
             if end <= start {
                 return Err(err(
                     format!("{path}.end"),
@@ -318,6 +359,7 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             target, interval, ..
         } => {
             nonzero(&format!("{path}.queue.discipline.target"), *target)?;
+            clock(&format!("{path}.queue.discipline.interval"), *interval)?;
             if interval <= target {
                 return Err(err(
                     format!("{path}.queue.discipline.interval"),
@@ -425,11 +467,21 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     if let Some(l) = &s.latency {
         dist(&format!("{path}.latency"), l)?;
     }
+    if let Some(r) = s.restart {
+        clock(&format!("{path}.restart"), r)?;
+    }
+    if let Some(r) = s.retry_after {
+        clock(&format!("{path}.retry_after"), r)?;
+    }
+    if let Some(c) = &s.cache {
+        clock(&format!("{path}.cache.warmup"), c.warmup)?;
+    }
     Ok(())
 }
 
 /// Finds a cycle in the call graph by depth-first search in name order, so the same file
-/// always reports the same cycle.
+/// always reports the same cycle. The search keeps its own stack (a call chain may be tens of
+/// thousands of services long, deeper than the thread's stack would allow a recursion).
 fn cycles(services: &BTreeMap<String, Service>) -> Check {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
@@ -438,51 +490,69 @@ fn cycles(services: &BTreeMap<String, Service>) -> Check {
         Done,
     }
     let names: Vec<&String> = services.keys().collect();
-    let index = |name: &str| names.iter().position(|n| n.as_str() == name);
+    let nodes: Vec<&Service> = services.values().collect();
+    let index: BTreeMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
     let mut marks = vec![Mark::New; names.len()];
-    let mut path: Vec<usize> = Vec::new();
-
-    fn visit(
-        i: usize,
-        names: &[&String],
-        services: &BTreeMap<String, Service>,
-        index: &dyn Fn(&str) -> Option<usize>,
-        marks: &mut [Mark],
-        path: &mut Vec<usize>,
-    ) -> Check {
-        marks[i] = Mark::OnPath;
-        path.push(i);
-        for (k, c) in services[names[i]].calls.iter().enumerate() {
-            let j = index(&c.target).expect("targets were checked before cycles");
+    // The path from the root: each service with the index of its next call to follow.
+    let mut path: Vec<(usize, usize)> = Vec::new();
+    for root in 0..names.len() {
+        if marks[root] != Mark::New {
+            continue;
+        }
+        marks[root] = Mark::OnPath;
+        path.push((root, 0));
+        while let Some(top) = path.last_mut() {
+            let (i, k) = *top;
+            let Some(c) = nodes[i].calls.get(k) else {
+                marks[i] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            top.1 += 1;
+            let j = index[c.target.as_str()];
             match marks[j] {
                 Mark::OnPath => {
-                    let start = path.iter().position(|&p| p == j).unwrap_or(0);
-                    let mut chain: Vec<&str> =
-                        path[start..].iter().map(|&p| names[p].as_str()).collect();
+                    let start = path.iter().position(|&(p, _)| p == j).unwrap_or(0);
+                    let mut chain: Vec<&str> = path[start..]
+                        .iter()
+                        .map(|&(p, _)| names[p].as_str())
+                        .collect();
                     chain.push(names[j]);
                     return Err(err(
                         format!("services.{}.calls[{k}].target", names[i]),
                         format!(
                             "the call graph has a cycle ({}); a request would never finish",
-                            chain.join(" -> ")
+                            shown_chain(&chain)
                         ),
                     ));
                 }
-                Mark::New => visit(j, names, services, index, marks, path)?,
+                Mark::New => {
+                    marks[j] = Mark::OnPath;
+                    path.push((j, 0));
+                }
                 Mark::Done => {}
             }
         }
-        path.pop();
-        marks[i] = Mark::Done;
-        Ok(())
-    }
-
-    for i in 0..names.len() {
-        if marks[i] == Mark::New {
-            visit(i, &names, services, &index, &mut marks, &mut path)?;
-        }
     }
     Ok(())
+}
+
+/// `a -> b -> a`, or its two ends for a long cycle.
+fn shown_chain(chain: &[&str]) -> String {
+    if chain.len() <= NAMES_LISTED_MAX {
+        return chain.join(" -> ");
+    }
+    let half = NAMES_LISTED_MAX / 2;
+    format!(
+        "{} -> … -> {}, {} services",
+        chain[..half].join(" -> "),
+        chain[chain.len() - half..].join(" -> "),
+        chain.len() - 1
+    )
 }
 
 fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
@@ -587,6 +657,9 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
         } => {
             cl(client)?;
             within_run(&format!("{path}.after"), *after, s.duration)?;
+            if let Some(u) = until {
+                clock(&format!("{path}.until"), *u)?;
+            }
             if let Some(u) = until
                 && u <= after
             {

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use scenarios::ScenarioError;
-use scenarios::load::parse;
+use scenarios::load::{load, parse};
 
 const BASE: &str = r#"// a valid scenario that each case below breaks in one place
 Scenario(
@@ -38,31 +38,76 @@ fn check(from: &str, to: &str) -> String {
     let text = BASE.replacen(from, to, 1);
     match parse("bad.ron", &text) {
         Ok(_) => panic!("expected an error after replacing {from:?} with {to:?}"),
-        Err(e) => {
-            let line = e.to_string();
-            assert!(!line.contains('\n'), "one line: {line}");
-            match &e {
-                ScenarioError::Syntax {
-                    line: l, column, ..
-                } => {
-                    assert!(*l >= 1 && *column >= 1, "{line}");
-                    assert!(
-                        line.starts_with(&format!("bad.ron:{l}:{column}: ")),
-                        "{line}"
-                    );
-                }
-                ScenarioError::Invalid { error, .. } => {
-                    assert!(!error.field.is_empty(), "{line}");
-                    assert!(
-                        line.starts_with(&format!("bad.ron: {}: ", error.field)),
-                        "{line}"
-                    );
-                }
-                ScenarioError::Read { .. } => panic!("parse never reads files"),
-            }
-            line
-        }
+        Err(e) => located(&e, "bad.ron"),
     }
+}
+
+/// The one-line error of a file under `tests/malformed/`, read as `resim check` reads it.
+fn check_file(name: &str) -> String {
+    let path = format!("tests/malformed/{name}");
+    match load(&path) {
+        Ok(_) => panic!("expected an error for {path}"),
+        Err(e) => located(&e, &path),
+    }
+}
+
+/// The error as one line, after checking that it says where: `file:line:column: ` or
+/// `file: field.path: `.
+fn located(e: &ScenarioError, file: &str) -> String {
+    let line = e.to_string();
+    assert!(!line.contains('\n'), "one line: {line}");
+    match e {
+        ScenarioError::Syntax {
+            line: l, column, ..
+        } => {
+            assert!(*l >= 1 && *column >= 1, "{line}");
+            assert!(
+                line.starts_with(&format!("{file}:{l}:{column}: ")),
+                "{line}"
+            );
+        }
+        ScenarioError::Invalid { error, .. } => {
+            assert!(!error.field.is_empty(), "{line}");
+            assert!(
+                line.starts_with(&format!("{file}: {}: ", error.field)),
+                "{line}"
+            );
+        }
+        ScenarioError::Read { .. } => panic!("not a problem of the text: {line}"),
+    }
+    line
+}
+
+/// `depth` mixtures, each inside the previous one.
+fn nested_mixture(depth: usize) -> String {
+    let mut dist = "Constant(value: \"1ms\")".to_string();
+    for _ in 0..depth {
+        dist = format!(
+            "Mixture(components: [(weight: 1, dist: {dist}), (weight: 1, dist: Constant(value: \"2ms\"))])"
+        );
+    }
+    dist
+}
+
+/// A client calling the first of `n` services, each calling the next; with `cycle`, the
+/// last calls the first.
+fn chain(n: usize, cycle: bool) -> String {
+    let services: Vec<String> = (0..n)
+        .map(|i| {
+            let next = if i + 1 < n {
+                format!(", calls: [(target: \"s{:05}\")]", i + 1)
+            } else if cycle {
+                ", calls: [(target: \"s00000\")]".to_string()
+            } else {
+                String::new()
+            };
+            format!("\"s{i:05}\": (workers: 4, work: Constant(value: \"1ms\"){next})")
+        })
+        .collect();
+    format!(
+        "Scenario(name: \"chain\", duration: \"10s\", clients: {{ \"c\": (load: Open(rate: Constant(\"10/s\")), call: (target: \"s00000\")) }}, services: {{ {} }})",
+        services.join(",\n")
+    )
 }
 
 #[test]
@@ -171,6 +216,99 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "duration: \"10s\", bucket: \"1m\",",
         ),
         ("unclosed string", "name: \"base\"", "name: \"base"),
+        (
+            "run length as a bare number",
+            "duration: \"10s\"",
+            "duration: 60",
+        ),
+        (
+            "rate as a bare number",
+            "Constant(\"100/s\")",
+            "Constant(100)",
+        ),
+        (
+            "ejection beyond the clock",
+            "workers: 4,",
+            "workers: 4, outlier: (ejection: \"1000000y\"),",
+        ),
+        (
+            "rate beyond the clock",
+            "Constant(\"100/s\")",
+            "Constant(\"1e308/ns\")",
+        ),
+        (
+            "service given twice",
+            "\"db\": (workers: 2,",
+            "\"api\": (workers: 2,",
+        ),
+        (
+            "client given twice",
+            "clients: {",
+            "clients: { \"web\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),",
+        ),
+        (
+            "a name that ends with a period",
+            "\"db\": (workers: 2,",
+            "\"db.\": (workers: 2,",
+        ),
+        (
+            "dots for a field name",
+            "    name: \"base\",",
+            "    ...: \"base\",",
+        ),
+        (
+            "field given twice",
+            "workers: 4,",
+            "workers: 4, workers: 5,",
+        ),
+        (
+            "number for a structure",
+            "queue: (capacity: 50, discipline: Fifo)",
+            "queue: 50",
+        ),
+        ("enum name in quotes", "jitter: Full", "jitter: \"Full\""),
+        ("number for an enum", "discipline: Fifo", "discipline: 3"),
+        (
+            "number for a layer",
+            "Retry((max_attempts: 3, backoff: (jitter: Full)))",
+            "Retry(3)",
+        ),
+        (
+            "typo in a single-parenthesis layer",
+            "Retry((max_attempts: 3, backoff: (jitter: Full)))",
+            "Retry(max_attemps: 3)",
+        ),
+        ("string for a number", "factor: 3.0", "factor: \"3.0\""),
+        (
+            "name without quotes",
+            "call: (target: \"api\"",
+            "call: (target: api",
+        ),
+        (
+            "buckets beyond the memory budget",
+            "duration: \"10s\"",
+            "duration: \"100y\"",
+        ),
+        (
+            "users beyond the memory budget",
+            "load: Open(rate: Constant(\"100/s\"))",
+            "load: Closed(users: 4294967295, think: Constant(value: \"1s\"))",
+        ),
+        (
+            "breaker windows beyond the budget",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", stack: [Breaker((sliding_window_size: 1000000))])], replicas: 10000,",
+        ),
+        (
+            "rate beyond the rate limit",
+            "Constant(\"100/s\")",
+            "Constant(\"2000000/s\")",
+        ),
+        (
+            "load spike beyond the rate limit",
+            "Slowdown(service: \"db\", factor: 3.0)",
+            "LoadSpike(client: \"web\", factor: 1e6)",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();
@@ -178,9 +316,203 @@ fn malformed_files_get_one_line_with_location_and_fix() {
         let line = check(from, to);
         all.push_str(&format!("{what:<36} {line}\n"));
     }
+    let deep = nested_mixture(18);
+    let generated: &[(&str, &str, &str)] =
+        &[("nesting too deep", "Exponential(mean: \"10ms\")", &deep)];
+    for (what, from, to) in generated {
+        let line = check(from, to);
+        all.push_str(&format!("{what:<36} {line}\n"));
+    }
+    let cycle = parse("chain.ron", &chain(25_000, true)).unwrap_err();
+    let line = located(&cycle, "chain.ron");
+    all.push_str(&format!("{:<36} {line}\n", "cycle through 25000 services"));
+    for (what, file) in [("not UTF-8", "not-utf8.ron"), ("UTF-16", "utf16.ron")] {
+        let line = check_file(file);
+        all.push_str(&format!("{what:<36} {line}\n"));
+    }
     insta::with_settings!({ description => "one line per malformed variant of the base scenario in tests/check.rs" }, {
         insta::assert_snapshot!("malformed_files", all);
     });
+}
+
+#[test]
+fn pattern_layers_take_one_pair_of_parentheses_or_two() {
+    let layers = [
+        "Retry(max_attempts: 3, backoff: (jitter: Full), budget: Window(budget_percent: 10, window: \"5s\"))",
+        "Breaker(failure_rate_threshold: 20, half_open: (kind: \"single_probe\"))",
+        "Bulkhead(max_concurrent_calls: 10, max_wait_duration: \"0s\")",
+        "Limiter(kind: \"token_bucket\", rate: \"100/s\", burst: 100)",
+        "Hedge(delay: Fixed(delay: \"50ms\"), max_hedged_attempts: 1)",
+        "Fallback(use_cache: true, cache_age_max: \"2s\", use_static: false)",
+        "Throttle(accepts_multiplier: 2, window: \"10s\", bucket_count: 10)",
+    ];
+    let doubled = |layer: &str| {
+        let (name, rest) = layer.split_once('(').unwrap();
+        let rest = rest.replace(
+            "Window(budget_percent: 10, window: \"5s\")",
+            "Window((budget_percent: 10, window: \"5s\"))",
+        );
+        format!("{name}(({rest})")
+    };
+    let stack = "stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]";
+    for layer in layers {
+        let one = BASE.replacen(stack, &format!("stack: [{layer}]"), 1);
+        let two = BASE.replacen(stack, &format!("stack: [{}]", doubled(layer)), 1);
+        let one = parse("single.ron", &one).unwrap_or_else(|e| panic!("{layer}: {e}"));
+        let two = parse("double.ron", &two).unwrap_or_else(|e| panic!("{layer}: {e}"));
+        assert_eq!(one, two, "{layer}");
+        assert_eq!(one.clients["web"].call.stack.len(), 1);
+    }
+
+    let admission = "workers: 4,";
+    let with =
+        |text: &str| BASE.replacen(admission, &format!("workers: 4, admission: [{text}],"), 1);
+    let one = parse(
+        "single.ron",
+        &with("Concurrency(kind: \"aimd\"), Limiter(kind: \"gcra\", rate: \"100/s\", burst: 100)"),
+    )
+    .unwrap();
+    let two = parse(
+        "double.ron",
+        &with(
+            "Concurrency((kind: \"aimd\")), Limiter((kind: \"gcra\", rate: \"100/s\", burst: 100))",
+        ),
+    )
+    .unwrap();
+    assert_eq!(one, two);
+}
+
+#[test]
+fn a_call_chain_of_25000_services_is_checked_without_recursion() {
+    let s = parse("chain.ron", &chain(25_000, false)).unwrap();
+    assert_eq!(s.services.len(), 25_000);
+}
+
+#[test]
+fn nesting_up_to_the_limit_parses_runs_and_replays() {
+    let text = BASE.replacen("Exponential(mean: \"10ms\")", &nested_mixture(17), 1);
+    let s = parse("deep.ron", &text).unwrap();
+    let options = scenarios::RunOptions {
+        max_events: Some(20_000),
+        ..scenarios::RunOptions::default()
+    };
+    let a = scenarios::run(&s, "deep.ron", &options).unwrap();
+    let b = scenarios::run(&s, "deep.ron", &options).unwrap();
+    assert_eq!(a.report.digest, b.report.digest);
+}
+
+#[test]
+fn the_readme_shows_what_a_run_over_the_memory_budget_prints() {
+    let entry = scenarios::library::find("metastable-retry").unwrap();
+    let s = parse(entry.name, entry.text).unwrap();
+    let options = scenarios::RunOptions {
+        bucket: Some("1ns".parse().unwrap()),
+        ..scenarios::RunOptions::default()
+    };
+    let e = scenarios::run(&s, entry.name, &options).unwrap_err();
+    let line = located(&e, entry.name);
+    let readme = std::fs::read_to_string("../README.md").unwrap();
+    assert!(readme.contains(&format!("\n{line}\n")), "{line}");
+}
+
+#[test]
+fn raised_limits_let_a_scenario_through_and_stay_with_it() {
+    use scenarios::limits::Limits;
+    let text = BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1);
+    assert!(parse("big.ron", &text).is_err());
+    let limits = Limits {
+        memory_max: 4 << 40,
+        ..Limits::default()
+    };
+    let s = scenarios::load::parse_with("big.ron", &text, &limits).unwrap();
+    assert_eq!(s.limits, limits);
+    // A run's overrides are validated against the same limits.
+    let options = scenarios::RunOptions {
+        bucket: Some("1ns".parse().unwrap()),
+        ..scenarios::RunOptions::default()
+    };
+    let e = scenarios::run(&s, "big.ron", &options)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than the memory budget of 4 TiB"), "{e}");
+}
+
+#[test]
+fn scenarios_built_in_rust_are_held_to_the_same_clock() {
+    use scenarios::schema::Outlier;
+    use sim_core::SimDuration;
+    let mut s = parse("base.ron", BASE).unwrap();
+    s.services.get_mut("api").unwrap().outlier = Some(Outlier {
+        consecutive_failures: 1,
+        ejection: SimDuration::from_secs(10_000_000_000),
+        max_ejection_percent: 100.0,
+    });
+    let e = scenarios::validate::validate(&s).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "services.api.outlier.ejection: must be at most 100 years (\"100y\"), got 10000000000s"
+    );
+}
+
+/// `resim` run with `args` from the crate's directory: (exit code, stdout, stderr).
+fn resim(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args(args)
+        .output()
+        .expect("resim runs");
+    (
+        out.status.code().expect("resim exits by itself"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_command_line_raises_the_limits() {
+    let dir = std::env::temp_dir().join(format!("resim-check-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let long = write(
+        "long.ron",
+        BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1),
+    );
+    let (code, _, err) = resim(&["check", &long]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("raise the budget with --max-memory"), "{err}");
+    let (code, out, err) = resim(&["check", &long, "--max-memory", "4TiB"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": ok ("), "{out}");
+
+    let fast = write(
+        "fast.ron",
+        BASE.replacen("Constant(\"100/s\")", "Constant(\"2000000/s\")", 1),
+    );
+    assert_eq!(resim(&["check", &fast]).0, 2);
+    assert_eq!(resim(&["check", &fast, "--max-rate", "2000000/s"]).0, 0);
+
+    // A value the flag cannot take is bad input too.
+    let (code, _, err) = resim(&["check", &long, "--max-memory", "lots"]);
+    assert_eq!(code, 2, "{err}");
+
+    let (code, _, err) = resim(&["run", "metastable-retry", "--bucket", "1ns"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("metastable-retry: bucket: "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn resim_check_reads_files_that_are_not_utf8_and_says_where() {
+    let (code, _, err) = resim(&["check", "tests/malformed/not-utf8.ron"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "tests/malformed/not-utf8.ron:4:24: the file is not UTF-8 text (byte 0xe9 here); save it as UTF-8"
+    );
 }
 
 #[test]

@@ -119,6 +119,11 @@ impl SimDuration {
     pub const ZERO: SimDuration = SimDuration(0);
     /// The longest representable span; used as "unbounded".
     pub const MAX: SimDuration = SimDuration(u64::MAX);
+    /// The longest span a configuration may hold: 100 years of 365.25 days, as humantime
+    /// counts them. A run of at most this long, plus any one configured span, plus a sampled
+    /// delay, stays well inside the clock's 584 years, so adding a configured value to the
+    /// clock can never overflow it. Deserialization refuses longer values.
+    pub const CONFIG_MAX: SimDuration = SimDuration::from_secs(3_155_760_000);
 
     /// A span of `nanos` nanoseconds.
     #[inline]
@@ -439,19 +444,42 @@ impl serde::Serialize for SimDuration {
 }
 
 impl<'de> serde::Deserialize<'de> for SimDuration {
+    /// A humantime string of at most [`SimDuration::CONFIG_MAX`]. A bare number is refused
+    /// with the fix (`60` → write `"60s"` or `"60ms"`), since the unit cannot be guessed.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visitor;
         impl serde::de::Visitor<'_> for Visitor {
             type Value = SimDuration;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration string with a unit, e.g. \"250ms\" or \"2s\"")
+                f.write_str("a duration: a string with a unit, e.g. \"250ms\" or \"2s\"")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SimDuration, E> {
-                v.parse().map_err(E::custom)
+                let d: SimDuration = v.parse().map_err(E::custom)?;
+                if d > SimDuration::CONFIG_MAX {
+                    return Err(E::custom(format!(
+                        "invalid duration {v:?}: longer than 100 years, the longest a configuration may hold; write at most \"100y\""
+                    )));
+                }
+                Ok(d)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SimDuration, E> {
+                Err(E::custom(bare_number_duration(v)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SimDuration, E> {
+                Err(E::custom(bare_number_duration(v)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SimDuration, E> {
+                Err(E::custom(bare_number_duration(v)))
             }
         }
-        deserializer.deserialize_str(Visitor)
+        // `deserialize_any`, not `deserialize_str`: a number must reach the visitor, which
+        // knows what to suggest, instead of failing as "expected string".
+        deserializer.deserialize_any(Visitor)
     }
+}
+
+fn bare_number_duration(v: impl fmt::Display) -> String {
+    format!("invalid duration {v}: a duration is a string with a unit; write \"{v}s\" or \"{v}ms\"")
 }
 
 /// A rate of events: a count per unit of time, written `"500/s"`, `"30/min"`, `"2.5/ms"`.
@@ -464,6 +492,10 @@ pub struct Rate {
 }
 
 impl Rate {
+    /// The fastest rate a configuration may hold: one event per nanosecond, the clock's
+    /// resolution. Faster rates would have intervals that round to zero.
+    pub const MAX_PER_SECOND: f64 = 1e9;
+
     /// A rate of `per_second` events per second; must be finite and not negative.
     pub fn per_second(per_second: f64) -> Self {
         assert!(
@@ -544,9 +576,14 @@ impl FromStr for Rate {
             "h" | "hour" => 3600.0,
             _ => return Err(err("unknown unit (use ns, us, ms, s, min or h)")),
         };
-        Ok(Rate {
-            per_second: count / seconds_per_unit,
-        })
+        let per_second = count / seconds_per_unit;
+        // A finite count over a short unit can still overflow (`1e308/ns`).
+        if !(per_second.is_finite() && per_second <= Rate::MAX_PER_SECOND) {
+            return Err(err(
+                "faster than one per nanosecond, the clock's resolution (at most \"1/ns\")",
+            ));
+        }
+        Ok(Rate { per_second })
     }
 }
 
@@ -557,19 +594,33 @@ impl serde::Serialize for Rate {
 }
 
 impl<'de> serde::Deserialize<'de> for Rate {
+    /// A count over a unit (`"500/s"`); a bare number is refused with the fix.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visitor;
         impl serde::de::Visitor<'_> for Visitor {
             type Value = Rate;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a rate string with a unit, e.g. \"500/s\"")
+                f.write_str("a rate: a string with a unit, e.g. \"500/s\"")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Rate, E> {
                 v.parse().map_err(E::custom)
             }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Rate, E> {
+                Err(E::custom(bare_number_rate(v)))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Rate, E> {
+                Err(E::custom(bare_number_rate(v)))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Rate, E> {
+                Err(E::custom(bare_number_rate(v)))
+            }
         }
-        deserializer.deserialize_str(Visitor)
+        deserializer.deserialize_any(Visitor)
     }
+}
+
+fn bare_number_rate(v: impl fmt::Display) -> String {
+    format!("invalid rate {v}: a rate is a string with a unit; write \"{v}/s\" or \"{v}/min\"")
 }
 
 #[cfg(test)]
@@ -628,6 +679,37 @@ mod tests {
         assert!("500".parse::<Rate>().is_err());
         assert!("-1/s".parse::<Rate>().is_err());
         assert!("5/fortnight".parse::<Rate>().is_err());
+        // A finite count can overflow once converted, and nothing is faster than the clock.
+        for fast in ["1e308/ns", "2/ns", "1e10/s"] {
+            let e = fast.parse::<Rate>().unwrap_err().to_string();
+            assert!(e.contains("at most \"1/ns\""), "{e}");
+        }
+        assert_eq!(
+            "1/ns".parse::<Rate>().unwrap().interval(),
+            SimDuration::from_nanos(1)
+        );
+    }
+
+    #[test]
+    fn files_get_the_unit_they_forgot_and_at_most_100_years() {
+        use serde::Deserialize;
+        use serde::de::IntoDeserializer;
+        use serde::de::value::Error;
+        let number = |v: u64| {
+            SimDuration::deserialize(v.into_deserializer()).map_err(|e: Error| e.to_string())
+        };
+        assert_eq!(
+            number(60).unwrap_err(),
+            "invalid duration 60: a duration is a string with a unit; write \"60s\" or \"60ms\""
+        );
+        let text = |v: &str| {
+            SimDuration::deserialize(v.into_deserializer()).map_err(|e: Error| e.to_string())
+        };
+        assert_eq!(text("100y"), Ok(SimDuration::CONFIG_MAX));
+        let e = text("1000000y").unwrap_err();
+        assert!(e.contains("longer than 100 years"), "{e}");
+        let rate = Rate::deserialize(100u64.into_deserializer()).map_err(|e: Error| e.to_string());
+        assert!(rate.unwrap_err().contains("write \"100/s\""));
     }
 
     #[test]

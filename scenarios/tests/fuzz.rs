@@ -1,0 +1,1339 @@
+//! Fuzzing `resim check` and bounded runs with whole scenario files.
+//!
+//! Three generators feed one property:
+//!
+//! - **structured**: scenario files generated from the schema (proptest), with every layer,
+//!   fault, balancer, queue discipline, admission control, distribution and the network
+//!   section, and now and then an extreme value (0, `u32::MAX`, `"100y"`, `"1/ns"`, `1e300`,
+//!   NaN, a bare number, a name that does not exist, a call back up the chain);
+//! - **bytes**: the library files with bytes flipped, inserted (not always UTF-8), deleted or
+//!   repeated;
+//! - **tokens**: the library files with numbers, names and strings replaced by extreme ones,
+//!   tokens deleted, repeated or swapped, parentheses doubled, and stray text inserted (quotes,
+//!   escapes, comment marks, characters of several bytes).
+//!
+//! The property, for each input: reading it (what `resim check` does) either fails with one
+//! line that says where (`file:line:column: ` or `file: field.path: `), the exit code 2, or
+//! succeeds; a scenario that reads is run twice within a small event budget, both runs give
+//! the same digest (or the same located error) and the report renders; nothing panics. Those
+//! are exits 0, 1 and 2 and nothing else.
+//!
+//! Failures are shrunk by proptest and written to `CARGO_TARGET_TMPDIR/fuzz-found/` (or
+//! `RESIM_FUZZ_OUT`), one file each, ready for `resim check` and `resim run`. The inputs are
+//! the same on every run (a fixed seed), so CI is reproducible.
+//!
+//! Knobs (environment variables):
+//!
+//! - `RESIM_FUZZ_CASES=N`: inputs per generator (default 4000 structured with few extremes,
+//!   2000 structured with many, 2000 of each mutation kind: 10,000 inputs in about 20 seconds
+//!   in debug);
+//! - `RESIM_FUZZ_SEED=N`: another sequence of inputs (a long campaign runs several);
+//! - `RESIM_FUZZ_LOG=FILE`: write each input to FILE before it runs, so an input that kills
+//!   the process (a stack overflow or an allocation failure, which no test can catch) is left
+//!   behind;
+//! - `RESIM_FUZZ_REASONS=1`: list more of the most frequent refusals in the summary, and
+//!   `RESIM_FUZZ_DUMP=TEXT`: write the refused inputs whose message contains TEXT to
+//!   `CARGO_TARGET_TMPDIR`, to see what a generator gets wrong.
+//!
+//! A long campaign: `RESIM_FUZZ_CASES=100000 cargo test --release -p scenarios --test fuzz --
+//! --nocapture`.
+
+use proptest::prelude::*;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use scenarios::ScenarioError;
+use scenarios::library::LIBRARY;
+use scenarios::limits::Limits;
+use scenarios::load::parse_bytes;
+use scenarios::report::Format;
+use scenarios::{RunOptions, run};
+use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// The event budget of each run: enough to reach faults and expectations in small
+/// scenarios, small enough for thousands of runs.
+const EVENTS_MAX: u64 = 10_000;
+
+/// The most shrinking steps for one failure.
+const SHRINK_STEPS_MAX: u32 = 2_000;
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// The limits of a fuzzed run: a memory budget of 256 MiB keeps every accepted input cheap
+/// to run (a generated file may ask for millions of report buckets, which validation then
+/// refuses with a located message, which is also what is being tested).
+fn limits() -> Limits {
+    Limits {
+        memory_max: 256 << 20,
+        ..Limits::default()
+    }
+}
+
+/// Panics this harness found in code that is being rewritten elsewhere (the world and the
+/// report), each shown by the smallest file under `tests/fuzz-found/` that has it: (what the
+/// panic message contains, where, the file). They are counted and listed, not failed on, so
+/// that CI keeps catching new panics; an entry goes when its file runs cleanly.
+const KNOWN: &[(&str, &str, &str)] = &[
+    (
+        "duration overflow",
+        " * ",
+        "ramp-longer-than-6-years.ron (Schedule::change_points)",
+    ),
+    (
+        "attempt to multiply with overflow",
+        "scenarios/src/report.rs",
+        "workers-times-replicas.ron (replicas * workers in u32)",
+    ),
+];
+
+/// The known panic `failure` is, if it is one.
+fn known(failure: &str) -> Option<&'static str> {
+    KNOWN
+        .iter()
+        .find(|(message, place, _)| failure.contains(message) && failure.contains(place))
+        .map(|(_, _, file)| *file)
+}
+
+/// What happened to one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    /// Refused with a located message (exit 2): the message without its place.
+    Refused(String),
+    /// Read, but a run override made it invalid (exit 2).
+    RunRefused,
+    /// Ran; expectations passed (exit 0) or failed (exit 1).
+    Ran { passed: bool },
+}
+
+/// Checks that an error is one line that starts with the file and a place.
+fn located(e: &ScenarioError, file: &str) -> Result<(), String> {
+    let line = e.to_string();
+    if line.contains('\n') {
+        return Err(format!("an error of more than one line: {line:?}"));
+    }
+    let ok = match e {
+        ScenarioError::Syntax {
+            line: l, column, ..
+        } => *l >= 1 && *column >= 1 && line.starts_with(&format!("{file}:{l}:{column}: ")),
+        ScenarioError::Invalid { error, .. } => {
+            !error.field.is_empty() && line.starts_with(&format!("{file}: {}: ", error.field))
+        }
+        ScenarioError::Read { .. } => false,
+    };
+    if !ok {
+        return Err(format!("an error that does not say where: {line:?}"));
+    }
+    let message = line.rsplit(": ").next().unwrap_or_default();
+    if message.ends_with('.') {
+        return Err(format!("an error that ends with a period: {line:?}"));
+    }
+    Ok(())
+}
+
+/// The property. `Err` holds what went wrong.
+fn property(file: &str, bytes: &[u8]) -> Result<Outcome, String> {
+    let scenario = match parse_bytes(file, bytes, &limits()) {
+        Ok(s) => s,
+        Err(e) => {
+            located(&e, file)?;
+            return Ok(Outcome::Refused(what_was_wrong(&e)));
+        }
+    };
+    let options = RunOptions {
+        max_events: Some(EVENTS_MAX),
+        ..RunOptions::default()
+    };
+    let first = run(&scenario, file, &options);
+    let second = run(&scenario, file, &options);
+    match (first, second) {
+        (Ok(a), Ok(b)) => {
+            if a.report.digest != b.report.digest {
+                return Err(format!(
+                    "two runs, two digests: {} and {}",
+                    a.report.digest, b.report.digest
+                ));
+            }
+            // What `resim run` prints, in each of its forms.
+            for format in [Format::Human, Format::Json, Format::Csv, Format::Compact] {
+                let _ = format.render(&a.report);
+            }
+            serde_json::to_string(&a.report).map_err(|e| format!("no JSON report: {e}"))?;
+            Ok(Outcome::Ran {
+                passed: a.report.passed(),
+            })
+        }
+        (Err(a), Err(b)) => {
+            located(&a, file)?;
+            if a != b {
+                return Err(format!("two runs, two errors: {a} and {b}"));
+            }
+            Ok(Outcome::RunRefused)
+        }
+        (a, b) => Err(format!(
+            "one run failed and the other did not: {:?} / {:?}",
+            a.err(),
+            b.err()
+        )),
+    }
+}
+
+/// An error's kind, for the summary: the field path without names and indices, or the
+/// syntax message without its values.
+fn what_was_wrong(e: &ScenarioError) -> String {
+    let text = match e {
+        ScenarioError::Invalid { error, .. } => format!("{}: {}", error.field, error.reason),
+        ScenarioError::Syntax { message, .. } => message.clone(),
+        ScenarioError::Read { reason, .. } => reason.clone(),
+    };
+    text.chars().take(70).collect()
+}
+
+thread_local! {
+    /// The message of the last panic on this thread, kept by the quiet hook.
+    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The property with panics caught and turned into failures.
+fn guarded(file: &str, bytes: &[u8]) -> Result<Outcome, String> {
+    if let Ok(path) = std::env::var("RESIM_FUZZ_LOG") {
+        let _ = std::fs::write(path, bytes);
+    }
+    match catch_unwind(AssertUnwindSafe(|| property(file, bytes))) {
+        Ok(result) => result,
+        Err(_) => Err(format!(
+            "panic: {}",
+            PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "(no message)".to_string())
+        )),
+    }
+}
+
+/// Counts of one generator's inputs.
+#[derive(Debug, Default)]
+struct Tally {
+    inputs: u64,
+    refused: u64,
+    /// How often each kind of refusal came up.
+    reasons: std::collections::BTreeMap<String, u64>,
+    run_refused: u64,
+    passed: u64,
+    failed_expectations: u64,
+    /// (file written, what went wrong).
+    failures: Vec<(String, String)>,
+    /// Known panics (see [`KNOWN`]), by the file that shows them.
+    known: std::collections::BTreeMap<&'static str, u64>,
+}
+
+/// Runs `cases` inputs of `strategy` through the property, shrinking each failure.
+fn campaign<S: Strategy>(
+    name: &str,
+    strategy: S,
+    cases: u64,
+    seed: u64,
+    input: impl Fn(&S::Value) -> Vec<u8>,
+) -> Tally {
+    let mut key = [0u8; 32];
+    key[..8].copy_from_slice(&seed.to_le_bytes());
+    key[8..8 + name.len().min(24)].copy_from_slice(&name.as_bytes()[..name.len().min(24)]);
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &key);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    let mut tally = Tally::default();
+    let file = format!("{name}.ron");
+    for case in 0..cases {
+        let Ok(mut tree) = strategy.new_tree(&mut runner) else {
+            continue;
+        };
+        tally.inputs += 1;
+        let bytes = input(&tree.current());
+        let failure = match guarded(&file, &bytes) {
+            Ok(Outcome::Refused(why)) => {
+                tally.refused += 1;
+                if let Ok(wanted) = std::env::var("RESIM_FUZZ_DUMP")
+                    && why.contains(&wanted)
+                {
+                    let _ = std::fs::write(
+                        format!("{}/refused-{name}-{case}.ron", env!("CARGO_TARGET_TMPDIR")),
+                        &bytes,
+                    );
+                }
+                *tally.reasons.entry(why).or_default() += 1;
+                continue;
+            }
+            Ok(Outcome::RunRefused) => {
+                tally.run_refused += 1;
+                continue;
+            }
+            Ok(Outcome::Ran { passed: true }) => {
+                tally.passed += 1;
+                continue;
+            }
+            Ok(Outcome::Ran { passed: false }) => {
+                tally.failed_expectations += 1;
+                continue;
+            }
+            Err(failure) => match known(&failure) {
+                Some(file) => {
+                    *tally.known.entry(file).or_default() += 1;
+                    continue;
+                }
+                None => failure,
+            },
+        };
+        // Shrink: simpler inputs while they still fail in a way not yet known (proptest's
+        // protocol).
+        let mut smallest = (bytes, failure);
+        let mut steps = 0;
+        if tree.simplify() {
+            while steps < SHRINK_STEPS_MAX {
+                steps += 1;
+                let bytes = input(&tree.current());
+                match guarded(&file, &bytes) {
+                    Err(failure) if known(&failure).is_none() => {
+                        smallest = (bytes, failure);
+                        if !tree.simplify() {
+                            break;
+                        }
+                    }
+                    _ => {
+                        if !tree.complicate() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        let dir = std::env::var("RESIM_FUZZ_OUT")
+            .unwrap_or_else(|_| format!("{}/fuzz-found", env!("CARGO_TARGET_TMPDIR")));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = format!("{dir}/{name}-{seed}-{case}.ron");
+        let _ = std::fs::write(&path, &smallest.0);
+        tally.failures.push((path, smallest.1));
+    }
+    tally
+}
+
+// ---------------------------------------------------------------------------------------
+// Structured generation.
+
+fn quoted(s: &str) -> String {
+    format!("{s:?}")
+}
+
+thread_local! {
+    /// One value in this many is extreme, in the strategies being built (swarm testing: one
+    /// campaign has few extremes, so that most files are valid and run; another has many).
+    static ODDS: std::cell::Cell<u32> = const { std::cell::Cell::new(300) };
+}
+
+/// `f` with one value in `odds` extreme in the strategies built meanwhile.
+fn with_odds<T>(odds: u32, f: impl FnOnce() -> T) -> T {
+    let before = ODDS.with(|o| o.replace(odds));
+    let result = f();
+    ODDS.with(|o| o.set(before));
+    result
+}
+
+/// Mostly ordinary values, now and then an extreme one (see [`ODDS`]: with one in 300, about
+/// one generated file in five holds one, as a file has a hundred values or so).
+fn usual_or_extreme(
+    usual: impl Strategy<Value = String> + 'static,
+    extreme: Vec<&'static str>,
+) -> BoxedStrategy<String> {
+    let odds = ODDS.with(|o| o.get());
+    prop_oneof![
+        odds => usual,
+        1 => prop::sample::select(extreme).prop_map(str::to_string),
+    ]
+    .boxed()
+}
+
+fn duration() -> BoxedStrategy<String> {
+    usual_or_extreme(
+        prop::sample::select(vec![
+            "1ms", "2ms", "5ms", "10ms", "20ms", "50ms", "100ms", "250ms", "500ms", "1s", "2s",
+            "5s",
+        ])
+        .prop_map(quoted),
+        vec![
+            "\"0s\"",
+            "\"1ns\"",
+            "\"100y\"",
+            "\"101y\"",
+            "\"1000000y\"",
+            "\"99y 364d\"",
+            "\"-1s\"",
+            "\"10\"",
+            "60",
+            "1.5",
+            "\"\"",
+            "\"18446744073709551615ns\"",
+        ],
+    )
+}
+
+/// A duration longer than every usual [`duration`].
+fn long_duration() -> BoxedStrategy<String> {
+    usual_or_extreme(
+        prop::sample::select(vec!["6s", "10s", "20s"]).prop_map(quoted),
+        vec!["\"1ns\"", "\"100y\""],
+    )
+}
+
+fn rate() -> BoxedStrategy<String> {
+    usual_or_extreme(
+        prop::sample::select(vec![
+            "1/s", "10/s", "50/s", "100/s", "500/s", "30/min", "2/ms",
+        ])
+        .prop_map(quoted),
+        vec![
+            "\"0/s\"",
+            "\"1e-300/s\"",
+            "\"1/ns\"",
+            "\"2/ns\"",
+            "\"1e308/ns\"",
+            "\"1000000/s\"",
+            "\"1000001/s\"",
+            "\"NaN/s\"",
+            "\"inf/s\"",
+            "100",
+            "\"-1/s\"",
+        ],
+    )
+}
+
+fn count(usual: std::ops::Range<u32>) -> BoxedStrategy<String> {
+    usual_or_extreme(
+        usual.prop_map(|n| n.to_string()),
+        vec![
+            "0",
+            "1",
+            "4294967295",
+            "4294967296",
+            "18446744073709551615",
+            "-1",
+            "1.5",
+            "\"3\"",
+        ],
+    )
+}
+
+fn float(usual: std::ops::Range<f64>) -> BoxedStrategy<String> {
+    usual_or_extreme(
+        usual.prop_map(|x| format!("{x:?}")),
+        vec![
+            "0.0", "-1.0", "1e300", "-1e300", "NaN", "inf", "1e-300", "100", "\"0.5\"",
+        ],
+    )
+}
+
+fn ratio() -> BoxedStrategy<String> {
+    float(0.0..1.0)
+}
+
+fn boolean() -> BoxedStrategy<String> {
+    prop_oneof![Just("true".to_string()), Just("false".to_string())].boxed()
+}
+
+/// `Name(fields)` or, now and then, `Name((fields))`, the older form.
+fn struct_variant(name: &'static str, fields: Vec<String>) -> BoxedStrategy<String> {
+    let body = fields.join(", ");
+    prop_oneof![
+        3 => Just(format!("{name}({body})")),
+        1 => Just(format!("{name}(({body}))")),
+    ]
+    .boxed()
+}
+
+/// Optional fields: each present or not; a field whose value is empty is left out.
+fn fields(parts: Vec<(&'static str, BoxedStrategy<String>)>) -> BoxedStrategy<Vec<String>> {
+    let strategies: Vec<BoxedStrategy<Option<String>>> = parts
+        .into_iter()
+        .map(|(field, value)| {
+            proptest::option::of(value.prop_map(move |v| {
+                if v.is_empty() {
+                    String::new()
+                } else {
+                    format!("{field}: {v}")
+                }
+            }))
+            .boxed()
+        })
+        .collect();
+    strategies
+        .prop_map(|v| v.into_iter().flatten().filter(|f| !f.is_empty()).collect())
+        .boxed()
+}
+
+fn dist() -> BoxedStrategy<String> {
+    let leaf = prop_oneof![
+        duration().prop_map(|v| format!("Constant(value: {v})")),
+        (duration(), long_duration()).prop_map(|(a, b)| format!("Uniform(low: {a}, high: {b})")),
+        duration().prop_map(|v| format!("Exponential(mean: {v})")),
+        (duration(), duration()).prop_map(|(a, b)| format!("Normal(mean: {a}, std_dev: {b})")),
+        (duration(), long_duration())
+            .prop_map(|(a, b)| format!("LogNormal(median: {a}, p99: {b})")),
+        (duration(), float(0.0..3.0))
+            .prop_map(|(a, s)| format!("LogNormal(median: {a}, sigma: {s})")),
+        (duration(), float(1.1..4.0)).prop_map(|(a, s)| format!("Pareto(scale: {a}, shape: {s})")),
+        prop::collection::vec(duration(), 1..4)
+            .prop_map(|v| format!("Empirical(values: [{}])", v.join(", "))),
+    ];
+    leaf.prop_recursive(3, 8, 3, |inner| {
+        prop::collection::vec((float(0.1..10.0), inner), 1..3)
+            .prop_map(|parts| {
+                let components: Vec<String> = parts
+                    .into_iter()
+                    .map(|(w, d)| format!("(weight: {w}, dist: {d})"))
+                    .collect();
+                format!("Mixture(components: [{}])", components.join(", "))
+            })
+            .boxed()
+    })
+    .boxed()
+}
+
+fn backoff() -> BoxedStrategy<String> {
+    let strategy = prop_oneof![
+        duration().prop_map(|d| format!("Constant(delay: {d})")),
+        (duration(), duration(), long_duration())
+            .prop_map(|(a, b, c)| format!("Linear(delay_initial: {a}, step: {b}, delay_max: {c})")),
+        (duration(), float(1.0..3.0), long_duration()).prop_map(|(a, m, c)| format!(
+            "Exponential(delay_initial: {a}, multiplier: {m}, delay_max: {c})"
+        )),
+    ];
+    let jitter = prop_oneof![
+        Just("None".to_string()),
+        Just("Full".to_string()),
+        Just("Equal".to_string()),
+        Just("Decorrelated".to_string()),
+        float(0.0..100.0).prop_map(|p| format!("Proportional(spread_percent: {p})")),
+    ];
+    fields(vec![
+        ("strategy", strategy.boxed()),
+        ("jitter", jitter.boxed()),
+    ])
+    .prop_map(|f| format!("({})", f.join(", ")))
+    .boxed()
+}
+
+fn budget() -> BoxedStrategy<String> {
+    prop_oneof![
+        (count(1..100), ratio()).prop_flat_map(|(t, r)| struct_variant(
+            "Throttling",
+            vec![format!("max_tokens: {t}"), format!("token_ratio: {r}")]
+        )),
+        (float(0.0..100.0), duration(), count(0..20)).prop_flat_map(|(p, w, m)| struct_variant(
+            "Window",
+            vec![
+                format!("budget_percent: {p}"),
+                format!("window: {w}"),
+                format!("min_retries_per_window: {m}")
+            ]
+        )),
+        (float(0.0..100.0), count(0..20)).prop_flat_map(|(p, m)| struct_variant(
+            "Concurrency",
+            vec![
+                format!("budget_percent: {p}"),
+                format!("min_retry_concurrency: {m}")
+            ]
+        )),
+        (duration(), count(0..20), ratio()).prop_flat_map(|(t, m, r)| struct_variant(
+            "Tps",
+            vec![
+                format!("ttl: {t}"),
+                format!("min_per_sec: {m}"),
+                format!("retry_ratio: {r}")
+            ]
+        )),
+    ]
+    .boxed()
+}
+
+fn limiter() -> BoxedStrategy<String> {
+    prop_oneof![
+        (
+            prop::sample::select(vec!["fixed_window", "sliding_log", "sliding_counter"]),
+            count(1..200),
+            duration()
+        )
+            .prop_map(|(k, l, w)| format!("kind: \"{k}\", limit: {l}, window: {w}")),
+        (
+            prop::sample::select(vec!["token_bucket", "leaky_meter", "gcra"]),
+            rate(),
+            count(1..200)
+        )
+            .prop_map(|(k, r, b)| format!("kind: \"{k}\", rate: {r}, burst: {b}")),
+        (rate(), count(1..200))
+            .prop_map(|(r, q)| format!("kind: \"leaky_queue\", rate: {r}, queue_capacity: {q}")),
+    ]
+    .boxed()
+}
+
+/// A call's stack: up to four layers of different kinds, in any order.
+fn stack() -> BoxedStrategy<String> {
+    prop::sample::subsequence((0..7usize).collect::<Vec<_>>(), 0..4)
+        .prop_shuffle()
+        .prop_flat_map(|kinds| kinds.into_iter().map(layer).collect::<Vec<_>>())
+        .prop_map(|layers| format!("[{}]", layers.join(", ")))
+        .boxed()
+}
+
+/// A layer of kind `kind` (0 to 6: Retry, Breaker, Bulkhead, Limiter, Hedge, Fallback,
+/// Throttle).
+fn layer(kind: usize) -> BoxedStrategy<String> {
+    let all: [BoxedStrategy<String>; 7] = [
+        fields(vec![
+            ("max_attempts", count(1..5)),
+            ("backoff", backoff()),
+            ("retry_on_timeout", boolean()),
+            ("retry_after_max", duration()),
+            ("budget", budget()),
+        ])
+        .prop_flat_map(|f| struct_variant("Retry", f)).boxed(),
+        fields(vec![
+            ("failure_rate_threshold", float(1.0..100.0)),
+            ("slow_call_duration_threshold", duration()),
+            (
+                "sliding_window_type",
+                prop_oneof![Just("count_based".to_string()), Just("time_based".to_string())]
+                    .boxed()
+            ),
+            ("sliding_window_size", count(1..100)),
+            ("minimum_number_of_calls", count(1..100)),
+            ("consecutive_failure_threshold", count(1..10)),
+            ("wait_duration_in_open_state", duration()),
+            ("wait_duration_in_open_state_multiplier", float(1.0..3.0)),
+            (
+                "wait_duration_in_open_state_max",
+                usual_or_extreme(Just("\"10m\"".to_string()), vec!["\"1ns\""]),
+            ),
+            ("automatic_transition_from_open_to_half_open_enabled", boolean()),
+            (
+                "half_open",
+                prop_oneof![
+                    count(1..10).prop_map(|n| format!(
+                        "(kind: \"permitted_calls\", permitted_number_of_calls_in_half_open_state: {n})"
+                    )),
+                    Just("(kind: \"single_probe\")".to_string()),
+                    (count(1..10), count(1..10)).prop_map(|(p, s)| format!(
+                        "(kind: \"success_threshold\", permitted_calls: {p}, success_threshold: {s})"
+                    )),
+                    duration().prop_map(|d| format!("(kind: \"ramp\", ramp_duration: {d})")),
+                ]
+                .boxed()
+            ),
+            ("max_wait_duration_in_half_open_state", duration()),
+        ])
+        .prop_flat_map(|f| struct_variant("Breaker", f)).boxed(),
+        fields(vec![
+            ("max_concurrent_calls", count(1..20)),
+            ("max_wait_duration", duration()),
+            ("queue_capacity", count(0..20)),
+        ])
+        .prop_flat_map(|f| struct_variant("Bulkhead", f)).boxed(),
+        limiter().prop_flat_map(|l| struct_variant("Limiter", vec![l])).boxed(),
+        fields(vec![
+            (
+                "delay",
+                prop_oneof![
+                    duration().prop_map(|d| format!("Fixed(delay: {d})")),
+                    (float(0.0..100.0), count(1..100), count(1..20), duration()).prop_map(
+                        |(p, w, m, i)| format!(
+                            "Percentile(percentile: {p}, window: {w}, min_samples: {m}, initial: {i})"
+                        )
+                    ),
+                ]
+                .boxed()
+            ),
+            ("max_hedged_attempts", count(1..3)),
+        ])
+        .prop_flat_map(|f| struct_variant("Hedge", f)).boxed(),
+        fields(vec![
+            ("use_cache", boolean()),
+            ("cache_age_max", duration()),
+            ("use_static", boolean()),
+        ])
+        .prop_flat_map(|f| struct_variant("Fallback", f)).boxed(),
+        (float(1.0..3.0), duration(), count(1..20)).prop_flat_map(|(m, w, b)| struct_variant(
+            "Throttle",
+            vec![
+                format!("accepts_multiplier: {m}"),
+                format!("window: {w}"),
+                format!("bucket_count: {b}")
+            ]
+        )).boxed(),
+    ];
+    all.into_iter().nth(kind).expect("seven kinds of layer")
+}
+
+/// A call to one of `targets` (a name that may not exist, now and then).
+fn call(targets: Vec<String>) -> BoxedStrategy<String> {
+    let target = usual_or_extreme(
+        prop::sample::select(targets).prop_map(|t| quoted(&t)),
+        vec!["\"nowhere\"", "\"\"", "nowhere"],
+    );
+    (
+        target,
+        fields(vec![
+            ("timeout", duration()),
+            ("deadline", duration()),
+            ("weight", float(0.0..2.0)),
+            (
+                "safety",
+                prop::sample::select(vec!["Idempotent", "IdempotencyKey", "Unsafe"])
+                    .prop_map(str::to_string)
+                    .boxed(),
+            ),
+        ]),
+        stack(),
+    )
+        .prop_map(|(target, mut f, stack)| {
+            f.insert(0, format!("target: {target}"));
+            f.push(format!("stack: {stack}"));
+            format!("({})", f.join(", "))
+        })
+        .boxed()
+}
+
+fn schedule() -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => rate().prop_map(|r| format!("Constant({r})")),
+        1 => (prop::collection::btree_set(0u32..10_000, 1..4), prop::collection::vec(rate(), 4)).prop_map(|(ats, rates)| {
+            let steps: Vec<String> = ats
+                .into_iter()
+                .zip(rates)
+                .map(|(at, r)| format!("(at: \"{at}ms\", rate: {r})"))
+                .collect();
+            format!("Steps([{}])", steps.join(", "))
+        }),
+        1 => (rate(), rate(), duration(), duration()).prop_map(|(a, b, s, e)| format!(
+            "Ramp(from: {a}, to: {b}, start: {s}, end: {e})"
+        )),
+        1 => (rate(), rate(), duration(), duration()).prop_map(|(a, b, s, e)| format!(
+            "Spike(base: {a}, peak: {b}, start: {s}, end: {e})"
+        )),
+    ]
+    .boxed()
+}
+
+fn client(services: Vec<String>) -> BoxedStrategy<String> {
+    let load = prop_oneof![
+        3 => schedule().prop_map(|s| format!("Open(rate: {s})")),
+        1 => (count(1..50), dist()).prop_map(|(u, t)| format!("Closed(users: {u}, think: {t})")),
+    ];
+    (load, call(services))
+        .prop_map(|(load, call)| format!("(load: {load}, call: {call})"))
+        .boxed()
+}
+
+/// Admission control: a rate limiter, a concurrency limit and a PID shedder, each at most
+/// once, in any order.
+fn admission() -> BoxedStrategy<String> {
+    prop::sample::subsequence(vec![0usize, 1, 2], 0..3)
+        .prop_shuffle()
+        .prop_flat_map(|kinds| kinds.into_iter().map(admission_of).collect::<Vec<_>>())
+        .prop_map(|parts| format!("[{}]", parts.join(", ")))
+        .boxed()
+}
+
+fn admission_of(kind: usize) -> BoxedStrategy<String> {
+    let all: [BoxedStrategy<String>; 3] = [
+        limiter().prop_flat_map(|l| struct_variant("Limiter", vec![l])).boxed(),
+        prop_oneof![
+            count(1..50).prop_map(|n| format!("kind: \"fixed\", limit: {n}")),
+            Just("kind: \"aimd\"".to_string()),
+            Just("kind: \"vegas\"".to_string()),
+            Just("kind: \"gradient2\"".to_string()),
+            Just("kind: \"envoy_gradient\"".to_string()),
+        ]
+        .prop_flat_map(|k| struct_variant("Concurrency", vec![k]))
+        .boxed(),
+        (
+            duration(),
+            float(0.0..50.0),
+            float(0.0..1.0),
+            float(0.0..1.0),
+            float(0.0..1.0),
+            ratio()
+        )
+            .prop_map(|(i, s, p, g, d, m)| format!(
+                "Pid(interval: {i}, controller: (setpoint: {s}, gain_proportional: {p}, gain_integral: {g}, gain_derivative: {d}, drop_ratio_max: {m}))"
+            ))
+            .boxed(),
+    ];
+    all.into_iter()
+        .nth(kind)
+        .expect("three kinds of admission control")
+}
+
+/// Service `index` of `names`; its calls go further down the list, now and then back up.
+/// With a `network` section, latency belongs to the links.
+fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<String> {
+    let below: Vec<String> = names[index + 1..].to_vec();
+    let targets = if below.is_empty() {
+        names.clone()
+    } else {
+        below
+    };
+    let calls = if index + 1 < names.len() {
+        prop::collection::vec(call(targets), 0..3).boxed()
+    } else {
+        prop_oneof![
+            30 => Just(Vec::new()),
+            1 => prop::collection::vec(call(names.clone()), 1..2),
+        ]
+        .boxed()
+    };
+    let discipline = prop_oneof![
+        Just("Fifo".to_string()),
+        Just("Lifo".to_string()),
+        duration().prop_map(|t| format!("AdaptiveLifo(threshold: {t})")),
+        (duration(), duration(), boolean())
+            .prop_map(|(t, i, a)| format!("CoDel(target: {t}, interval: {i}, adaptive_lifo: {a})")),
+    ];
+    let queue = (
+        usual_or_extreme(
+            (1u32..100).prop_map(|n| n.to_string()),
+            vec!["None", "0", "4294967295"],
+        ),
+        discipline,
+    )
+        .prop_map(|(c, d)| format!("(capacity: {c}, discipline: {d})"));
+    let select = |v: Vec<&'static str>| prop::sample::select(v).prop_map(str::to_string).boxed();
+    (
+        count(1..20),
+        dist(),
+        calls,
+        fields(vec![
+            ("replicas", count(1..4)),
+            ("queue", queue.boxed()),
+            ("work_per_in_flight", float(0.0..0.1)),
+            ("call_mode", select(vec!["Sequential", "FanOut", "Pick"])),
+            ("on_abandoned", select(vec!["Work", "DropExpired", "Cancel"])),
+            ("balancer", select(vec!["RoundRobin", "Random", "LeastOutstanding", "PowerOfTwo"])),
+            (
+                "outlier",
+                (count(1..10), duration(), float(0.0..100.0))
+                    .prop_map(|(c, e, p)| format!(
+                        "(consecutive_failures: {c}, ejection: {e}, max_ejection_percent: {p})"
+                    ))
+                    .boxed(),
+            ),
+            (
+                "health_check",
+                (duration(), duration(), count(1..5), count(1..5))
+                    .prop_map(|(i, t, u, h)| format!(
+                        "(interval: {i}, timeout: {t}, unhealthy_threshold: {u}, healthy_threshold: {h})"
+                    ))
+                    .boxed(),
+            ),
+            (
+                "cache",
+                (ratio(), duration(), count(1..100), boolean())
+                    .prop_map(|(h, w, k, c)| {
+                        let coalesce = if c == "true" { ", coalesce: (max_keys: 100, max_waiters: 10)" } else { "" };
+                        format!("(hit_ratio: {h}, warmup: {w}, keys: {k}{coalesce})")
+                    })
+                    .boxed(),
+            ),
+            ("restart", duration()),
+            (
+                "idempotency",
+                (duration(), count(1..1000))
+                    .prop_map(|(t, c)| format!("(ttl: {t}, in_flight: Conflict, capacity: {c})"))
+                    .boxed(),
+            ),
+            ("retry_after", duration()),
+            // With a network section, latency belongs to the links.
+            ("latency", if network { Just(String::new()).boxed() } else { dist() }),
+        ]),
+        admission(),
+    )
+        .prop_map(|(workers, work, calls, mut f, admission)| {
+            f.insert(0, format!("workers: {workers}"));
+            f.insert(1, format!("work: {work}"));
+            f.push(format!("calls: [{}]", calls.join(", ")));
+            f.push(format!("admission: {admission}"));
+            format!("({})", f.join(", "))
+        })
+        .boxed()
+}
+
+fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
+    let svc = prop::sample::select(services.clone()).prop_map(|s| quoted(&s));
+    let cl = prop::sample::select(clients).prop_map(|s| quoted(&s));
+    let kind = prop_oneof![
+        (svc.clone(), float(0.5..10.0))
+            .prop_map(|(s, f)| format!("Slowdown(service: {s}, factor: {f})")),
+        (svc.clone(), ratio())
+            .prop_map(|(s, r)| format!("ErrorRate(service: {s}, error_ratio: {r})")),
+        (svc.clone(), count(0..3))
+            .prop_map(|(s, w)| format!("CapacityDrop(service: {s}, workers: {w})")),
+        (svc.clone(), proptest::option::of(count(1..3))).prop_map(|(s, r)| match r {
+            Some(r) => format!("Crash(service: {s}, replicas: {r})"),
+            None => format!("Crash(service: {s})"),
+        }),
+        (cl, float(0.5..5.0)).prop_map(|(c, f)| format!("LoadSpike(client: {c}, factor: {f})")),
+        (svc.clone(), dist()).prop_map(|(s, d)| format!("Latency(service: {s}, extra: {d})")),
+        (svc.clone(), ratio()).prop_map(|(s, r)| format!("Loss(service: {s}, loss_ratio: {r})")),
+        svc.clone().prop_map(|s| format!("Partition(service: {s})")),
+        svc.prop_map(|s| format!("CacheFlush(service: {s})")),
+    ];
+    (duration(), proptest::option::of(duration()), kind)
+        .prop_map(|(at, d, kind)| match d {
+            Some(d) => format!("(at: {at}, duration: {d}, kind: {kind})"),
+            None => format!("(at: {at}, kind: {kind})"),
+        })
+        .boxed()
+}
+
+fn network(nodes: Vec<String>) -> BoxedStrategy<String> {
+    let node = prop::sample::select(nodes).prop_map(|n| quoted(&n));
+    let link = fields(vec![
+        ("latency", dist()),
+        ("loss_ratio", ratio()),
+        ("duplicate_ratio", ratio()),
+        (
+            "order",
+            prop_oneof![
+                Just("Fifo".to_string()),
+                Just("Independent".to_string()),
+                (ratio(), dist())
+                    .prop_map(|(r, d)| format!("Reorder(reordered_ratio: {r}, extra_delay: {d})")),
+            ]
+            .boxed(),
+        ),
+        (
+            "bandwidth",
+            (count(1..1_000_000), count(1..100))
+                .prop_map(|(b, q)| format!("(bytes_per_second: {b}, queue_capacity: {q})"))
+                .boxed(),
+        ),
+    ])
+    .prop_map(|f| format!("({})", f.join(", ")));
+    let kind = prop_oneof![
+        (node.clone(), node.clone(), boolean())
+            .prop_map(|(a, b, o)| format!("Partition(from: [{a}], to: [{b}], one_way: {o})")),
+        (node.clone(), float(1.0..5.0), duration(), ratio()).prop_map(|(a, f, d, l)| format!(
+            "Degrade(from: [{a}], latency_factor: {f}, latency_added: {d}, loss_ratio: {l})"
+        )),
+        (node.clone(), node.clone()).prop_map(|(a, b)| format!("Clog(from: [{a}], to: [{b}])")),
+        node.clone().prop_map(|n| format!("Crash(node: {n})")),
+        node.clone().prop_map(|n| format!("Pause(node: {n})")),
+    ];
+    let fault =
+        (duration(), proptest::option::of(duration()), kind).prop_map(|(s, e, k)| match e {
+            Some(e) => format!("(start: {s}, end: {e}, kind: {k})"),
+            None => format!("(start: {s}, kind: {k})"),
+        });
+    (
+        link.clone(),
+        prop::collection::vec((node.clone(), node, boolean(), link), 0..3),
+        prop::collection::vec(fault, 0..3),
+    )
+        .prop_map(|(default_link, links, faults)| {
+            let links: Vec<String> = links
+                .into_iter()
+                .map(|(a, b, o, l)| format!("(from: {a}, to: {b}, one_way: {o}, link: {l})"))
+                .collect();
+            format!(
+                "(default_link: {default_link}, links: [{}], faults: [{}])",
+                links.join(", "),
+                faults.join(", ")
+            )
+        })
+        .boxed()
+}
+
+fn expectation(clients: Vec<String>) -> BoxedStrategy<String> {
+    let cl = prop::sample::select(clients).prop_map(|s| quoted(&s));
+    prop_oneof![
+        (cl.clone(), duration(), ratio()).prop_map(|(c, a, r)| format!(
+            "GoodputAtLeast(client: {c}, after: {a}, min_ratio: {r})"
+        )),
+        (cl.clone(), duration(), duration(), ratio()).prop_map(|(c, a, u, r)| format!(
+            "GoodputAtMost(client: {c}, after: {a}, until: {u}, max_ratio: {r})"
+        )),
+        (cl.clone(), duration()).prop_map(|(c, m)| format!("P99AtMost(client: {c}, max: {m})")),
+        float(0.5..5.0).prop_map(|m| format!("AmplificationAtMost(max: {m})")),
+        (cl, duration(), duration(), ratio()).prop_map(|(c, a, w, r)| format!(
+            "RecoveredWithin(client: {c}, after: {a}, within: {w}, min_ratio: {r})"
+        )),
+    ]
+    .boxed()
+}
+
+/// A whole scenario file.
+fn scenario() -> BoxedStrategy<String> {
+    (1usize..4, 1usize..5, prop::bool::weighted(0.2))
+        .prop_flat_map(|(nc, ns, with_network)| {
+            let clients: Vec<String> = (0..nc).map(|i| format!("c{i}")).collect();
+            let services: Vec<String> = (0..ns).map(|i| format!("s{i}")).collect();
+            let nodes: Vec<String> = clients.iter().chain(&services).cloned().collect();
+            let client_strategies: Vec<BoxedStrategy<String>> =
+                clients.iter().map(|_| client(services.clone())).collect();
+            let service_strategies: Vec<BoxedStrategy<String>> =
+                (0..ns).map(|i| service(i, services.clone(), with_network)).collect();
+            (
+                Just(clients.clone()),
+                Just(services.clone()),
+                client_strategies,
+                service_strategies,
+                usual_or_extreme(
+                    prop::sample::select(vec!["5s", "10s", "30s", "60s"]).prop_map(quoted),
+                    vec!["\"100y\"", "\"1ns\"", "\"1y\"", "\"0s\""],
+                ),
+                proptest::option::of(usual_or_extreme(
+                    prop::sample::select(vec!["100ms", "1s", "5s"]).prop_map(quoted),
+                    vec!["\"1ns\"", "\"1us\"", "\"1y\""],
+                )),
+                prop::collection::vec(fault(clients.clone(), services.clone()), 0..4),
+                if with_network {
+                    network(nodes).prop_map(Some).boxed()
+                } else {
+                    Just(None).boxed()
+                },
+                prop::collection::vec(expectation(clients), 0..3),
+                any::<u64>(),
+            )
+        })
+        .prop_map(
+            |(clients, services, cs, ss, duration, bucket, faults, network, expectations, seed)| {
+                let cs: Vec<String> = clients
+                    .iter()
+                    .zip(cs)
+                    .map(|(n, c)| format!("        {n:?}: {c},"))
+                    .collect();
+                let ss: Vec<String> = services
+                    .iter()
+                    .zip(ss)
+                    .map(|(n, s)| format!("        {n:?}: {s},"))
+                    .collect();
+                let bucket = bucket.map_or(String::new(), |b| format!("    bucket: {b},\n"));
+                let network = network.map_or(String::new(), |n| format!("    network: {n},\n"));
+                format!(
+                    "// generated by scenarios/tests/fuzz.rs\nScenario(\n    name: \"fuzz\",\n    duration: {duration},\n    seed: {seed},\n{bucket}    clients: {{\n{}\n    }},\n    services: {{\n{}\n    }},\n    faults: [{}],\n{network}    expectations: [{}],\n)\n",
+                    cs.join("\n"),
+                    ss.join("\n"),
+                    faults.join(", "),
+                    expectations.join(", "),
+                )
+            },
+        )
+        .boxed()
+}
+
+// ---------------------------------------------------------------------------------------
+// Mutations of the library files.
+
+/// One change to a file's bytes, at a position given as a fraction of its length.
+#[derive(Debug, Clone)]
+enum ByteEdit {
+    Flip(u16, u8),
+    Insert(u16, Vec<u8>),
+    Delete(u16, u8),
+    Repeat(u16, u8),
+    Truncate(u16),
+}
+
+fn byte_edit() -> impl Strategy<Value = ByteEdit> {
+    prop_oneof![
+        (any::<u16>(), 1u8..=255).prop_map(|(at, x)| ByteEdit::Flip(at, x)),
+        (any::<u16>(), prop::collection::vec(any::<u8>(), 1..8))
+            .prop_map(|(at, b)| ByteEdit::Insert(at, b)),
+        (any::<u16>(), any::<u8>()).prop_map(|(at, n)| ByteEdit::Delete(at, n)),
+        (any::<u16>(), any::<u8>()).prop_map(|(at, n)| ByteEdit::Repeat(at, n)),
+        any::<u16>().prop_map(ByteEdit::Truncate),
+    ]
+}
+
+fn at(fraction: u16, len: usize) -> usize {
+    (len as u64 * u64::from(fraction) / (u64::from(u16::MAX) + 1)) as usize
+}
+
+fn apply_bytes(text: &[u8], edits: &[ByteEdit]) -> Vec<u8> {
+    let mut b = text.to_vec();
+    for e in edits {
+        let len = b.len();
+        match e {
+            ByteEdit::Flip(f, x) if len > 0 => {
+                let i = at(*f, len);
+                b[i] ^= x;
+            }
+            ByteEdit::Insert(f, bytes) => {
+                let i = at(*f, len + 1);
+                b.splice(i..i, bytes.iter().copied());
+            }
+            ByteEdit::Delete(f, n) => {
+                let i = at(*f, len);
+                let end = (i + usize::from(*n)).min(len);
+                b.drain(i..end);
+            }
+            ByteEdit::Repeat(f, n) => {
+                let i = at(*f, len);
+                let end = (i + usize::from(*n)).min(len);
+                let piece = b[i..end].to_vec();
+                b.splice(end..end, piece);
+            }
+            ByteEdit::Truncate(f) => b.truncate(at(*f, len + 1)),
+            ByteEdit::Flip(..) => {}
+        }
+    }
+    b
+}
+
+/// Splits RON text into tokens (strings, words and numbers, single characters, runs of
+/// whitespace) that join back into the text.
+fn tokens(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let start = i;
+        let c = chars[i];
+        if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(chars.len());
+        } else if c.is_alphanumeric() || c == '_' || c == '.' || c == '-' {
+            while i < chars.len()
+                && (chars[i].is_alphanumeric() || matches!(chars[i], '_' | '.' | '-'))
+            {
+                i += 1;
+            }
+        } else if c.is_whitespace() {
+            while i < chars.len() && chars[i].is_whitespace() {
+                i += 1;
+            }
+        } else {
+            i += 1;
+        }
+        out.push(chars[start..i].iter().collect());
+    }
+    out
+}
+
+/// Values that make good trouble where a token was.
+const EXTREMES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "4294967295",
+    "4294967296",
+    "18446744073709551615",
+    "1e308",
+    "-1e308",
+    "NaN",
+    "inf",
+    "0.0",
+    "\"0s\"",
+    "\"1ns\"",
+    "\"100y\"",
+    "\"1000000y\"",
+    "\"1/ns\"",
+    "\"1e308/ns\"",
+    "\"0/s\"",
+    "\"\"",
+    "None",
+    "true",
+    "()",
+    "[]",
+    "{}",
+    "Full",
+    "\"api\"",
+];
+
+/// One change to a file's tokens; indices are fractions of the token count.
+#[derive(Debug, Clone)]
+enum TokenEdit {
+    Replace(u16, usize),
+    Delete(u16, u8),
+    Repeat(u16, u8),
+    Swap(u16, u16),
+    Copy(u16, u16),
+    Double(u16),
+    /// Any text (quotes, escapes, characters of several bytes), before a token.
+    Text(u16, String),
+}
+
+fn token_edit() -> impl Strategy<Value = TokenEdit> {
+    prop_oneof![
+        3 => (any::<u16>(), 0..EXTREMES.len()).prop_map(|(a, v)| TokenEdit::Replace(a, v)),
+        1 => (any::<u16>(), 1u8..8).prop_map(|(a, n)| TokenEdit::Delete(a, n)),
+        1 => (any::<u16>(), 1u8..40).prop_map(|(a, n)| TokenEdit::Repeat(a, n)),
+        1 => (any::<u16>(), any::<u16>()).prop_map(|(a, b)| TokenEdit::Swap(a, b)),
+        1 => (any::<u16>(), any::<u16>()).prop_map(|(a, b)| TokenEdit::Copy(a, b)),
+        1 => any::<u16>().prop_map(TokenEdit::Double),
+        1 => (any::<u16>(), "[\"'\\\\/*#r()]{0,3}\\PC{0,4}").prop_map(|(a, t)| TokenEdit::Text(a, t)),
+    ]
+}
+
+fn apply_tokens(text: &str, edits: &[TokenEdit]) -> Vec<u8> {
+    let mut t = tokens(text);
+    // Edits aim at the tokens that carry meaning, not at whitespace.
+    let meaningful = |t: &[String]| -> Vec<usize> {
+        (0..t.len()).filter(|&i| !t[i].trim().is_empty()).collect()
+    };
+    for e in edits {
+        let m = meaningful(&t);
+        if m.is_empty() {
+            break;
+        }
+        let pick = |f: u16| m[at(f, m.len())];
+        match e {
+            TokenEdit::Replace(a, v) => {
+                let i = pick(*a);
+                t[i] = EXTREMES[*v].to_string();
+            }
+            TokenEdit::Delete(a, n) => {
+                let i = pick(*a);
+                let end = (i + usize::from(*n)).min(t.len());
+                t.drain(i..end);
+            }
+            TokenEdit::Repeat(a, n) => {
+                let i = pick(*a);
+                let end = (i + usize::from(*n)).min(t.len());
+                let piece = t[i..end].to_vec();
+                t.splice(end..end, piece);
+            }
+            TokenEdit::Swap(a, b) => {
+                let (i, j) = (pick(*a), pick(*b));
+                t.swap(i, j);
+            }
+            TokenEdit::Copy(a, b) => {
+                let (i, j) = (pick(*a), pick(*b));
+                t[j] = t[i].clone();
+            }
+            TokenEdit::Text(a, text) => {
+                let i = pick(*a);
+                t.insert(i, text.clone());
+            }
+            TokenEdit::Double(a) => {
+                let i = pick(*a);
+                if t[i] == "(" {
+                    t[i] = "((".to_string();
+                    // Close it where the group closes.
+                    let mut depth = 0i32;
+                    for token in t.iter_mut().skip(i) {
+                        depth += token.matches('(').count() as i32;
+                        depth -= token.matches(')').count() as i32;
+                        if depth <= 0 {
+                            token.push(')');
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    t.concat().into_bytes()
+}
+
+#[test]
+fn fuzzed_files_exit_0_1_or_2_with_a_located_message_and_replay() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map_or(String::new(), |l| format!(" at {}:{}", l.file(), l.line()));
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        PANIC.with(|p| *p.borrow_mut() = Some(format!("{message}{location}")));
+    }));
+    let seed = env_u64("RESIM_FUZZ_SEED").unwrap_or(10);
+    let cases = env_u64("RESIM_FUZZ_CASES");
+    let structured = cases.unwrap_or(4000);
+    let mutated = cases.unwrap_or(2000);
+    let library = || 0..LIBRARY.len();
+
+    let tallies = [
+        (
+            "structured",
+            campaign("structured", scenario(), structured, seed, |text| {
+                text.clone().into_bytes()
+            }),
+        ),
+        (
+            "extreme",
+            // Strategies are also built while generating (`prop_flat_map`), so the odds hold
+            // for the whole campaign.
+            with_odds(60, || {
+                campaign("extreme", scenario(), mutated, seed, |text| {
+                    text.clone().into_bytes()
+                })
+            }),
+        ),
+        (
+            "bytes",
+            campaign(
+                "bytes",
+                (library(), prop::collection::vec(byte_edit(), 1..5)),
+                mutated,
+                seed,
+                |(file, edits)| apply_bytes(LIBRARY[*file].text.as_bytes(), edits),
+            ),
+        ),
+        (
+            "tokens",
+            campaign(
+                "tokens",
+                (library(), prop::collection::vec(token_edit(), 1..5)),
+                mutated,
+                seed,
+                |(file, edits)| apply_tokens(LIBRARY[*file].text, edits),
+            ),
+        ),
+    ];
+    let _ = std::panic::take_hook();
+
+    let mut failures = Vec::new();
+    for (name, t) in &tallies {
+        println!(
+            "{name:<10} inputs {:>7}  refused {:>7}  refused at run {:>5}  ran {:>6} (expectations passed {}, failed {})  failures {}",
+            t.inputs,
+            t.refused,
+            t.run_refused,
+            t.passed + t.failed_expectations,
+            t.passed,
+            t.failed_expectations,
+            t.failures.len()
+        );
+        for (file, n) in &t.known {
+            println!("    {n:>6}  known panic, see tests/fuzz-found/{file}");
+        }
+        let mut reasons: Vec<(&String, &u64)> = t.reasons.iter().collect();
+        reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (why, n) in reasons
+            .iter()
+            .take(8 * usize::from(std::env::var("RESIM_FUZZ_REASONS").is_ok()) + 8)
+        {
+            println!("    {n:>6}  {why}");
+        }
+        failures.extend(t.failures.iter().cloned());
+    }
+    // Each generator must reach the runs, not only the parser: a generator whose every input
+    // is refused tests nothing beyond the first error.
+    let (_, structured) = &tallies[0];
+    assert!(
+        structured.passed + structured.failed_expectations > structured.inputs / 10,
+        "too few generated scenarios are valid: {structured:?}"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failing inputs (shrunk):\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .map(|(path, what)| format!("  {path}: {what}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
