@@ -1,5 +1,8 @@
 //! Reading a scenario: bytes → RON text → [`Scenario`] → validated, or a [`ScenarioError`].
 //!
+//! Longer than most files on purpose: the token pass and the error translation share the
+//! positions they compute, and splitting them would pass those around for nothing.
+//!
 //! Before serde sees the text, one pass over its tokens (strings, comments, brackets, names)
 //! does what RON cannot:
 //!

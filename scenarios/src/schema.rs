@@ -1,5 +1,9 @@
 //! The scenario file format: what a `.ron` file may say, as serde types.
 //!
+//! This file is longer than most on purpose: it is the scenario format's reference, every
+//! type a file may contain with its doc, in the order a scenario reads, so that one file
+//! answers "what can I write here".
+//!
 //! Every struct rejects unknown fields, so a typo is an error with a position instead of a
 //! silently ignored setting. Durations are humantime strings (`"250ms"`), rates carry a unit
 //! (`"500/s"`), fractions are named `_ratio` (0–1) or `_percent` (0–100), and variants are

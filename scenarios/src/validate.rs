@@ -1,5 +1,8 @@
 //! Semantic checks of a parsed [`Scenario`]: every error names the field path and the fix.
 //!
+//! One file on purpose (about 700 lines): every semantic rule of a scenario with its field
+//! path, in the order of the file's sections, so that the rules read as one list.
+//!
 //! Parsing already guarantees types, units and known field names; this module checks what
 //! types cannot say: that names refer to something, that the call graph has no cycle, that
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
