@@ -522,6 +522,19 @@ fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
         {
             format!("expected a whole number here, got {found}")
         }
+        RonError::ExpectedComma => {
+            // A string whose closing quote is missing ends at the next quote, lines later.
+            let before = k.checked_sub(1).map(|p| tokens[p]);
+            match before {
+                Some(b) if b.kind == Kind::Text && text[b.start..b.end].contains('\n') => {
+                    let (line, _) = line_column(text, b.start);
+                    format!(
+                        "expected a comma here; the string that opens on line {line} ends only here: is its closing quote missing?"
+                    )
+                }
+                _ => format!("expected a comma before {found}"),
+            }
+        }
         RonError::IntegerOutOfBounds => format!(
             "the number {found} is out of range here (too large, or negative where only 0 and up are allowed)"
         ),
