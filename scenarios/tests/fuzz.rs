@@ -75,18 +75,7 @@ fn limits() -> Limits {
 /// report), each shown by the smallest file under `tests/fuzz-found/` that has it: (what the
 /// panic message contains, where, the file). They are counted and listed, not failed on, so
 /// that CI keeps catching new panics; an entry goes when its file runs cleanly.
-const KNOWN: &[(&str, &str, &str)] = &[
-    (
-        "duration overflow",
-        " * ",
-        "ramp-longer-than-6-years.ron (Schedule::change_points)",
-    ),
-    (
-        "attempt to multiply with overflow",
-        "scenarios/src/report.rs",
-        "workers-times-replicas.ron (replicas * workers in u32)",
-    ),
-];
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// The known panic `failure` is, if it is one.
 fn known(failure: &str) -> Option<&'static str> {

@@ -927,3 +927,28 @@ fn a_trace_follows_one_request_across_services() {
         "one db attempt per request here"
     );
 }
+
+#[test]
+fn files_the_fuzzer_found_run_cleanly() {
+    // Two files the fuzz harness found panicking: a ramp longer than about 5.8 years (its
+    // change points overflowed the clock) and replicas x workers beyond u32 (the report's
+    // utilisation overflowed). Both now run and report.
+    for (name, text) in [
+        (
+            "ramp-longer-than-6-years.ron",
+            include_str!("fuzz-found/ramp-longer-than-6-years.ron"),
+        ),
+        (
+            "workers-times-replicas.ron",
+            include_str!("fuzz-found/workers-times-replicas.ron"),
+        ),
+    ] {
+        let scenario = parse(name, text).unwrap_or_else(|e| panic!("{e}"));
+        let options = RunOptions {
+            max_events: Some(100_000),
+            ..RunOptions::default()
+        };
+        let r = run(&scenario, name, &options).unwrap().report;
+        assert!(r.events > 0, "{name}");
+    }
+}

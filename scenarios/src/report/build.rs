@@ -187,7 +187,8 @@ fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> 
 
 /// Service `s`; `offered` is the number of requests all clients offered.
 fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport {
-    let workers_total = f64::from(s.replicas * s.workers);
+    // In f64: replicas × workers can exceed u32.
+    let workers_total = f64::from(s.replicas) * f64::from(s.workers);
     let c = &s.counts;
     ServiceReport {
         name: s.name.clone(),

@@ -271,7 +271,11 @@ impl Schedule {
             Schedule::Steps(steps) => steps.iter().map(|s| s.at).collect(),
             Schedule::Ramp { start, end, .. } => {
                 let span = *end - *start;
-                (0..=100).map(|i| *start + span * i / 100).collect()
+                // In u128: a ramp of more than about 5.8 years times 100 would overflow u64.
+                let step = |i: u64| (u128::from(span.as_nanos()) * u128::from(i) / 100) as u64;
+                (0..=100)
+                    .map(|i| *start + SimDuration::from_nanos(step(i)))
+                    .collect()
             }
             Schedule::Spike { start, end, .. } => vec![*start, *end],
         }
