@@ -58,7 +58,9 @@ pub(crate) enum Window {
 impl Window {
     pub(crate) fn count(size: u32) -> Self {
         Window::Count {
-            ring: Vec::with_capacity(size as usize),
+            // Grown as calls are recorded, not reserved: a window of a million calls on each
+            // of thousands of replicas costs only what the calls so far fill.
+            ring: Vec::new(),
             size: size as usize,
             next: 0,
             totals: WindowTotals::default(),
@@ -101,6 +103,11 @@ impl Window {
             } => {
                 let flags = u8::from(failed) * FAILED + u8::from(slow) * SLOW;
                 if ring.len() < *size {
+                    if ring.len() == ring.capacity() {
+                        // Doubling, but never past the window's size.
+                        let more = ring.capacity().max(16).min(*size - ring.len());
+                        ring.reserve_exact(more);
+                    }
                     ring.push(flags);
                 } else {
                     let old = ring[*next];
