@@ -26,14 +26,7 @@ enum Op {
 }
 
 fn kind(k: StateKind) -> &'static str {
-    match k {
-        StateKind::Closed => "closed",
-        StateKind::Open => "open",
-        StateKind::HalfOpen => "half_open",
-        StateKind::ForcedOpen => "forced_open",
-        StateKind::ForcedClosed => "forced_closed",
-        StateKind::Disabled => "disabled",
-    }
+    k.name()
 }
 
 fn transition_line(t: &Transition) -> String {

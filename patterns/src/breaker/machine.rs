@@ -25,6 +25,20 @@ pub enum StateKind {
     Disabled,
 }
 
+impl StateKind {
+    /// The snake_case name that logs and reports use (`half_open`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StateKind::Closed => "closed",
+            StateKind::Open => "open",
+            StateKind::HalfOpen => "half_open",
+            StateKind::ForcedOpen => "forced_open",
+            StateKind::ForcedClosed => "forced_closed",
+            StateKind::Disabled => "disabled",
+        }
+    }
+}
+
 /// Why a transition happened.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Cause {

@@ -8,7 +8,6 @@ use crate::figures::{
     ServiceBucket, ServiceFigures,
 };
 use crate::schema::{FaultKind, Scenario};
-use patterns::breaker::StateKind;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime};
 
@@ -240,7 +239,7 @@ fn call(site: &CallSiteFigures) -> CallReport {
 fn breaker(b: &BreakerFigures) -> BreakerReport {
     BreakerReport {
         replica: b.replica,
-        state: state_name(b.state).to_string(),
+        state: b.state.name().to_string(),
         transitions_total: b.transitions_total,
         transitions: b
             .transitions
@@ -248,21 +247,10 @@ fn breaker(b: &BreakerFigures) -> BreakerReport {
             .take(TRANSITIONS_LISTED)
             .map(|t| Transition {
                 t_s: round3(t.at.as_secs_f64()),
-                from: state_name(t.from).to_string(),
-                to: state_name(t.to).to_string(),
+                from: t.from.name().to_string(),
+                to: t.to.name().to_string(),
             })
             .collect(),
-    }
-}
-
-fn state_name(s: StateKind) -> &'static str {
-    match s {
-        StateKind::Closed => "closed",
-        StateKind::Open => "open",
-        StateKind::HalfOpen => "half_open",
-        StateKind::ForcedOpen => "forced_open",
-        StateKind::ForcedClosed => "forced_closed",
-        StateKind::Disabled => "disabled",
     }
 }
 

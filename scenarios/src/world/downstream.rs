@@ -17,13 +17,20 @@ use slotmap::Key;
 #[derive(Debug, Clone, Copy)]
 pub struct Downstream {
     /// The call of each downstream call still running (null when none).
-    pub children: [CallKey; CALLS_MAX],
+    children: [CallKey; CALLS_MAX],
     /// Calls still running.
     pending: u8,
     /// The next call to start (sequential mode).
     next: u8,
     /// Whether one of them failed.
     failed: bool,
+}
+
+impl Downstream {
+    /// The downstream calls still running.
+    pub fn running(&self) -> impl Iterator<Item = CallKey> + '_ {
+        self.children.iter().copied().filter(|c| !c.is_null())
+    }
 }
 
 impl World {

@@ -499,10 +499,8 @@ impl World {
                 self.stop_holding(ctx, &j);
             }
             Stage::Calling { calls, .. } => {
-                for child in calls.children {
-                    if !child.is_null() {
-                        self.cancel_call(ctx, child);
-                    }
+                for child in calls.running() {
+                    self.cancel_call(ctx, child);
                 }
                 self.stop_holding(ctx, &j);
             }
@@ -544,10 +542,8 @@ impl World {
                     ctx.cancel(timer);
                 }
                 Stage::Calling { calls, .. } => {
-                    for child in calls.children {
-                        if !child.is_null() {
-                            self.cancel_call(ctx, child);
-                        }
+                    for child in calls.running() {
+                        self.cancel_call(ctx, child);
                     }
                 }
                 Stage::Queued => self.services[svc].queue_change(now, -1),
