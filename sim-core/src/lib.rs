@@ -69,5 +69,5 @@ pub use error::ConfigError;
 pub use queue::{EventQueue, TimerId};
 pub use rng::{RngStream, Seed};
 pub use sample::{Dist, DistError, Sampler};
-pub use sim::{Ctx, Entity, EntityId, Limits, Message, Sim, StopReason, TraceRecord};
+pub use sim::{Ctx, Entity, EntityId, Limits, Message, Scheduler, Sim, StopReason, TraceRecord};
 pub use time::{Rate, SimDuration, SimTime};

@@ -89,12 +89,7 @@ impl<M, S> Ctx<'_, M, S> {
     /// Delivers `msg` to `target` at `time`, which must not be in the past.
     #[inline]
     pub fn send_at(&mut self, target: EntityId, time: SimTime, msg: M) {
-        assert!(
-            time >= self.now,
-            "event scheduled into the past: {time} < now {}",
-            self.now
-        );
-        self.queue.push(time, Target { target, msg });
+        push_at(self.queue, self.now, target, time, msg);
     }
 
     /// Delivers `msg` to this entity after `delay`.
@@ -134,6 +129,63 @@ impl<M, S> Ctx<'_, M, S> {
     /// Ends the run after this event ([`StopReason::Requested`]).
     pub fn stop(&mut self) {
         *self.stop = true;
+    }
+
+    /// The shared state and, beside it, the right to schedule messages and fold digest
+    /// words: for code that decides, from inside the shared state, what to schedule (a
+    /// network delivering straight into the event queue rather than through a buffer).
+    #[inline]
+    pub fn split(&mut self) -> (&mut S, Scheduler<'_, M>) {
+        let scheduler = Scheduler {
+            now: self.now,
+            queue: self.queue,
+            digest: self.digest,
+        };
+        (self.shared, scheduler)
+    }
+}
+
+/// Schedules `msg` for `target` at `time`, asserting that `time` is not before `now`.
+#[inline]
+fn push_at<M>(
+    queue: &mut EventQueue<Target<M>>,
+    now: SimTime,
+    target: EntityId,
+    time: SimTime,
+    msg: M,
+) {
+    assert!(
+        time >= now,
+        "event scheduled into the past: {time} < now {now}"
+    );
+    queue.push(time, Target { target, msg });
+}
+
+/// The scheduling half of a [`Ctx`], from [`Ctx::split`]: the same contract as
+/// [`Ctx::send_at`] and [`Ctx::digest_note`].
+pub struct Scheduler<'a, M> {
+    now: SimTime,
+    queue: &'a mut EventQueue<Target<M>>,
+    digest: &'a mut Digest,
+}
+
+impl<M> Scheduler<'_, M> {
+    /// The current virtual time.
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+
+    /// Delivers `msg` to `target` at `time`, which must not be in the past.
+    #[inline]
+    pub fn send_at(&mut self, target: EntityId, time: SimTime, msg: M) {
+        push_at(self.queue, self.now, target, time, msg);
+    }
+
+    /// Folds `word` into the run digest.
+    #[inline]
+    pub fn digest_note(&mut self, word: u64) {
+        self.digest.mix(word);
     }
 }
 

@@ -1,14 +1,16 @@
 //! The glue between a [`Network`] in a world's shared state and a handler's [`Ctx`]:
 //! [`send`], [`receive`], and the fault controls that may release held messages.
 //!
-//! Each function lends the network's spare [`Outbox`] to the network call, then applies
-//! the actions in order (schedule with [`Ctx::send_at`], fold notes with
-//! [`Ctx::digest_note`]) and hands the outbox back, so the hot path allocates nothing.
+//! Each function splits the context into the shared state and its [`Scheduler`], and hands
+//! the network a [`Sink`] that schedules each delivery straight into the event queue (with
+//! [`Scheduler::send_at`]) and folds each note into the digest, in the order the network
+//! decides them: nothing is buffered, so the hot path neither allocates nor moves a message
+//! more than once.
 
 use crate::fault::FaultId;
-use crate::network::{Action, Network, NodeId, Outbox, SendOutcome};
+use crate::network::{Network, NodeId, SendOutcome, Sink};
 use crate::packet::{Delivery, Inbound};
-use sim_core::Ctx;
+use sim_core::{Ctx, EntityId, Scheduler, SimTime};
 
 /// A world's shared state that holds a network. A [`Network`] is one itself, for worlds
 /// whose only shared state is the network.
@@ -26,30 +28,39 @@ impl<P> NetworkHost for Network<P> {
     }
 }
 
-fn lend<M, S: NetworkHost>(ctx: &mut Ctx<'_, M, S>) -> Outbox<S::Payload> {
-    std::mem::take(&mut ctx.shared.network().spare)
+/// The event queue as a [`Sink`]: deliveries become the world's messages at once.
+struct Direct<'a, 'b, M>(&'a mut Scheduler<'b, M>);
+
+impl<P, M: From<Delivery<P>>> Sink<P> for Direct<'_, '_, M> {
+    #[inline]
+    fn schedule(&mut self, target: EntityId, at: SimTime, delivery: Delivery<P>) {
+        self.0.send_at(target, at, M::from(delivery));
+    }
+
+    #[inline]
+    fn note(&mut self, word: u64) {
+        self.0.digest_note(word);
+    }
 }
 
-fn apply<M, S>(ctx: &mut Ctx<'_, M, S>, mut out: Outbox<S::Payload>)
+/// Runs `f` on the network with a sink into `ctx`'s event queue.
+#[inline]
+fn with_network<M, S, R>(
+    ctx: &mut Ctx<'_, M, S>,
+    f: impl FnOnce(&mut Network<S::Payload>, SimTime, &mut Direct<'_, '_, M>) -> R,
+) -> R
 where
     S: NetworkHost,
     M: From<Delivery<S::Payload>>,
 {
-    for action in out.drain() {
-        match action {
-            Action::Schedule {
-                target,
-                at,
-                delivery,
-            } => ctx.send_at(target, at, M::from(delivery)),
-            Action::Note(word) => ctx.digest_note(word),
-        }
-    }
-    ctx.shared.network().spare = out;
+    let now = ctx.now();
+    let (shared, mut scheduler) = ctx.split();
+    f(shared.network(), now, &mut Direct(&mut scheduler))
 }
 
 /// Sends `payload` (of `size` bytes) from `source` to `target` at `ctx.now()`; see
 /// [`Network::transmit`].
+#[inline]
 pub fn send<M, S>(
     ctx: &mut Ctx<'_, M, S>,
     source: NodeId,
@@ -62,29 +73,21 @@ where
     S::Payload: Clone,
     M: From<Delivery<S::Payload>>,
 {
-    let now = ctx.now();
-    let mut out = lend(ctx);
-    let outcome = ctx
-        .shared
-        .network()
-        .transmit(now, source, target, size, payload, &mut out);
-    apply(ctx, out);
-    outcome
+    with_network(ctx, |net, now, out| {
+        net.transmit(now, source, target, size, payload, out)
+    })
 }
 
 /// Opens a network event addressed to this handler; see [`Network::arrive`]. Act on
 /// [`Inbound::Delivered`]; everything else is the network's business (the digest already
 /// has it).
+#[inline]
 pub fn receive<M, S>(ctx: &mut Ctx<'_, M, S>, delivery: Delivery<S::Payload>) -> Inbound<S::Payload>
 where
     S: NetworkHost,
     M: From<Delivery<S::Payload>>,
 {
-    let now = ctx.now();
-    let mut out = lend(ctx);
-    let inbound = ctx.shared.network().arrive(now, delivery, &mut out);
-    apply(ctx, out);
-    inbound
+    with_network(ctx, |net, now, out| net.arrive(now, delivery, out))
 }
 
 /// Ends fault `id` now (a pending fault never starts) and releases what it held.
@@ -93,11 +96,7 @@ where
     S: NetworkHost,
     M: From<Delivery<S::Payload>>,
 {
-    let now = ctx.now();
-    let mut out = lend(ctx);
-    let ended = ctx.shared.network().end_fault(now, id, &mut out);
-    apply(ctx, out);
-    ended
+    with_network(ctx, |net, now, out| net.end_fault(now, id, out))
 }
 
 /// Crashes `node` now, until [`restart`].
@@ -112,11 +111,7 @@ where
     S: NetworkHost,
     M: From<Delivery<S::Payload>>,
 {
-    let now = ctx.now();
-    let mut out = lend(ctx);
-    let restarted = ctx.shared.network().restart(now, node, &mut out);
-    apply(ctx, out);
-    restarted
+    with_network(ctx, |net, now, out| net.restart(now, node, out))
 }
 
 /// Pauses `node` now, until [`resume`].
@@ -131,9 +126,5 @@ where
     S: NetworkHost,
     M: From<Delivery<S::Payload>>,
 {
-    let now = ctx.now();
-    let mut out = lend(ctx);
-    let resumed = ctx.shared.network().resume(now, node, &mut out);
-    apply(ctx, out);
-    resumed
+    with_network(ctx, |net, now, out| net.resume(now, node, out))
 }

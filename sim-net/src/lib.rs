@@ -22,7 +22,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`config`] | serde configs, validation, [`ConfigError`] |
-//! | [`network`] | [`Network`]: nodes, links, the send and arrival decisions, [`Outbox`] |
+//! | [`network`] | [`Network`]: nodes, links, the send and arrival decisions, [`Sink`], [`Outbox`] |
 //! | [`endpoint`] | [`send`], [`receive`] and the fault controls over a [`sim_core::Ctx`] |
 //! | [`link`] | per-link settings, streams, send queue, [`LinkStats`], [`DropReason`] |
 //! | [`fault`] | the fault timeline, applied lazily in time order |
@@ -109,6 +109,6 @@ pub use config::{
 pub use endpoint::{NetworkHost, crash, end_fault, pause, receive, restart, resume, send};
 pub use fault::FaultId;
 pub use link::{DropReason, LinkReport, LinkStats};
-pub use network::{Action, LinkId, Network, NodeId, NodeStatus, Outbox, SendOutcome};
+pub use network::{Action, LinkId, Network, NodeId, NodeStatus, Outbox, SendOutcome, Sink};
 pub use packet::{Arrived, Delivery, Inbound, PacketId};
 pub use rule::{MessageView, Rule, RuleId, Verdict};

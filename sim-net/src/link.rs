@@ -238,6 +238,18 @@ pub(crate) struct LinkParams {
     pub bandwidth: Option<Bandwidth>,
 }
 
+impl LinkParams {
+    /// True for a link that only delays: it never loses, duplicates or reorders a copy and
+    /// has no send queue. On such a link, while no fault or rule is active, a message's
+    /// fate is only its latency draw, and the network takes its short path.
+    pub fn only_delays(&self) -> bool {
+        self.loss_ratio == 0.0
+            && self.duplicate_ratio == 0.0
+            && self.bandwidth.is_none()
+            && !matches!(self.order, Order::Reorder { .. })
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum Order {
     Fifo,

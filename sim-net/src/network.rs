@@ -2,10 +2,11 @@
 //! about every message: at send time (drop, or when each copy arrives) and at arrival time
 //! (hand over, drop, or hold).
 //!
-//! The methods here take `now` and write what must be scheduled into an [`Outbox`]; they
-//! never touch the event queue. [`crate::send`] and [`crate::receive`] connect them to a
-//! [`sim_core::Ctx`]. Keeping the decisions free of the scheduler is what lets the
-//! property tests and the benchmark drive the network directly.
+//! The methods here take `now` and write what must be scheduled into a [`Sink`] (an
+//! [`Outbox`], or the event queue itself); they never reach for the scheduler on their own.
+//! [`crate::send`] and [`crate::receive`] connect them to a [`sim_core::Ctx`]. Keeping the
+//! decisions free of the scheduler is what lets the property tests and the benchmark drive
+//! the network directly.
 
 use crate::config::{ConfigError, FaultConfig, FaultKind, LinkConfig, NetworkConfig};
 use crate::fault::{Degradation, Effect, FaultId, LinkSet, Timeline};
@@ -147,7 +148,20 @@ impl<P> Outbox<P> {
     pub fn drain(&mut self) -> std::vec::Drain<'_, Action<P>> {
         self.actions.drain(..)
     }
+}
 
+/// Where a network call puts what must be done, in order: events to schedule and words to
+/// fold into the digest. An [`Outbox`] collects them to apply later; [`crate::send`] and
+/// [`crate::receive`] hand the network a sink that schedules straight into the event queue,
+/// so a message is moved once on its way there.
+pub trait Sink<P> {
+    /// Schedule `delivery` for entity `target` at `at`.
+    fn schedule(&mut self, target: EntityId, at: SimTime, delivery: Delivery<P>);
+    /// Fold `word` into the run digest (a drop or a hold: outcomes that are not events).
+    fn note(&mut self, word: u64);
+}
+
+impl<P> Sink<P> for Outbox<P> {
     fn schedule(&mut self, target: EntityId, at: SimTime, delivery: Delivery<P>) {
         self.actions.push(Action::Schedule {
             target,
@@ -189,9 +203,6 @@ pub struct Network<P> {
     rules: Vec<(RuleId, Box<dyn Rule<P>>)>,
     next_rule: u32,
     next_packet: u64,
-    /// The outbox [`crate::send`] and [`crate::receive`] lend out, kept to reuse its
-    /// allocation: the hot path allocates nothing.
-    pub(crate) spare: Outbox<P>,
 }
 
 impl<P> fmt::Debug for Network<P> {
@@ -225,7 +236,6 @@ impl<P> Network<P> {
             rules: Vec::new(),
             next_rule: 0,
             next_packet: 0,
-            spare: Outbox::new(),
         }
     }
 
@@ -521,7 +531,7 @@ impl<P> Network<P> {
         target: NodeId,
         size: u32,
         payload: P,
-        out: &mut Outbox<P>,
+        out: &mut impl Sink<P>,
     ) -> SendOutcome
     where
         P: Clone,
@@ -530,6 +540,9 @@ impl<P> Network<P> {
         self.node_ref(target);
         self.advance(now);
         let link_id = self.link_id(source, target);
+        if self.is_calm() && self.links[link_id.index()].params.only_delays() {
+            return self.transmit_delay_only(now, link_id, size, payload, out);
+        }
         let id = PacketId(self.next_packet);
         self.next_packet += 1;
 
@@ -660,6 +673,59 @@ impl<P> Network<P> {
         }
     }
 
+    /// True while no fault and no rule can touch a message: every node is up, no link is
+    /// cut, clogged or degraded, and nothing judges what is sent.
+    #[inline]
+    fn is_calm(&self) -> bool {
+        !self.timeline.any_active() && self.rules.is_empty()
+    }
+
+    /// [`Network::transmit`] on a calm network over a link that only delays: the copy
+    /// arrives after its latency draw (FIFO-clamped if the link keeps order). The draws,
+    /// counters and scheduled event are exactly those of the general path, which would
+    /// find nothing to drop, queue, duplicate or reorder.
+    fn transmit_delay_only(
+        &mut self,
+        now: SimTime,
+        link_id: LinkId,
+        size: u32,
+        payload: P,
+        out: &mut impl Sink<P>,
+    ) -> SendOutcome {
+        let id = PacketId(self.next_packet);
+        self.next_packet += 1;
+        let link = &mut self.links[link_id.index()];
+        let (src, dst) = (
+            &self.nodes[link.source.index()],
+            &self.nodes[link.target.index()],
+        );
+        debug_assert!(
+            src.down == 0 && dst.down == 0,
+            "a node is down on a calm network"
+        );
+        let latency = draw_latency(&link.params, Degradation::NONE, &mut link.rng_latency);
+        let arrival = clamp_arrival(link, now.saturating_add(latency));
+        let packet = Packet {
+            id,
+            link: link_id,
+            sent_at: now,
+            source_incarnation: src.incarnation,
+            target_incarnation: dst.incarnation,
+            size,
+            duplicate: false,
+            payload,
+        };
+        out.schedule(dst.entity, arrival, Delivery(Inner::Packet(packet)));
+        link.stats.sent += 1;
+        link.stats.in_flight += 1;
+        link.stats.assert_balanced();
+        SendOutcome::Scheduled {
+            id,
+            arrival,
+            duplicate_arrival: None,
+        }
+    }
+
     /// Handles a network event at `now`: a copy reaching the end of its link, or a release
     /// of held copies. Returns what became of it; what must be scheduled or noted goes into
     /// `out`.
@@ -667,7 +733,7 @@ impl<P> Network<P> {
         &mut self,
         now: SimTime,
         delivery: Delivery<P>,
-        out: &mut Outbox<P>,
+        out: &mut impl Sink<P>,
     ) -> Inbound<P> {
         self.advance(now);
         match delivery.0 {
@@ -707,7 +773,7 @@ impl<P> Network<P> {
 
     /// The arrival checks: crashes and partitions drop the copy, clogs and pauses hold it,
     /// otherwise it is handed over.
-    fn settle(&mut self, now: SimTime, packet: Packet<P>, out: &mut Outbox<P>) -> Inbound<P> {
+    fn settle(&mut self, now: SimTime, packet: Packet<P>, out: &mut impl Sink<P>) -> Inbound<P> {
         let link = &self.links[packet.link.index()];
         let (source, target) = (link.source, link.target);
         let (src, dst) = (&self.nodes[source.index()], &self.nodes[target.index()]);
@@ -756,7 +822,7 @@ impl<P> Network<P> {
         })
     }
 
-    fn hold(&mut self, now: SimTime, packet: Packet<P>, out: &mut Outbox<P>) -> Inbound<P> {
+    fn hold(&mut self, now: SimTime, packet: Packet<P>, out: &mut impl Sink<P>) -> Inbound<P> {
         let id = packet.id;
         let link_id = packet.link;
         let link = &mut self.links[link_id.index()];
@@ -774,7 +840,7 @@ impl<P> Network<P> {
 
     /// Makes sure a release event of `link` is pending at or before `until` (nothing to do
     /// for an open-ended block: ending the fault schedules the release).
-    fn ensure_release(&mut self, link_id: LinkId, until: Option<SimTime>, out: &mut Outbox<P>) {
+    fn ensure_release(&mut self, link_id: LinkId, until: Option<SimTime>, out: &mut impl Sink<P>) {
         let Some(at) = until else { return };
         let now = self.timeline.now();
         assert!(at >= now, "release scheduled into the past");
@@ -788,7 +854,7 @@ impl<P> Network<P> {
 
     /// Ends fault `id` at `now` (a pending fault never starts) and schedules the release of
     /// messages it held. False if it was already over.
-    pub fn end_fault(&mut self, now: SimTime, id: FaultId, out: &mut Outbox<P>) -> bool {
+    pub fn end_fault(&mut self, now: SimTime, id: FaultId, out: &mut impl Sink<P>) -> bool {
         self.advance(now);
         if !self.timeline.end(id, &mut self.nodes) {
             return false;
@@ -815,7 +881,7 @@ impl<P> Network<P> {
     }
 
     /// Restarts `node` at `now` (ends every crash of it); false if it was up.
-    pub fn restart(&mut self, now: SimTime, node: NodeId, out: &mut Outbox<P>) -> bool {
+    pub fn restart(&mut self, now: SimTime, node: NodeId, out: &mut impl Sink<P>) -> bool {
         self.advance(now);
         let crashes = self.timeline.active_crashes(node);
         for &id in &crashes {
@@ -835,7 +901,7 @@ impl<P> Network<P> {
 
     /// Resumes `node` at `now` (ends every pause of it) and schedules the release of what
     /// it held; false if it was not paused.
-    pub fn resume(&mut self, now: SimTime, node: NodeId, out: &mut Outbox<P>) -> bool {
+    pub fn resume(&mut self, now: SimTime, node: NodeId, out: &mut impl Sink<P>) -> bool {
         self.advance(now);
         let pauses = self.timeline.active_pauses(node);
         for &id in &pauses {

@@ -82,22 +82,12 @@ pub struct Call {
     /// The caller's network node.
     pub source: u32,
     retry: Option<RetryRequest>,
-    outer: Permits,
-    inner: Permits,
+    permits: Permits,
     /// For a hedged call's shell: its race.
     pub race: Option<HedgeKey>,
     /// Attempts of this call whose work started at the target (more than one: the operation
     /// ran twice, unless the target deduplicated it).
     pub executions: u32,
-}
-
-impl Call {
-    fn permits(&mut self, side: Side) -> &mut Permits {
-        match side {
-            Side::Outer => &mut self.outer,
-            Side::Inner => &mut self.inner,
-        }
-    }
 }
 
 impl World {
@@ -138,8 +128,7 @@ impl World {
             attempt: Attempt::Idle,
             source,
             retry: None,
-            outer: Permits::default(),
-            inner: Permits::default(),
+            permits: Permits::default(),
             race: None,
             executions: 0,
         });
@@ -164,7 +153,7 @@ impl World {
             side,
             from,
             now,
-            call.permits(side),
+            &mut call.permits,
             key.data().as_ffi(),
             &mut self.wakes.buf,
         );
@@ -239,14 +228,14 @@ impl World {
                     (true, Some(permit)) => {
                         let call = &mut self.calls[key];
                         call.attempt = Attempt::Idle;
-                        call.permits(side).grant(w.gate, permit);
+                        self.sites[site as usize].grant(side, &mut call.permits, w.gate, permit);
                         self.continue_call(ctx, key, side, w.gate + 1);
                     }
                     (true, None) => self.fail_waiting(ctx, key, side),
                     (false, Some(permit)) => {
                         let mut lone = Permits::default();
-                        lone.grant(w.gate, permit);
                         let sp = &mut self.sites[site as usize];
+                        sp.grant(side, &mut lone, w.gate, permit);
                         sp.release(side, now, &mut lone, None, &mut self.wakes.buf);
                         self.wakes.tag(site, side);
                     }
@@ -264,7 +253,7 @@ impl World {
         let site = call.site;
         let sp = &mut self.sites[site as usize];
         sp.stats().rejected.add(Reason::BulkheadFull);
-        sp.release(side, now, call.permits(side), None, &mut self.wakes.buf);
+        sp.release(side, now, &mut call.permits, None, &mut self.wakes.buf);
         self.wakes.tag(site, side);
         let refusal = Refusal {
             reason: Reason::BulkheadFull,
@@ -288,7 +277,13 @@ impl World {
         let sp = &mut self.sites[site as usize];
         if now >= call.deadline {
             // A wait at a gate outlasted the call's deadline: nothing is sent.
-            sp.release(Side::Inner, now, &mut call.inner, None, &mut self.wakes.buf);
+            sp.release(
+                Side::Inner,
+                now,
+                &mut call.permits,
+                None,
+                &mut self.wakes.buf,
+            );
             self.wakes.tag(site, Side::Inner);
             self.attempt_done(ctx, key, Outcome::Fail(Reason::Deadline), false, None);
             return;
@@ -391,7 +386,7 @@ impl World {
             sp.release(
                 Side::Inner,
                 now,
-                &mut call.inner,
+                &mut call.permits,
                 Some(outcome),
                 &mut self.wakes.buf,
             );
@@ -435,24 +430,27 @@ impl World {
     /// outcome); its owner learns it, after the fallback chain had its say.
     pub(super) fn finish_call(&mut self, ctx: C, key: CallKey, outcome: Outcome, admitted: bool) {
         let now = ctx.now();
-        let mut call = self.calls.remove(key).expect("finishing a live call");
-        let site = call.site as usize;
+        // The call is released in place and then dropped from its table: moving it out
+        // whole would copy it for nothing.
+        let call = self.calls.get_mut(key).expect("finishing a live call");
+        let (site, race, owner) = (call.site as usize, call.race, call.owner);
         if admitted {
             let sp = &mut self.sites[site];
             sp.release(
                 Side::Outer,
                 now,
-                &mut call.outer,
+                &mut call.permits,
                 Some(outcome),
                 &mut self.wakes.buf,
             );
-            self.wakes.tag(call.site, Side::Outer);
+            self.wakes.tag(site as u32, Side::Outer);
         }
-        if let Some(race) = call.race {
+        self.calls.remove(key);
+        if let Some(race) = race {
             self.end_race(ctx, race);
         }
         let sp = &mut self.sites[site];
-        if let Owner::Hedge { shell, attempt } = call.owner {
+        if let Owner::Hedge { shell, attempt } = owner {
             // A racing call's outcome, and its fallback, are its shell's business.
             self.race_call_done(ctx, shell, attempt, outcome);
             return;
@@ -462,7 +460,7 @@ impl World {
             Fell::Back => Outcome::Ok,
         };
         sp.count_outcome(outcome);
-        match call.owner {
+        match owner {
             Owner::Client {
                 client,
                 requester,
@@ -498,7 +496,7 @@ impl World {
         }
         // Gates not reached hold nothing, so releasing whole lists is always right.
         for side in [Side::Outer, Side::Inner] {
-            sp.release(side, now, call.permits(side), None, &mut self.wakes.buf);
+            sp.release(side, now, &mut call.permits, None, &mut self.wakes.buf);
             self.wakes.tag(site, side);
         }
         let sp = &mut self.sites[site as usize];

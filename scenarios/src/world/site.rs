@@ -8,10 +8,13 @@
 //! request).
 
 use super::outcome::{Outcome, primary_failure};
-use super::stack::{Acquire, Gate, Permits, Wake, acquire_from, expire, leave_queue, release_all};
+use super::stack::{
+    Acquire, Gate, Held, Permits, Wake, acquire_from, expire, leave_queue, release_all,
+};
 use crate::figures::{BreakerFigures, BreakerTransition, CallStats};
 use crate::schema::{Call, CallSafety, Layer};
 use patterns::budget::RetryBudget;
+use patterns::bulkhead::BulkheadPermit;
 use patterns::fallback::{Fallback, Served};
 use patterns::hedge::Hedger;
 use patterns::retry::{RetryPolicy, Safety};
@@ -187,11 +190,12 @@ impl CallSite {
         id: u64,
         wakes: &mut Vec<Wake>,
     ) -> Acquire {
+        let held = permits.from(self.offset(side));
         let gates = match side {
             Side::Outer => &mut self.outer,
             Side::Inner => &mut self.inner,
         };
-        let acquired = acquire_from(gates, from, now, permits, &mut self.gate_rng, id, wakes);
+        let acquired = acquire_from(gates, from, now, held, &mut self.gate_rng, id, wakes);
         match acquired {
             Acquire::Refused(refusal) => self.stats.rejected.add(refusal.reason),
             Acquire::Delay { .. } => self.stats.shaped += 1,
@@ -211,7 +215,21 @@ impl CallSite {
         outcome: Option<Outcome>,
         wakes: &mut Vec<Wake>,
     ) {
-        release_all(self.gates(side), now, permits, outcome, wakes);
+        let held = permits.from(self.offset(side));
+        release_all(self.gates(side), now, held, outcome, wakes);
+    }
+
+    /// Hands a bulkhead slot granted later to the gate of `side` that made the call wait.
+    pub fn grant(&self, side: Side, permits: &mut Permits, gate: usize, permit: BulkheadPermit) {
+        permits.from(self.offset(side))[gate] = Held::Bulkhead(permit);
+    }
+
+    /// Where the permits of `side`'s gates start in a call's [`Permits`].
+    fn offset(&self, side: Side) -> usize {
+        match side {
+            Side::Outer => 0,
+            Side::Inner => self.outer.len(),
+        }
     }
 
     /// Takes a waiting call out of the bulkhead queue at `gate` (its caller gave up).

@@ -52,7 +52,10 @@ pub enum Held {
     Throttle,
 }
 
-/// The permits of one pass through a list of gates, in gate order.
+/// What a call holds from the gates of its stack, in gate order: the outer gates' first,
+/// then the inner gates'. One array serves both lists, since a stack has at most
+/// [`LAYERS_MAX`] layers in all; keeping it small keeps a call small, and a call is moved
+/// into and out of its table once per request.
 #[derive(Debug, Default)]
 pub struct Permits {
     held: [Held; LAYERS_MAX],
@@ -103,9 +106,9 @@ pub struct Wake {
 }
 
 impl Permits {
-    /// Hands a slot granted later to the gate that made the call wait.
-    pub fn grant(&mut self, gate: usize, permit: BulkheadPermit) {
-        self.held[gate] = Held::Bulkhead(permit);
+    /// The permits of a gate list that starts at `offset` in the stack's gate order.
+    pub fn from(&mut self, offset: usize) -> &mut [Held] {
+        &mut self.held[offset..]
     }
 }
 
@@ -171,14 +174,14 @@ pub fn acquire_from(
     gates: &mut [Gate],
     from: usize,
     now: SimTime,
-    permits: &mut Permits,
+    permits: &mut [Held],
     rng: &mut RngStream,
     id: u64,
     wakes: &mut Vec<Wake>,
 ) -> Acquire {
     for i in from..gates.len() {
         match gates[i].try_acquire(now, rng, id) {
-            Answer::Admit(h) => permits.held[i] = h,
+            Answer::Admit(h) => permits[i] = h,
             Answer::AdmitAfter(delay) => {
                 return Acquire::Delay {
                     gate: i,
@@ -221,11 +224,11 @@ pub fn expire(gates: &mut [Gate], gate: usize, now: SimTime, wakes: &mut Vec<Wak
 pub fn release_all(
     gates: &mut [Gate],
     now: SimTime,
-    permits: &mut Permits,
+    permits: &mut [Held],
     outcome: Option<Outcome>,
     wakes: &mut Vec<Wake>,
 ) {
-    for (i, (gate, held)) in gates.iter_mut().zip(permits.held.iter_mut()).enumerate() {
+    for (i, (gate, held)) in gates.iter_mut().zip(permits.iter_mut()).enumerate() {
         match (gate, std::mem::take(held)) {
             (Gate::Breaker(b), Held::Breaker(p)) => match outcome {
                 Some(Outcome::Ok) => b.on_success(now, p),
