@@ -181,6 +181,7 @@ impl CallSite {
 
     /// Passes a call named `id` through the gates of `side` from gate `from`; a refusal is
     /// counted. Wakes of slots given back go to `wakes`.
+    #[inline]
     pub fn acquire(
         &mut self,
         side: Side,
@@ -190,11 +191,16 @@ impl CallSite {
         id: u64,
         wakes: &mut Vec<Wake>,
     ) -> Acquire {
-        let held = permits.from(self.offset(side));
+        let offset = self.offset(side);
         let gates = match side {
             Side::Outer => &mut self.outer,
             Side::Inner => &mut self.inner,
         };
+        if from >= gates.len() {
+            // Nothing left to pass (or no gates at all, the common plain call).
+            return Acquire::Done;
+        }
+        let held = permits.from(offset);
         let acquired = acquire_from(gates, from, now, held, &mut self.gate_rng, id, wakes);
         match acquired {
             Acquire::Refused(refusal) => self.stats.rejected.add(refusal.reason),
@@ -207,6 +213,7 @@ impl CallSite {
 
     /// Gives back everything `permits` holds from the gates of `side`, reporting `outcome`
     /// (`None`: the call never ran, so it says nothing about the dependency).
+    #[inline]
     pub fn release(
         &mut self,
         side: Side,
@@ -215,8 +222,12 @@ impl CallSite {
         outcome: Option<Outcome>,
         wakes: &mut Vec<Wake>,
     ) {
-        let held = permits.from(self.offset(side));
-        release_all(self.gates(side), now, held, outcome, wakes);
+        let offset = self.offset(side);
+        let gates = self.gates(side);
+        if gates.is_empty() {
+            return;
+        }
+        release_all(gates, now, permits.from(offset), outcome, wakes);
     }
 
     /// Hands a bulkhead slot granted later to the gate of `side` that made the call wait.
