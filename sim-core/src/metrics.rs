@@ -38,12 +38,21 @@ pub const LATENCY_MAX: SimDuration = SimDuration::from_secs(3600);
 
 /// A latency histogram (HdrHistogram) up to one hour: [`LatencyHistogram::new`] keeps 3
 /// significant digits from 1ns, [`LatencyHistogram::compact`] 2 significant digits from 1µs
-/// and grows only as far as the largest value recorded (a few kilobytes instead of a quarter
-/// of a megabyte, for models with one histogram per component).
+/// and grows only as far as the largest value recorded, with 32-bit counts (a few kilobytes
+/// instead of a quarter of a megabyte, for models with one histogram per component).
+///
+/// A compact histogram widens its counts to 64 bits before its total could pass `u32::MAX`
+/// (no single count can pass the total), so no count ever saturates.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
-    histogram: Histogram<u64>,
+    counts: Counts,
     clamped: u64,
+}
+
+#[derive(Clone, Debug)]
+enum Counts {
+    Wide(Histogram<u64>),
+    Narrow(Histogram<u32>),
 }
 
 impl Default for LatencyHistogram {
@@ -52,12 +61,39 @@ impl Default for LatencyHistogram {
     }
 }
 
+/// Records `n` values of `nanos` (already clamped to [`LATENCY_MAX`]), growing a histogram
+/// that grows; the saturating form only serves values below its lowest discernible value.
+#[inline]
+fn record_into<T: hdrhistogram::Counter>(h: &mut Histogram<T>, nanos: u64, n: T) {
+    if h.record_n(nanos, n).is_err() {
+        h.saturating_record_n(nanos, n);
+    }
+}
+
+/// The same values with 64-bit counts.
+fn widen(narrow: &Histogram<u32>) -> Histogram<u64> {
+    let mut wide = Histogram::new_with_bounds(narrow.low(), narrow.high(), narrow.sigfig())
+        .expect("the bounds of a valid histogram are valid");
+    wide.auto(true);
+    // Same bounds and precision: each bin's highest value lands in the same bin.
+    for bin in narrow.iter_recorded() {
+        record_into(
+            &mut wide,
+            bin.value_iterated_to(),
+            u64::from(bin.count_at_value()),
+        );
+    }
+    wide
+}
+
 impl LatencyHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
         LatencyHistogram {
-            histogram: Histogram::new_with_bounds(1, LATENCY_MAX.as_nanos(), 3)
-                .expect("static histogram bounds are valid"),
+            counts: Counts::Wide(
+                Histogram::new_with_bounds(1, LATENCY_MAX.as_nanos(), 3)
+                    .expect("static histogram bounds are valid"),
+            ),
             clamped: 0,
         }
     }
@@ -70,7 +106,7 @@ impl LatencyHistogram {
             Histogram::new_with_bounds(1_000, 2_000, 2).expect("static histogram bounds are valid");
         histogram.auto(true);
         LatencyHistogram {
-            histogram,
+            counts: Counts::Narrow(histogram),
             clamped: 0,
         }
     }
@@ -78,18 +114,11 @@ impl LatencyHistogram {
     /// Records one latency.
     #[inline]
     pub fn record(&mut self, latency: SimDuration) {
-        let nanos = latency.as_nanos().max(1);
-        if nanos > LATENCY_MAX.as_nanos() {
-            self.clamped += 1;
-        }
-        let nanos = nanos.min(LATENCY_MAX.as_nanos());
-        // `record` grows a compact histogram to the value; `saturating_record` would not.
-        if self.histogram.record(nanos).is_err() {
-            self.histogram.saturating_record(nanos);
-        }
+        self.record_n(latency, 1);
     }
 
     /// Records `n` values of `latency` (nothing when `n` is zero).
+    #[inline]
     pub fn record_n(&mut self, latency: SimDuration, n: u64) {
         if n == 0 {
             return;
@@ -99,14 +128,26 @@ impl LatencyHistogram {
             self.clamped += n;
         }
         let nanos = nanos.min(LATENCY_MAX.as_nanos());
-        if self.histogram.record_n(nanos, n).is_err() {
-            self.histogram.saturating_record_n(nanos, n);
+        match &mut self.counts {
+            Counts::Narrow(h) => match u32::try_from(h.len().saturating_add(n)) {
+                // The total bounds every count, so a total that fits keeps every count exact.
+                Ok(_) => record_into(h, nanos, n as u32),
+                Err(_) => {
+                    let mut wide = widen(h);
+                    record_into(&mut wide, nanos, n);
+                    self.counts = Counts::Wide(wide);
+                }
+            },
+            Counts::Wide(h) => record_into(h, nanos, n),
         }
     }
 
     /// Values recorded.
     pub fn count(&self) -> u64 {
-        self.histogram.len()
+        match &self.counts {
+            Counts::Wide(h) => h.len(),
+            Counts::Narrow(h) => h.len(),
+        }
     }
 
     /// Values above [`LATENCY_MAX`], recorded as the maximum.
@@ -116,31 +157,56 @@ impl LatencyHistogram {
 
     /// The value at quantile `q` (0 ≤ q ≤ 1), within the histogram's precision; zero when empty.
     pub fn quantile(&self, q: f64) -> SimDuration {
-        if self.histogram.is_empty() {
+        if self.count() == 0 {
             return SimDuration::ZERO;
         }
-        SimDuration::from_nanos(self.histogram.value_at_quantile(q))
+        SimDuration::from_nanos(match &self.counts {
+            Counts::Wide(h) => h.value_at_quantile(q),
+            Counts::Narrow(h) => h.value_at_quantile(q),
+        })
     }
 
     /// The mean; zero when empty.
     pub fn mean(&self) -> SimDuration {
-        SimDuration::from_nanos_f64(self.histogram.mean())
+        SimDuration::from_nanos_f64(match &self.counts {
+            Counts::Wide(h) => h.mean(),
+            Counts::Narrow(h) => h.mean(),
+        })
     }
 
     /// The largest value (within precision); zero when empty.
     pub fn max(&self) -> SimDuration {
-        SimDuration::from_nanos(self.histogram.max())
+        SimDuration::from_nanos(match &self.counts {
+            Counts::Wide(h) => h.max(),
+            Counts::Narrow(h) => h.max(),
+        })
     }
 
     /// The smallest value (within precision); zero when empty.
     pub fn min(&self) -> SimDuration {
-        SimDuration::from_nanos(self.histogram.min())
+        SimDuration::from_nanos(match &self.counts {
+            Counts::Wide(h) => h.min(),
+            Counts::Narrow(h) => h.min(),
+        })
     }
 
     /// Adds all of `other`'s values to this histogram.
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        self.histogram
-            .add(&other.histogram)
+        let other_narrow;
+        let source = match &other.counts {
+            Counts::Wide(h) => h,
+            Counts::Narrow(h) => {
+                other_narrow = widen(h);
+                &other_narrow
+            }
+        };
+        if let Counts::Narrow(h) = &self.counts {
+            self.counts = Counts::Wide(widen(h));
+        }
+        let Counts::Wide(h) = &mut self.counts else {
+            unreachable!("widened above");
+        };
+        h.add(source)
             .expect("histograms with equal bounds always merge");
         self.clamped += other.clamped;
     }
@@ -353,6 +419,51 @@ mod tests {
         assert!(within(full.quantile(0.99), 991.0));
         compact.merge(&full);
         assert_eq!(compact.count(), 2002);
+    }
+
+    #[test]
+    fn a_compact_histogram_widens_its_counts_before_one_could_saturate() {
+        let mut compact = LatencyHistogram::compact();
+        let ms = SimDuration::from_millis(5);
+        compact.record_n(ms, u64::from(u32::MAX) - 1);
+        compact.record(SimDuration::from_millis(50));
+        assert!(matches!(compact.counts, Counts::Narrow(_)));
+        // The total would pass u32::MAX: the counts widen, and nothing saturates.
+        compact.record_n(ms, 3);
+        assert!(matches!(compact.counts, Counts::Wide(_)));
+        assert_eq!(compact.count(), u64::from(u32::MAX) + 3);
+        compact.record_n(ms, u64::from(u32::MAX));
+        assert_eq!(compact.count(), 2 * u64::from(u32::MAX) + 3);
+        let within = |d: SimDuration, ms: f64| (d.as_millis_f64() - ms).abs() <= ms * 0.01;
+        assert!(
+            within(compact.quantile(0.5), 5.0),
+            "{}",
+            compact.quantile(0.5)
+        );
+        assert!(within(compact.max(), 50.0), "{}", compact.max());
+    }
+
+    #[test]
+    fn widening_keeps_every_figure_of_a_compact_histogram() {
+        let mut narrow = LatencyHistogram::compact();
+        for us in (1..5_000u64).map(|i| i * i % 7_919 * 37 + 900) {
+            narrow.record(SimDuration::from_micros(us));
+        }
+        let Counts::Narrow(h) = &narrow.counts else {
+            panic!("a compact histogram starts narrow");
+        };
+        let wide = LatencyHistogram {
+            counts: Counts::Wide(widen(h)),
+            clamped: narrow.clamped,
+        };
+        assert_eq!(wide.count(), narrow.count());
+        for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0] {
+            assert_eq!(wide.quantile(q), narrow.quantile(q), "quantile {q}");
+        }
+        assert_eq!(
+            (wide.min(), wide.max(), wide.mean()),
+            (narrow.min(), narrow.max(), narrow.mean())
+        );
     }
 
     #[test]
