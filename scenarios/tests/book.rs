@@ -575,3 +575,479 @@ fn first_scenario_says_what_each_step_shows() {
     assert_eq!(db.breakers[0].state, "closed");
     assert!(three.passed());
 }
+
+fn ratio_percent(r: &Report, from_s: f64, to_s: f64) -> String {
+    format!("{:.1}%", 100.0 * r.goodput_ratio_between(from_s, to_s))
+}
+
+#[test]
+fn the_retry_storm_story_is_what_the_library_shows() {
+    let page = "failures/retry-storm.md";
+    let r = library_run("retry-storm", None);
+    let db = service(&r, "db");
+    claim(
+        page,
+        format!(
+            "The clients made {:.2} attempts per request, and the api made {:.2} database \
+             attempts per call: the database received {:.2} attempts per request offered",
+            r.summary.amplification,
+            call(&r, "services.api.calls[0]").amplification,
+            db.load_factor
+        ),
+    );
+    assert_eq!(db.queue_depth_max, 1000);
+    // Full from the slowdown to the end: every bucket from 12s on has a full queue at its peak.
+    assert!(
+        r.series
+            .iter()
+            .filter(|b| b.t_s >= 12.0)
+            .all(|b| b.services[1].queue_max >= 999.0)
+    );
+    claim(
+        page,
+        format!("it spent {:.1}s of worker time", db.wasted_work_s),
+    );
+    claim(
+        page,
+        format!(
+            "from 40s to the end, {} of the requests succeed",
+            ratio_percent(&r, 40.0, 60.0)
+        ),
+    );
+    assert!(
+        r.goodput_ratio_between(20.0, 60.0) < 0.01,
+        "it never comes back"
+    );
+
+    let jitter = library_run("retry-storm-full-jitter", None);
+    claim(
+        page,
+        format!(
+            "The database still receives {:.2} attempts per offered request",
+            service(&jitter, "db").load_factor
+        ),
+    );
+    assert!(jitter.goodput_ratio_between(40.0, 60.0) < 0.01);
+
+    let budget = library_run("retry-storm-budget", None);
+    claim(
+        page,
+        format!(
+            "receives {:.2} attempts per offered request instead of {:.2}. The budget refused \
+             {} retries at the client and {} at the api",
+            service(&budget, "db").load_factor,
+            db.load_factor,
+            call(&budget, "clients.users.call").counts.budget_exhausted,
+            call(&budget, "services.api.calls[0]")
+                .counts
+                .budget_exhausted
+        ),
+    );
+    let recovered = &budget.expectations[0];
+    assert!(recovered.pass);
+    claim(
+        page,
+        format!(
+            "recovered {} the slowdown ended",
+            recovered.observed.trim_start_matches("recovered ")
+        ),
+    );
+}
+
+#[test]
+fn the_cascading_failure_story_is_what_the_library_shows() {
+    let page = "failures/cascading-failure.md";
+    let r = library_run("cascading-failure", None);
+    claim(
+        page,
+        format!(
+            "Only {:.0}% of requests reach the database (`load {:.2}`)",
+            100.0 * service(&r, "db").load_factor,
+            service(&r, "db").load_factor
+        ),
+    );
+    let api = service(&r, "api");
+    claim(
+        page,
+        format!(
+            "between 12s and 30s only {} of the requests succeed",
+            ratio_percent(&r, 12.0, 30.0)
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "{} requests are refused at its door",
+            api.failed_by_reason["queue_full"]
+        ),
+    );
+    claim(
+        page,
+        format!("ejected api replicas {} times", api.ejections),
+    );
+    assert!(r.goodput_ratio_between(31.0, 45.0) > 0.95);
+
+    let fixed = library_run("cascading-failure-mitigated", None);
+    claim(
+        page,
+        format!(
+            "Between 12s and 30s, {} of the requests succeed instead of {}",
+            ratio_percent(&fixed, 12.0, 30.0),
+            ratio_percent(&r, 12.0, 30.0)
+        ),
+    );
+}
+
+#[test]
+fn the_metastable_story_is_what_the_library_shows() {
+    let page = "failures/metastable-failure.md";
+    let r = library_run("metastable-retry", None);
+    claim(
+        page,
+        format!(
+            "Before the spike, {} of the requests succeed",
+            ratio_percent(&r, 0.0, 10.0)
+        ),
+    );
+    let api = service(&r, "api");
+    assert_eq!(api.queue_depth_max, 500);
+    claim(
+        page,
+        format!(
+            "the api receives {:.2} attempts per offered request",
+            api.load_factor
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "from 40s to the end of the run {} of the requests succeed",
+            ratio_percent(&r, 40.0, 60.0)
+        ),
+    );
+    let wait = api.wait_ms_mean.unwrap();
+    assert!(wait > 200.0);
+    claim(page, format!("its mean wait is {wait:.1}ms"));
+    claim(
+        page,
+        format!("it spent {:.1}s of worker time", api.wasted_work_s),
+    );
+
+    let budget = library_run("metastable-retry-budget", None);
+    let codel = library_run("metastable-retry-codel", None);
+    let back = |r: &Report| {
+        r.expectations[0]
+            .observed
+            .trim_start_matches("recovered ")
+            .trim_end_matches(" after")
+            .to_string()
+    };
+    claim(
+        page,
+        format!(
+            "With the budget, {} of all requests succeed and the service is back above 90% \
+             success {} after the spike; with CoDel, {} succeed",
+            percent(budget.summary.successes, budget.summary.offered),
+            back(&budget),
+            percent(codel.summary.successes, codel.summary.offered)
+        ),
+    );
+    claim(page, format!("(back {} after)", back(&codel)));
+    assert!(service(&budget, "api").load_factor < 1.1);
+}
+
+#[test]
+fn the_thundering_herd_story_is_what_the_library_shows() {
+    let page = "failures/thundering-herd.md";
+    let r = library_run("thundering-herd", None);
+    let failed = r.summary.failures_by_reason["queue_full"];
+    assert_eq!(r.summary.failures, failed);
+    claim(
+        page,
+        format!(
+            "{failed} requests fail with `queue_full` after spending all five attempts, although \
+             the api is busy only {:.1}% of the time",
+            100.0 * service(&r, "api").utilisation
+        ),
+    );
+    // The waves: from 10s, a full bucket then an empty one, five times.
+    let queue: Vec<f64> = r.series.iter().map(|b| b.services[0].queue_max).collect();
+    for wave in 0..5 {
+        let at = 20 + 2 * wave;
+        assert!(
+            queue[at] >= 20.0 && queue[at + 1] < 5.0,
+            "{wave}: {queue:?}"
+        );
+    }
+    let jitter = library_run("thundering-herd-full-jitter", None);
+    claim(
+        page,
+        format!(
+            "{} requests fail instead of {failed}",
+            jitter.summary.failures
+        ),
+    );
+    assert!(jitter.summary.attempts < r.summary.attempts);
+
+    let cache = library_run("thundering-herd-cache", None);
+    claim(
+        page,
+        format!(
+            "the database's queue climbs to {}, api workers pile up waiting on it, and between \
+             10s and 14s only {} of the requests succeed",
+            service(&cache, "db").queue_depth_max,
+            ratio_percent(&cache, 10.0, 14.0)
+        ),
+    );
+    let coalesced = library_run("thundering-herd-cache-coalesced", None);
+    claim(
+        page,
+        format!(
+            "Between 10s and 14s, {} of the requests succeed, and the database's queue never \
+             holds more than {} requests",
+            ratio_percent(&coalesced, 10.0, 14.0),
+            service(&coalesced, "db").queue_depth_max
+        ),
+    );
+}
+
+fn client<'a>(r: &'a Report, name: &str) -> &'a scenarios::report::ClientReport {
+    r.clients.iter().find(|c| c.name == name).unwrap()
+}
+
+fn client_percent(r: &Report, name: &str) -> String {
+    let c = client(r, name);
+    percent(c.successes, c.offered)
+}
+
+fn p99(c: &scenarios::report::ClientReport) -> String {
+    format!("{:.1}ms", c.latency_ms.as_ref().unwrap().p99)
+}
+
+#[test]
+fn the_retries_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/retries.md";
+    let r = book_run("retries.ron");
+    claim(
+        page,
+        format!(
+            "Without retries, {} of the requests succeed, the 70% the error rate allows. With 3 \
+             attempts, {} succeed",
+            client_percent(&r, "once"),
+            client_percent(&r, "retrying")
+        ),
+    );
+    let a = call(&r, "clients.retrying.call").amplification;
+    assert!((a - 1.39).abs() < 0.05, "close to 1 + 0.3 + 0.09: {a}");
+    claim(page, format!("The price is {a:.2} attempts per request"));
+    claim(
+        page,
+        format!(
+            "({} against {})",
+            p99(client(&r, "retrying")),
+            p99(client(&r, "once"))
+        ),
+    );
+}
+
+#[test]
+fn the_retry_budgets_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/retry-budgets.md";
+    let r = book_run("retry-budgets.ron");
+    let plain = call(&r, "clients.plain.call");
+    let budgeted = call(&r, "clients.budgeted.call");
+    claim(
+        page,
+        format!(
+            "the plain client made {:.2} attempts per request (three per request during the \
+             outage) and the budgeted one {:.2}: the budget refused {} retries",
+            plain.amplification, budgeted.amplification, budgeted.counts.budget_exhausted
+        ),
+    );
+    // During the outage (5s–15s) every attempt fails, and the plain client tries three times:
+    // its service receives three attempts per request offered in those buckets.
+    assert!(r.goodput_ratio_between(6.0, 14.0) == 0.0);
+    let arrivals = |i: usize| -> u64 {
+        r.series
+            .iter()
+            .filter(|b| (6.0..14.0).contains(&b.t_s))
+            .map(|b| b.services[i].arrivals)
+            .sum()
+    };
+    let offered: u64 = r
+        .series
+        .iter()
+        .filter(|b| (6.0..14.0).contains(&b.t_s))
+        .map(|b| b.offered)
+        .sum();
+    // api-a (index 0) gets three attempts per request of the plain client, about half of the
+    // offered requests.
+    let per_request = arrivals(0) as f64 / (offered as f64 / 2.0);
+    assert!((2.8..3.2).contains(&per_request), "{per_request}");
+    claim(
+        page,
+        format!(
+            "{} of the plain client's requests succeeded against {} of the budgeted one's",
+            client_percent(&r, "plain"),
+            client_percent(&r, "budgeted")
+        ),
+    );
+    assert!(r.goodput_ratio_between(16.0, 20.0) > 0.999);
+    assert!(r.passed());
+}
+
+#[test]
+fn the_timeouts_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/timeouts.md";
+    let r = book_run("timeouts.ron");
+    claim(
+        page,
+        format!("The patient client's p99 is {}", p99(client(&r, "patient"))),
+    );
+    claim(
+        page,
+        format!("The bounded client's is {}", p99(client(&r, "bounded"))),
+    );
+    let failed = client(&r, "bounded").failures;
+    claim(page, format!("Only {failed} requests failed"));
+    assert_eq!(client(&r, "patient").failures, 0);
+    claim(
+        page,
+        format!(
+            "The first api's workers are busy {:.1}% of the time, most of it waiting for the slow \
+             tail; the second's {:.1}%",
+            100.0 * service(&r, "api-a").utilisation,
+            100.0 * service(&r, "api-b").utilisation
+        ),
+    );
+    assert!(service(&r, "db-b").cancelled > 0);
+}
+
+#[test]
+fn the_circuit_breakers_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/circuit-breakers.md";
+    let r = book_run("circuit-breakers.ron");
+    let plain = client(&r, "plain");
+    let guarded = client(&r, "breaker");
+    claim(
+        page,
+        format!(
+            "the first api's queue grows to {} requests, {} requests time out at the client, and \
+             the client's p99 is {}",
+            service(&r, "api-a").queue_depth_max,
+            plain.failures_by_reason["timeout"],
+            p99(plain)
+        ),
+    );
+    let db = call(&r, "services.api-b.calls[0]");
+    let breaker = &db.breakers[0];
+    claim(
+        page,
+        format!(
+            "the breaker opens at {}s and refuses {} calls at once",
+            breaker.transitions[0].t_s, db.rejected_by_reason["breaker_open"]
+        ),
+    );
+    claim(page, format!("its client's p99 is {}", p99(guarded)));
+    assert!(!guarded.failures_by_reason.contains_key("timeout"));
+    assert_eq!(breaker.state, "closed");
+    claim(
+        page,
+        format!(
+            "more successes ({} against {})",
+            plain.successes, guarded.successes
+        ),
+    );
+    assert!(r.passed());
+}
+
+#[test]
+fn the_bulkheads_chapter_is_what_the_library_shows() {
+    let page = "patterns/bulkheads.md";
+    let shared = library_run("bulkhead-isolation", None);
+    claim(
+        page,
+        format!(
+            "Between 12s and 30s only {} of the requests succeed",
+            ratio_percent(&shared, 12.0, 30.0)
+        ),
+    );
+    assert!(shared.summary.failures_by_reason["queue_full"] > 0);
+    let separate = library_run("bulkhead-isolation-separate", None);
+    claim(
+        page,
+        format!(
+            "Between 12s and 30s, {} succeed",
+            ratio_percent(&separate, 12.0, 30.0)
+        ),
+    );
+    assert!(call(&separate, "services.frontend.calls[1]").rejected_by_reason["bulkhead_full"] > 0);
+}
+
+#[test]
+fn the_load_shedding_chapter_is_what_the_library_shows() {
+    let page = "patterns/load-shedding.md";
+    let none = library_run("shedding-codel-vs-pid-none", None);
+    claim(
+        page,
+        format!(
+            "With no shedding, {} of the requests offered between 15s and 40s succeed",
+            ratio_percent(&none, 15.0, 40.0)
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "the api does {:.1}s of wasted work",
+            service(&none, "api").wasted_work_s
+        ),
+    );
+    let codel = library_run("shedding-codel-vs-pid-codel", None);
+    let pid = library_run("shedding-codel-vs-pid-pid", None);
+    let p = |r: &Report| format!("{:.1}ms", r.summary.latency_ms.as_ref().unwrap().p99);
+    claim(
+        page,
+        format!(
+            "Between 15s and 40s, CoDel serves {} of the requests and the PID shedder {}",
+            ratio_percent(&codel, 15.0, 40.0),
+            ratio_percent(&pid, 15.0, 40.0)
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "the p99 is {} and {} instead of {}",
+            p(&codel),
+            p(&pid),
+            p(&none)
+        ),
+    );
+}
+
+#[test]
+fn the_rate_limiters_chapter_is_what_the_library_shows() {
+    let page = "patterns/rate-limiters.md";
+    let r = library_run("limiter-comparison", None);
+    // The most requests each limiter let through in any one second (ten 100ms buckets).
+    let most_in_a_second = |name: &str| {
+        let i = r.services.iter().position(|s| s.name == name).unwrap();
+        let ok: Vec<u64> = r.series.iter().map(|b| b.services[i].ok).collect();
+        ok.windows(10).map(|w| w.iter().sum::<u64>()).max().unwrap()
+    };
+    claim(
+        page,
+        format!(
+            "The fixed window lets {} requests through in one second",
+            most_in_a_second("fixed-window")
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "let at most {}, {} and {} through in any one second",
+            most_in_a_second("sliding-counter"),
+            most_in_a_second("token-bucket"),
+            most_in_a_second("gcra")
+        ),
+    );
+}
