@@ -1051,3 +1051,100 @@ fn the_rate_limiters_chapter_is_what_the_library_shows() {
         ),
     );
 }
+
+#[test]
+fn the_verification_chapter_agrees_with_queueing_theory() {
+    use sim_core::queueing::{erlang_c, mmc_mean_wait};
+    let page = "verification.md";
+    let r = book_run("queueing.ron");
+    for (name, workers, lambda) in [("mm1", 1u32, 50.0), ("mm4", 4, 300.0)] {
+        let mu = 100.0;
+        let s = service(&r, name);
+        let rho = lambda / (mu * f64::from(workers));
+        let waits = erlang_c(workers, lambda / mu);
+        let wq_ms = 1000.0 * mmc_mean_wait(workers, lambda, mu);
+        let measured_wq = s.wait_ms_mean.unwrap();
+        let measured_waits = s.waited_ratio.unwrap();
+        assert!(
+            (measured_wq / wq_ms - 1.0).abs() < 0.03,
+            "{name}: {measured_wq} vs {wq_ms}"
+        );
+        assert!(
+            (measured_waits - waits).abs() < 0.01,
+            "{name}: {measured_waits} vs {waits}"
+        );
+        assert!(
+            (s.utilisation - rho).abs() < 0.005,
+            "{name}: {} vs {rho}",
+            s.utilisation
+        );
+        claim(
+            page,
+            format!(
+                "| {:.1}% | {:.1}% | {:.1}% | {:.2}ms | {:.1}ms |",
+                100.0 * rho,
+                100.0 * waits,
+                100.0 * measured_waits,
+                wq_ms,
+                measured_wq
+            ),
+        );
+        // Little's law on the queue.
+        assert!((s.queue_depth_mean - lambda * wq_ms / 1000.0).abs() < 0.1);
+    }
+}
+
+#[test]
+fn the_replay_chapter_is_what_the_runs_show() {
+    let page = "replaying.md";
+    let path = src().join("scenarios/replay.ron");
+    let scenario = load(&path.display().to_string()).unwrap();
+    let failing: Vec<u64> = (1..=20)
+        .filter(|&seed| {
+            let options = RunOptions {
+                seed: Some(seed),
+                ..RunOptions::default()
+            };
+            !run(&scenario, "replay.ron", &options)
+                .unwrap()
+                .report
+                .passed()
+        })
+        .collect();
+    assert_eq!(failing, [19]);
+    claim(page, "One seed in twenty fails.");
+    let options = |bucket: Option<&str>| RunOptions {
+        seed: Some(19),
+        bucket: bucket.map(|b| b.parse().unwrap()),
+        ..RunOptions::default()
+    };
+    let r = run(&scenario, "replay.ron", &options(Some("500ms")))
+        .unwrap()
+        .report;
+    let same = run(&scenario, "replay.ron", &options(None)).unwrap().report;
+    assert_eq!(
+        r.digest, same.digest,
+        "the bucket width changes only the report"
+    );
+    claim(
+        page,
+        format!(
+            "The expectation fails with a p99 of {:.1}ms",
+            r.summary.latency_ms.as_ref().unwrap().p99
+        ),
+    );
+    let api = service(&r, "api");
+    let peak = r
+        .series
+        .iter()
+        .max_by(|a, b| a.services[0].queue_max.total_cmp(&b.services[0].queue_max))
+        .unwrap();
+    assert!((4.0..5.0).contains(&peak.t_s), "{}", peak.t_s);
+    claim(
+        page,
+        format!(
+            "the queue peaks at {} requests in the buckets from 4s to 5s",
+            api.queue_depth_max
+        ),
+    );
+}
