@@ -1148,3 +1148,53 @@ fn the_replay_chapter_is_what_the_runs_show() {
         ),
     );
 }
+
+#[test]
+fn the_hedging_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/hedging.md";
+    let r = book_run("hedging.ron");
+    claim(
+        page,
+        format!("The single client's p99 is {}", p99(client(&r, "single"))),
+    );
+    let hedged = call(&r, "clients.hedged.call");
+    claim(
+        page,
+        format!(
+            "The hedged client's is {}, for {:.2} attempts per request: {} hedges were sent and {} \
+             of them answered first",
+            p99(client(&r, "hedged")),
+            hedged.amplification,
+            hedged.counts.hedges,
+            hedged.counts.hedge_wins
+        ),
+    );
+    assert!(service(&r, "api-b").cancelled > 0);
+    assert!(r.passed());
+}
+
+#[test]
+fn the_fallbacks_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/fallbacks.md";
+    let r = book_run("fallbacks.ron");
+    let strict = client(&r, "strict");
+    claim(
+        page,
+        format!(
+            "{} errors, {} of its requests succeed",
+            strict.failures_by_reason["error"],
+            percent(strict.successes, strict.offered)
+        ),
+    );
+    let degrading = client(&r, "degrading");
+    assert_eq!(degrading.failures, 0);
+    let c = call(&r, "clients.degrading.call");
+    claim(
+        page,
+        format!(
+            "{} from the last good answer during the first 5s of the outage, and {} with the \
+             static default",
+            c.counts.fallback_cache, c.counts.fallback_static
+        ),
+    );
+}
