@@ -419,6 +419,7 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
             });
     let run_bucket = figures.buckets.get(i).copied().unwrap_or_default();
     let bins = run_bucket.latency;
+    let latency_max = SimDuration::from_nanos(run_bucket.latency_max_ns);
     // The last bucket may end early, with the run.
     let start = figures.bucket * i as u64;
     let length = (figures.end - SimTime::ZERO)
@@ -439,10 +440,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         goodput_per_s: round3(total.completed_ok as f64 / length.as_secs_f64().max(1e-9)),
         latency_ms_mean: (total.successes > 0)
             .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
-        latency_ms_p50: bins.quantile(0.5).map(ms),
-        latency_ms_p99: bins.quantile(0.99).map(ms),
-        latency_ms_max: (total.successes > 0)
-            .then(|| ms(SimDuration::from_nanos(run_bucket.latency_max_ns))),
+        // A bin's upper edge can lie above every latency in it: no quantile exceeds the max.
+        latency_ms_p50: bins.quantile(0.5).map(|q| ms(q.min(latency_max))),
+        latency_ms_p99: bins.quantile(0.99).map(|q| ms(q.min(latency_max))),
+        latency_ms_max: (total.successes > 0).then(|| ms(latency_max)),
         clients: figures
             .clients
             .iter()

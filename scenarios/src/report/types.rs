@@ -281,11 +281,12 @@ pub struct SeriesRow {
     /// Mean latency of the successes among the requests offered in the bucket, in
     /// milliseconds (`null` without successes).
     pub latency_ms_mean: Option<f64>,
-    /// Median of the same, in milliseconds (the upper edge of its log bin, like the p99;
-    /// `null` without successes).
+    /// Median of the same, in milliseconds (bounded like the p99; `null` without
+    /// successes).
     pub latency_ms_p50: Option<f64>,
-    /// 99th percentile of the same, in milliseconds (the upper edge of its log bin: within
-    /// 25% above the true value; `null` without successes).
+    /// 99th percentile of the same, in milliseconds (the upper edge of its log bin, or the
+    /// longest latency when that is lower: within 25% above the true value; `null` without
+    /// successes).
     pub latency_ms_p99: Option<f64>,
     /// The longest of the same, in milliseconds (exact; `null` without successes).
     pub latency_ms_max: Option<f64>,
