@@ -15,8 +15,9 @@
 //!
 //! Memory: a client's figures are a latency histogram (compact, two significant digits grown
 //! to the largest latency seen, when a scenario has more than 64 clients) and five counters
-//! per bucket; a service's are counters,
-//! two histograms and a few numbers per bucket. Nothing grows with the number of requests.
+//! per bucket; a service's are counters, two histograms, three gauges and its refusals by
+//! reason per bucket; a call site's are counters and four counts per bucket (per replica of
+//! the calling service while running). Nothing grows with the number of requests.
 
 use patterns::breaker::StateKind;
 use sim_core::metrics::{GaugeBucket, LatencyHistogram};
@@ -373,6 +374,11 @@ pub struct ServiceBucket {
     pub queue: GaugeBucket,
     /// Busy workers over the replicas (time-weighted mean and maximum).
     pub busy: GaugeBucket,
+    /// Workers of the replicas that are up, under any capacity drop (time-weighted mean and
+    /// maximum): what `busy` can reach.
+    pub capacity: GaugeBucket,
+    /// Attempts the service refused or failed, per reason, by the bucket of their answer.
+    pub failed: ReasonCounts,
 }
 
 /// Figures of one service.
@@ -419,6 +425,29 @@ pub struct BreakerFigures {
     pub transitions: Vec<BreakerTransition>,
 }
 
+/// One report bucket of a call site, by the bucket in which each thing happened.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SiteBucket {
+    /// Attempts started (first attempts, retries and hedges).
+    pub attempts: u64,
+    /// Retries scheduled.
+    pub retries: u64,
+    /// Retries refused by the budget.
+    pub budget_exhausted: u64,
+    /// Attempts the caller stopped waiting for.
+    pub timeouts: u64,
+}
+
+impl SiteBucket {
+    /// Adds the counts of another instance of the same call site.
+    pub fn absorb(&mut self, other: &SiteBucket) {
+        self.attempts += other.attempts;
+        self.retries += other.retries;
+        self.budget_exhausted += other.budget_exhausted;
+        self.timeouts += other.timeouts;
+    }
+}
+
 /// Figures of one call site.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallSiteFigures {
@@ -434,6 +463,9 @@ pub struct CallSiteFigures {
     pub counts: CallStats,
     /// Its breakers, outermost first, one set per replica of the calling service.
     pub breakers: Vec<BreakerFigures>,
+    /// One entry per report bucket, summed over the replicas of the calling service; may be
+    /// shorter than the run (missing buckets are all zero).
+    pub buckets: Vec<SiteBucket>,
 }
 
 /// One report bucket over all clients.
@@ -441,6 +473,17 @@ pub struct CallSiteFigures {
 pub struct RunBucket {
     /// Latencies of the successes among the requests offered in the bucket.
     pub latency: LatencyBins,
+    /// The longest of them, in nanoseconds (0 without successes).
+    pub latency_max_ns: u64,
+}
+
+impl RunBucket {
+    /// Counts the latency of one success.
+    #[inline]
+    pub fn record(&mut self, latency: SimDuration) {
+        self.latency.record(latency);
+        self.latency_max_ns = self.latency_max_ns.max(latency.as_nanos());
+    }
 }
 
 /// Everything a finished run measured.

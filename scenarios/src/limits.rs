@@ -2,10 +2,10 @@
 //! estimate of what a run needs ([`footprint`]).
 //!
 //! Some of a run's memory is fixed by the file before the first event: the report series
-//! (one entry per bucket for each client and each service), the closed-loop users (each one
-//! starts with a scheduled event and holds at most one request), each replica's state, and
-//! the windows of its patterns (a breaker's ring of outcomes, a throttle's buckets, a sliding
-//! log's entries), which fill up as calls go through them. Validation estimates these from the
+//! (one entry per bucket for each client, each service and each call site), the closed-loop
+//! users (each one starts with a scheduled event and holds at most one request), each
+//! replica's state, and the windows of its patterns (a breaker's ring of outcomes, a
+//! throttle's buckets, a sliding log's entries), which fill up as calls go through them. Validation estimates these from the
 //! file and refuses a scenario whose total is over [`Limits::memory_max`], naming the field
 //! that makes it large and a value that fits. What grows with traffic while running (requests
 //! in flight) is bounded by the event budget instead.
@@ -21,11 +21,17 @@ use sim_core::{Rate, SimDuration};
 use std::fmt;
 
 /// Report series, per bucket, whatever the topology (the row of the report).
-const SERIES_BUCKET_BYTES: u64 = 128;
-/// Report series, per bucket and client (four counts and a latency histogram of 128 bins).
-const SERIES_CLIENT_BUCKET_BYTES: u64 = 576;
-/// Report series, per bucket and service (two gauges, two counts, the report's point).
-const SERIES_SERVICE_BUCKET_BYTES: u64 = 192;
+const SERIES_BUCKET_BYTES: u64 = 192;
+/// Report series, per bucket and client (four counts and a latency histogram of 128 bins,
+/// the report's point).
+const SERIES_CLIENT_BUCKET_BYTES: u64 = 704;
+/// Report series, per bucket and service (three gauges, two counts, refusals by reason, the
+/// report's point).
+const SERIES_SERVICE_BUCKET_BYTES: u64 = 512;
+/// Report series, per bucket and call site (four counts, the report's point).
+const SERIES_CALL_BUCKET_BYTES: u64 = 192;
+/// Report series, per bucket and call site instance (a replica's own four counts).
+const SERIES_CALL_INSTANCE_BUCKET_BYTES: u64 = 32;
 /// One closed-loop user: its first event (measured 188 bytes) and its one request in flight.
 const USER_BYTES: u64 = 512;
 /// One replica without calls (measured 4.4 KB).
@@ -148,9 +154,19 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
     let clients = s.clients.len() as u64;
     let services = s.services.len() as u64;
     let buckets = s.duration.as_nanos().div_ceil(s.bucket.as_nanos().max(1));
+    // A client's call site has one instance; a service's has one per replica.
+    let (sites, instances) = s.services.values().fold((clients, clients), |(n, i), sv| {
+        let calls = sv.calls.len() as u64;
+        (
+            n.saturating_add(calls),
+            i.saturating_add(calls.saturating_mul(u64::from(sv.replicas))),
+        )
+    });
     let bytes_per_bucket = SERIES_BUCKET_BYTES
         .saturating_add(clients.saturating_mul(SERIES_CLIENT_BUCKET_BYTES))
-        .saturating_add(services.saturating_mul(SERIES_SERVICE_BUCKET_BYTES));
+        .saturating_add(services.saturating_mul(SERIES_SERVICE_BUCKET_BYTES))
+        .saturating_add(sites.saturating_mul(SERIES_CALL_BUCKET_BYTES))
+        .saturating_add(instances.saturating_mul(SERIES_CALL_INSTANCE_BUCKET_BYTES));
     parts.push(Part {
         field: "bucket".to_string(),
         bytes: buckets.saturating_mul(bytes_per_bucket),

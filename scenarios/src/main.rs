@@ -7,8 +7,8 @@ use clap::{Args, Parser, Subcommand};
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
 use scenarios::load::{load_with, parse_with};
-use scenarios::report::Format;
-use scenarios::{RunOptions, Scenario, ScenarioError, run};
+use scenarios::report::{Format, render};
+use scenarios::{Report, RunOptions, Scenario, ScenarioError, run};
 use sim_core::{Rate, SimDuration};
 use std::process::ExitCode;
 
@@ -99,6 +99,13 @@ struct RunArgs {
     /// Also write the time series to DIR/series.csv (as `--format csv` prints it).
     #[arg(long, value_name = "DIR")]
     csv: Option<String>,
+    /// Also write one SVG chart per figure to DIR (traffic, latency, each service, breakers,
+    /// call sites, expectations).
+    #[arg(long, value_name = "DIR")]
+    svg: Option<String>,
+    /// Also write one self-contained HTML page with the report's tables and every chart.
+    #[arg(long, value_name = "FILE")]
+    html: Option<String>,
 }
 
 /// A file on disk, else a library scenario of that name, validated against `limits`.
@@ -174,6 +181,12 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
     };
     if let Some(dir) = args.csv
         && let Err(e) = write_csv(&dir, &Format::Csv.render(&report))
+    {
+        eprintln!("{e:#}");
+        return ExitCode::from(2);
+    }
+    if (args.svg.is_some() || args.html.is_some())
+        && let Err(e) = write_charts(&report, args.svg.as_deref(), args.html.as_deref())
     {
         eprintln!("{e:#}");
         return ExitCode::from(2);
@@ -290,6 +303,24 @@ fn parse_window(text: &str) -> Result<(SimDuration, SimDuration), String> {
         return Err(format!("{text:?}: the window ends before it starts"));
     }
     Ok((from, to))
+}
+
+/// The charts of `report` as DIR/NAME.svg, and the HTML page as FILE, as asked.
+fn write_charts(report: &Report, svg: Option<&str>, html: Option<&str>) -> anyhow::Result<()> {
+    let charts = render::charts(report)?;
+    if let Some(dir) = svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create directory"))?;
+        for c in &charts {
+            let path = std::path::Path::new(dir).join(format!("{}.svg", c.name));
+            std::fs::write(&path, &c.svg)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+    }
+    if let Some(file) = html {
+        std::fs::write(file, render::html(report, &charts))
+            .with_context(|| format!("{file}: cannot write"))?;
+    }
+    Ok(())
 }
 
 fn write_csv(dir: &str, text: &str) -> anyhow::Result<()> {

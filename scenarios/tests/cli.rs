@@ -1,5 +1,5 @@
 //! The `resim` binary as a user runs it: exit codes, one-line errors, the replay line, JSON,
-//! CSV, the library list and the built-in example.
+//! CSV, charts, the library list and the built-in example.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -182,6 +182,57 @@ fn csv_writes_the_series() {
         "{text}"
     );
     assert_eq!(text.lines().count(), 6, "a header and one row per second");
+}
+
+#[test]
+fn svg_and_html_write_the_charts_and_the_page() {
+    let file = write("charts.ron", SMALL);
+    let dir = scratch().join("charts-out");
+    let page = scratch().join("charts.html");
+    let o = check(&[
+        "run",
+        &file,
+        "--svg",
+        dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // The report is printed as without the flags.
+    assert!(o.stdout.starts_with("resim · small"), "{}", o.stdout);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "calls.svg",
+            "expectations.svg",
+            "latency.svg",
+            "service-s.svg",
+            "traffic.svg"
+        ]
+    );
+    let traffic = std::fs::read_to_string(dir.join("traffic.svg")).unwrap();
+    assert!(traffic.starts_with("<svg"), "{traffic}");
+    assert!(traffic.contains("slowdown s ×2"), "{traffic}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&traffic.trim().to_string()),
+        "the page holds the same chart"
+    );
+
+    // A place it cannot write is bad input, in one line.
+    let o = check(&["run", &file, "--html", "/nonexistent-dir/x.html"]);
+    assert_eq!(o.code, 2);
+    assert!(
+        o.stderr
+            .starts_with("/nonexistent-dir/x.html: cannot write"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]

@@ -4,8 +4,8 @@
 
 use scenarios::Report;
 use scenarios::figures::{
-    CallSiteFigures, CallStats, ClientBucket, ClientFigures, Figures, LatencyBins, RunBucket,
-    RunMeta, ServiceCounts, ServiceFigures,
+    CallSiteFigures, CallStats, ClientBucket, ClientFigures, Figures, RunBucket, RunMeta,
+    ServiceCounts, ServiceFigures,
 };
 use scenarios::load::parse;
 use scenarios::report::Format;
@@ -146,19 +146,30 @@ fn a_run_or_bucket_without_successes_has_no_latency() {
     let second = SimDuration::from_secs(1);
     let mut f = figures(second, vec![offered(100), offered(0)]);
     f.clients[0].buckets[0].latency_sum_ns = 100 * 20_000_000;
-    let mut bins = LatencyBins::default();
+    let mut run_bucket = RunBucket::default();
     for _ in 0..100 {
         f.latency.record(SimDuration::from_millis(20));
         f.clients[0].latency.record(SimDuration::from_millis(20));
-        bins.record(SimDuration::from_millis(20));
+        run_bucket.record(SimDuration::from_millis(20));
     }
-    f.buckets = vec![RunBucket { latency: bins }];
+    f.buckets = vec![run_bucket];
     let r = check("", &f);
     let v = json(&r);
     assert_eq!(v["series"][0]["latency_ms_mean"], 20.0);
-    assert!(v["series"][0]["latency_ms_p99"].as_f64().is_some());
-    assert!(v["series"][1]["latency_ms_mean"].is_null(), "{v}");
-    assert!(v["series"][1]["latency_ms_p99"].is_null(), "{v}");
+    assert_eq!(v["series"][0]["latency_ms_max"], 20.0);
+    // The quantiles of a bucket are the upper edges of their log bins: within 25% above.
+    for q in ["latency_ms_p50", "latency_ms_p99"] {
+        let x = v["series"][0][q].as_f64().unwrap();
+        assert!((20.0..=25.0).contains(&x), "{q}: {x}");
+    }
+    for q in [
+        "latency_ms_mean",
+        "latency_ms_p50",
+        "latency_ms_p99",
+        "latency_ms_max",
+    ] {
+        assert!(v["series"][1][q].is_null(), "{q}: {v}");
+    }
     let csv = Format::Csv.render(&r);
     assert!(csv.lines().nth(2).unwrap().ends_with(",0,,"), "{csv}");
 
@@ -281,6 +292,7 @@ fn site(path: &str, caller: &str, target: &str) -> CallSiteFigures {
         from_client: path.starts_with("clients."),
         counts: CallStats::default(),
         breakers: Vec::new(),
+        buckets: Vec::new(),
     }
 }
 

@@ -7,7 +7,7 @@ use crate::figures::{
     BreakerFigures, CallSiteFigures, ClientBucket, ClientFigures, Figures, ReasonCounts, RunMeta,
     ServiceBucket, ServiceFigures,
 };
-use crate::schema::{FaultKind, Scenario};
+use crate::schema::{FaultKind, Load, Scenario, Schedule};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime};
 
@@ -90,10 +90,15 @@ impl Report {
                 .iter()
                 .map(|s| service(s, figures, offered))
                 .collect(),
-            calls: figures.call_sites.iter().map(call).collect(),
+            calls: figures
+                .call_sites
+                .iter()
+                .map(|site| call(site, figures.end))
+                .collect(),
             series: (0..figures.bucket_count())
                 .map(|i| series_row(figures, i))
                 .collect(),
+            timeline: timeline(scenario, figures.end),
             expectations,
             network: network(scenario, figures),
             trace,
@@ -224,7 +229,7 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
     }
 }
 
-fn call(site: &CallSiteFigures) -> CallReport {
+fn call(site: &CallSiteFigures, end: SimTime) -> CallReport {
     CallReport {
         path: site.path.clone(),
         caller: site.caller.clone(),
@@ -232,11 +237,44 @@ fn call(site: &CallSiteFigures) -> CallReport {
         amplification: round3(per(site.counts.attempts, site.counts.calls)),
         counts: site.counts.clone(),
         rejected_by_reason: reasons(&site.counts.rejected),
-        breakers: site.breakers.iter().map(breaker).collect(),
+        breakers: site.breakers.iter().map(|b| breaker(b, end)).collect(),
     }
 }
 
-fn breaker(b: &BreakerFigures) -> BreakerReport {
+/// A breaker's states from zero to `end`: closed until its first transition (or `unknown`
+/// when it dropped older transitions), then each transition's target state until the next.
+fn spans(b: &BreakerFigures, end: SimTime) -> Vec<StateSpan> {
+    let dropped = b.transitions_total > b.transitions.len() as u64;
+    let mut state = match b.transitions.first() {
+        Some(_) if dropped => "unknown",
+        Some(t) => t.from.name(),
+        None => b.state.name(),
+    };
+    let mut from = SimTime::ZERO;
+    let mut out = Vec::with_capacity(b.transitions.len() + 1);
+    for t in &b.transitions {
+        let at = t.at.min(end);
+        if at > from {
+            out.push(StateSpan {
+                from_s: round3(from.as_secs_f64()),
+                to_s: round3(at.as_secs_f64()),
+                state: state.to_string(),
+            });
+        }
+        from = at;
+        state = t.to.name();
+    }
+    if end > from {
+        out.push(StateSpan {
+            from_s: round3(from.as_secs_f64()),
+            to_s: round3(end.as_secs_f64()),
+            state: state.to_string(),
+        });
+    }
+    out
+}
+
+fn breaker(b: &BreakerFigures, end: SimTime) -> BreakerReport {
     BreakerReport {
         replica: b.replica,
         state: b.state.name().to_string(),
@@ -251,7 +289,117 @@ fn breaker(b: &BreakerFigures) -> BreakerReport {
                 to: t.to.name().to_string(),
             })
             .collect(),
+        spans: spans(b, end),
     }
+}
+
+/// A factor for a label: `×4`, `×1.5`.
+fn times(factor: f64) -> String {
+    format!("×{}", round3(factor))
+}
+
+/// The scenario's faults and load spikes as windows of the run `[0, end)`, in file order
+/// (the spikes of clients' `Spike` schedules first, by client name).
+fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
+    let end_s = end.as_secs_f64();
+    let mut out = Vec::new();
+    let mut push =
+        |kind: &str, target: &str, label: String, from: SimDuration, to: Option<SimDuration>| {
+            let from_s = from.as_secs_f64();
+            if from_s > end_s {
+                return;
+            }
+            out.push(TimelineWindow {
+                kind: kind.to_string(),
+                target: target.to_string(),
+                label,
+                from_s: round3(from_s),
+                to_s: to.map(|t| round3(t.as_secs_f64().min(end_s))),
+            });
+        };
+    for (name, c) in &scenario.clients {
+        if let Load::Open {
+            rate:
+                Schedule::Spike {
+                    base,
+                    peak,
+                    start,
+                    end,
+                },
+        } = &c.load
+        {
+            let (b, p) = (base.as_per_second(), peak.as_per_second());
+            let label = if b > 0.0 {
+                format!("load spike {name} {}", times(p / b))
+            } else {
+                format!("load spike {name} to {peak}")
+            };
+            push("load_spike", name, label, *start, Some(*end));
+        }
+    }
+    for f in &scenario.faults {
+        let to = f.duration.map(|d| f.at.saturating_add(d));
+        let (kind, target, label) = match &f.kind {
+            FaultKind::Slowdown { service, factor } => (
+                "slowdown",
+                service,
+                format!("slowdown {service} {}", times(*factor)),
+            ),
+            FaultKind::ErrorRate {
+                service,
+                error_ratio,
+            } => (
+                "error_rate",
+                service,
+                format!("errors {service} {}%", round3(100.0 * error_ratio)),
+            ),
+            FaultKind::CapacityDrop { service, workers } => (
+                "capacity_drop",
+                service,
+                format!("capacity drop {service} to {workers} workers"),
+            ),
+            FaultKind::Crash { service, replicas } => (
+                "crash",
+                service,
+                match replicas {
+                    Some(n) => format!("crash {service} ({n} replicas)"),
+                    None => format!("crash {service}"),
+                },
+            ),
+            FaultKind::LoadSpike { client, factor } => (
+                "load_spike",
+                client,
+                format!("load spike {client} {}", times(*factor)),
+            ),
+            FaultKind::Latency { service, .. } => {
+                ("latency", service, format!("latency {service}"))
+            }
+            FaultKind::Loss {
+                service,
+                loss_ratio,
+            } => (
+                "loss",
+                service,
+                format!("loss {service} {}%", round3(100.0 * loss_ratio)),
+            ),
+            FaultKind::Partition { service } => {
+                ("partition", service, format!("partition {service}"))
+            }
+            // A flush is an instant: its duration is ignored.
+            FaultKind::CacheFlush { service } => {
+                push(
+                    "cache_flush",
+                    service,
+                    format!("cache flush {service}"),
+                    f.at,
+                    None,
+                );
+                continue;
+            }
+        };
+        push(kind, target, label, f.at, to);
+    }
+    out
 }
 
 /// Report bucket `i`, over all clients and per service.
@@ -269,11 +417,9 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                 t.completed_ok += b.completed_ok;
                 t
             });
-    let bins = figures
-        .buckets
-        .get(i)
-        .map(|b| b.latency)
-        .unwrap_or_default();
+    let run_bucket = figures.buckets.get(i).copied().unwrap_or_default();
+    let bins = run_bucket.latency;
+    let latency_max = SimDuration::from_nanos(run_bucket.latency_max_ns);
     // The last bucket may end early, with the run.
     let start = figures.bucket * i as u64;
     let length = (figures.end - SimTime::ZERO)
@@ -282,13 +428,35 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
     SeriesRow {
         t_s: round3(start.as_secs_f64()),
         offered: total.offered,
+        attempts: figures
+            .call_sites
+            .iter()
+            .filter(|site| site.from_client)
+            .map(|site| site.buckets.get(i).map_or(0, |b| b.attempts))
+            .sum(),
         successes: total.successes,
         failures: total.failures,
         goodput_ratio: round3(ratio(total.successes, total.offered)),
         goodput_per_s: round3(total.completed_ok as f64 / length.as_secs_f64().max(1e-9)),
         latency_ms_mean: (total.successes > 0)
             .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
-        latency_ms_p99: bins.quantile(0.99).map(ms),
+        // A bin's upper edge can lie above every latency in it: no quantile exceeds the max.
+        latency_ms_p50: bins.quantile(0.5).map(|q| ms(q.min(latency_max))),
+        latency_ms_p99: bins.quantile(0.99).map(|q| ms(q.min(latency_max))),
+        latency_ms_max: (total.successes > 0).then(|| ms(latency_max)),
+        clients: figures
+            .clients
+            .iter()
+            .map(|c| {
+                let b = c.bucket(i);
+                ClientPoint {
+                    name: c.name.clone(),
+                    offered: b.offered,
+                    successes: b.successes,
+                    failures: b.failures,
+                }
+            })
+            .collect(),
         services: figures
             .services
             .iter()
@@ -301,6 +469,23 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     queue_mean: round3(b.queue.mean),
                     queue_max: round3(b.queue.max),
                     busy_workers_mean: round3(b.busy.mean),
+                    busy_workers_max: round3(b.busy.max),
+                    capacity_workers_mean: round3(b.capacity.mean),
+                    failed_by_reason: reasons(&b.failed),
+                }
+            })
+            .collect(),
+        calls: figures
+            .call_sites
+            .iter()
+            .map(|site| {
+                let b = site.buckets.get(i).copied().unwrap_or_default();
+                CallPoint {
+                    path: site.path.clone(),
+                    attempts: b.attempts,
+                    retries: b.retries,
+                    budget_exhausted: b.budget_exhausted,
+                    timeouts: b.timeouts,
                 }
             })
             .collect(),

@@ -20,8 +20,9 @@ mod verdicts;
 
 pub use render::Format;
 pub use types::{
-    BreakerReport, CallReport, ClientReport, ExpectationResult, LatencyMs, Report, SeriesRow,
-    ServicePoint, ServiceReport, Summary, Transition,
+    BreakerReport, CallPoint, CallReport, ClientPoint, ClientReport, ExpectationResult, LatencyMs,
+    Report, SeriesRow, ServicePoint, ServiceReport, StateSpan, Summary, Threshold, TimelineWindow,
+    Transition,
 };
 
 use crate::figures::ReasonCounts;

@@ -153,6 +153,18 @@ pub struct Transition {
     pub to: String,
 }
 
+/// A stretch of time a breaker spent in one state.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StateSpan {
+    /// Start, in seconds.
+    pub from_s: f64,
+    /// End, in seconds.
+    pub to_s: f64,
+    /// The state (`closed`, `open`, `half_open`, ...), or `unknown` before the oldest
+    /// transition the breaker kept when it dropped older ones.
+    pub state: String,
+}
+
 /// One breaker's figures.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BreakerReport {
@@ -164,6 +176,8 @@ pub struct BreakerReport {
     pub transitions_total: u64,
     /// The first transitions.
     pub transitions: Vec<Transition>,
+    /// Its states over the whole run, from the transitions it kept (the newest 4,096).
+    pub spans: Vec<StateSpan>,
 }
 
 /// One call site's figures.
@@ -202,6 +216,42 @@ pub struct ServicePoint {
     pub queue_max: f64,
     /// Mean busy workers over the replicas, time-weighted.
     pub busy_workers_mean: f64,
+    /// Most busy workers over the replicas at any instant of the bucket.
+    pub busy_workers_max: f64,
+    /// Workers of the replicas that are up, under capacity drops, time-weighted: what the
+    /// busy workers can reach.
+    pub capacity_workers_mean: f64,
+    /// Attempts refused or failed by the service in the bucket (by the bucket of their
+    /// answer), by reason.
+    pub failed_by_reason: BTreeMap<String, u64>,
+}
+
+/// Per-client values of one bucket (by bucket of offer).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClientPoint {
+    /// The client.
+    pub name: String,
+    /// Requests offered.
+    pub offered: u64,
+    /// Of those, the ones that succeeded.
+    pub successes: u64,
+    /// Of those, the ones that failed.
+    pub failures: u64,
+}
+
+/// Per-call-site values of one bucket (by the bucket in which each happened).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallPoint {
+    /// The call site's place in the file.
+    pub path: String,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Retries scheduled.
+    pub retries: u64,
+    /// Retries refused by the budget.
+    pub budget_exhausted: u64,
+    /// Attempts the caller stopped waiting for.
+    pub timeouts: u64,
 }
 
 /// One report bucket, over all clients.
@@ -217,6 +267,8 @@ pub struct SeriesRow {
     pub t_s: f64,
     /// Requests offered in it (all clients).
     pub offered: u64,
+    /// Attempts the clients' call sites started in it (first attempts, retries, hedges).
+    pub attempts: u64,
     /// Of those, the ones that succeeded.
     pub successes: u64,
     /// Of those, the ones that failed.
@@ -229,11 +281,61 @@ pub struct SeriesRow {
     /// Mean latency of the successes among the requests offered in the bucket, in
     /// milliseconds (`null` without successes).
     pub latency_ms_mean: Option<f64>,
-    /// 99th percentile of the same, in milliseconds (the upper edge of its log bin: within
-    /// 25% above the true value; `null` without successes).
+    /// Median of the same, in milliseconds (bounded like the p99; `null` without
+    /// successes).
+    pub latency_ms_p50: Option<f64>,
+    /// 99th percentile of the same, in milliseconds (the upper edge of its log bin, or the
+    /// longest latency when that is lower: within 25% above the true value; `null` without
+    /// successes).
     pub latency_ms_p99: Option<f64>,
+    /// The longest of the same, in milliseconds (exact; `null` without successes).
+    pub latency_ms_max: Option<f64>,
+    /// Per client.
+    pub clients: Vec<ClientPoint>,
     /// Per service.
     pub services: Vec<ServicePoint>,
+    /// Per call site.
+    pub calls: Vec<CallPoint>,
+}
+
+/// A stretch of the timeline a chart shades: a fault, or a spike in a client's load.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TimelineWindow {
+    /// What it is, as the file names it (`slowdown`, `load_spike`, `crash`, ...).
+    pub kind: String,
+    /// The service or client it acts on (empty for network-wide faults).
+    pub target: String,
+    /// A short description for a chart (`slowdown db ×4`).
+    pub label: String,
+    /// Start, in seconds.
+    pub from_s: f64,
+    /// End, in seconds (`null`: it lasts to the end of the run, or is an instant).
+    pub to_s: Option<f64>,
+}
+
+/// What an expectation bounds, for drawing it: a figure, a bound and the window over which
+/// it must hold.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Threshold {
+    /// The figure: `success_ratio` (of one client, by bucket of offer, over the window),
+    /// `latency_ms_p99` (of one client, over the run), `amplification` (of all clients, over
+    /// the run) or `recovery` (one client's success ratio, back to at least `value` in every
+    /// bucket from some time in the window to the end).
+    pub metric: String,
+    /// The client it is about (`null` for all clients).
+    pub client: Option<String>,
+    /// `at_least` or `at_most`.
+    pub bound: String,
+    /// The bound.
+    pub value: f64,
+    /// Start of the window, in seconds.
+    pub from_s: f64,
+    /// End of the window, in seconds (`null`: to the end of the run).
+    pub to_s: Option<f64>,
+    /// The observed figure, in the metric's unit; for `recovery`, the seconds from the
+    /// window's start to the recovery (`null` when there was none: a p99 without successes,
+    /// a client that never recovered).
+    pub observed: Option<f64>,
 }
 
 /// The verdict on one expectation.
@@ -245,6 +347,8 @@ pub struct ExpectationResult {
     pub observed: String,
     /// Whether it held.
     pub pass: bool,
+    /// What it bounds, for a chart.
+    pub threshold: Threshold,
 }
 
 /// Everything a run shows.
@@ -276,6 +380,8 @@ pub struct Report {
     pub calls: Vec<CallReport>,
     /// One entry per bucket.
     pub series: Vec<SeriesRow>,
+    /// The faults and load spikes of the scenario, in file order (what charts shade).
+    pub timeline: Vec<TimelineWindow>,
     /// Verdicts.
     pub expectations: Vec<ExpectationResult>,
     /// Per network link, when the scenario has a `network` section.

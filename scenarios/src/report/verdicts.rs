@@ -3,8 +3,8 @@
 //! Windows are counted in report buckets, by the bucket in which each request was offered
 //! (see [`crate::figures`]): a window's success ratio is that of the requests sent during it.
 
-use super::ratio;
-use super::types::{ExpectationResult, Summary};
+use super::types::{ExpectationResult, Summary, Threshold};
+use super::{ratio, round3};
 use crate::figures::{ClientFigures, Figures};
 use crate::schema::Expectation;
 use sim_core::SimDuration;
@@ -34,25 +34,46 @@ pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> Ex
         Expectation::P99AtMost { client: name, max } => {
             let latency = &client(name).latency;
             let expectation = format!("{name} p99 latency at most {max}");
+            let mut threshold = Threshold {
+                metric: "latency_ms_p99".to_string(),
+                client: Some(name.clone()),
+                bound: AT_MOST.to_string(),
+                value: max.as_millis_f64(),
+                from_s: 0.0,
+                to_s: None,
+                observed: None,
+            };
             // Without successes there is no latency to bound: that is not a pass.
             if latency.count() == 0 {
                 return ExpectationResult {
                     expectation,
                     observed: "no successes".to_string(),
                     pass: false,
+                    threshold,
                 };
             }
             let p99 = latency.quantile(0.99);
+            threshold.observed = Some(round3(p99.as_millis_f64()));
             ExpectationResult {
                 expectation,
                 observed: format!("{:.1}ms", p99.as_millis_f64()),
                 pass: p99 <= *max,
+                threshold,
             }
         }
         Expectation::AmplificationAtMost { max } => ExpectationResult {
             expectation: format!("client amplification at most {max:.2}"),
             observed: format!("{:.2}", summary.amplification),
             pass: summary.amplification <= *max,
+            threshold: Threshold {
+                metric: "amplification".to_string(),
+                client: None,
+                bound: AT_MOST.to_string(),
+                value: *max,
+                from_s: 0.0,
+                to_s: None,
+                observed: Some(summary.amplification),
+            },
         },
         Expectation::RecoveredWithin {
             client: name,
@@ -62,6 +83,10 @@ pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> Ex
         } => recovered(figures, client(name), *after, *within, *min_ratio),
     }
 }
+
+/// The names of the two bounds of a [`Threshold`].
+const AT_LEAST: &str = "at_least";
+const AT_MOST: &str = "at_most";
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -111,6 +136,15 @@ fn goodput(
         expectation: format!("{} success ratio {window} at {word} {}", c.name, pct(r)),
         observed: format!("{} ({ok} of {offered})", pct(observed)),
         pass,
+        threshold: Threshold {
+            metric: "success_ratio".to_string(),
+            client: Some(c.name.clone()),
+            bound: format!("at_{word}"),
+            value: r,
+            from_s: after.as_secs_f64(),
+            to_s: until.map(|u| u.as_secs_f64()),
+            observed: Some(round3(observed)),
+        },
     }
 }
 
@@ -140,19 +174,31 @@ fn recovered(
         c.name,
         pct(min_ratio)
     );
+    let mut threshold = Threshold {
+        metric: "recovery".to_string(),
+        client: Some(c.name.clone()),
+        bound: AT_LEAST.to_string(),
+        value: min_ratio,
+        from_s: after.as_secs_f64(),
+        to_s: Some(after.saturating_add(within).as_secs_f64()),
+        observed: None,
+    };
     match recovered {
         Some(k) => {
             let took = (bucket * k as u64).saturating_sub(after);
+            threshold.observed = Some(round3(took.as_secs_f64()));
             ExpectationResult {
                 expectation,
                 observed: format!("recovered {took} after"),
                 pass: took <= within,
+                threshold,
             }
         }
         None => ExpectationResult {
             expectation,
             observed: "never recovered".to_string(),
             pass: false,
+            threshold,
         },
     }
 }

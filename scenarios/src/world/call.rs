@@ -263,9 +263,12 @@ impl World {
     }
 
     fn start_attempt(&mut self, ctx: C, key: CallKey) {
+        let bucket = self.bucket_of(ctx.now());
         let call = &mut self.calls[key];
         call.attempt_no += 1;
-        self.sites[call.site as usize].stats().attempts += 1;
+        let sp = &mut self.sites[call.site as usize];
+        sp.stats().attempts += 1;
+        sp.tally(bucket).attempts += 1;
         self.continue_call(ctx, key, Side::Inner, 0);
     }
 
@@ -345,7 +348,9 @@ impl World {
             return;
         }
         let (site, source) = (call.site as usize, call.source);
+        let bucket = self.bucket_of(ctx.now());
         self.sites[site].stats().timeouts += 1;
+        self.sites[site].tally(bucket).timeouts += 1;
         let target = self.sites[site].target();
         self.abandon_job(ctx, target, source, job);
         self.attempt_done(ctx, key, Outcome::Fail(Reason::Timeout), true, None);
@@ -374,6 +379,7 @@ impl World {
         retry_after: Option<SimDuration>,
     ) {
         let now = ctx.now();
+        let bucket = self.bucket_of(now);
         let call = &mut self.calls[key];
         let site = call.site as usize;
         let replica = match call.attempt {
@@ -408,11 +414,13 @@ impl World {
         match policy.on_failure(now, request, failure_of(reason, retry_after), rng) {
             RetryDecision::Retry { after, .. } => {
                 sp.stats().retries += 1;
+                sp.tally(bucket).retries += 1;
                 ctx.send_self(after, Msg::Retry { call: key });
             }
             RetryDecision::GiveUp { reason: why } => {
                 if why == GiveUpReason::BudgetExhausted {
                     sp.stats().budget_exhausted += 1;
+                    sp.tally(bucket).budget_exhausted += 1;
                 }
                 self.finish_call(ctx, key, outcome, true);
             }
@@ -524,9 +532,7 @@ impl World {
         let (offered_in, ended_in) = (self.bucket_of(offered_at), self.bucket_of(now));
         self.clients[client as usize].record_outcome(o, offered_in, ended_in, latency);
         if o == Outcome::Ok {
-            super::client::bucket_mut(&mut self.run_buckets, offered_in)
-                .latency
-                .record(latency);
+            super::client::bucket_mut(&mut self.run_buckets, offered_in).record(latency);
         }
         if let Requester::User(user) = requester {
             let think = self.clients[client as usize].think_time();

@@ -87,6 +87,7 @@ impl World {
             | FaultKind::CapacityDrop { service, .. } => {
                 let svc = self.service_index(service);
                 self.services[svc].apply_faults(self.faults.active_kinds());
+                self.services[svc].capacity_change(now);
                 for r in 0..self.services[svc].replica_count() {
                     self.dequeue(ctx, svc, r);
                 }
@@ -120,11 +121,13 @@ impl World {
         let s = &mut self.services[svc];
         let config = s.config().clone();
         s.replica(r).crash(&config);
+        s.capacity_change(ctx.now());
     }
 
     /// A crashed replica is up again, cold.
     pub(super) fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
         self.services[svc].replica(r).restart(ctx.now());
+        self.services[svc].capacity_change(ctx.now());
     }
 
     /// Active health checks probe a service's replicas.

@@ -63,7 +63,7 @@ pub use trace::TRACE_LINES_MAX;
 use crate::figures::{CallSiteFigures, Figures, RunBucket};
 use crate::schema::Scenario;
 use call::Call;
-use client::{Client, Requester};
+use client::{Client, Requester, bucket_mut};
 use hedge::Race;
 use job::Job;
 use service::Service;
@@ -409,6 +409,9 @@ impl World {
                 Some(last) if last.path == site.path() => {
                     last.counts.absorb(site.counts());
                     last.breakers.extend(site.breakers());
+                    for (i, b) in site.buckets().iter().enumerate() {
+                        bucket_mut(&mut last.buckets, i).absorb(b);
+                    }
                 }
                 _ => {
                     let (caller, from_client) = match site.caller() {
@@ -422,6 +425,7 @@ impl World {
                         from_client,
                         counts: site.counts().clone(),
                         breakers: site.breakers().collect(),
+                        buckets: site.buckets().to_vec(),
                     });
                 }
             }

@@ -9,7 +9,7 @@ use super::JobKey;
 use super::client::bucket_mut;
 use super::outcome::Reason;
 use super::replica::Replica;
-use crate::figures::{ServiceBucket, ServiceCounts, ServiceFigures};
+use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
 use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::IdempotencyStore;
@@ -86,9 +86,14 @@ pub struct Service {
     /// they are most attempts of a healthy service and a count is cheaper than a record.
     waits_zero: u64,
     tallies: Vec<Tally>,
+    /// Refusals and failures per bucket, apart from `tallies`: most buckets of most services
+    /// have none, and arrivals stay on a small entry.
+    failed_series: Vec<ReasonCounts>,
     bucket: SimDuration,
     queue_series: GaugeSeries,
     busy_series: GaugeSeries,
+    /// Workers of the replicas that are up: changes only with faults.
+    capacity_series: GaugeSeries,
     busy_total: u32,
     queued_total: u32,
     busy_since: SimTime,
@@ -127,6 +132,11 @@ impl Service {
             }
         }
         let stream = |what: &str| seed.stream(&format!("services/{name}/{what}"));
+        let mut capacity_series = GaugeSeries::new(bucket);
+        capacity_series.set(
+            SimTime::ZERO,
+            f64::from(config.replicas) * f64::from(config.workers),
+        );
         Service {
             name: name.to_string(),
             work: config.work.compile().expect(built),
@@ -154,9 +164,11 @@ impl Service {
             wait: LatencyHistogram::compact(),
             waits_zero: 0,
             tallies: Vec::new(),
+            failed_series: Vec::new(),
             bucket,
             queue_series: GaugeSeries::new(bucket),
             busy_series: GaugeSeries::new(bucket),
+            capacity_series,
             busy_total: 0,
             queued_total: 0,
             busy_since: SimTime::ZERO,
@@ -237,7 +249,11 @@ impl Service {
                 let i = (now.as_nanos() / self.bucket.as_nanos()) as usize;
                 bucket_mut(&mut self.tallies, i).ok += 1;
             }
-            Some(r) => self.counts.failed.add(r),
+            Some(r) => {
+                self.counts.failed.add(r);
+                let i = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+                bucket_mut(&mut self.failed_series, i).add(r);
+            }
         }
     }
 
@@ -546,6 +562,14 @@ impl Service {
         self.queue_series.set(now, f64::from(self.queued_total));
     }
 
+    /// The workers of the replicas that are up may have changed at `now` (a crash, a restart,
+    /// a capacity drop starting or ending).
+    pub fn capacity_change(&mut self, now: SimTime) {
+        let up = self.replicas.iter().filter(|r| r.is_up()).count() as f64;
+        self.capacity_series
+            .set(now, up * f64::from(self.faults.workers));
+    }
+
     /// Asserts that the gauges count what the replicas hold.
     pub fn check_gauges(&self) {
         let busy: u32 = self.replicas.iter().map(Replica::busy).sum();
@@ -563,6 +587,7 @@ impl Service {
         self.busy_change(end, 0);
         let queue = self.queue_series.finish(end);
         let busy = self.busy_series.finish(end);
+        let capacity = self.capacity_series.finish(end);
         let mut counts = self.counts.clone();
         counts.messages_lost = messages_lost;
         ServiceFigures {
@@ -584,6 +609,8 @@ impl Service {
                         ok: t.ok,
                         queue: queue.get(i).copied().unwrap_or_default(),
                         busy: busy.get(i).copied().unwrap_or_default(),
+                        capacity: capacity.get(i).copied().unwrap_or_default(),
+                        failed: self.failed_series.get(i).copied().unwrap_or_default(),
                     }
                 })
                 .collect(),

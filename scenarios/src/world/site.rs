@@ -7,11 +7,12 @@
 //! fallback); a call ([`super::call`]) owns only what it holds from them (permits, its retry
 //! request).
 
+use super::client::bucket_mut;
 use super::outcome::{Outcome, primary_failure};
 use super::stack::{
     Acquire, Gate, Held, Permits, Wake, acquire_from, expire, leave_queue, release_all,
 };
-use crate::figures::{BreakerFigures, BreakerTransition, CallStats};
+use crate::figures::{BreakerFigures, BreakerTransition, CallStats, SiteBucket};
 use crate::schema::{Call, CallSafety, Layer};
 use patterns::budget::RetryBudget;
 use patterns::bulkhead::BulkheadPermit;
@@ -64,6 +65,8 @@ pub struct CallSite {
     gate_rng: RngStream,
     safety: CallSafety,
     stats: CallStats,
+    /// Per report bucket: attempts, retries, budget refusals, timeouts.
+    buckets: Vec<SiteBucket>,
 }
 
 /// What a failed call becomes after the fallback chain.
@@ -119,6 +122,7 @@ impl CallSite {
             inner,
             safety: call.safety,
             stats: CallStats::default(),
+            buckets: Vec::new(),
         }
     }
 
@@ -155,6 +159,17 @@ impl CallSite {
     /// The counters, read only.
     pub fn counts(&self) -> &CallStats {
         &self.stats
+    }
+
+    /// The counts of report bucket `i`.
+    #[inline]
+    pub fn tally(&mut self, i: usize) -> &mut SiteBucket {
+        bucket_mut(&mut self.buckets, i)
+    }
+
+    /// The counts per report bucket (may be shorter than the run).
+    pub fn buckets(&self) -> &[SiteBucket] {
+        &self.buckets
     }
 
     /// The deadline of a call started at `now` by a caller whose own deadline is `parent`.

@@ -9,10 +9,15 @@
 //!
 //! A new format is one new module and one arm of [`Format`] and of [`Format::render`].
 
+pub mod charts;
 mod compact;
 mod csv;
+mod html;
 mod human;
 mod json;
+
+pub use charts::{Chart, ChartError, charts};
+pub use html::html;
 
 use super::{CallReport, Report};
 use std::collections::BTreeMap;
