@@ -439,6 +439,7 @@ fn library_run(name: &str, seed: Option<u64>) -> Report {
 fn getting_started_says_what_the_first_run_shows() {
     let page = "getting-started.md";
     let r = library_run("cascading-failure-mitigated", None);
+    charts_are_current("cascading-failure-mitigated", &r);
     let s = &r.summary;
     claim(
         page,
@@ -1197,4 +1198,178 @@ fn the_fallbacks_chapter_is_what_its_scenario_shows() {
             c.counts.fallback_cache, c.counts.fallback_static
         ),
     );
+}
+
+// The charts in the failure stories: what the prose reads off them, from the series they draw.
+
+/// Mean of `f` over the buckets starting in `[from, to)` seconds.
+fn mean_over(
+    r: &Report,
+    from: f64,
+    to: f64,
+    f: impl Fn(&scenarios::report::SeriesRow) -> f64,
+) -> f64 {
+    let rows: Vec<f64> = r
+        .series
+        .iter()
+        .filter(|row| row.t_s >= from && row.t_s < to)
+        .map(f)
+        .collect();
+    rows.iter().sum::<f64>() / rows.len() as f64
+}
+
+/// Largest `f` over the buckets starting in `[from, to)` seconds.
+fn max_over(
+    r: &Report,
+    from: f64,
+    to: f64,
+    f: impl Fn(&scenarios::report::SeriesRow) -> f64,
+) -> f64 {
+    r.series
+        .iter()
+        .filter(|row| row.t_s >= from && row.t_s < to)
+        .map(f)
+        .fold(0.0, f64::max)
+}
+
+/// A figure as the prose rounds it: to the nearest hundred, with a thousands separator.
+fn hundreds(x: f64) -> String {
+    let n = (libm::round(x / 100.0) * 100.0) as u64;
+    if n >= 1000 {
+        format!("{},{:03}", n / 1000, n % 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+fn service_point<'a>(
+    row: &'a scenarios::report::SeriesRow,
+    name: &str,
+) -> &'a scenarios::report::ServicePoint {
+    row.services.iter().find(|s| s.name == name).unwrap()
+}
+
+/// The charts of library scenario `name` committed under `book/src/charts/` are the ones its
+/// run draws today (`UPDATE_BOOK=1` rewrites them).
+fn charts_are_current(name: &str, r: &Report) {
+    let dir = src().join("charts").join(name);
+    for c in scenarios::report::render::charts(r).expect("the charts draw") {
+        let path = dir.join(format!("{}.svg", c.name));
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed == c.svg {
+            continue;
+        }
+        if std::env::var_os("UPDATE_BOOK").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &c.svg).unwrap();
+        } else {
+            panic!(
+                "{} is not what the run draws: regenerate the library's charts with \
+                 `cargo run --release -p scenarios --example charts -- book/src/charts`",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn the_failure_stories_read_their_charts_right() {
+    let per_s = |r: &Report, n: u64| n as f64 / r.bucket_s;
+
+    let r = library_run("metastable-retry", None);
+    charts_are_current("metastable-retry", &r);
+    let page = "failures/metastable-failure.md";
+    let spike = max_over(&r, 10.0, 15.0, |row| per_s(&r, row.attempts));
+    let offered = mean_over(&r, 20.0, 60.0, |row| per_s(&r, row.offered));
+    let attempts = mean_over(&r, 20.0, 60.0, |row| per_s(&r, row.attempts));
+    let goodput = max_over(&r, 20.0, 60.0, |row| row.goodput_per_s);
+    claim(
+        page,
+        format!(
+            "attempts jump to about {} per second during the spike",
+            hundreds(spike)
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "offered load is back to about {} per second",
+            hundreds(offered)
+        ),
+    );
+    claim(page, format!("attempts stay near {}", hundreds(attempts)));
+    assert_eq!(
+        goodput, 0.0,
+        "{page} says goodput stays at zero after the spike"
+    );
+
+    let r = library_run("retry-storm", None);
+    charts_are_current("retry-storm", &r);
+    let page = "failures/retry-storm.md";
+    let before = mean_over(&r, 0.0, 10.0, |row| per_s(&r, row.attempts));
+    let after = mean_over(&r, 20.0, 60.0, |row| per_s(&r, row.attempts));
+    claim(
+        page,
+        format!(
+            "attempts jump from about {} to about {} per second",
+            hundreds(before),
+            hundreds(after)
+        ),
+    );
+    assert!(after > before * 2.0);
+    assert_eq!(max_over(&r, 20.0, 60.0, |row| row.goodput_per_s), 0.0);
+
+    let r = library_run("cascading-failure", None);
+    charts_are_current("cascading-failure", &r);
+    let page = "failures/cascading-failure.md";
+    let capacity = r.series[0]
+        .services
+        .iter()
+        .find(|s| s.name == "api")
+        .unwrap()
+        .capacity_workers_mean;
+    let full = r
+        .series
+        .iter()
+        .find(|row| service_point(row, "api").busy_workers_max >= capacity)
+        .expect("the api's workers fill up");
+    claim(
+        page,
+        format!("climb to its capacity of {capacity} within two seconds"),
+    );
+    assert!(full.t_s >= 10.0 && full.t_s < 12.0, "full at {}", full.t_s);
+    let queue = mean_over(&r, 14.0, 29.0, |row| service_point(row, "api").queue_mean);
+    claim(
+        page,
+        format!(
+            "its queue stays at about {:.0} until the database recovers",
+            queue
+        ),
+    );
+    assert_eq!(
+        max_over(&r, 33.0, 45.0, |row| service_point(row, "api").queue_max),
+        0.0
+    );
+
+    let page = "failures/thundering-herd.md";
+    let r = library_run("thundering-herd-cache", None);
+    charts_are_current("thundering-herd-cache", &r);
+    let stampede = max_over(&r, 10.0, 20.0, |row| service_point(row, "db").queue_max);
+    let long = r
+        .series
+        .iter()
+        .filter(|row| service_point(row, "db").queue_max >= stampede * 0.9)
+        .count() as f64
+        * r.bucket_s;
+    claim(
+        page,
+        format!(
+            "the queue holds about {} requests for {long:.0} seconds",
+            hundreds(stampede)
+        ),
+    );
+    let r = library_run("thundering-herd-cache-coalesced", None);
+    charts_are_current("thundering-herd-cache-coalesced", &r);
+    let coalesced = max_over(&r, 0.0, 30.0, |row| service_point(row, "db").queue_max);
+    claim(page, format!("with it, never more than {coalesced:.0}"));
 }
