@@ -1198,3 +1198,239 @@ fn the_fallbacks_chapter_is_what_its_scenario_shows() {
         ),
     );
 }
+
+/// The ratio an expectation observed (`80.1%` of `80.1% (649 of 810)`), found by the start of
+/// its text (`once success ratio from 10s to 14s`).
+fn observed(r: &Report, expectation: &str) -> String {
+    let e = r
+        .expectations
+        .iter()
+        .find(|e| e.expectation.starts_with(expectation))
+        .unwrap_or_else(|| panic!("no expectation `{expectation}`"));
+    assert!(e.pass, "{}: {}", e.expectation, e.observed);
+    e.observed.split_whitespace().next().unwrap().to_string()
+}
+
+fn failures(c: &scenarios::report::ClientReport, reason: &str) -> u64 {
+    c.failures_by_reason.get(reason).copied().unwrap_or(0)
+}
+
+#[test]
+fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/concurrency-limits.md";
+    let r = book_run("concurrency-limits.ron");
+    let none = service(&r, "api-none");
+    claim(
+        page,
+        format!(
+            "From 7s to 15s only {} of the requests succeed, and the service does {:.1}s of \
+             wasted work",
+            observed(&r, "none success ratio from 7s to 15s"),
+            none.wasted_work_s
+        ),
+    );
+    assert!(failures(client(&r, "none"), "timeout") > 10_000);
+    // Every limit refuses the excess and lets nothing time out; fixed, Gradient2 and Envoy
+    // serve about two thirds of the spike (1000 of 1500 per second).
+    for name in ["fixed", "aimd", "vegas", "gradient2", "envoy"] {
+        let c = client(&r, name);
+        assert_eq!(failures(c, "timeout"), 0, "{name}");
+        assert!(failures(c, "concurrency_limited") > 4000, "{name}");
+    }
+    for name in ["gradient2", "envoy"] {
+        let ratio: f64 = observed(&r, &format!("{name} success ratio from 5s to 15s"))
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        assert!((60.0..72.0).contains(&ratio), "{name}: {ratio}");
+    }
+    let wait = |name: &str| format!("{:.1}ms", service(&r, name).wait_ms_mean.unwrap());
+    claim(
+        page,
+        format!("the fixed limit's mean wait is {}", wait("api-fixed")),
+    );
+    assert!(service(&r, "api-fixed").queue_depth_max <= 10);
+    claim(page, format!("holds the wait at {}", wait("api-gradient2")));
+    claim(
+        page,
+        format!("at a concurrency of 3, at {}", wait("api-envoy")),
+    );
+    assert!(service(&r, "api-aimd").queue_depth_max > 180);
+    claim(
+        page,
+        format!(
+            "its mean wait is {} and its p99 {}, against {} for the fixed limit",
+            wait("api-aimd"),
+            p99(client(&r, "aimd")),
+            p99(client(&r, "fixed"))
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "Even before the spike, at 70% load, only {} of its requests are admitted",
+            observed(&r, "vegas success ratio from 0s to 5s")
+        ),
+    );
+}
+
+#[test]
+fn the_idempotency_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/idempotency.md";
+    let r = book_run("idempotency.ron");
+    let once = client(&r, "unsafe");
+    let timeouts = failures(once, "timeout");
+    assert_eq!(once.failures, timeouts);
+    claim(
+        page,
+        format!(
+            "{} of its requests fail with a timeout",
+            percent(timeouts, once.offered)
+        ),
+    );
+    // The charges were made: each timed-out request is a job the service finished for nobody.
+    assert_eq!(service(&r, "payments-a").wasted_jobs, timeouts);
+    let blind = client(&r, "blind");
+    assert!(blind.successes * once.offered > once.successes * blind.offered);
+    let twice = service(&r, "payments-b").duplicate_executions;
+    claim(
+        page,
+        format!(
+            "its service ran {twice} charges a second time (`duplicate executions`): {twice} customers"
+        ),
+    );
+    let keyed = service(&r, "payments-c");
+    assert_eq!(keyed.duplicate_executions, 0);
+    claim(
+        page,
+        format!(
+            "{} retries found their charge finished and got its result back (`replayed`), and {} \
+             arrived while the first attempt was still running",
+            keyed.replayed, keyed.failed_by_reason["conflict"]
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "the keyed client's p99 is {} against the blind client's {}",
+            p99(client(&r, "keyed")),
+            p99(blind)
+        ),
+    );
+}
+
+#[test]
+fn the_health_checks_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/health-checks.md";
+    let r = book_run("health-checks.ron");
+    let lost = |name: &str| failures(client(&r, name), "unavailable");
+    // Round robin: a third of 10s at 300/s.
+    assert!((900..1100).contains(&lost("blind")), "{}", lost("blind"));
+    claim(
+        page,
+        format!("whole 10 seconds: {} requests fail", lost("blind")),
+    );
+    let probed = service(&r, "api-probed");
+    assert_eq!(probed.marked_unhealthy, 1);
+    claim(
+        page,
+        format!(
+            "The probed service loses {} before two probes in a row have failed (`marked \
+             unhealthy 1`)",
+            lost("probed")
+        ),
+    );
+    let ejecting = service(&r, "api-ejecting");
+    assert_eq!(lost("ejecting"), 5 * ejecting.ejections);
+    claim(
+        page,
+        format!(
+            "The ejecting service loses only {} requests, 5 for each of its {} ejections",
+            lost("ejecting"),
+            ejecting.ejections
+        ),
+    );
+    for name in ["blind", "probed", "ejecting"] {
+        assert_eq!(client(&r, name).failures, lost(name), "{name}");
+    }
+}
+
+#[test]
+fn the_network_faults_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/network-faults.md";
+    let r = book_run("network-faults.ron");
+    let once = observed(&r, "once success ratio from 10s to 14s");
+    let ratio: f64 = once.trim_end_matches('%').parse().unwrap();
+    assert!((ratio - 81.0).abs() < 3.0, "0.9 × 0.9: {ratio}");
+    claim(
+        page,
+        format!(
+            "The client that tries once gets {once} from 10s to 14s; the retrying client gets {}",
+            observed(&r, "retrying success ratio from 10s to 14s")
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "does not notice ({} from 4s to 8s)",
+            observed(&r, "retrying success ratio from 4s to 8s")
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "{} of its requests succeed in that window, and its service runs {} requests more \
+             than once",
+            observed(&r, "tight success ratio from 4s to 8s"),
+            service(&r, "api-c").duplicate_executions
+        ),
+    );
+    // The partition: every link to and from a service dropped messages.
+    assert!(
+        r.network
+            .iter()
+            .all(|l| l.dropped.values().sum::<u64>() > 0)
+    );
+    for name in ["once", "retrying", "tight"] {
+        let c = client(&r, name);
+        assert_eq!(c.failures, failures(c, "timeout"), "{name}");
+    }
+}
+
+#[test]
+fn the_coalescing_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/coalescing.md";
+    let r = book_run("coalescing.ron");
+    let db = service(&r, "db-plain");
+    claim(
+        page,
+        format!(
+            "From 5s to 10s, only {} of the plain api's requests succeed: its database's queue \
+             climbs to {} and waits there reach {:.1}ms at the p99",
+            observed(&r, "plain success ratio from 5s to 10s"),
+            db.queue_depth_max,
+            db.wait_ms_p99.unwrap()
+        ),
+    );
+    assert!(service(&r, "api-plain").failed_by_reason["queue_full"] > 1000);
+    let hot = service(&r, "api-hot");
+    claim(
+        page,
+        format!(
+            "serves {} of its requests in the same window: {} misses waited for a fetch already \
+             in flight (`coalesced misses`) and its database's queue never held more than {} \
+             requests",
+            observed(&r, "hot-keys success ratio from 5s to 10s"),
+            hot.coalesced,
+            service(&r, "db-hot").queue_depth_max
+        ),
+    );
+    assert_eq!(service(&r, "api-many").coalesced, 0);
+    claim(
+        page,
+        format!(
+            "no miss is coalesced, and {} of the requests succeed",
+            observed(&r, "many-keys success ratio from 5s to 10s")
+        ),
+    );
+}
