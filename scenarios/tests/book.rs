@@ -1434,3 +1434,101 @@ fn the_coalescing_chapter_is_what_its_scenario_shows() {
         ),
     );
 }
+
+/// Mean and batch-means standard error of one figure taken per report bucket (each bucket of
+/// a long run is a batch).
+fn batch_mean(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (variance / n).sqrt())
+}
+
+#[test]
+fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() {
+    use sim_core::queueing::{erlang_b, md1_mean_wait, mm1k_blocking, mm1k_mean_wait};
+    let page = "verification.md";
+    let r = book_run("queueing-loss.ron");
+    let index = |name: &str| r.services.iter().position(|s| s.name == name).unwrap();
+    let per_bucket = |name: &str, f: &dyn Fn(&scenarios::report::ServicePoint) -> f64| {
+        let i = index(name);
+        r.series
+            .iter()
+            .map(|b| f(&b.services[i]))
+            .collect::<Vec<f64>>()
+    };
+    // Each check: the run resolves the tolerance (three standard errors inside it), and the
+    // measured figure is within it.
+    let check = |label: &str, measured: f64, theory: f64, batches: Vec<f64>, tolerance: f64| {
+        let (_, error) = batch_mean(&batches);
+        assert!(
+            3.0 * error < tolerance * theory,
+            "{label}: the run is too short, 3 standard errors are {:.2}% of the theory",
+            300.0 * error / theory
+        );
+        assert!(
+            (measured / theory - 1.0).abs() < tolerance,
+            "{label}: {measured} vs {theory}"
+        );
+    };
+
+    // M/D/1: λ = 250/s, constant 2ms. The queue length per bucket is Little's λ·W_q.
+    let md1 = service(&r, "md1");
+    let wq_theory = 1000.0 * md1_mean_wait(250.0, 0.002);
+    let wq = md1.wait_ms_mean.unwrap();
+    let lq = per_bucket("md1", &|p| p.queue_mean * 1000.0 / 250.0);
+    check("M/D/1 W_q", wq, wq_theory, lq, 0.03);
+    claim(
+        page,
+        format!(
+            "| M/D/1, λ = 250/s, S = 2ms | W<sub>q</sub> | {wq_theory:.2}ms | {wq:.2}ms | {:+.1}% |",
+            100.0 * (wq / wq_theory - 1.0)
+        ),
+    );
+
+    // Erlang B: 4 workers, a = 3, no queue.
+    let mm44 = service(&r, "mm44");
+    let lost = mm44.failed_by_reason["concurrency_limited"];
+    let b_theory = erlang_b(4, 3.0);
+    let b = lost as f64 / mm44.arrivals as f64;
+    let batches = per_bucket("mm44", &|p| 1.0 - p.ok as f64 / p.arrivals as f64);
+    check("Erlang B", b, b_theory, batches, 0.03);
+    assert_eq!(mm44.queue_depth_max, 0);
+    claim(
+        page,
+        format!(
+            "| M/M/4/4, λ = 300/s, μ = 100/s | refused | {:.2}% | {:.2}% | {:+.1}% |",
+            100.0 * b_theory,
+            100.0 * b,
+            100.0 * (b / b_theory - 1.0)
+        ),
+    );
+    // The busy workers: a(1 − B).
+    assert!((mm44.busy_workers_mean - 3.0 * (1.0 - b_theory)).abs() < 0.03);
+
+    // M/M/1/5: one in service and four waiting.
+    let mm15 = service(&r, "mm15");
+    let p_theory = mm1k_blocking(450.0, 500.0, 5);
+    let p = mm15.failed_by_reason["queue_full"] as f64 / mm15.arrivals as f64;
+    let batches = per_bucket("mm15", &|s| 1.0 - s.ok as f64 / s.arrivals as f64);
+    check("M/M/1/5 blocking", p, p_theory, batches, 0.03);
+    claim(
+        page,
+        format!(
+            "| M/M/1/5, λ = 450/s, μ = 500/s | refused | {:.2}% | {:.2}% | {:+.1}% |",
+            100.0 * p_theory,
+            100.0 * p,
+            100.0 * (p / p_theory - 1.0)
+        ),
+    );
+    let wq_theory = 1000.0 * mm1k_mean_wait(450.0, 500.0, 5);
+    let wq = mm15.wait_ms_mean.unwrap();
+    assert!((wq / wq_theory - 1.0).abs() < 0.03, "{wq} vs {wq_theory}");
+    claim(
+        page,
+        format!(
+            "| M/M/1/5, λ = 450/s, μ = 500/s | W<sub>q</sub> of the admitted | {wq_theory:.2}ms | {wq:.2}ms | {:+.1}% |",
+            100.0 * (wq / wq_theory - 1.0)
+        ),
+    );
+}
