@@ -6,7 +6,8 @@
 //!   --test book` rewrites every drifted block in place.
 //! - Every scenario shown is a real file under `book/src/scenarios/`, pulled in with
 //!   `{{#include}}` (a ```` ```ron ```` fence holds nothing else), and each one validates and
-//!   runs to its end with its expectations met.
+//!   runs to its end with its expectations met. Rust code is included the same way from a
+//!   test or an example that `cargo test` compiles.
 //! - Every chapter is in `SUMMARY.md`, and every relative link and include points at a file
 //!   (and a heading or anchor) that exists.
 //! - The numbers in the prose are claims: `claim(chapter, text)` asserts that the chapter says
@@ -220,15 +221,17 @@ fn every_scenario_in_the_book_is_a_real_file_that_runs() {
     for file in files(&src(), "md") {
         let text = read(&file);
         for f in fences(&text) {
-            if f.info != "ron" {
+            // Scenarios and Rust code are real files: a scenario that runs, a test or an
+            // example that compiles.
+            if f.info != "ron" && !f.info.starts_with("rust") {
                 continue;
             }
             for line in text[f.body.clone()].lines() {
                 let line = line.trim();
                 assert!(
                     line.starts_with("{{#include ") && line.ends_with("}}"),
-                    "{}:{}: a ```ron fence holds only {{{{#include}}}} lines (scenarios are \
-                     real files, never pasted); found `{line}`",
+                    "{}:{}: a ```ron or ```rust fence holds only {{{{#include}}}} lines \
+                     (scenarios and code are real files, never pasted); found `{line}`",
                     file.display(),
                     f.line
                 );
