@@ -383,6 +383,51 @@ fn pattern_layers_take_one_pair_of_parentheses_or_two() {
 }
 
 #[test]
+fn a_layer_or_controller_left_to_its_documented_defaults_parses_with_them() {
+    use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
+    use scenarios::schema::{Admission, Layer};
+    let stack = "stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]";
+    for layer in [
+        "Throttle()",
+        "Throttle(())",
+        "Throttle(accepts_multiplier: 3)",
+    ] {
+        let text = BASE.replacen(stack, &format!("stack: [{layer}]"), 1);
+        let s = parse("throttle.ron", &text).unwrap_or_else(|e| panic!("{layer}: {e}"));
+        let expected = AdaptiveThrottleConfig {
+            accepts_multiplier: if layer.contains('3') { 3.0 } else { 2.0 },
+            ..AdaptiveThrottleConfig::default()
+        };
+        assert_eq!(
+            s.clients["web"].call.stack,
+            [Layer::Throttle(expected)],
+            "{layer}"
+        );
+    }
+    let admission = "workers: 4,";
+    for pid in [
+        "Pid()",
+        "Pid(interval: \"50ms\")",
+        "Pid(controller: (setpoint: 10))",
+    ] {
+        let text = BASE.replacen(admission, &format!("workers: 4, admission: [{pid}],"), 1);
+        let s = parse("pid.ron", &text).unwrap_or_else(|e| panic!("{pid}: {e}"));
+        let Admission::Pid { controller, .. } = &s.services["api"].admission[0] else {
+            panic!("{pid}: {:?}", s.services["api"].admission)
+        };
+        let setpoint = if pid.contains("setpoint") { 10.0 } else { 20.0 };
+        assert_eq!(
+            *controller,
+            PidConfig {
+                setpoint,
+                ..PidConfig::default()
+            },
+            "{pid}"
+        );
+    }
+}
+
+#[test]
 fn a_call_chain_of_25000_services_is_checked_without_recursion() {
     let s = parse("chain.ron", &chain(25_000, false)).unwrap();
     assert_eq!(s.services.len(), 25_000);
