@@ -305,6 +305,11 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Constant(\"2000000/s\")",
         ),
         (
+            "expectation window inside a bucket",
+            "after: \"5s\", min_ratio",
+            "after: \"5.2s\", until: \"5.8s\", min_ratio",
+        ),
+        (
             "load spike beyond the rate limit",
             "Slowdown(service: \"db\", factor: 3.0)",
             "LoadSpike(client: \"web\", factor: 1e6)",
