@@ -453,6 +453,8 @@ pub enum Admission {
         #[serde(default = "default_pid_interval")]
         interval: SimDuration,
         /// The controller: setpoint in milliseconds of queueing delay, gains per millisecond.
+        /// Default: [`PidConfig`]'s (setpoint 20ms, gains 0.01, 0.05 and 0, drops at most 90%).
+        #[serde(default)]
         controller: PidConfig,
     },
 }

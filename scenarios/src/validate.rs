@@ -643,6 +643,29 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
     }
 }
 
+/// A goodput window is counted in whole report buckets (`[after / bucket, until / bucket)`,
+/// by the bucket a request was offered in); one that holds none would judge no request at
+/// all. Any bucket no wider than the window puts a bucket boundary inside it.
+fn whole_buckets(field: &str, after: SimDuration, until: SimDuration, s: &Scenario) -> Check {
+    let bucket = s.bucket.as_nanos();
+    let buckets = s.duration.as_nanos().div_ceil(bucket);
+    let from = after.as_nanos() / bucket;
+    let to = (until.as_nanos() / bucket).min(buckets);
+    if to <= from {
+        return Err(err(
+            field,
+            format!(
+                "the window from {after} to {until} holds no whole report bucket of {} \
+                 (windows are counted in whole buckets), so no request would be judged; use a \
+                 bucket of at most {} (`bucket`, or --bucket) or a wider window",
+                s.bucket,
+                until - after
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
     let cl = |name: &str| known_client(&format!("{path}.client"), name, &s.clients);
     match e {
@@ -670,6 +693,9 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
                     format!("{path}.until"),
                     format!("must be after `after` ({after}), got {u}"),
                 ));
+            }
+            if let Some(u) = until {
+                whole_buckets(&format!("{path}.until"), *after, *u, s)?;
             }
             let name = if matches!(e, Expectation::GoodputAtLeast { .. }) {
                 "min_ratio"

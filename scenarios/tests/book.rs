@@ -6,7 +6,8 @@
 //!   --test book` rewrites every drifted block in place.
 //! - Every scenario shown is a real file under `book/src/scenarios/`, pulled in with
 //!   `{{#include}}` (a ```` ```ron ```` fence holds nothing else), and each one validates and
-//!   runs to its end with its expectations met.
+//!   runs to its end with its expectations met. Rust code is included the same way from a
+//!   test or an example that `cargo test` compiles.
 //! - Every chapter is in `SUMMARY.md`, and every relative link and include points at a file
 //!   (and a heading or anchor) that exists.
 //! - The numbers in the prose are claims: `claim(chapter, text)` asserts that the chapter says
@@ -220,15 +221,17 @@ fn every_scenario_in_the_book_is_a_real_file_that_runs() {
     for file in files(&src(), "md") {
         let text = read(&file);
         for f in fences(&text) {
-            if f.info != "ron" {
+            // Scenarios and Rust code are real files: a scenario that runs, a test or an
+            // example that compiles.
+            if f.info != "ron" && !f.info.starts_with("rust") {
                 continue;
             }
             for line in text[f.body.clone()].lines() {
                 let line = line.trim();
                 assert!(
                     line.starts_with("{{#include ") && line.ends_with("}}"),
-                    "{}:{}: a ```ron fence holds only {{{{#include}}}} lines (scenarios are \
-                     real files, never pasted); found `{line}`",
+                    "{}:{}: a ```ron or ```rust fence holds only {{{{#include}}}} lines \
+                     (scenarios and code are real files, never pasted); found `{line}`",
                     file.display(),
                     f.line
                 );
@@ -1196,6 +1199,340 @@ fn the_fallbacks_chapter_is_what_its_scenario_shows() {
             "{} from the last good answer during the first 5s of the outage, and {} with the \
              static default",
             c.counts.fallback_cache, c.counts.fallback_static
+        ),
+    );
+}
+
+/// The ratio an expectation observed (`80.1%` of `80.1% (649 of 810)`), found by the start of
+/// its text (`once success ratio from 10s to 14s`).
+fn observed(r: &Report, expectation: &str) -> String {
+    let e = r
+        .expectations
+        .iter()
+        .find(|e| e.expectation.starts_with(expectation))
+        .unwrap_or_else(|| panic!("no expectation `{expectation}`"));
+    assert!(e.pass, "{}: {}", e.expectation, e.observed);
+    e.observed.split_whitespace().next().unwrap().to_string()
+}
+
+fn failures(c: &scenarios::report::ClientReport, reason: &str) -> u64 {
+    c.failures_by_reason.get(reason).copied().unwrap_or(0)
+}
+
+#[test]
+fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/concurrency-limits.md";
+    let r = book_run("concurrency-limits.ron");
+    let none = service(&r, "api-none");
+    claim(
+        page,
+        format!(
+            "From 7s to 15s only {} of the requests succeed, and the service does {:.1}s of \
+             wasted work",
+            observed(&r, "none success ratio from 7s to 15s"),
+            none.wasted_work_s
+        ),
+    );
+    assert!(failures(client(&r, "none"), "timeout") > 10_000);
+    // Every limit refuses the excess and lets nothing time out; fixed, Gradient2 and Envoy
+    // serve about two thirds of the spike (1000 of 1500 per second).
+    for name in ["fixed", "aimd", "vegas", "gradient2", "envoy"] {
+        let c = client(&r, name);
+        assert_eq!(failures(c, "timeout"), 0, "{name}");
+        assert!(failures(c, "concurrency_limited") > 4000, "{name}");
+    }
+    for name in ["gradient2", "envoy"] {
+        let ratio: f64 = observed(&r, &format!("{name} success ratio from 5s to 15s"))
+            .trim_end_matches('%')
+            .parse()
+            .unwrap();
+        assert!((60.0..72.0).contains(&ratio), "{name}: {ratio}");
+    }
+    let wait = |name: &str| format!("{:.1}ms", service(&r, name).wait_ms_mean.unwrap());
+    claim(
+        page,
+        format!("the fixed limit's mean wait is {}", wait("api-fixed")),
+    );
+    assert!(service(&r, "api-fixed").queue_depth_max <= 10);
+    claim(page, format!("holds the wait at {}", wait("api-gradient2")));
+    claim(
+        page,
+        format!("at a concurrency of 3, at {}", wait("api-envoy")),
+    );
+    assert!(service(&r, "api-aimd").queue_depth_max > 180);
+    claim(
+        page,
+        format!(
+            "its mean wait is {} and its p99 {}, against {} for the fixed limit",
+            wait("api-aimd"),
+            p99(client(&r, "aimd")),
+            p99(client(&r, "fixed"))
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "Even before the spike, at 70% load, only {} of its requests are admitted",
+            observed(&r, "vegas success ratio from 0s to 5s")
+        ),
+    );
+}
+
+#[test]
+fn the_idempotency_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/idempotency.md";
+    let r = book_run("idempotency.ron");
+    let once = client(&r, "unsafe");
+    let timeouts = failures(once, "timeout");
+    assert_eq!(once.failures, timeouts);
+    claim(
+        page,
+        format!(
+            "{} of its requests fail with a timeout",
+            percent(timeouts, once.offered)
+        ),
+    );
+    // The charges were made: each timed-out request is a job the service finished for nobody.
+    assert_eq!(service(&r, "payments-a").wasted_jobs, timeouts);
+    let blind = client(&r, "blind");
+    assert!(blind.successes * once.offered > once.successes * blind.offered);
+    let twice = service(&r, "payments-b").duplicate_executions;
+    claim(
+        page,
+        format!(
+            "its service ran {twice} charges a second time (`duplicate executions`): {twice} customers"
+        ),
+    );
+    let keyed = service(&r, "payments-c");
+    assert_eq!(keyed.duplicate_executions, 0);
+    claim(
+        page,
+        format!(
+            "{} retries found their charge finished and got its result back (`replayed`), and {} \
+             arrived while the first attempt was still running",
+            keyed.replayed, keyed.failed_by_reason["conflict"]
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "the keyed client's p99 is {} against the blind client's {}",
+            p99(client(&r, "keyed")),
+            p99(blind)
+        ),
+    );
+}
+
+#[test]
+fn the_health_checks_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/health-checks.md";
+    let r = book_run("health-checks.ron");
+    let lost = |name: &str| failures(client(&r, name), "unavailable");
+    // Round robin: a third of 10s at 300/s.
+    assert!((900..1100).contains(&lost("blind")), "{}", lost("blind"));
+    claim(
+        page,
+        format!("whole 10 seconds: {} requests fail", lost("blind")),
+    );
+    let probed = service(&r, "api-probed");
+    assert_eq!(probed.marked_unhealthy, 1);
+    claim(
+        page,
+        format!(
+            "The probed service loses {} before two probes in a row have failed (`marked \
+             unhealthy 1`)",
+            lost("probed")
+        ),
+    );
+    let ejecting = service(&r, "api-ejecting");
+    assert_eq!(lost("ejecting"), 5 * ejecting.ejections);
+    claim(
+        page,
+        format!(
+            "The ejecting service loses only {} requests, 5 for each of its {} ejections",
+            lost("ejecting"),
+            ejecting.ejections
+        ),
+    );
+    for name in ["blind", "probed", "ejecting"] {
+        assert_eq!(client(&r, name).failures, lost(name), "{name}");
+    }
+}
+
+#[test]
+fn the_network_faults_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/network-faults.md";
+    let r = book_run("network-faults.ron");
+    let once = observed(&r, "once success ratio from 10s to 14s");
+    let ratio: f64 = once.trim_end_matches('%').parse().unwrap();
+    assert!((ratio - 81.0).abs() < 3.0, "0.9 × 0.9: {ratio}");
+    claim(
+        page,
+        format!(
+            "The client that tries once gets {once} from 10s to 14s; the retrying client gets {}",
+            observed(&r, "retrying success ratio from 10s to 14s")
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "does not notice ({} from 4s to 8s)",
+            observed(&r, "retrying success ratio from 4s to 8s")
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "{} of its requests succeed in that window, and its service runs {} requests more \
+             than once",
+            observed(&r, "tight success ratio from 4s to 8s"),
+            service(&r, "api-c").duplicate_executions
+        ),
+    );
+    // The partition: every link to and from a service dropped messages.
+    assert!(
+        r.network
+            .iter()
+            .all(|l| l.dropped.values().sum::<u64>() > 0)
+    );
+    for name in ["once", "retrying", "tight"] {
+        let c = client(&r, name);
+        assert_eq!(c.failures, failures(c, "timeout"), "{name}");
+    }
+}
+
+#[test]
+fn the_coalescing_chapter_is_what_its_scenario_shows() {
+    let page = "patterns/coalescing.md";
+    let r = book_run("coalescing.ron");
+    let db = service(&r, "db-plain");
+    claim(
+        page,
+        format!(
+            "From 5s to 10s, only {} of the plain api's requests succeed: its database's queue \
+             climbs to {} and waits there reach {:.1}ms at the p99",
+            observed(&r, "plain success ratio from 5s to 10s"),
+            db.queue_depth_max,
+            db.wait_ms_p99.unwrap()
+        ),
+    );
+    assert!(service(&r, "api-plain").failed_by_reason["queue_full"] > 1000);
+    let hot = service(&r, "api-hot");
+    claim(
+        page,
+        format!(
+            "serves {} of its requests in the same window: {} misses waited for a fetch already \
+             in flight (`coalesced misses`) and its database's queue never held more than {} \
+             requests",
+            observed(&r, "hot-keys success ratio from 5s to 10s"),
+            hot.coalesced,
+            service(&r, "db-hot").queue_depth_max
+        ),
+    );
+    assert_eq!(service(&r, "api-many").coalesced, 0);
+    claim(
+        page,
+        format!(
+            "no miss is coalesced, and {} of the requests succeed",
+            observed(&r, "many-keys success ratio from 5s to 10s")
+        ),
+    );
+}
+
+/// Mean and batch-means standard error of one figure taken per report bucket (each bucket of
+/// a long run is a batch).
+fn batch_mean(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (variance / n).sqrt())
+}
+
+#[test]
+fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() {
+    use sim_core::queueing::{erlang_b, md1_mean_wait, mm1k_blocking, mm1k_mean_wait};
+    let page = "verification.md";
+    let r = book_run("queueing-loss.ron");
+    let index = |name: &str| r.services.iter().position(|s| s.name == name).unwrap();
+    let per_bucket = |name: &str, f: &dyn Fn(&scenarios::report::ServicePoint) -> f64| {
+        let i = index(name);
+        r.series
+            .iter()
+            .map(|b| f(&b.services[i]))
+            .collect::<Vec<f64>>()
+    };
+    // Each check: the run resolves the tolerance (three standard errors inside it), and the
+    // measured figure is within it.
+    let check = |label: &str, measured: f64, theory: f64, batches: Vec<f64>, tolerance: f64| {
+        let (_, error) = batch_mean(&batches);
+        assert!(
+            3.0 * error < tolerance * theory,
+            "{label}: the run is too short, 3 standard errors are {:.2}% of the theory",
+            300.0 * error / theory
+        );
+        assert!(
+            (measured / theory - 1.0).abs() < tolerance,
+            "{label}: {measured} vs {theory}"
+        );
+    };
+
+    // M/D/1: λ = 250/s, constant 2ms. The queue length per bucket is Little's λ·W_q.
+    let md1 = service(&r, "md1");
+    let wq_theory = 1000.0 * md1_mean_wait(250.0, 0.002);
+    let wq = md1.wait_ms_mean.unwrap();
+    let lq = per_bucket("md1", &|p| p.queue_mean * 1000.0 / 250.0);
+    check("M/D/1 W_q", wq, wq_theory, lq, 0.03);
+    claim(
+        page,
+        format!(
+            "| M/D/1, λ = 250/s, S = 2ms | W<sub>q</sub> | {wq_theory:.2}ms | {wq:.2}ms | {:+.1}% |",
+            100.0 * (wq / wq_theory - 1.0)
+        ),
+    );
+
+    // Erlang B: 4 workers, a = 3, no queue.
+    let mm44 = service(&r, "mm44");
+    let lost = mm44.failed_by_reason["concurrency_limited"];
+    let b_theory = erlang_b(4, 3.0);
+    let b = lost as f64 / mm44.arrivals as f64;
+    let batches = per_bucket("mm44", &|p| 1.0 - p.ok as f64 / p.arrivals as f64);
+    check("Erlang B", b, b_theory, batches, 0.03);
+    assert_eq!(mm44.queue_depth_max, 0);
+    claim(
+        page,
+        format!(
+            "| M/M/4/4, λ = 300/s, μ = 100/s | refused | {:.2}% | {:.2}% | {:+.1}% |",
+            100.0 * b_theory,
+            100.0 * b,
+            100.0 * (b / b_theory - 1.0)
+        ),
+    );
+    // The busy workers: a(1 − B).
+    assert!((mm44.busy_workers_mean - 3.0 * (1.0 - b_theory)).abs() < 0.03);
+
+    // M/M/1/5: one in service and four waiting.
+    let mm15 = service(&r, "mm15");
+    let p_theory = mm1k_blocking(450.0, 500.0, 5);
+    let p = mm15.failed_by_reason["queue_full"] as f64 / mm15.arrivals as f64;
+    let batches = per_bucket("mm15", &|s| 1.0 - s.ok as f64 / s.arrivals as f64);
+    check("M/M/1/5 blocking", p, p_theory, batches, 0.03);
+    claim(
+        page,
+        format!(
+            "| M/M/1/5, λ = 450/s, μ = 500/s | refused | {:.2}% | {:.2}% | {:+.1}% |",
+            100.0 * p_theory,
+            100.0 * p,
+            100.0 * (p / p_theory - 1.0)
+        ),
+    );
+    let wq_theory = 1000.0 * mm1k_mean_wait(450.0, 500.0, 5);
+    let wq = mm15.wait_ms_mean.unwrap();
+    assert!((wq / wq_theory - 1.0).abs() < 0.03, "{wq} vs {wq_theory}");
+    claim(
+        page,
+        format!(
+            "| M/M/1/5, λ = 450/s, μ = 500/s | W<sub>q</sub> of the admitted | {wq_theory:.2}ms | {wq:.2}ms | {:+.1}% |",
+            100.0 * (wq / wq_theory - 1.0)
         ),
     );
 }

@@ -305,6 +305,11 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Constant(\"2000000/s\")",
         ),
         (
+            "expectation window inside a bucket",
+            "after: \"5s\", min_ratio",
+            "after: \"5.2s\", until: \"5.8s\", min_ratio",
+        ),
+        (
             "load spike beyond the rate limit",
             "Slowdown(service: \"db\", factor: 3.0)",
             "LoadSpike(client: \"web\", factor: 1e6)",
@@ -380,6 +385,51 @@ fn pattern_layers_take_one_pair_of_parentheses_or_two() {
     )
     .unwrap();
     assert_eq!(one, two);
+}
+
+#[test]
+fn a_layer_or_controller_left_to_its_documented_defaults_parses_with_them() {
+    use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
+    use scenarios::schema::{Admission, Layer};
+    let stack = "stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]";
+    for layer in [
+        "Throttle()",
+        "Throttle(())",
+        "Throttle(accepts_multiplier: 3)",
+    ] {
+        let text = BASE.replacen(stack, &format!("stack: [{layer}]"), 1);
+        let s = parse("throttle.ron", &text).unwrap_or_else(|e| panic!("{layer}: {e}"));
+        let expected = AdaptiveThrottleConfig {
+            accepts_multiplier: if layer.contains('3') { 3.0 } else { 2.0 },
+            ..AdaptiveThrottleConfig::default()
+        };
+        assert_eq!(
+            s.clients["web"].call.stack,
+            [Layer::Throttle(expected)],
+            "{layer}"
+        );
+    }
+    let admission = "workers: 4,";
+    for pid in [
+        "Pid()",
+        "Pid(interval: \"50ms\")",
+        "Pid(controller: (setpoint: 10))",
+    ] {
+        let text = BASE.replacen(admission, &format!("workers: 4, admission: [{pid}],"), 1);
+        let s = parse("pid.ron", &text).unwrap_or_else(|e| panic!("{pid}: {e}"));
+        let Admission::Pid { controller, .. } = &s.services["api"].admission[0] else {
+            panic!("{pid}: {:?}", s.services["api"].admission)
+        };
+        let setpoint = if pid.contains("setpoint") { 10.0 } else { 20.0 };
+        assert_eq!(
+            *controller,
+            PidConfig {
+                setpoint,
+                ..PidConfig::default()
+            },
+            "{pid}"
+        );
+    }
 }
 
 #[test]

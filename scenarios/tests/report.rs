@@ -128,6 +128,39 @@ fn recovery_is_judged_in_one_pass_over_many_buckets() {
     );
 }
 
+#[test]
+fn a_goodput_window_without_requests_fails_and_says_so() {
+    // Ten buckets of 1s; nothing is offered from 3s to 6s (a client switched off, or users
+    // all stuck), and everything offered elsewhere succeeds.
+    let quiet = |i: usize| {
+        if (3..6).contains(&i) {
+            ClientBucket::default()
+        } else {
+            offered(100)
+        }
+    };
+    let f = figures(
+        SimDuration::from_secs(1),
+        (0..10).map(quiet).collect::<Vec<_>>(),
+    );
+    // Over no requests, neither bound is met: 0 of 0 is not 100%, nor 0%.
+    let report = check(
+        r#"GoodputAtLeast(client: "c", after: "3s", until: "6s", min_ratio: 0.9),
+           GoodputAtMost(client: "c", after: "3s", until: "6s", max_ratio: 0.5),
+           GoodputAtLeast(client: "c", after: "2s", until: "7s", min_ratio: 0.9)"#,
+        &f,
+    );
+    assert_eq!(
+        verdicts(&report),
+        [
+            "FAIL c success ratio from 3s to 6s at least 90.0%: no requests in the window",
+            "FAIL c success ratio from 3s to 6s at most 50.0%: no requests in the window",
+            "PASS c success ratio from 2s to 7s at least 90.0%: 100.0% (200 of 200)",
+        ]
+    );
+    assert!(!report.passed());
+}
+
 /// The report rendered as JSON, parsed back.
 fn json(report: &Report) -> serde_json::Value {
     serde_json::from_str(&Format::Json.render(report)).expect("the JSON rendering parses")

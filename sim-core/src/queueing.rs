@@ -1,6 +1,9 @@
 //! A reference model and its theory: [`Station`] is an M/M/c queue built on the public API,
 //! [`run_mmc`] runs it, and [`mm1_mean_wait`] / [`erlang_c`] / [`mmc_mean_wait`] give the
-//! textbook answers it must match.
+//! textbook answers it must match. [`mg1_mean_wait`] (Pollaczek–Khinchine, with
+//! [`md1_mean_wait`] for constant work), [`erlang_b`] (M/M/c/c, loss without a queue) and
+//! [`mm1k_blocking`] / [`mm1k_mean_wait`] (a bounded queue) are the formulas the book's
+//! scenarios are checked against.
 //!
 //! The examples (`mm1`, `mm_c`), the engine benchmark and the queueing-theory tests all run
 //! this one model, so the number a benchmark prints is the number a test checks.
@@ -41,6 +44,63 @@ pub fn erlang_c(servers: u32, offered_load: f64) -> f64 {
 pub fn mmc_mean_wait(servers: u32, arrival_rate: f64, service_rate: f64) -> f64 {
     let a = arrival_rate / service_rate;
     erlang_c(servers, a) / (f64::from(servers) * service_rate - arrival_rate)
+}
+
+/// Mean time in queue of M/G/1 (the Pollaczek–Khinchine formula): λ·E[S²] / (2(1 − ρ)),
+/// with ρ = λ·E[S], for arrival rate λ and a service time S of mean `service_mean` and second
+/// moment `service_second_moment` (seconds and seconds squared).
+pub fn mg1_mean_wait(arrival_rate: f64, service_mean: f64, service_second_moment: f64) -> f64 {
+    let rho = arrival_rate * service_mean;
+    assert!(rho < 1.0, "M/G/1 is unstable for ρ ≥ 1");
+    arrival_rate * service_second_moment / (2.0 * (1.0 - rho))
+}
+
+/// Mean time in queue of M/D/1, constant work of `service_time` seconds: ρ·S / (2(1 − ρ)),
+/// half of M/M/1's at the same load.
+pub fn md1_mean_wait(arrival_rate: f64, service_time: f64) -> f64 {
+    mg1_mean_wait(arrival_rate, service_time, service_time * service_time)
+}
+
+/// Erlang B: the probability that an arrival finds all `servers` busy and is lost, in an
+/// M/M/c/c system (no queue) at offered load `a = λ/μ`. It holds for any distribution of work
+/// with that mean. Computed by the recurrence B(0) = 1, B(k) = a·B(k−1) / (k + a·B(k−1)),
+/// which never forms a factorial.
+pub fn erlang_b(servers: u32, offered_load: f64) -> f64 {
+    assert!(offered_load >= 0.0);
+    let mut b = 1.0;
+    for k in 1..=servers {
+        b = offered_load * b / (f64::from(k) + offered_load * b);
+    }
+    b
+}
+
+/// M/M/1/K: the probability that an arrival finds `capacity` (K) requests in the system, one
+/// in service and K − 1 waiting, and is refused: (1 − ρ)·ρᴷ / (1 − ρᴷ⁺¹), or 1/(K + 1) at
+/// ρ = 1.
+pub fn mm1k_blocking(arrival_rate: f64, service_rate: f64, capacity: u32) -> f64 {
+    assert!(capacity >= 1);
+    let rho = arrival_rate / service_rate;
+    let k = f64::from(capacity);
+    if (rho - 1.0).abs() < 1e-12 {
+        return 1.0 / (k + 1.0);
+    }
+    (1.0 - rho) * libm::pow(rho, k) / (1.0 - libm::pow(rho, k + 1.0))
+}
+
+/// M/M/1/K: the mean time in queue of the requests admitted. The mean number in the system
+/// is L = ρ/(1 − ρ) − (K + 1)ρᴷ⁺¹/(1 − ρᴷ⁺¹) (K/2 at ρ = 1); by Little's law over the
+/// admitted rate λ(1 − P_K), W = L / (λ(1 − P_K)), and W_q = W − 1/μ.
+pub fn mm1k_mean_wait(arrival_rate: f64, service_rate: f64, capacity: u32) -> f64 {
+    let rho = arrival_rate / service_rate;
+    let k = f64::from(capacity);
+    let in_system = if (rho - 1.0).abs() < 1e-12 {
+        k / 2.0
+    } else {
+        let tail = libm::pow(rho, k + 1.0);
+        rho / (1.0 - rho) - (k + 1.0) * tail / (1.0 - tail)
+    };
+    let admitted = arrival_rate * (1.0 - mm1k_blocking(arrival_rate, service_rate, capacity));
+    in_system / admitted - 1.0 / service_rate
 }
 
 /// The events of the station.
@@ -268,6 +328,29 @@ mod tests {
         // A classic table value: c = 2, a = 1 gives 1/3.
         assert!((erlang_c(2, 1.0) - 1.0 / 3.0).abs() < 1e-12);
         assert!((mmc_mean_wait(1, 0.9, 1.0) - mm1_mean_wait(0.9, 1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn pollaczek_khinchine_erlang_b_and_mm1k_match_known_values() {
+        // Exponential work has E[S²] = 2/μ²: M/G/1 is then M/M/1.
+        assert!((mg1_mean_wait(0.8, 1.0, 2.0) - mm1_mean_wait(0.8, 1.0)).abs() < 1e-12);
+        // Constant work waits half as long.
+        assert!((md1_mean_wait(0.8, 1.0) - mm1_mean_wait(0.8, 1.0) / 2.0).abs() < 1e-12);
+        // B(1, a) = a / (1 + a); B(2, 1) = 1/5; a table value: B(10, 5) = 0.018385.
+        assert!((erlang_b(1, 3.0) - 0.75).abs() < 1e-12);
+        assert!((erlang_b(2, 1.0) - 0.2).abs() < 1e-12);
+        assert!((erlang_b(10, 5.0) - 0.018385).abs() < 1e-6);
+        // M/M/1/1 is Erlang B with one server.
+        assert!((mm1k_blocking(3.0, 1.0, 1) - erlang_b(1, 3.0)).abs() < 1e-12);
+        assert!((mm1k_blocking(1.0, 1.0, 4) - 0.2).abs() < 1e-12);
+        // A deep bounded queue behaves like an unbounded one.
+        assert!(mm1k_blocking(0.5, 1.0, 60) < 1e-17);
+        assert!((mm1k_mean_wait(0.5, 1.0, 60) - mm1_mean_wait(0.5, 1.0)).abs() < 1e-9);
+        // At K = 1 nobody waits.
+        assert!(mm1k_mean_wait(0.9, 1.0, 1).abs() < 1e-12);
+        // Near ρ = 1 the formula is continuous with its limit.
+        let near = mm1k_mean_wait(1.0 - 1e-6, 1.0, 5);
+        assert!((near - mm1k_mean_wait(1.0, 1.0, 5)).abs() < 1e-3, "{near}");
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub enum HalfOpenPolicy {
     /// resilience4j: admit `permitted_number_of_calls_in_half_open_state` calls; once all have
     /// reported, close if the failure and slow-call rates are below their thresholds, else open.
     PermittedCalls {
-        /// Calls admitted while half-open (resilience4j default 10).
+        /// Calls admitted while half-open. Default 10, as resilience4j's.
+        #[serde(default = "default_permitted_calls")]
         permitted_number_of_calls_in_half_open_state: u32,
     },
     /// Hystrix: admit one probe; its success closes, its failure (or slowness) opens.
@@ -53,11 +54,15 @@ pub enum StateAfterWait {
     Closed,
 }
 
+fn default_permitted_calls() -> u32 {
+    10
+}
+
 impl Default for HalfOpenPolicy {
     /// resilience4j's: 10 permitted calls judged by the thresholds.
     fn default() -> Self {
         HalfOpenPolicy::PermittedCalls {
-            permitted_number_of_calls_in_half_open_state: 10,
+            permitted_number_of_calls_in_half_open_state: default_permitted_calls(),
         }
     }
 }

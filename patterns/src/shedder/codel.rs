@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 /// CoDel's parameters (RFC 8289 defaults: target 5ms, interval 100ms).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct CoDelConfig {
     /// Acceptable standing queue delay. Default 5ms.
     pub target: SimDuration,

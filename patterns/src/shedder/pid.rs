@@ -9,7 +9,7 @@ use sim_core::sample::bernoulli;
 /// A PID controller's gains and limits. The signal's unit is the caller's (queueing delay in
 /// milliseconds, p99 latency, utilisation percent); the gains are per unit of that signal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct PidConfig {
     /// The signal value to hold, e.g. 20 (ms of queueing delay). Default 20.
     pub setpoint: f64,

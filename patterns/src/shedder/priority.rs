@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Load thresholds per priority class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct PriorityConfig {
     /// For each class, lowest priority first: requests of that class are shed once the load
     /// reaches this percentage. Must not decrease from one class to the next, so a more

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 
 /// The RPC-queue variant's parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct RpcQueueConfig {
     /// The queue is overloaded when the smallest sojourn seen over an interval exceeds this;
     /// an overloaded queue drops requests that have waited longer than it. Default 5ms.

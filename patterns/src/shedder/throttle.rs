@@ -8,7 +8,7 @@ use sim_core::{SimDuration, SimTime};
 
 /// Adaptive throttling's parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct AdaptiveThrottleConfig {
     /// K: how many requests per accepted one the client lets through before throttling
     /// itself. Lower is more aggressive. Default 2 (the SRE book's suggestion).

@@ -2,6 +2,8 @@
 //!
 //! Windows are counted in report buckets, by the bucket in which each request was offered
 //! (see [`crate::figures`]): a window's success ratio is that of the requests sent during it.
+//! A window that holds no bucket is refused by validation; one whose buckets hold no request
+//! fails, saying so, since a ratio of nothing is no evidence either way.
 
 use super::types::{ExpectationResult, Summary, Threshold};
 use super::{ratio, round3};
@@ -132,19 +134,31 @@ fn goodput(
         Bound::AtLeast(r) => ("least", r, observed >= r),
         Bound::AtMost(r) => ("most", r, observed <= r),
     };
+    let expectation = format!("{} success ratio {window} at {word} {}", c.name, pct(r));
+    let mut threshold = Threshold {
+        metric: "success_ratio".to_string(),
+        client: Some(c.name.clone()),
+        bound: format!("at_{word}"),
+        value: r,
+        from_s: after.as_secs_f64(),
+        to_s: until.map(|u| u.as_secs_f64()),
+        observed: None,
+    };
+    // A ratio of no requests is no evidence either way: not a pass, and said so.
+    if offered == 0 {
+        return ExpectationResult {
+            expectation,
+            observed: "no requests in the window".to_string(),
+            pass: false,
+            threshold,
+        };
+    }
+    threshold.observed = Some(round3(observed));
     ExpectationResult {
-        expectation: format!("{} success ratio {window} at {word} {}", c.name, pct(r)),
+        expectation,
         observed: format!("{} ({ok} of {offered})", pct(observed)),
         pass,
-        threshold: Threshold {
-            metric: "success_ratio".to_string(),
-            client: Some(c.name.clone()),
-            bound: format!("at_{word}"),
-            value: r,
-            from_s: after.as_secs_f64(),
-            to_s: until.map(|u| u.as_secs_f64()),
-            observed: Some(round3(observed)),
-        },
+        threshold,
     }
 }
 
