@@ -4,9 +4,10 @@
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
-use scenarios::load::{load_with, parse_with};
+use scenarios::overrides::{Override, Overrides};
 use scenarios::report::Format;
 use scenarios::{RunOptions, Scenario, ScenarioError, run};
 use sim_core::{Rate, SimDuration};
@@ -60,6 +61,8 @@ enum Command {
         /// Simulated duration, e.g. "120s".
         #[arg(long)]
         duration: Option<SimDuration>,
+        #[command(flatten)]
+        overrides: OverrideArgs,
     },
     /// Validate a scenario without running it.
     Check {
@@ -68,6 +71,27 @@ enum Command {
     },
     /// List the library scenarios with what each shows.
     List,
+}
+
+/// Changes to a scenario before it runs: one of its variants, then `--set` overrides.
+#[derive(Args, Default, Clone)]
+struct OverrideArgs {
+    /// Change a value before the run, e.g. `services.api.workers=32` (the path as errors name
+    /// it, the value in the file's RON syntax); repeatable, a later one wins.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<Override>,
+    /// Apply one of the file's named `variants` (before any --set).
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+}
+
+impl OverrideArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            variant: self.variant.clone(),
+            sets: self.sets.clone(),
+        }
+    }
 }
 
 /// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
@@ -99,16 +123,8 @@ struct RunArgs {
     /// Also write the time series to DIR/series.csv (as `--format csv` prints it).
     #[arg(long, value_name = "DIR")]
     csv: Option<String>,
-}
-
-/// A file on disk, else a library scenario of that name, validated against `limits`.
-fn resolve(file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    if !std::path::Path::new(file).exists()
-        && let Some(entry) = library::find(file)
-    {
-        return parse_with(entry.name, entry.text, limits);
-    }
-    load_with(file, limits)
+    #[command(flatten)]
+    overrides: OverrideArgs,
 }
 
 fn main() -> ExitCode {
@@ -126,11 +142,17 @@ fn main() -> ExitCode {
             file,
             seeds,
             duration,
-        } => sweep(&file, seeds, duration, &limits),
-        Command::Check { file } => match resolve(&file, &limits) {
+            overrides,
+        } => sweep(&file, seeds, duration, &limits, &overrides.overrides()),
+        Command::Check { file } => match check(&file, &limits) {
             Ok(s) => {
+                let variants = if s.variants.is_empty() {
+                    String::new()
+                } else {
+                    format!(", variants {}", s.variants.join(", "))
+                };
                 println!(
-                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations)",
+                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})",
                     s.name,
                     s.clients.len(),
                     s.services.len(),
@@ -146,6 +168,19 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => run_file(args, &limits),
     }
+}
+
+/// `resim check`: the file, then each of its variants, parses and validates.
+fn check(file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
+    let scenario = resolve(file, limits, &Overrides::default())?;
+    for name in &scenario.variants {
+        let variant = Overrides {
+            variant: Some(name.clone()),
+            sets: Vec::new(),
+        };
+        resolve(file, limits, &variant)?;
+    }
+    Ok(scenario)
 }
 
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
@@ -165,7 +200,8 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         trace_capacity: 0,
         trace_window: args.trace,
     };
-    let report = match resolve(&file, limits).and_then(|s| run(&s, &file, &options)) {
+    let overrides = args.overrides.overrides();
+    let report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options)) {
         Ok(o) => o.report,
         Err(e) => {
             eprintln!("{e}");
@@ -183,9 +219,10 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         eprintln!(
-            "expectation failed for seed {}; replay: {}",
+            "expectation failed for seed {}; replay: {}{}",
             report.seed,
-            report.replay_command()
+            report.replay_command(),
+            overrides.command_line()
         );
         ExitCode::from(1)
     }
@@ -222,8 +259,9 @@ fn sweep(
     (from, to): (u64, u64),
     duration: Option<SimDuration>,
     limits: &Limits,
+    overrides: &Overrides,
 ) -> ExitCode {
-    let scenario = match resolve(file, limits) {
+    let scenario = match resolve(file, limits, overrides) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{e}");
@@ -271,10 +309,11 @@ fn sweep(
     }
     let list: Vec<String> = failing.iter().map(u64::to_string).collect();
     println!(
-        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}",
+        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}{}",
         total - failing.len() as u64,
         list.join(", "),
-        failing[0]
+        failing[0],
+        overrides.command_line()
     );
     ExitCode::from(1)
 }
