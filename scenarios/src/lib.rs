@@ -33,6 +33,7 @@
 //! | [`figures`] | the plain data a finished run hands over |
 //! | [`report`] | the report built from the figures, verdicts on expectations, one renderer per format |
 //! | [`library`] | the embedded scenario library, and [`library::resolve`] (a file or a library name) |
+//! | [`experiment`] | sweeps over seeds and grids in parallel, their statistics, merging partitions |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
 //! Retry-After, operation safety), circuit breaker, bulkhead (refusing or waiting), rate
@@ -66,6 +67,7 @@
 //! ```
 
 pub mod error;
+pub mod experiment;
 pub mod figures;
 pub mod library;
 pub mod limits;

@@ -4,6 +4,8 @@
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use scenarios::experiment::command::{Outcome, Sweep, merge_files, sweep};
+use scenarios::experiment::{GridAxis, Partition};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
@@ -51,18 +53,14 @@ impl LimitArgs {
 enum Command {
     /// Run a scenario file or a library scenario by name (no file: the built-in example).
     Run(RunArgs),
-    /// Run a scenario once per seed of a range and say which seeds fail an expectation.
-    Sweep {
-        /// A `.ron` file, or the name of a library scenario.
-        file: String,
-        /// The seeds, e.g. "1..20" (both ends included).
-        #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds)]
-        seeds: (u64, u64),
-        /// Simulated duration, e.g. "120s".
-        #[arg(long)]
-        duration: Option<SimDuration>,
-        #[command(flatten)]
-        overrides: OverrideArgs,
+    /// Run a scenario once per seed of a range (and per grid point), in parallel; say which
+    /// runs fail an expectation and give statistics per grid point.
+    Sweep(SweepArgs),
+    /// Print the output of a sweep from the `--out` files of all its partitions.
+    Merge {
+        /// The `--out` files of `resim sweep --partition K/N`, one per partition.
+        #[arg(required = true, value_name = "FILE.jsonl")]
+        files: Vec<String>,
     },
     /// Validate a scenario without running it.
     Check {
@@ -92,6 +90,35 @@ impl OverrideArgs {
             sets: self.sets.clone(),
         }
     }
+}
+
+/// What `resim sweep` takes.
+#[derive(Args)]
+struct SweepArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    file: String,
+    /// The seeds, e.g. "1..20" (both ends included).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds)]
+    seeds: (u64, u64),
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    duration: Option<SimDuration>,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+    /// Run every seed for each of these values, e.g. `services.db.workers=16,32`; repeatable
+    /// (the grid is every combination).
+    #[arg(long, value_name = "PATH=V1,V2,…")]
+    grid: Vec<GridAxis>,
+    /// Runs at once (default: one per core); the output is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Also write one JSON line per run to FILE (for `resim merge`, or your own analysis).
+    #[arg(long, value_name = "FILE.jsonl")]
+    out: Option<String>,
+    /// Make only every N-th run, starting at the K-th (K/N, e.g. 1/2), to split a sweep
+    /// across machines; `resim merge` joins the parts.
+    #[arg(long, value_name = "K/N")]
+    partition: Option<Partition>,
 }
 
 /// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
@@ -138,12 +165,20 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Sweep {
-            file,
-            seeds,
-            duration,
-            overrides,
-        } => sweep(&file, seeds, duration, &limits, &overrides.overrides()),
+        Command::Sweep(args) => {
+            let command = Sweep {
+                file: args.file,
+                seeds: args.seeds,
+                duration: args.duration,
+                overrides: args.overrides.overrides(),
+                grid: args.grid,
+                jobs: args.jobs.map(usize::from),
+                out: args.out,
+                partition: args.partition,
+            };
+            report_outcome(sweep(&command, &limits))
+        }
+        Command::Merge { files } => report_outcome(merge_files(&files)),
         Command::Check { file } => match check(&file, &limits) {
             Ok(s) => {
                 let variants = if s.variants.is_empty() {
@@ -253,69 +288,22 @@ fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
     Ok((from, to))
 }
 
-/// One line per seed, then which seeds failed and how to replay the first.
-fn sweep(
-    file: &str,
-    (from, to): (u64, u64),
-    duration: Option<SimDuration>,
-    limits: &Limits,
-    overrides: &Overrides,
-) -> ExitCode {
-    let scenario = match resolve(file, limits, overrides) {
-        Ok(s) => s,
+/// Prints a sweep's or merge's text; exit code 1 when a run failed, 2 on an error.
+fn report_outcome(outcome: Result<Outcome, String>) -> ExitCode {
+    match outcome {
+        Ok(o) => {
+            print!("{}", o.text);
+            if o.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
         Err(e) => {
             eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut failing = Vec::new();
-    for seed in from..=to {
-        let options = RunOptions {
-            seed: Some(seed),
-            duration,
-            ..RunOptions::default()
-        };
-        let report = match run(&scenario, file, &options) {
-            Ok(o) => o.report,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
-        };
-        let s = &report.summary;
-        let ok = if s.offered == 0 {
-            1.0
-        } else {
-            s.successes as f64 / s.offered as f64
-        };
-        println!(
-            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8}ms  amplification {:.2}",
-            if report.passed() { "PASS" } else { "FAIL" },
-            report.digest,
-            100.0 * ok,
-            s.latency_ms
-                .as_ref()
-                .map_or_else(|| "–".to_string(), |l| format!("{:.1}", l.p99)),
-            s.amplification
-        );
-        if !report.passed() {
-            failing.push(seed);
+            ExitCode::from(2)
         }
     }
-    let total = to - from + 1;
-    if failing.is_empty() {
-        println!("{total} of {total} seeds pass");
-        return ExitCode::SUCCESS;
-    }
-    let list: Vec<String> = failing.iter().map(u64::to_string).collect();
-    println!(
-        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}{}",
-        total - failing.len() as u64,
-        list.join(", "),
-        failing[0],
-        overrides.command_line()
-    );
-    ExitCode::from(1)
 }
 
 /// `FROM..TO`, two durations since the start of the run.

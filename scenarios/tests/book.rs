@@ -1198,3 +1198,12 @@ fn the_fallbacks_chapter_is_what_its_scenario_shows() {
         ),
     );
 }
+
+#[test]
+fn the_experiments_chapter_says_what_ten_passing_seeds_prove() {
+    let (lower, _) = scenarios::experiment::stats::wilson(10, 10);
+    claim(
+        "experiments.md",
+        format!("they put it above {:.0}%", 100.0 * lower),
+    );
+}
