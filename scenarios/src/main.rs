@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use scenarios::experiment::command::{Outcome, Sweep, merge_files, sweep};
+use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
 use scenarios::experiment::{GridAxis, Partition};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
@@ -56,6 +56,29 @@ enum Command {
     /// Run a scenario once per seed of a range (and per grid point), in parallel; say which
     /// runs fail an expectation and give statistics per grid point.
     Sweep(SweepArgs),
+    /// Run two scenarios on the same seeds and compare their figures: two files, or one file
+    /// and one or two of its variants.
+    Compare {
+        /// Two files (or library names), or one with `--variant`.
+        #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
+        files: Vec<String>,
+        /// A variant of the file: two to compare them, one to compare it with the file as
+        /// written.
+        #[arg(long = "variant", value_name = "NAME")]
+        variants: Vec<String>,
+        /// Change a value on both sides (as for `run`).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<Override>,
+        /// The seeds, e.g. "1..20" (both ends included).
+        #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..20")]
+        seeds: (u64, u64),
+        /// Simulated duration, e.g. "120s".
+        #[arg(long)]
+        duration: Option<SimDuration>,
+        /// Runs at once (default: one per core).
+        #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+    },
     /// Print the output of a sweep from the `--out` files of all its partitions.
     Merge {
         /// The `--out` files of `resim sweep --partition K/N`, one per partition.
@@ -179,6 +202,20 @@ fn main() -> ExitCode {
             report_outcome(sweep(&command, &limits))
         }
         Command::Merge { files } => report_outcome(merge_files(&files)),
+        Command::Compare {
+            files,
+            variants,
+            sets,
+            seeds,
+            duration,
+            jobs,
+        } => report_outcome(compare_command(
+            &files,
+            &variants,
+            &sets,
+            (seeds, duration, jobs.map(usize::from)),
+            &limits,
+        )),
         Command::Check { file } => match check(&file, &limits) {
             Ok(s) => {
                 let variants = if s.variants.is_empty() {

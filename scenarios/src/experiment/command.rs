@@ -97,3 +97,19 @@ fn outcome(records: &[RunRecord]) -> Outcome {
         passed: records.iter().all(|r| r.passed),
     }
 }
+
+/// `resim compare`: the table of [`super::compare::render`]; it passes whatever the figures.
+pub fn compare_command(
+    files: &[String],
+    variants: &[String],
+    sets: &[crate::overrides::Override],
+    (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
+    limits: &Limits,
+) -> Result<Outcome, String> {
+    let sides = super::compare::sides(files, variants, sets)?;
+    let comparison = super::compare::compare(&sides, seeds, duration, jobs, limits)?;
+    Ok(Outcome {
+        text: super::compare::render(&comparison),
+        passed: true,
+    })
+}

@@ -7,6 +7,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`command`] | `resim sweep` and `resim merge` as the command line runs them |
+//! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
 //! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
@@ -17,6 +18,7 @@
 //! sweep is the same for any `-j` and for any split into partitions.
 
 pub mod command;
+pub mod compare;
 pub mod plan;
 pub mod stats;
 pub mod sweep;
