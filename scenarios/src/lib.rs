@@ -33,6 +33,7 @@
 //! | [`figures`] | the plain data a finished run hands over |
 //! | [`report`] | the report built from the figures, verdicts on expectations, one renderer per format |
 //! | [`library`] | the embedded scenario library, and [`library::resolve`] (a file or a library name) |
+//! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
 //! | [`experiment`] | sweeps over seeds and grids in parallel, their statistics, merging partitions |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
@@ -66,6 +67,7 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
+pub mod determinism;
 pub mod error;
 pub mod experiment;
 pub mod figures;

@@ -4,6 +4,7 @@
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use scenarios::determinism::{self, Verdict, check_determinism};
 use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
 use scenarios::experiment::{GridAxis, Partition};
 use scenarios::library::resolve;
@@ -175,6 +176,10 @@ struct RunArgs {
     csv: Option<String>,
     #[command(flatten)]
     overrides: OverrideArgs,
+    /// Run twice and compare the digests; on a difference, show the first divergent event
+    /// (exit code 1) instead of the report.
+    #[arg(long)]
+    check_determinism: bool,
 }
 
 fn main() -> ExitCode {
@@ -273,6 +278,26 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         trace_window: args.trace,
     };
     let overrides = args.overrides.overrides();
+    if args.check_determinism {
+        return match resolve(&file, limits, &overrides).and_then(|s| {
+            Ok((
+                check_determinism(&s, &file, &options)?,
+                options.seed.unwrap_or(s.seed),
+            ))
+        }) {
+            Ok((verdict, seed)) => {
+                print!("{}", determinism::render(&verdict, seed));
+                match verdict {
+                    Verdict::Same { .. } => ExitCode::SUCCESS,
+                    Verdict::Different { .. } => ExitCode::from(1),
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options)) {
         Ok(o) => o.report,
         Err(e) => {
