@@ -5,7 +5,8 @@ use std::fmt;
 
 /// A scenario file that cannot be run. Every variant displays as one line that starts with
 /// the file and says where and what: `file:line:column: message` for syntax errors,
-/// `file: field.path: reason` for values that parse but make no sense.
+/// `file: field.path: reason` for values that parse but make no sense, `file: --set
+/// PATH=VALUE: reason` for an override.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScenarioError {
     /// The file could not be read.
@@ -34,6 +35,17 @@ pub enum ScenarioError {
         /// The field and the fix.
         error: ConfigError,
     },
+    /// An override (`--set PATH=VALUE`, or one of the file's `variants`) that cannot be
+    /// applied, or whose value does not parse or validate.
+    Override {
+        /// The path as given.
+        file: String,
+        /// The override as the user wrote it: `--set PATH=VALUE`, or
+        /// `variant "NAME": PATH=VALUE`.
+        set: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
 }
 
 impl fmt::Display for ScenarioError {
@@ -47,6 +59,9 @@ impl fmt::Display for ScenarioError {
                 message,
             } => write!(f, "{file}:{line}:{column}: {message}"),
             ScenarioError::Invalid { file, error } => write!(f, "{file}: {error}"),
+            ScenarioError::Override { file, set, message } => {
+                write!(f, "{file}: {set}: {message}")
+            }
         }
     }
 }

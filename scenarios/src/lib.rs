@@ -23,6 +23,7 @@
 //! |---|---|
 //! | [`schema`] | the serde types of a scenario file |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
+//! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
 //! | [`validate`] | semantic checks with field paths |
 //! | [`limits`] | the memory budget and rate limit of a run, and what a scenario needs |
 //! | [`error`] | [`ScenarioError`] |
@@ -31,7 +32,9 @@
 //! | [`run`](mod@run) | one run within its limits |
 //! | [`figures`] | the plain data a finished run hands over |
 //! | [`report`] | the report built from the figures, verdicts on expectations, one renderer per format |
-//! | [`library`] | the embedded scenario library |
+//! | [`library`] | the embedded scenario library, and [`library::resolve`] (a file or a library name) |
+//! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
+//! | [`experiment`] | sweeps over seeds and grids in parallel, their statistics, merging partitions |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
 //! Retry-After, operation safety), circuit breaker, bulkhead (refusing or waiting), rate
@@ -64,11 +67,14 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
+pub mod determinism;
 pub mod error;
+pub mod experiment;
 pub mod figures;
 pub mod library;
 pub mod limits;
 pub mod load;
+pub mod overrides;
 pub mod report;
 pub mod run;
 pub mod schema;

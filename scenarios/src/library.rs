@@ -54,3 +54,18 @@ pub fn headline(entry: &Entry) -> String {
         Err(e) => format!("(does not parse: {e})"),
     }
 }
+
+/// A file on disk, else the library scenario of that name, with `overrides` applied and
+/// validated against `limits`: what every `resim` command that takes a scenario reads.
+pub fn resolve(
+    file: &str,
+    limits: &crate::limits::Limits,
+    overrides: &crate::overrides::Overrides,
+) -> Result<crate::Scenario, crate::ScenarioError> {
+    if !std::path::Path::new(file).exists()
+        && let Some(entry) = find(file)
+    {
+        return crate::overrides::parse_overridden(entry.name, entry.text, limits, overrides);
+    }
+    crate::load::load_bytes(file, limits, overrides)
+}

@@ -19,6 +19,7 @@
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
+use crate::overrides::Overrides;
 use crate::schema::Scenario;
 use crate::validate::validate;
 use ron::error::{Error as RonError, Position, SpannedError};
@@ -40,10 +41,16 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 }
 
 /// Parses scenario text and validates it against `limits`, which the scenario keeps
-/// ([`Scenario::limits`]) for the validation of a run's overrides.
+/// ([`Scenario::limits`]) for the validation of a run's overrides. The file's `variants` are
+/// checked for shape and named in [`Scenario::variants`]; none is applied (see
+/// [`crate::overrides`] for that).
 pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    // Editors may save a byte-order mark; it is invisible there, so columns skip it too.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    crate::overrides::parse_overridden(file, text, limits, &Overrides::default())
+}
+
+/// Parses scenario text (whose `variants` field is already blanked) into a [`Scenario`],
+/// without validating it: syntax errors carry the line and column.
+pub(crate) fn parse_syntax(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
     let tokens = lex(text);
     let pairs = pair_brackets(&tokens);
     let normal = unwrap_doubled(text, &tokens, &pairs);
@@ -54,7 +61,7 @@ pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, S
         column,
         message,
     };
-    let mut scenario = match deserialize(&normal) {
+    let scenario = match deserialize(&normal) {
         Ok(s) => s,
         Err(e) => {
             let at = (e.span.start.line, e.span.start.col);
@@ -71,6 +78,15 @@ pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, S
     if let Some(d) = duplicate {
         return Err(syntax(d.at.0, d.at.1, d.message));
     }
+    Ok(scenario)
+}
+
+/// Validates a parsed scenario against `limits`, which it keeps.
+pub(crate) fn validate_with(
+    file: &str,
+    mut scenario: Scenario,
+    limits: &Limits,
+) -> Result<Scenario, ScenarioError> {
     scenario.limits = limits.clone();
     validate(&scenario).map_err(|error| ScenarioError::Invalid {
         file: file.to_string(),
@@ -82,6 +98,15 @@ pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, S
 /// Parses and validates the bytes of a scenario file: text that is not UTF-8 is an error with
 /// the line and column of the first byte that is not.
 pub fn parse_bytes(file: &str, bytes: &[u8], limits: &Limits) -> Result<Scenario, ScenarioError> {
+    parse_bytes_overridden(file, bytes, limits, &Overrides::default())
+}
+
+fn parse_bytes_overridden(
+    file: &str,
+    bytes: &[u8],
+    limits: &Limits,
+    overrides: &Overrides,
+) -> Result<Scenario, ScenarioError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let good = &bytes[..e.valid_up_to()];
         let good = std::str::from_utf8(good).unwrap_or_default();
@@ -96,7 +121,7 @@ pub fn parse_bytes(file: &str, bytes: &[u8], limits: &Limits) -> Result<Scenario
             ),
         }
     })?;
-    parse_with(file, text, limits)
+    crate::overrides::parse_overridden(file, text, limits, overrides)
 }
 
 /// Reads, parses and validates the scenario file at `path` against the default [`Limits`]
@@ -107,6 +132,16 @@ pub fn load(path: &str) -> Result<Scenario, ScenarioError> {
 
 /// Reads, parses and validates the scenario file at `path` against `limits`.
 pub fn load_with(path: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
+    load_bytes(path, limits, &Overrides::default())
+}
+
+/// Reads the scenario file at `path`, applies `overrides`, and validates the result against
+/// `limits`.
+pub fn load_bytes(
+    path: &str,
+    limits: &Limits,
+    overrides: &Overrides,
+) -> Result<Scenario, ScenarioError> {
     let read = |reason: String| ScenarioError::Read {
         file: path.to_string(),
         reason,
@@ -122,7 +157,7 @@ pub fn load_with(path: &str, limits: &Limits) -> Result<Scenario, ScenarioError>
             FILE_BYTES_MAX >> 20
         )));
     }
-    parse_bytes(path, &bytes, limits)
+    parse_bytes_overridden(path, &bytes, limits, overrides)
 }
 
 fn deserialize(text: &str) -> Result<Scenario, SpannedError> {
@@ -135,7 +170,7 @@ fn deserialize(text: &str) -> Result<Scenario, SpannedError> {
 
 /// What a token is; only what the passes below need to tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Open(u8),
     Close(u8),
     Comma,
@@ -149,15 +184,15 @@ enum Kind {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Token {
-    kind: Kind,
-    start: usize,
-    end: usize,
+pub(crate) struct Token {
+    pub(crate) kind: Kind,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// The tokens of RON text, skipping whitespace and comments. Malformed text (an unclosed
 /// string or comment) ends the list; the parser reports it.
-fn lex(text: &str) -> Vec<Token> {
+pub(crate) fn lex(text: &str) -> Vec<Token> {
     let b = text.as_bytes();
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -330,7 +365,7 @@ fn raw_string_end(b: &[u8], mut i: usize, hashes: usize) -> usize {
 
 /// For each opening bracket, the index of the token that closes it. A stray or mismatched
 /// bracket leaves its partner unpaired; the parser reports it.
-fn pair_brackets(tokens: &[Token]) -> Vec<Option<usize>> {
+pub(crate) fn pair_brackets(tokens: &[Token]) -> Vec<Option<usize>> {
     let mut pairs = vec![None; tokens.len()];
     let mut open: Vec<usize> = Vec::new();
     for (i, t) in tokens.iter().enumerate() {
@@ -358,7 +393,7 @@ fn pair_brackets(tokens: &[Token]) -> Vec<Option<usize>> {
 /// `Name((…))` → `Name( … )`: the doubled form of a newtype variant (a pattern layer, a
 /// budget) read as the single one, which is what `unwrap_variant_newtypes` expects. Only a
 /// pair that is the whole content of the outer one is blanked, so tuples stay tuples.
-fn unwrap_doubled(text: &str, tokens: &[Token], pairs: &[Option<usize>]) -> String {
+pub(crate) fn unwrap_doubled(text: &str, tokens: &[Token], pairs: &[Option<usize>]) -> String {
     let mut bytes = text.as_bytes().to_vec();
     for i in 2..tokens.len() {
         if tokens[i - 2].kind != Kind::Name
@@ -442,7 +477,7 @@ fn duplicate_key(text: &str, tokens: &[Token], pairs: &[Option<usize>]) -> Optio
 }
 
 /// 1-based line and column (in characters, as RON counts them) of byte `offset`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = 1 + before.matches('\n').count();
     let column = 1 + before
@@ -453,7 +488,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// The byte offset of a RON position.
-fn offset_of(text: &str, p: Position) -> usize {
+pub(crate) fn offset_of(text: &str, p: Position) -> usize {
     let mut offset = 0;
     for (n, line) in text.split_inclusive('\n').enumerate() {
         if n + 1 == p.line {

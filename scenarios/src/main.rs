@@ -4,9 +4,13 @@
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
+use scenarios::determinism::{self, Verdict, check_determinism};
+use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
+use scenarios::experiment::{GridAxis, Partition};
+use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
-use scenarios::load::{load_with, parse_with};
+use scenarios::overrides::{Override, Overrides};
 use scenarios::report::{Format, render};
 use scenarios::{Report, RunOptions, Scenario, ScenarioError, run};
 use sim_core::{Rate, SimDuration};
@@ -50,16 +54,37 @@ impl LimitArgs {
 enum Command {
     /// Run a scenario file or a library scenario by name (no file: the built-in example).
     Run(RunArgs),
-    /// Run a scenario once per seed of a range and say which seeds fail an expectation.
-    Sweep {
-        /// A `.ron` file, or the name of a library scenario.
-        file: String,
+    /// Run a scenario once per seed of a range (and per grid point), in parallel; say which
+    /// runs fail an expectation and give statistics per grid point.
+    Sweep(SweepArgs),
+    /// Run two scenarios on the same seeds and compare their figures: two files, or one file
+    /// and one or two of its variants.
+    Compare {
+        /// Two files (or library names), or one with `--variant`.
+        #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
+        files: Vec<String>,
+        /// A variant of the file: two to compare them, one to compare it with the file as
+        /// written.
+        #[arg(long = "variant", value_name = "NAME")]
+        variants: Vec<String>,
+        /// Change a value on both sides (as for `run`).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<Override>,
         /// The seeds, e.g. "1..20" (both ends included).
-        #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds)]
+        #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..20")]
         seeds: (u64, u64),
         /// Simulated duration, e.g. "120s".
         #[arg(long)]
         duration: Option<SimDuration>,
+        /// Runs at once (default: one per core).
+        #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+    },
+    /// Print the output of a sweep from the `--out` files of all its partitions.
+    Merge {
+        /// The `--out` files of `resim sweep --partition K/N`, one per partition.
+        #[arg(required = true, value_name = "FILE.jsonl")]
+        files: Vec<String>,
     },
     /// Validate a scenario without running it.
     Check {
@@ -68,6 +93,56 @@ enum Command {
     },
     /// List the library scenarios with what each shows.
     List,
+}
+
+/// Changes to a scenario before it runs: one of its variants, then `--set` overrides.
+#[derive(Args, Default, Clone)]
+struct OverrideArgs {
+    /// Change a value before the run, e.g. `services.api.workers=32` (the path as errors name
+    /// it, the value in the file's RON syntax); repeatable, a later one wins.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<Override>,
+    /// Apply one of the file's named `variants` (before any --set).
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+}
+
+impl OverrideArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            variant: self.variant.clone(),
+            sets: self.sets.clone(),
+        }
+    }
+}
+
+/// What `resim sweep` takes.
+#[derive(Args)]
+struct SweepArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    file: String,
+    /// The seeds, e.g. "1..20" (both ends included).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds)]
+    seeds: (u64, u64),
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    duration: Option<SimDuration>,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+    /// Run every seed for each of these values, e.g. `services.db.workers=16,32`; repeatable
+    /// (the grid is every combination).
+    #[arg(long, value_name = "PATH=V1,V2,…")]
+    grid: Vec<GridAxis>,
+    /// Runs at once (default: one per core); the output is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Also write one JSON line per run to FILE (for `resim merge`, or your own analysis).
+    #[arg(long, value_name = "FILE.jsonl")]
+    out: Option<String>,
+    /// Make only every N-th run, starting at the K-th (K/N, e.g. 1/2), to split a sweep
+    /// across machines; `resim merge` joins the parts.
+    #[arg(long, value_name = "K/N")]
+    partition: Option<Partition>,
 }
 
 /// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
@@ -106,16 +181,12 @@ struct RunArgs {
     /// Also write one self-contained HTML page with the report's tables and every chart.
     #[arg(long, value_name = "FILE")]
     html: Option<String>,
-}
-
-/// A file on disk, else a library scenario of that name, validated against `limits`.
-fn resolve(file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    if !std::path::Path::new(file).exists()
-        && let Some(entry) = library::find(file)
-    {
-        return parse_with(entry.name, entry.text, limits);
-    }
-    load_with(file, limits)
+    #[command(flatten)]
+    overrides: OverrideArgs,
+    /// Run twice and compare the digests; on a difference, show the first divergent event
+    /// (exit code 1) instead of the report.
+    #[arg(long)]
+    check_determinism: bool,
 }
 
 fn main() -> ExitCode {
@@ -129,15 +200,43 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Sweep {
-            file,
+        Command::Sweep(args) => {
+            let command = Sweep {
+                file: args.file,
+                seeds: args.seeds,
+                duration: args.duration,
+                overrides: args.overrides.overrides(),
+                grid: args.grid,
+                jobs: args.jobs.map(usize::from),
+                out: args.out,
+                partition: args.partition,
+            };
+            report_outcome(sweep(&command, &limits))
+        }
+        Command::Merge { files } => report_outcome(merge_files(&files)),
+        Command::Compare {
+            files,
+            variants,
+            sets,
             seeds,
             duration,
-        } => sweep(&file, seeds, duration, &limits),
-        Command::Check { file } => match resolve(&file, &limits) {
+            jobs,
+        } => report_outcome(compare_command(
+            &files,
+            &variants,
+            &sets,
+            (seeds, duration, jobs.map(usize::from)),
+            &limits,
+        )),
+        Command::Check { file } => match check(&file, &limits) {
             Ok(s) => {
+                let variants = if s.variants.is_empty() {
+                    String::new()
+                } else {
+                    format!(", variants {}", s.variants.join(", "))
+                };
                 println!(
-                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations)",
+                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})",
                     s.name,
                     s.clients.len(),
                     s.services.len(),
@@ -153,6 +252,19 @@ fn main() -> ExitCode {
         },
         Command::Run(args) => run_file(args, &limits),
     }
+}
+
+/// `resim check`: the file, then each of its variants, parses and validates.
+fn check(file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
+    let scenario = resolve(file, limits, &Overrides::default())?;
+    for name in &scenario.variants {
+        let variant = Overrides {
+            variant: Some(name.clone()),
+            sets: Vec::new(),
+        };
+        resolve(file, limits, &variant)?;
+    }
+    Ok(scenario)
 }
 
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
@@ -172,7 +284,28 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         trace_capacity: 0,
         trace_window: args.trace,
     };
-    let report = match resolve(&file, limits).and_then(|s| run(&s, &file, &options)) {
+    let overrides = args.overrides.overrides();
+    if args.check_determinism {
+        return match resolve(&file, limits, &overrides).and_then(|s| {
+            Ok((
+                check_determinism(&s, &file, &options)?,
+                options.seed.unwrap_or(s.seed),
+            ))
+        }) {
+            Ok((verdict, seed)) => {
+                print!("{}", determinism::render(&verdict, seed));
+                match verdict {
+                    Verdict::Same { .. } => ExitCode::SUCCESS,
+                    Verdict::Different { .. } => ExitCode::from(1),
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options)) {
         Ok(o) => o.report,
         Err(e) => {
             eprintln!("{e}");
@@ -196,9 +329,10 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         eprintln!(
-            "expectation failed for seed {}; replay: {}",
+            "expectation failed for seed {}; replay: {}{}",
             report.seed,
-            report.replay_command()
+            report.replay_command(),
+            overrides.command_line()
         );
         ExitCode::from(1)
     }
@@ -229,67 +363,22 @@ fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
     Ok((from, to))
 }
 
-/// One line per seed, then which seeds failed and how to replay the first.
-fn sweep(
-    file: &str,
-    (from, to): (u64, u64),
-    duration: Option<SimDuration>,
-    limits: &Limits,
-) -> ExitCode {
-    let scenario = match resolve(file, limits) {
-        Ok(s) => s,
+/// Prints a sweep's or merge's text; exit code 1 when a run failed, 2 on an error.
+fn report_outcome(outcome: Result<Outcome, String>) -> ExitCode {
+    match outcome {
+        Ok(o) => {
+            print!("{}", o.text);
+            if o.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
         Err(e) => {
             eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut failing = Vec::new();
-    for seed in from..=to {
-        let options = RunOptions {
-            seed: Some(seed),
-            duration,
-            ..RunOptions::default()
-        };
-        let report = match run(&scenario, file, &options) {
-            Ok(o) => o.report,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
-        };
-        let s = &report.summary;
-        let ok = if s.offered == 0 {
-            1.0
-        } else {
-            s.successes as f64 / s.offered as f64
-        };
-        println!(
-            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8}ms  amplification {:.2}",
-            if report.passed() { "PASS" } else { "FAIL" },
-            report.digest,
-            100.0 * ok,
-            s.latency_ms
-                .as_ref()
-                .map_or_else(|| "–".to_string(), |l| format!("{:.1}", l.p99)),
-            s.amplification
-        );
-        if !report.passed() {
-            failing.push(seed);
+            ExitCode::from(2)
         }
     }
-    let total = to - from + 1;
-    if failing.is_empty() {
-        println!("{total} of {total} seeds pass");
-        return ExitCode::SUCCESS;
-    }
-    let list: Vec<String> = failing.iter().map(u64::to_string).collect();
-    println!(
-        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}",
-        total - failing.len() as u64,
-        list.join(", "),
-        failing[0]
-    );
-    ExitCode::from(1)
 }
 
 /// `FROM..TO`, two durations since the start of the run.

@@ -80,6 +80,10 @@ pub struct Scenario {
     /// says (`--max-memory`, `--max-rate`). Validation of `run`'s overrides uses them too.
     #[serde(skip)]
     pub limits: Limits,
+    /// The names of the file's `variants` (sets of overrides that `--variant NAME` applies; see
+    /// [`crate::overrides`]), in the file's order. Read from the text, not by serde.
+    #[serde(skip)]
+    pub variants: Vec<String>,
 }
 
 fn client_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Client>, D::Error> {

@@ -1710,3 +1710,12 @@ fn the_failure_stories_read_their_charts_right() {
     let coalesced = max_over(&r, 0.0, 30.0, |row| service_point(row, "db").queue_max);
     claim(page, format!("with it, never more than {coalesced:.0}"));
 }
+
+#[test]
+fn the_experiments_chapter_says_what_ten_passing_seeds_prove() {
+    let (lower, _) = scenarios::experiment::stats::wilson(10, 10);
+    claim(
+        "experiments.md",
+        format!("they put it above {:.0}%", 100.0 * lower),
+    );
+}

@@ -73,7 +73,9 @@ fn located(e: &ScenarioError, file: &str) -> String {
                 "{line}"
             );
         }
-        ScenarioError::Read { .. } => panic!("not a problem of the text: {line}"),
+        ScenarioError::Read { .. } | ScenarioError::Override { .. } => {
+            panic!("not a problem of the text: {line}")
+        }
     }
     line
 }

@@ -344,7 +344,17 @@ fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
     let file = write("sweep.ron", SMALL);
     let o = check(&["sweep", &file, "--seeds", "1..4"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    assert_eq!(o.stdout.lines().count(), 5);
+    // One line per seed, then the statistics over them, then the verdict.
+    assert_eq!(
+        o.stdout.lines().filter(|l| l.starts_with("seed ")).count(),
+        4
+    );
+    assert!(
+        o.stdout
+            .contains("\n  all seeds      4  100.0% [51.0, 100.0]"),
+        "{}",
+        o.stdout
+    );
     assert!(
         o.stdout
             .lines()

@@ -109,7 +109,7 @@ fn located(e: &ScenarioError, file: &str) -> Result<(), String> {
         ScenarioError::Invalid { error, .. } => {
             !error.field.is_empty() && line.starts_with(&format!("{file}: {}: ", error.field))
         }
-        ScenarioError::Read { .. } => false,
+        ScenarioError::Read { .. } | ScenarioError::Override { .. } => false,
     };
     if !ok {
         return Err(format!("an error that does not say where: {line:?}"));
@@ -175,6 +175,7 @@ fn what_was_wrong(e: &ScenarioError) -> String {
         ScenarioError::Invalid { error, .. } => format!("{}: {}", error.field, error.reason),
         ScenarioError::Syntax { message, .. } => message.clone(),
         ScenarioError::Read { reason, .. } => reason.clone(),
+        ScenarioError::Override { message, .. } => message.clone(),
     };
     text.chars().take(70).collect()
 }

@@ -1,0 +1,115 @@
+//! `resim sweep` and `resim merge` as the command line runs them: [`Sweep`] in, the text to
+//! print and whether every run passed out. The progress bar is drawn on stderr only when it
+//! is a terminal.
+
+use super::plan::{GridAxis, Partition, Plan};
+use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
+use crate::library::resolve;
+use crate::limits::Limits;
+use crate::overrides::Overrides;
+use sim_core::SimDuration;
+use std::io::IsTerminal as _;
+
+/// What `resim sweep` was asked.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// A file or a library scenario.
+    pub file: String,
+    /// First and last seed.
+    pub seeds: (u64, u64),
+    /// `--duration`.
+    pub duration: Option<SimDuration>,
+    /// `--variant` and `--set`, for every run.
+    pub overrides: Overrides,
+    /// `--grid` axes.
+    pub grid: Vec<GridAxis>,
+    /// `-j`: threads (`None`: one per core).
+    pub jobs: Option<usize>,
+    /// `--out`: where to write the records.
+    pub out: Option<String>,
+    /// `--partition K/N`.
+    pub partition: Option<Partition>,
+}
+
+/// What a command has to say: stdout, and whether every run passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The text for stdout.
+    pub text: String,
+    /// Every run met its expectations.
+    pub passed: bool,
+}
+
+/// Runs a sweep. Every grid point is read and validated before any run starts; an error is
+/// one line for stderr (exit code 2).
+pub fn sweep(command: &Sweep, limits: &Limits) -> Result<Outcome, String> {
+    let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
+    let mut scenarios = Vec::with_capacity(plan.points.len());
+    let mut words = Vec::with_capacity(plan.points.len());
+    for point in &plan.points {
+        let mut overrides = command.overrides.clone();
+        overrides.sets.extend(point.iter().cloned());
+        scenarios.push(resolve(&command.file, limits, &overrides).map_err(|e| e.to_string())?);
+        words.push(overrides.command_line());
+    }
+    let setup = SweepSetup {
+        file: &command.file,
+        scenarios: &scenarios,
+        overrides: &words,
+        duration: command.duration,
+    };
+    let runs = plan.specs().len() as u64;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(runs);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} runs  {elapsed} elapsed, about {eta} left",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let records = run_plan(&setup, &plan, command.jobs, &|| bar.inc(1));
+    bar.finish_and_clear();
+    let records = records.map_err(|e| e.to_string())?;
+    if let Some(path) = &command.out {
+        std::fs::write(path, to_jsonl(&records))
+            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+    }
+    Ok(outcome(&records))
+}
+
+/// `resim merge`: the output of the unsplit sweep from the `--out` files of its partitions.
+pub fn merge_files(paths: &[String]) -> Result<Outcome, String> {
+    let mut files = Vec::with_capacity(paths.len());
+    for p in paths {
+        let text = std::fs::read_to_string(p).map_err(|e| format!("{p}: cannot read: {e}"))?;
+        files.push((p.clone(), text));
+    }
+    Ok(outcome(&merge(&files)?))
+}
+
+fn outcome(records: &[RunRecord]) -> Outcome {
+    Outcome {
+        text: render(records),
+        passed: records.iter().all(|r| r.passed),
+    }
+}
+
+/// `resim compare`: the table of [`super::compare::render`]; it passes whatever the figures.
+pub fn compare_command(
+    files: &[String],
+    variants: &[String],
+    sets: &[crate::overrides::Override],
+    (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
+    limits: &Limits,
+) -> Result<Outcome, String> {
+    let sides = super::compare::sides(files, variants, sets)?;
+    let comparison = super::compare::compare(&sides, seeds, duration, jobs, limits)?;
+    Ok(Outcome {
+        text: super::compare::render(&comparison),
+        passed: true,
+    })
+}

@@ -1,0 +1,27 @@
+//! Experiments over many runs: [`Plan`] (grid points × seeds, maybe one partition of them),
+//! [`run_plan`] (the runs in parallel, results in a fixed order whatever the number of
+//! threads), [`RunRecord`] (one run's figures, a line of `--out FILE.jsonl`), [`render`] (what
+//! `resim sweep` prints: per-run lines and per-point statistics) and [`merge`] (partitions
+//! back into one sweep).
+//!
+//! | module | what |
+//! |---|---|
+//! | [`command`] | `resim sweep` and `resim merge` as the command line runs them |
+//! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
+//! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
+//! | [`sweep`] | running a plan, its records, the printed summary, merging |
+//! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
+//!
+//! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
+//! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
+//! records are put in index order before anything is printed or written, so the output of a
+//! sweep is the same for any `-j` and for any split into partitions.
+
+pub mod command;
+pub mod compare;
+pub mod plan;
+pub mod stats;
+pub mod sweep;
+
+pub use plan::{GridAxis, Partition, Plan};
+pub use sweep::{RunRecord, SweepSetup, merge, render, run_plan, summarise, to_jsonl};

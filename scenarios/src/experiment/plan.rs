@@ -1,0 +1,252 @@
+//! [`Plan`]: which runs a sweep makes. A [`GridAxis`] is one `--grid PATH=V1,V2,…`; the grid
+//! points are their cartesian product (the first axis varies slowest), and each point runs
+//! every seed. Every run has a stable index, `point × seeds + seed offset`, which is the order
+//! of the output and what [`Partition`] splits on.
+
+use crate::overrides::Override;
+use std::fmt;
+use std::str::FromStr;
+
+/// The most runs one sweep makes (grid points × seeds).
+pub const RUNS_MAX: u64 = 100_000;
+
+/// One `--grid PATH=V1,V2,…`: the values an override path takes in turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GridAxis {
+    /// The path, as for `--set`.
+    pub path: String,
+    /// The values, RON text each.
+    pub values: Vec<String>,
+}
+
+impl FromStr for GridAxis {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (path, values) = text.split_once('=').ok_or_else(|| {
+            format!(
+                "{text:?}: write a grid axis as PATH=V1,V2,…, e.g. services.api.workers=8,16,32"
+            )
+        })?;
+        let values = split_top_level(values);
+        if values.iter().any(String::is_empty) {
+            return Err(format!("{text:?}: a grid value is empty"));
+        }
+        // Each value must make a valid override.
+        for v in &values {
+            format!("{path}={v}").parse::<Override>()?;
+        }
+        Ok(GridAxis {
+            path: path.trim().to_string(),
+            values,
+        })
+    }
+}
+
+/// Splits at the commas outside brackets and strings: `1,(a: 1, b: 2)` is two values.
+fn split_top_level(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut quoted = false;
+    let mut escaped = false;
+    let mut current = String::new();
+    for c in text.chars() {
+        if quoted {
+            quoted = c != '"' || escaped;
+            escaped = c == '\\' && !escaped;
+            current.push(c);
+            continue;
+        }
+        match c {
+            '"' => quoted = true,
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                out.push(current.trim().to_string());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    out.push(current.trim().to_string());
+    out
+}
+
+/// `--partition K/N`: this process makes the runs whose index is `K − 1` modulo `N` (as
+/// cargo-nextest counts: K from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Partition {
+    /// Which share, from 1.
+    pub part: u64,
+    /// How many shares.
+    pub parts: u64,
+}
+
+impl Partition {
+    /// Whether run `index` is in this share.
+    pub fn contains(&self, index: u64) -> bool {
+        index % self.parts == self.part - 1
+    }
+}
+
+impl FromStr for Partition {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let bad = || format!("{text:?}: write a partition as K/N with 1 ≤ K ≤ N, e.g. 1/2");
+        let (k, n) = text.split_once('/').ok_or_else(bad)?;
+        let (part, parts) = (
+            k.trim().parse::<u64>().map_err(|_| bad())?,
+            n.trim().parse::<u64>().map_err(|_| bad())?,
+        );
+        if part == 0 || part > parts {
+            return Err(bad());
+        }
+        Ok(Partition { part, parts })
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.part, self.parts)
+    }
+}
+
+/// The runs of a sweep: grid points × seeds, maybe one share of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The overrides of each grid point (one point with none when there is no grid).
+    pub points: Vec<Vec<Override>>,
+    /// The first and last seed, both included.
+    pub seeds: (u64, u64),
+    /// The share of the runs this process makes.
+    pub partition: Option<Partition>,
+}
+
+/// One run of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpec {
+    /// The stable index: `point × seeds + (seed − first seed)`.
+    pub index: u64,
+    /// The grid point.
+    pub point: usize,
+    /// The seed.
+    pub seed: u64,
+}
+
+impl Plan {
+    /// The plan of `axes` over `seeds`; an error when it would make more than [`RUNS_MAX`] runs.
+    pub fn new(
+        axes: &[GridAxis],
+        seeds: (u64, u64),
+        partition: Option<Partition>,
+    ) -> Result<Plan, String> {
+        let mut points: Vec<Vec<Override>> = vec![Vec::new()];
+        for axis in axes {
+            let mut next = Vec::with_capacity(points.len() * axis.values.len());
+            for p in &points {
+                for v in &axis.values {
+                    let mut q = p.clone();
+                    q.push(Override {
+                        path: axis.path.clone(),
+                        value: v.clone(),
+                    });
+                    next.push(q);
+                }
+                if next.len() as u64 > RUNS_MAX {
+                    return Err(format!("the grid has more than {RUNS_MAX} points"));
+                }
+            }
+            points = next;
+        }
+        let plan = Plan {
+            points,
+            seeds,
+            partition,
+        };
+        if plan.runs() > RUNS_MAX {
+            return Err(format!(
+                "{} grid points × {} seeds is {} runs; at most {RUNS_MAX} per sweep (split it with --partition, or sweep fewer)",
+                plan.points.len(),
+                plan.seed_count(),
+                plan.runs()
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// Seeds per grid point.
+    pub fn seed_count(&self) -> u64 {
+        self.seeds.1 - self.seeds.0 + 1
+    }
+
+    /// The runs of the whole sweep, all partitions together.
+    pub fn runs(&self) -> u64 {
+        self.points.len() as u64 * self.seed_count()
+    }
+
+    /// The runs this process makes, in index order.
+    pub fn specs(&self) -> Vec<RunSpec> {
+        let n = self.seed_count();
+        (0..self.runs())
+            .filter(|&i| self.partition.is_none_or(|p| p.contains(i)))
+            .map(|index| RunSpec {
+                index,
+                point: (index / n) as usize,
+                seed: self.seeds.0 + index % n,
+            })
+            .collect()
+    }
+
+    /// How a grid point reads: `services.db.workers=16 clients.users.timeout="1s"`, empty
+    /// without a grid.
+    pub fn label(&self, point: usize) -> String {
+        let words: Vec<String> = self.points[point].iter().map(Override::to_string).collect();
+        words.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_values_split_outside_brackets_and_strings() {
+        let a: GridAxis = "services.api.queue=(capacity: 1, policy: Fifo),(capacity: 2)"
+            .parse()
+            .unwrap();
+        assert_eq!(a.values, ["(capacity: 1, policy: Fifo)", "(capacity: 2)"]);
+        let a: GridAxis = "name=\"a,b\",\"c\"".parse().unwrap();
+        assert_eq!(a.values, ["\"a,b\"", "\"c\""]);
+        assert!("x=1,,2".parse::<GridAxis>().is_err());
+        assert!("x".parse::<GridAxis>().is_err());
+    }
+
+    #[test]
+    fn runs_are_indexed_point_major_and_partitions_cover_them_once() {
+        let axes: Vec<GridAxis> = vec!["a=1,2".parse().unwrap(), "b=x,y,z".parse().unwrap()];
+        let plan = Plan::new(&axes, (5, 8), None).unwrap();
+        assert_eq!(plan.points.len(), 6);
+        assert_eq!(plan.label(0), "a=1 b=x");
+        assert_eq!(plan.label(5), "a=2 b=z");
+        let all = plan.specs();
+        assert_eq!(all.len(), 24);
+        assert_eq!((all[5].point, all[5].seed), (1, 6));
+        let mut joined: Vec<u64> = (1..=3)
+            .flat_map(|k| {
+                let p = Plan {
+                    partition: Some(Partition { part: k, parts: 3 }),
+                    ..plan.clone()
+                };
+                p.specs().into_iter().map(|s| s.index)
+            })
+            .collect();
+        joined.sort_unstable();
+        assert_eq!(joined, (0..24).collect::<Vec<_>>());
+        assert!("0/2".parse::<Partition>().is_err());
+        assert!("3/2".parse::<Partition>().is_err());
+        assert_eq!("2/3".parse::<Partition>().unwrap().to_string(), "2/3");
+    }
+}
