@@ -179,6 +179,11 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         return ExitCode::from(2);
     }
     print!("{}", format.render(&report));
+    // The report says why the run stopped early; a report read by a program (CSV, JSON)
+    // may not be read by a person, so the memory limit is said on stderr too.
+    if let Some(detail) = &report.stop_detail {
+        eprintln!("{file}: stopped: {}: {detail}", report.stop_reason);
+    }
     if report.passed() {
         ExitCode::SUCCESS
     } else {

@@ -325,3 +325,47 @@ fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
     let o = check(&["sweep", &file, "--seeds", "5..1"]);
     assert_eq!(o.code, 2);
 }
+
+#[test]
+fn a_run_over_the_memory_budget_stops_with_a_full_report_and_says_why() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/memory/overloaded-unbounded-queue.ron"
+    );
+    let o = check(&["run", file, "--max-memory", "64MiB"]);
+    // Exit codes as for any other stop: here the expectation failed.
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("stopped: memory_limit"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("FAIL users success ratio"));
+    assert!(
+        o.stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("replay: resim run")
+    );
+    assert!(
+        o.stderr.starts_with(&format!(
+            "{file}: stopped: memory_limit: requests in flight ("
+        )),
+        "{}",
+        o.stderr
+    );
+    let o = check(&["run", file, "--max-memory", "64MiB", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "memory_limit");
+    assert!(
+        v["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("bound the queue (services.api.queue.capacity)")
+    );
+}

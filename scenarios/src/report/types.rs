@@ -262,6 +262,10 @@ pub struct Report {
     pub events: u64,
     /// Why the run stopped.
     pub stop_reason: String,
+    /// What reached the limit and how to fix it, when the reason needs saying more
+    /// (`memory_limit`: which figure, and how much).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_detail: Option<String>,
     /// Simulated seconds.
     pub simulated_s: f64,
     /// Report bucket width in seconds.
