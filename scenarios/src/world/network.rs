@@ -42,12 +42,10 @@ pub fn build(
     for name in s.services.keys() {
         nodes.push(net.add_node(name, entity)?);
     }
+    // The services in the order of their keys (and of their nodes), searched by name.
+    let names: Vec<&str> = s.services.keys().map(String::as_str).collect();
     let service_node = |name: &str| {
-        let i = s
-            .services
-            .keys()
-            .position(|n| n == name)
-            .expect("targets are validated");
+        let i = names.binary_search(&name).expect("targets are validated");
         nodes[s.clients.len() + i]
     };
     let callers = s
