@@ -1,6 +1,8 @@
 //! The `resim` command line: run a scenario, check one, or list the library.
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
+//! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
+//! code of what was done so far.
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -118,7 +120,13 @@ fn main() -> ExitCode {
     match command {
         Command::List => {
             for entry in library::LIBRARY {
-                println!("{:<32} {}", entry.name, library::headline(entry));
+                if !emit(&format!(
+                    "{:<32} {}\n",
+                    entry.name,
+                    library::headline(entry)
+                )) {
+                    break;
+                }
             }
             ExitCode::SUCCESS
         }
@@ -129,14 +137,14 @@ fn main() -> ExitCode {
         } => sweep(&file, seeds, duration, &limits),
         Command::Check { file } => match resolve(&file, &limits) {
             Ok(s) => {
-                println!(
-                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations)",
+                emit(&format!(
+                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations)\n",
                     s.name,
                     s.clients.len(),
                     s.services.len(),
                     s.faults.len(),
                     s.expectations.len()
-                );
+                ));
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -178,7 +186,7 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         eprintln!("{e:#}");
         return ExitCode::from(2);
     }
-    print!("{}", format.render(&report));
+    emit(&format.render(&report));
     // The report says why the run stopped early; a report read by a program (CSV, JSON)
     // may not be read by a person, so the memory limit is said on stderr too.
     if let Some(detail) = &report.stop_detail {
@@ -193,6 +201,22 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
             report.replay_command()
         );
         ExitCode::from(1)
+    }
+}
+
+/// Writes `text` to stdout; false when the reader has gone (a closed pipe, as in
+/// `resim run x | head -1`), which is not an error: the rest is not wanted, and the command
+/// ends quietly. Any other failure to write (a full disk) is said on stderr, exit code 2.
+fn emit(text: &str) -> bool {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => false,
+        Err(e) => {
+            eprintln!("resim: cannot write the output: {e}");
+            std::process::exit(2);
+        }
     }
 }
 
@@ -255,8 +279,11 @@ fn sweep(
         } else {
             s.successes as f64 / s.offered as f64
         };
-        println!(
-            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8}ms  amplification {:.2}",
+        if !report.passed() {
+            failing.push(seed);
+        }
+        let line = format!(
+            "seed {seed:<8} {}  digest {}  success {:>5.1}%  p99 {:>8}ms  amplification {:.2}\n",
             if report.passed() { "PASS" } else { "FAIL" },
             report.digest,
             100.0 * ok,
@@ -265,22 +292,27 @@ fn sweep(
                 .map_or_else(|| "–".to_string(), |l| format!("{:.1}", l.p99)),
             s.amplification
         );
-        if !report.passed() {
-            failing.push(seed);
+        if !emit(&line) {
+            // Nobody reads the rest: the seeds run so far decide the exit code.
+            return if failing.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            };
         }
     }
     let total = to - from + 1;
     if failing.is_empty() {
-        println!("{total} of {total} seeds pass");
+        emit(&format!("{total} of {total} seeds pass\n"));
         return ExitCode::SUCCESS;
     }
     let list: Vec<String> = failing.iter().map(u64::to_string).collect();
-    println!(
-        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}",
+    emit(&format!(
+        "{} of {total} seeds pass; failing: {}; replay: resim run {file} --seed {}\n",
         total - failing.len() as u64,
         list.join(", "),
         failing[0]
-    );
+    ));
     ExitCode::from(1)
 }
 

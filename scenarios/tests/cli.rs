@@ -369,3 +369,46 @@ fn a_run_over_the_memory_budget_stops_with_a_full_report_and_says_why() {
             .contains("bound the queue (services.api.queue.capacity)")
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_resim"))
+            .args(args)
+            .current_dir(scratch())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("resim runs")
+    };
+    // A report far longer than a pipe holds, never read: writing it must fail, whenever
+    // the reader goes.
+    let mut child = spawn(&[
+        "run",
+        "metastable-retry",
+        "--format",
+        "csv",
+        "--bucket",
+        "10ms",
+    ]);
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+
+    // `head -1` on a sweep: the first line is read, the other seeds are not wanted.
+    let file = write("small-sweep.ron", SMALL);
+    let mut child = spawn(&["sweep", &file, "--seeds", "1..300", "--duration", "3s"]);
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("seed 1 "), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+}
