@@ -412,3 +412,25 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
 }
+
+#[test]
+fn messages_held_by_a_clog_stop_the_run_at_the_memory_budget() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/memory/clogged-link.ron");
+    let o = check(&["run", file, "--max-memory", "16MiB", "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "memory_limit");
+    let detail = v["stop_detail"].as_str().unwrap();
+    assert!(
+        detail.contains(" messages held by clogs and paused nodes) reached about ")
+            && detail.contains("end the clog or pause sooner"),
+        "{detail}"
+    );
+    assert_eq!(v["summary"]["successes"], 0);
+    assert!(
+        v["summary"]["failures_by_reason"]["timeout"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
+}
