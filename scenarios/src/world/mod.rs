@@ -56,6 +56,7 @@ pub mod stack;
 mod trace;
 
 pub use msg::{Msg, Net, Packet};
+pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason};
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
