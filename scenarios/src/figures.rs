@@ -535,4 +535,7 @@ pub struct RunMeta {
     pub events: u64,
     /// Why the run stopped.
     pub stop: sim_core::StopReason,
+    /// What reached a limit, in the user's words, when that is more than the reason says
+    /// (the figure that reached the memory limit).
+    pub stop_detail: Option<String>,
 }

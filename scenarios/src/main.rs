@@ -1,6 +1,8 @@
 //! The `resim` command line: run a scenario, check one, or list the library.
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
+//! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
+//! code of what was done so far.
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
@@ -196,7 +198,13 @@ fn main() -> ExitCode {
     match command {
         Command::List => {
             for entry in library::LIBRARY {
-                println!("{:<32} {}", entry.name, library::headline(entry));
+                if !emit(&format!(
+                    "{:<32} {}\n",
+                    entry.name,
+                    library::headline(entry)
+                )) {
+                    break;
+                }
             }
             ExitCode::SUCCESS
         }
@@ -235,14 +243,14 @@ fn main() -> ExitCode {
                 } else {
                     format!(", variants {}", s.variants.join(", "))
                 };
-                println!(
-                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})",
+                emit(&format!(
+                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})\n",
                     s.name,
                     s.clients.len(),
                     s.services.len(),
                     s.faults.len(),
                     s.expectations.len()
-                );
+                ));
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -293,7 +301,7 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
             ))
         }) {
             Ok((verdict, seed)) => {
-                print!("{}", determinism::render(&verdict, seed));
+                emit(&determinism::render(&verdict, seed));
                 match verdict {
                     Verdict::Same { .. } => ExitCode::SUCCESS,
                     Verdict::Different { .. } => ExitCode::from(1),
@@ -324,7 +332,12 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         eprintln!("{e:#}");
         return ExitCode::from(2);
     }
-    print!("{}", format.render(&report));
+    emit(&format.render(&report));
+    // The report says why the run stopped early; a report read by a program (CSV, JSON)
+    // may not be read by a person, so the memory limit is said on stderr too.
+    if let Some(detail) = &report.stop_detail {
+        eprintln!("{file}: stopped: {}: {detail}", report.stop_reason);
+    }
     if report.passed() {
         ExitCode::SUCCESS
     } else {
@@ -335,6 +348,22 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
             overrides.command_line()
         );
         ExitCode::from(1)
+    }
+}
+
+/// Writes `text` to stdout; false when the reader has gone (a closed pipe, as in
+/// `resim run x | head -1`), which is not an error: the rest is not wanted, and the command
+/// ends quietly. Any other failure to write (a full disk) is said on stderr, exit code 2.
+fn emit(text: &str) -> bool {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => false,
+        Err(e) => {
+            eprintln!("resim: cannot write the output: {e}");
+            std::process::exit(2);
+        }
     }
 }
 
@@ -367,7 +396,7 @@ fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
 fn report_outcome(outcome: Result<Outcome, String>) -> ExitCode {
     match outcome {
         Ok(o) => {
-            print!("{}", o.text);
+            emit(&o.text);
             if o.passed {
                 ExitCode::SUCCESS
             } else {

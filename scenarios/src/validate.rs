@@ -14,6 +14,7 @@
 //! thousands of services cannot overflow the stack.
 
 use crate::schema::*;
+use crate::world::client_node;
 use patterns::ConfigError;
 use patterns::retry::RetryPolicy;
 use sim_core::{Dist, SimDuration};
@@ -192,6 +193,7 @@ pub fn validate(s: &Scenario) -> Check {
     if s.services.is_empty() {
         return Err(err("services", "must name at least one service"));
     }
+    nodes(s)?;
     for (name, client) in &s.clients {
         let path = format!("clients.{name}");
         load(&format!("{path}.load"), &client.load)?;
@@ -212,6 +214,36 @@ pub fn validate(s: &Scenario) -> Check {
     }
     crate::limits::check_rates(s, &s.limits)?;
     crate::limits::check_memory(s, &s.limits)
+}
+
+/// Every client and service has a name, and a network node of its own: a client that
+/// shares its name with a service is the node `clients.NAME`, which no other client or
+/// service may be called.
+fn nodes(s: &Scenario) -> Check {
+    let mut taken: BTreeMap<String, String> = BTreeMap::new();
+    let clients = s.clients.keys().map(|n| ("clients", n, client_node(s, n)));
+    let services = s.services.keys().map(|n| ("services", n, n.clone()));
+    for (kind, name, node) in clients.chain(services) {
+        if name.is_empty() {
+            return Err(err(
+                kind,
+                format!(
+                    "a name is empty (\"\"); give each of the {kind} a name, e.g. \"{}\"",
+                    if kind == "clients" { "users" } else { "api" }
+                ),
+            ));
+        }
+        let field = format!("{kind}.{name}");
+        if let Some(other) = taken.insert(node.clone(), field.clone()) {
+            return Err(err(
+                field,
+                format!(
+                    "its network node would be called {node:?}, like that of {other}; rename one of them"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The network section: sim-net's own checks and node names that exist. A service's

@@ -595,3 +595,29 @@ proptest! {
         let _ = parse("g.ron", &text);
     }
 }
+
+#[test]
+fn every_client_and_service_has_a_name_and_a_network_node_of_its_own() {
+    // Found by the fuzz harness: an empty name passed validation and the run panicked.
+    let file = "tests/fuzz-found/empty-client-name.ron";
+    let e = load(file).expect_err("an empty name is refused");
+    assert_eq!(
+        located(&e, file),
+        format!(
+            "{file}: clients: a name is empty (\"\"); give each of the clients a name, e.g. \"users\""
+        )
+    );
+    assert_eq!(
+        check("\"db\": (workers: 2", "\"\": (workers: 2"),
+        "bad.ron: services: a name is empty (\"\"); give each of the services a name, e.g. \"api\""
+    );
+    // A client that shares its name with a service is the node `clients.NAME`; a client
+    // already called that would share the node.
+    assert_eq!(
+        check(
+            "\"web\": (",
+            "\"clients.db\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),\n        \"db\": ("
+        ),
+        "bad.ron: clients.db: its network node would be called \"clients.db\", like that of clients.clients.db; rename one of them"
+    );
+}

@@ -386,3 +386,112 @@ fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
     let o = check(&["sweep", &file, "--seeds", "5..1"]);
     assert_eq!(o.code, 2);
 }
+
+#[test]
+fn a_run_over_the_memory_budget_stops_with_a_full_report_and_says_why() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/memory/overloaded-unbounded-queue.ron"
+    );
+    let o = check(&["run", file, "--max-memory", "64MiB"]);
+    // Exit codes as for any other stop: here the expectation failed.
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("stopped: memory_limit"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stdout.contains("FAIL users success ratio"));
+    assert!(
+        o.stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("replay: resim run")
+    );
+    assert!(
+        o.stderr.starts_with(&format!(
+            "{file}: stopped: memory_limit: requests in flight ("
+        )),
+        "{}",
+        o.stderr
+    );
+    let o = check(&["run", file, "--max-memory", "64MiB", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "memory_limit");
+    assert!(
+        v["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("bound the queue (services.api.queue.capacity)")
+    );
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let spawn = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_resim"))
+            .args(args)
+            .current_dir(scratch())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("resim runs")
+    };
+    // A report far longer than a pipe holds, never read: writing it must fail, whenever
+    // the reader goes.
+    let mut child = spawn(&[
+        "run",
+        "metastable-retry",
+        "--format",
+        "csv",
+        "--bucket",
+        "10ms",
+    ]);
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+
+    // `head -1` on a sweep: the first line is read, the other seeds are not wanted.
+    let file = write("small-sweep.ron", SMALL);
+    let mut child = spawn(&["sweep", &file, "--seeds", "1..300", "--duration", "3s"]);
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("seed 1 "), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+}
+
+#[test]
+fn messages_held_by_a_clog_stop_the_run_at_the_memory_budget() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/memory/clogged-link.ron");
+    let o = check(&["run", file, "--max-memory", "16MiB", "--json"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "memory_limit");
+    let detail = v["stop_detail"].as_str().unwrap();
+    assert!(
+        detail.contains(" messages held by clogs and paused nodes) reached about ")
+            && detail.contains("end the clog or pause sooner"),
+        "{detail}"
+    );
+    assert_eq!(v["summary"]["successes"], 0);
+    assert!(
+        v["summary"]["failures_by_reason"]["timeout"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
+}

@@ -16,7 +16,10 @@
 //! line that says where (`file:line:column: ` or `file: field.path: `), the exit code 2, or
 //! succeeds; a scenario that reads is run twice within a small event budget, both runs give
 //! the same digest (or the same located error) and the report renders; nothing panics. Those
-//! are exits 0, 1 and 2 and nothing else.
+//! are exits 0, 1 and 2 and nothing else. The heap's peak while an input is read and run
+//! (counted by a global allocator) stays within the input's memory budget: 256 MiB, or for
+//! one input in eight a budget so small that runs stop at it while running (`memory_limit`,
+//! which must come with the figure that reached it).
 //!
 //! Failures are shrunk by proptest and written to `CARGO_TARGET_TMPDIR/fuzz-found/` (or
 //! `RESIM_FUZZ_OUT`), one file each, ready for `resim check` and `resim run`. The inputs are
@@ -38,6 +41,7 @@
 //! A long campaign: `RESIM_FUZZ_CASES=100000 cargo test --release -p scenarios --test fuzz --
 //! --nocapture`.
 
+use peak_alloc::PeakAlloc;
 use proptest::prelude::*;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
@@ -61,12 +65,35 @@ fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
 }
 
-/// The limits of a fuzzed run: a memory budget of 256 MiB keeps every accepted input cheap
-/// to run (a generated file may ask for millions of report buckets, which validation then
-/// refuses with a located message, which is also what is being tested).
-fn limits() -> Limits {
+/// The memory budget of a fuzzed run: 256 MiB keeps every accepted input cheap to run (a
+/// generated file may ask for millions of report buckets, which validation then refuses
+/// with a located message, which is also what is being tested).
+const MEMORY_MAX: u64 = 256 << 20;
+
+/// The small budget one input in [`SMALL_BUDGET_ODDS`] gets: the program's share and 1 MiB,
+/// so that runs reach the memory limit while running and end with `memory_limit`.
+const MEMORY_SMALL: u64 = 9 << 20;
+
+/// One input in this many runs with [`MEMORY_SMALL`].
+const SMALL_BUDGET_ODDS: u64 = 8;
+
+/// Every allocation is counted, so that the heap's peak during each input is held to the
+/// input's memory budget.
+#[global_allocator]
+static ALLOCATOR: PeakAlloc = PeakAlloc;
+
+/// The limits of a fuzzed run of `bytes`: the budget depends on the input only, so a failure
+/// replays.
+fn limits(bytes: &[u8]) -> Limits {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     Limits {
-        memory_max: 256 << 20,
+        memory_max: if hash.is_multiple_of(SMALL_BUDGET_ODDS) {
+            MEMORY_SMALL
+        } else {
+            MEMORY_MAX
+        },
         ..Limits::default()
     }
 }
@@ -92,8 +119,9 @@ enum Outcome {
     Refused(String),
     /// Read, but a run override made it invalid (exit 2).
     RunRefused,
-    /// Ran; expectations passed (exit 0) or failed (exit 1).
-    Ran { passed: bool },
+    /// Ran; expectations passed (exit 0) or failed (exit 1); `memory`: it stopped at the
+    /// memory limit.
+    Ran { passed: bool, memory: bool },
 }
 
 /// Checks that an error is one line that starts with the file and a place.
@@ -123,7 +151,23 @@ fn located(e: &ScenarioError, file: &str) -> Result<(), String> {
 
 /// The property. `Err` holds what went wrong.
 fn property(file: &str, bytes: &[u8]) -> Result<Outcome, String> {
-    let scenario = match parse_bytes(file, bytes, &limits()) {
+    let limits = limits(bytes);
+    let before = ALLOCATOR.current_usage() as u64;
+    ALLOCATOR.reset_peak_usage();
+    let outcome = checked(file, bytes, &limits)?;
+    let peak = (ALLOCATOR.peak_usage() as u64).saturating_sub(before);
+    if peak > limits.memory_max {
+        return Err(format!(
+            "over the memory budget: a heap of {peak} bytes at its peak, budget {}",
+            limits.memory_max
+        ));
+    }
+    Ok(outcome)
+}
+
+/// Reading `bytes` and running what reads, twice.
+fn checked(file: &str, bytes: &[u8], limits: &Limits) -> Result<Outcome, String> {
+    let scenario = match parse_bytes(file, bytes, limits) {
         Ok(s) => s,
         Err(e) => {
             located(&e, file)?;
@@ -149,8 +193,16 @@ fn property(file: &str, bytes: &[u8]) -> Result<Outcome, String> {
                 let _ = format.render(&a.report);
             }
             serde_json::to_string(&a.report).map_err(|e| format!("no JSON report: {e}"))?;
+            let memory = a.report.stop_reason == "memory_limit";
+            if memory != a.report.stop_detail.is_some() {
+                return Err(format!(
+                    "stopped by {} with the detail {:?}",
+                    a.report.stop_reason, a.report.stop_detail
+                ));
+            }
             Ok(Outcome::Ran {
                 passed: a.report.passed(),
+                memory,
             })
         }
         (Err(a), Err(b)) => {
@@ -211,6 +263,8 @@ struct Tally {
     run_refused: u64,
     passed: u64,
     failed_expectations: u64,
+    /// Runs that stopped at the memory limit.
+    memory_limit: u64,
     /// (file written, what went wrong).
     failures: Vec<(String, String)>,
     /// Known panics (see [`KNOWN`]), by the file that shows them.
@@ -256,12 +310,13 @@ fn campaign<S: Strategy>(
                 tally.run_refused += 1;
                 continue;
             }
-            Ok(Outcome::Ran { passed: true }) => {
-                tally.passed += 1;
-                continue;
-            }
-            Ok(Outcome::Ran { passed: false }) => {
-                tally.failed_expectations += 1;
+            Ok(Outcome::Ran { passed, memory }) => {
+                if passed {
+                    tally.passed += 1;
+                } else {
+                    tally.failed_expectations += 1;
+                }
+                tally.memory_limit += u64::from(memory);
                 continue;
             }
             Err(failure) => match known(&failure) {
@@ -1287,13 +1342,14 @@ fn fuzzed_files_exit_0_1_or_2_with_a_located_message_and_replay() {
     let mut failures = Vec::new();
     for (name, t) in &tallies {
         println!(
-            "{name:<10} inputs {:>7}  refused {:>7}  refused at run {:>5}  ran {:>6} (expectations passed {}, failed {})  failures {}",
+            "{name:<10} inputs {:>7}  refused {:>7}  refused at run {:>5}  ran {:>6} (expectations passed {}, failed {}; stopped at the memory limit {})  failures {}",
             t.inputs,
             t.refused,
             t.run_refused,
             t.passed + t.failed_expectations,
             t.passed,
             t.failed_expectations,
+            t.memory_limit,
             t.failures.len()
         );
         for (file, n) in &t.known {

@@ -57,6 +57,7 @@ fn check(expectations: &str, figures: &Figures) -> Report {
         digest: 0,
         events: 0,
         stop: StopReason::TimeLimit,
+        stop_detail: None,
     };
     Report::build(&scenario, &meta, figures)
 }

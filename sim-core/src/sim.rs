@@ -221,6 +221,10 @@ pub enum StopReason {
     Requested,
     /// The time asked of [`Sim::run_until`] or [`Sim::run_for`] was reached; the run can go on.
     Reached,
+    /// The model's memory budget was reached: what it holds while running (requests in
+    /// flight, queued work) would not fit. The engine never returns it; a model that checks
+    /// its own memory between [`Sim::run_events`] slices ends its run with it.
+    MemoryLimit,
 }
 
 impl StopReason {
@@ -232,6 +236,7 @@ impl StopReason {
             StopReason::EventBudget => "event_budget",
             StopReason::Requested => "requested",
             StopReason::Reached => "reached",
+            StopReason::MemoryLimit => "memory_limit",
         }
     }
 }
@@ -488,6 +493,18 @@ impl<E: Entity> Sim<E> {
     pub fn run_for(&mut self, d: SimDuration) -> StopReason {
         self.run_until(self.now.saturating_add(d))
     }
+
+    /// Runs like [`Sim::run`], but at most `count` more events: `None` when they ran and
+    /// the run can go on, else why it stopped. A model checks what only it can measure
+    /// (its memory) between slices, at no cost to each event: the slice's end is the event
+    /// budget's own check. Running in slices gives the same history as one [`Sim::run`].
+    pub fn run_events(&mut self, count: u64) -> Option<StopReason> {
+        let budget = self.limits.max_events;
+        self.limits.max_events = budget.min(self.executed.saturating_add(count));
+        let reason = self.run();
+        self.limits.max_events = budget;
+        (reason != StopReason::EventBudget || self.executed >= budget).then_some(reason)
+    }
 }
 
 #[cfg(test)]
@@ -583,6 +600,38 @@ mod tests {
         assert_eq!(sim.events_executed(), 3);
         assert_eq!(sim.step(), Ok(()));
         assert_eq!(sim.now(), SimTime::from_millis(30));
+    }
+
+    #[test]
+    fn a_run_in_slices_is_the_same_run() {
+        let whole = {
+            let (mut sim, ..) = pair(1_000, Limits::new(1_000, SimDuration::from_secs(10)));
+            let reason = sim.run();
+            (reason, sim.digest(), sim.events_executed(), sim.now())
+        };
+        let (mut sim, ..) = pair(1_000, Limits::new(1_000, SimDuration::from_secs(10)));
+        let mut slices = 0;
+        let reason = loop {
+            slices += 1;
+            if let Some(reason) = sim.run_events(7) {
+                break reason;
+            }
+            assert_eq!(sim.events_executed(), 7 * slices);
+        };
+        assert_eq!(whole.0, StopReason::EventBudget);
+        assert_eq!(
+            (reason, sim.digest(), sim.events_executed(), sim.now()),
+            whole
+        );
+        assert_eq!(slices, 1_000_u64.div_ceil(7));
+        assert_eq!(
+            sim.limits().max_events,
+            1_000,
+            "the budget is the run's again"
+        );
+
+        let (mut sim, ..) = pair(3, Limits::new(1_000, SimDuration::from_secs(10)));
+        assert_eq!(sim.run_events(1_000_000), Some(StopReason::Idle));
     }
 
     #[test]

@@ -490,6 +490,12 @@ impl<P> Network<P> {
         total
     }
 
+    /// Copies held now by clogs and paused nodes, over all links (the network's part of a
+    /// model's memory: held copies wait in the network, not in the event queue).
+    pub fn held_now(&self) -> usize {
+        self.links.iter().map(|link| link.held.len()).sum()
+    }
+
     /// Messages sent so far.
     pub fn messages_sent(&self) -> u64 {
         self.next_packet

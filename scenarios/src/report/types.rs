@@ -364,8 +364,16 @@ pub struct Report {
     pub digest: String,
     /// Events executed.
     pub events: u64,
-    /// Why the run stopped.
+    /// Why the run stopped: `time_limit` (it ran its `duration`), `idle` (nothing was left
+    /// to happen), `event_budget` (it spent `max_events`), or `memory_limit` (what it held
+    /// while running reached the memory budget, `--max-memory`; `stop_detail` says which
+    /// figure). Every reason gives a full report of the run up to the stop, and the exit
+    /// code is the expectations' (0 or 1), whatever the reason.
     pub stop_reason: String,
+    /// What reached the limit and how to fix it, when the reason needs saying more
+    /// (`memory_limit`: which figure, and how much).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_detail: Option<String>,
     /// Simulated seconds.
     pub simulated_s: f64,
     /// Report bucket width in seconds.

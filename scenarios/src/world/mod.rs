@@ -56,6 +56,7 @@ pub mod stack;
 mod trace;
 
 pub use msg::{Msg, Net, Packet};
+pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason};
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
@@ -121,6 +122,32 @@ impl Wakes {
     }
 }
 
+/// What a world holds that grows with traffic ([`World::live`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Live {
+    /// Calls in flight (each logical call, with its attempts).
+    pub calls: usize,
+    /// Jobs: attempts on their way to a replica, queued, worked on or waiting downstream.
+    pub jobs: usize,
+    /// Hedged calls' races.
+    pub races: usize,
+    /// Keys in the services' idempotency stores.
+    pub idempotency_keys: usize,
+    /// The service with the most queued jobs, if any are queued.
+    pub queued_most: Option<Queued>,
+}
+
+/// The longest queue of a service, over its replicas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    /// The service's name.
+    pub service: String,
+    /// Jobs waiting in its replicas' queues.
+    pub queued: usize,
+    /// Whether its queue is unbounded (`queue: (capacity: None)`).
+    pub unbounded: bool,
+}
+
 /// The world: every component and every request in flight.
 #[derive(Debug)]
 pub struct World {
@@ -152,10 +179,12 @@ pub struct World {
 impl World {
     /// Builds the world of a validated scenario for one seed.
     pub fn new(s: &Scenario, seed: Seed, bucket: SimDuration) -> Self {
+        // The services in the order of their keys, searched by name: a lookup per call site
+        // stays logarithmic in a topology of many thousands of services.
+        let names: Vec<&str> = s.services.keys().map(String::as_str).collect();
         let target = |name: &str| {
-            s.services
-                .keys()
-                .position(|n| n == name)
+            names
+                .binary_search(&name)
                 .expect("call targets are checked by validation") as u32
         };
         let mut sites = Vec::new();
@@ -271,6 +300,30 @@ impl World {
     /// Calls and jobs in flight (for the flat-memory check).
     pub fn in_flight(&self) -> (usize, usize) {
         (self.calls.len(), self.jobs.len())
+    }
+
+    /// What the world holds that grows with traffic, for the run's memory check: counts
+    /// read from its tables, nothing kept on the way.
+    pub fn live(&self) -> Live {
+        let mut live = Live {
+            calls: self.calls.len(),
+            jobs: self.jobs.len(),
+            races: self.races.len(),
+            ..Live::default()
+        };
+        let mut most: Option<&Service> = None;
+        for s in &self.services {
+            live.idempotency_keys += s.idempotency_keys();
+            if s.queued() > most.map_or(0, Service::queued) {
+                most = Some(s);
+            }
+        }
+        live.queued_most = most.map(|s| Queued {
+            service: s.name().to_string(),
+            queued: s.queued() as usize,
+            unbounded: s.queue_unbounded(),
+        });
+        live
     }
 
     /// Client requests still waiting for their outcome (in an attempt or a backoff).

@@ -17,6 +17,17 @@ use sim_net::{FaultConfig, LinkConfig, NodeId, Verdict};
 
 /// Builds the network of `s` for a run with `seed`, every node played by `entity`. Returns
 /// the network and the nodes: the clients' first, then the services', in name order.
+/// The name of a client's node on the network. Without a network section nothing names
+/// nodes, and a client may share its name with a service; it gets a name of its own then.
+/// Validation checks that every node's name is its own.
+pub fn client_node(s: &Scenario, name: &str) -> String {
+    if s.services.contains_key(name) {
+        format!("clients.{name}")
+    } else {
+        name.to_string()
+    }
+}
+
 pub fn build(
     s: &Scenario,
     seed: Seed,
@@ -30,24 +41,15 @@ pub fn build(
     }
     let mut nodes = Vec::new();
     for name in s.clients.keys() {
-        // Without a network section nothing names nodes, and a client may share its name
-        // with a service; it gets a name of its own then.
-        let node_name = if s.services.contains_key(name) {
-            format!("clients.{name}")
-        } else {
-            name.clone()
-        };
-        nodes.push(net.add_node(&node_name, entity)?);
+        nodes.push(net.add_node(&client_node(s, name), entity)?);
     }
     for name in s.services.keys() {
         nodes.push(net.add_node(name, entity)?);
     }
+    // The services in the order of their keys (and of their nodes), searched by name.
+    let names: Vec<&str> = s.services.keys().map(String::as_str).collect();
     let service_node = |name: &str| {
-        let i = s
-            .services
-            .keys()
-            .position(|n| n == name)
-            .expect("targets are validated");
+        let i = names.binary_search(&name).expect("targets are validated");
         nodes[s.clients.len() + i]
     };
     let callers = s

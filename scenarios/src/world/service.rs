@@ -222,6 +222,21 @@ impl Service {
         &mut self.counts
     }
 
+    /// Jobs waiting in its replicas' queues.
+    pub fn queued(&self) -> u32 {
+        self.queued_total
+    }
+
+    /// Whether its queues are unbounded (the scenario says so).
+    pub fn queue_unbounded(&self) -> bool {
+        self.config.queue.capacity.is_none()
+    }
+
+    /// Keys in its idempotency store (0 without one).
+    pub fn idempotency_keys(&self) -> usize {
+        self.idempotency.as_ref().map_or(0, IdempotencyStore::len)
+    }
+
     /// Its idempotency store, if it has one.
     pub fn idempotency(&mut self) -> Option<&mut IdempotencyStore<u64, ()>> {
         self.idempotency.as_mut()

@@ -15,6 +15,9 @@ pub(super) fn render(report: &Report) -> String {
         "resim · {} · seed {} · {}s simulated · {} events · stopped: {}",
         report.scenario, report.seed, report.simulated_s, report.events, report.stop_reason
     );
+    if let Some(detail) = &report.stop_detail {
+        let _ = writeln!(o, "  {detail}");
+    }
     summary(&mut o, report);
     clients(&mut o, report);
     let _ = writeln!(o);
