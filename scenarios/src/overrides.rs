@@ -19,6 +19,10 @@
 //!
 //! The `variants` field is cut out of the text (blanked, so every line and column stays) before
 //! the scenario is read: serde never sees it.
+//!
+//! Longer than most files on purpose: the path walk over the token tree, the splice of a value
+//! and the cut of `variants` all work on the token positions `load.rs` computes, and their
+//! errors quote them; split apart, they would hand those positions around for nothing.
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;

@@ -4,6 +4,10 @@
 //!
 //! The service decides for its replicas (which one an attempt goes to, whether it is
 //! admitted, how long its work takes); the jobs themselves are the world's ([`super::job`]).
+//!
+//! Longer than most files on purpose: a service owns many small parts (balancer, admission,
+//! work, faults, controllers, figures), each a few short methods over the same replicas; the
+//! world is split by owner, and this is one owner.
 
 use super::JobKey;
 use super::client::bucket_mut;
