@@ -162,6 +162,38 @@ fn a_goodput_window_without_requests_fails_and_says_so() {
     assert!(!report.passed());
 }
 
+#[test]
+fn recovery_needs_requests_that_succeed_not_silence() {
+    // Ten buckets of 1s: bad from 3s to 5s, then nothing offered until the end (a client
+    // whose users are all stuck, say). Silence after the fault is not a recovery.
+    let silent_after = |i: usize| match i {
+        3..5 => offered(10),
+        5.. => ClientBucket::default(),
+        _ => offered(100),
+    };
+    let f = figures(
+        SimDuration::from_secs(1),
+        (0..10).map(silent_after).collect(),
+    );
+    let expect = r#"RecoveredWithin(client: "c", after: "3s", within: "5s")"#;
+    assert_eq!(
+        verdicts(&check(expect, &f)),
+        ["FAIL c back to 90.0% success within 5s after 3s: never recovered"]
+    );
+    // Quiet buckets between good ones neither break a recovery nor start it: recovery is at
+    // the first good bucket that was offered requests (7s, 4s after the fault's end).
+    let gaps = |i: usize| match i {
+        3..5 => offered(10),
+        5..7 | 8 => ClientBucket::default(),
+        _ => offered(100),
+    };
+    let f = figures(SimDuration::from_secs(1), (0..10).map(gaps).collect());
+    assert_eq!(
+        verdicts(&check(expect, &f)),
+        ["PASS c back to 90.0% success within 5s after 3s: recovered 4s after"]
+    );
+}
+
 /// The report rendered as JSON, parsed back.
 fn json(report: &Report) -> serde_json::Value {
     serde_json::from_str(&Format::Json.render(report)).expect("the JSON rendering parses")

@@ -175,14 +175,22 @@ fn recovered(
     // The last bucket holds requests still in flight when the run stopped.
     let last = buckets.saturating_sub(1);
     let first = after.as_nanos().div_ceil(bucket.as_nanos()) as usize;
-    let good = |i: usize| {
+    // A bucket in which no request was offered is no evidence either way: it neither breaks
+    // a recovery nor makes one.
+    let verdict = |i: usize| {
         let (ok, offered) = window_ratio(c, i, i + 1);
-        ratio(ok, offered) >= min_ratio
+        (offered > 0).then(|| ratio(ok, offered) >= min_ratio)
     };
-    // Recovery starts right after the last bucket that misses the ratio: one pass backwards
-    // from the end finds it, where trying every start and scanning forward from each was
-    // quadratic in the number of buckets.
-    let recovered = (first..last).rev().take_while(|&i| good(i)).last();
+    // Recovery starts at the first offered-to bucket after the last bucket that misses the
+    // ratio: one pass backwards from the end finds it, where trying every start and scanning
+    // forward from each was quadratic in the number of buckets.
+    let recovered = (first..last)
+        .rev()
+        .map(|i| (i, verdict(i)))
+        .take_while(|(_, v)| *v != Some(false))
+        .filter(|(_, v)| v.is_some())
+        .last()
+        .map(|(i, _)| i);
     let expectation = format!(
         "{} back to {} success within {within} after {after}",
         c.name,
