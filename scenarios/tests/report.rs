@@ -184,7 +184,7 @@ fn recovery_needs_requests_that_succeed_not_silence() {
     // the first good bucket that was offered requests (7s, 4s after the fault's end).
     let gaps = |i: usize| match i {
         3..5 => offered(10),
-        5..7 | 8 => ClientBucket::default(),
+        5 | 6 | 8 => ClientBucket::default(),
         _ => offered(100),
     };
     let f = figures(SimDuration::from_secs(1), (0..10).map(gaps).collect());

@@ -2,7 +2,7 @@
 //! library's snapshots. It names things as the human report does.
 
 use super::super::{LatencyMs, Report};
-use super::{call_name, decimal1, join_reasons, sparkline};
+use super::{call_names, decimal1, join_reasons, sparkline};
 use std::fmt::Write as _;
 
 /// The compact summary of `report`.
@@ -45,11 +45,11 @@ pub(super) fn render(report: &Report) -> String {
             v.ejections
         );
     }
-    for c in &report.calls {
+    for (c, name) in report.calls.iter().zip(call_names(&report.calls)) {
         let _ = writeln!(
             o,
             "call {:<26} attempts {:>7} amplification {:>5.2} retries {:>7} budget_exhausted {:>6} breaker transitions {}",
-            call_name(c, &report.calls),
+            name,
             c.counts.attempts,
             c.amplification,
             c.counts.retries,

@@ -4,7 +4,7 @@
 
 use super::super::{LatencyMs, Report};
 use super::charts::Chart;
-use super::{call_name, decimal1, join_reasons};
+use super::{call_names, decimal1, join_reasons};
 use std::fmt::Write as _;
 
 /// Text with `&`, `<`, `>` and `"` escaped.
@@ -216,11 +216,12 @@ fn components(o: &mut String, report: &Report) {
     let rows: Vec<Vec<String>> = report
         .calls
         .iter()
-        .map(|c| {
+        .zip(call_names(&report.calls))
+        .map(|(c, name)| {
             let n = &c.counts;
             let transitions: u64 = c.breakers.iter().map(|b| b.transitions_total).sum();
             vec![
-                esc(&call_name(c, &report.calls)),
+                esc(&name),
                 n.calls.to_string(),
                 n.attempts.to_string(),
                 format!("{:.2}", c.amplification),

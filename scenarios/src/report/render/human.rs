@@ -4,7 +4,7 @@
 //! Writing to a `String` cannot fail, so the results of `writeln!` are ignored.
 
 use super::super::{CallReport, LatencyMs, Report, ServiceReport, ratio};
-use super::{call_name, decimal1, join_reasons, short, sparkline};
+use super::{call_names, decimal1, join_reasons, short, sparkline};
 use std::fmt::Write as _;
 
 /// The readable report of `report`.
@@ -30,8 +30,8 @@ pub(super) fn render(report: &Report) -> String {
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "calls (amplification: attempts per call)");
-    for c in &report.calls {
-        call(&mut o, c, &report.calls);
+    for (c, name) in report.calls.iter().zip(call_names(&report.calls)) {
+        call(&mut o, c, &name);
     }
     series(&mut o, report);
     network(&mut o, report);
@@ -182,12 +182,12 @@ fn service(o: &mut String, v: &ServiceReport) {
 }
 
 /// A call site's line, then one line per pattern that acted on it.
-fn call(o: &mut String, c: &CallReport, calls: &[CallReport]) {
+fn call(o: &mut String, c: &CallReport, name: &str) {
     let n = &c.counts;
     let _ = writeln!(
         o,
         "  {:<28} calls {:>8}  attempts {:>8}  amplification {:>5.2}  retries {:>7}  budget exhausted {:>6}  timeouts {:>7}  late replies {:>7}",
-        call_name(c, calls),
+        name,
         n.calls,
         n.attempts,
         c.amplification,

@@ -36,8 +36,7 @@ fn state_color(state: &str) -> RGBColor {
 /// One row per breaker (a call site's breakers, per replica of the calling service).
 pub fn breakers<'r>(title: &str, report: &'r Report, frame: &'r Frame) -> Drawing<'r> {
     let mut rows = Vec::new();
-    for c in &report.calls {
-        let name = super::call_title(c, &report.calls);
+    for (c, name) in report.calls.iter().zip(super::call_titles(&report.calls)) {
         let per_replica = c
             .breakers
             .iter()

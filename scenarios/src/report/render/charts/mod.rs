@@ -387,7 +387,7 @@ const CALL_PANELS_MAX: usize = 8;
 fn calls<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
     let mut panels = Vec::new();
     let mut quiet = 0;
-    for (i, c) in report.calls.iter().enumerate() {
+    for (i, name) in call_titles(&report.calls).into_iter().enumerate() {
         let lines = vec![
             line("retries", 1, frame.rate(report, |r| r.calls[i].retries)),
             line(
@@ -403,7 +403,7 @@ fn calls<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
         }
         panels.push(LinePanel {
             y: linear("per second", &lines),
-            title: format!("{title}: {}", call_title(c, &report.calls)),
+            title: format!("{title}: {name}"),
             lines,
             note: None,
         });
@@ -432,7 +432,7 @@ fn calls<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
     stacked(frame, panels)
 }
 
-/// A call site as the human report names it.
-fn call_title(c: &CallReport, calls: &[CallReport]) -> String {
-    super::call_name(c, calls)
+/// The call sites as the human report names them.
+fn call_titles(calls: &[CallReport]) -> Vec<String> {
+    super::call_names(calls)
 }
