@@ -8,11 +8,17 @@
 use super::types::{ExpectationResult, Summary, Threshold};
 use super::{ratio, round3};
 use crate::figures::{ClientFigures, Figures};
+use super::metastability::{Metastability, NoVerdict};
 use crate::schema::Expectation;
 use sim_core::SimDuration;
 
 /// The verdict on `e`.
-pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> ExpectationResult {
+pub(super) fn judge(
+    e: &Expectation,
+    figures: &Figures,
+    summary: &Summary,
+    verdict: &Result<Metastability, NoVerdict>,
+) -> ExpectationResult {
     let client = |name: &str| {
         figures
             .clients
@@ -83,6 +89,9 @@ pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> Ex
             within,
             min_ratio,
         } => recovered(figures, client(name), *after, *within, *min_ratio),
+        Expectation::Recovers { .. } | Expectation::Metastable { .. } => {
+            super::metastability::expectation(e, figures, verdict)
+        }
     }
 }
 
