@@ -108,7 +108,12 @@ fn the_library_stays_down_or_recovers_as_its_stories_say() {
     for t in 16..21 {
         assert!(ratio_at(&r, f64::from(t)) >= healthy, "{t}s");
     }
-    assert_eq!(m.verdict(), Verdict::Recovered { after: "1s".parse().unwrap() });
+    assert_eq!(
+        m.verdict(),
+        Verdict::Recovered {
+            after: "1s".parse().unwrap()
+        }
+    );
     assert_eq!(c.recovered_after_s, Some(1.0));
     assert!(r.passed());
     // retry-storm's budget: the slowdown ends at 20s; 20s and 21s are down, 22s on are up.
@@ -183,10 +188,11 @@ fn the_expectations_judge_the_verdict_and_say_why_they_fail() {
     // Metastable fails on a run that recovers, and Recovers on one that stays down.
     let wrong = text.replace("Recovers(within: \"10s\")", "Metastable(client: \"users\")");
     assert!(!run_text("wrong.ron", &wrong).passed());
-    let down = find("metastable-retry")
-        .unwrap()
-        .text
-        .replacen("Metastable()", "Recovers(within: \"30s\")", 1);
+    let down = find("metastable-retry").unwrap().text.replacen(
+        "Metastable()",
+        "Recovers(within: \"30s\")",
+        1,
+    );
     let r = run_text("down.ron", &down);
     assert!(!r.passed());
     assert_eq!(
@@ -199,7 +205,9 @@ fn the_expectations_judge_the_verdict_and_say_why_they_fail() {
         duration: Some("12s".parse().unwrap()),
         ..Default::default()
     };
-    let e = scenarios::run(&s, "cut.ron", &options).unwrap_err().to_string();
+    let e = scenarios::run(&s, "cut.ron", &options)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "cut.ron: expectations[0]: needs a verdict, but the trigger `load spike users ×2` ends at 15s, not before the end of the run; run longer or end it earlier (or judge a window with GoodputAtLeast or GoodputAtMost)"
@@ -222,7 +230,10 @@ fn thresholds_come_from_the_file_and_are_in_every_report() {
         "{human}"
     );
     let json = scenarios::report::Format::Json.render(&r);
-    assert!(json.contains("\"metastability\":{\"verdict\":\"recovered\""), "{json}");
+    assert!(
+        json.contains("\"metastability\":{\"verdict\":\"recovered\""),
+        "{json}"
+    );
     let compact = scenarios::report::Format::Compact.render(&r);
     assert!(compact.contains("sustained 3s"), "{compact}");
 }

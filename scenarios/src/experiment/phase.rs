@@ -182,11 +182,7 @@ pub struct PhaseMap {
 /// Runs the map. Every grid point is read and validated, and must have a trigger that ends,
 /// before any run starts; an error is one line for stderr (exit code 2).
 pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
-    let plan = Plan::new(
-        &[command.y.clone(), command.x.clone()],
-        command.seeds,
-        None,
-    )?;
+    let plan = Plan::new(&[command.y.clone(), command.x.clone()], command.seeds, None)?;
     let mut scenarios = Vec::with_capacity(plan.points.len());
     let mut words = Vec::with_capacity(plan.points.len());
     for (i, point) in plan.points.iter().enumerate() {
@@ -322,12 +318,7 @@ pub fn render_text(map: &PhaseMap) -> String {
         let _ = write!(o, " {v:>width$}");
     }
     let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "{}─┼{}",
-        "─".repeat(left),
-        "─".repeat((width + 1) * nx)
-    );
+    let _ = writeln!(o, "{}─┼{}", "─".repeat(left), "─".repeat((width + 1) * nx));
     for (y, value) in map.y_values.iter().enumerate().rev() {
         let _ = write!(o, "{value:>left$} │");
         for label in &labels[y * nx..(y + 1) * nx] {

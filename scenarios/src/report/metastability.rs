@@ -205,16 +205,20 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
                 error_ratio,
             } => (
                 "error_rate",
-                format!("errors {service} {}%", libm::round(1000.0 * error_ratio) / 10.0),
+                format!(
+                    "errors {service} {}%",
+                    libm::round(1000.0 * error_ratio) / 10.0
+                ),
             ),
             FaultKind::CapacityDrop { service, workers } => (
                 "capacity_drop",
                 format!("capacity drop {service} to {workers} workers"),
             ),
             FaultKind::Crash { service, .. } => ("crash", format!("crash {service}")),
-            FaultKind::LoadSpike { client, factor } => {
-                ("load_spike", format!("load spike {client} {}", times(*factor)))
-            }
+            FaultKind::LoadSpike { client, factor } => (
+                "load_spike",
+                format!("load spike {client} {}", times(*factor)),
+            ),
             FaultKind::Latency { service, .. } => ("latency", format!("latency {service}")),
             FaultKind::Loss { service, .. } => ("loss", format!("loss {service}")),
             FaultKind::Partition { service } => ("partition", format!("partition {service}")),
@@ -446,7 +450,11 @@ impl Metastability {
         } else {
             String::new()
         };
-        format!("{}{more}, ended at {}s", self.trigger, fmt_num(self.trigger_end_s))
+        format!(
+            "{}{more}, ended at {}s",
+            self.trigger,
+            fmt_num(self.trigger_end_s)
+        )
     }
 }
 

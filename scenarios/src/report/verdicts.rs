@@ -5,10 +5,10 @@
 //! A window that holds no bucket is refused by validation; one whose buckets hold no request
 //! fails, saying so, since a ratio of nothing is no evidence either way.
 
+use super::metastability::{Metastability, NoVerdict};
 use super::types::{ExpectationResult, Summary, Threshold};
 use super::{ratio, round3};
 use crate::figures::{ClientFigures, Figures};
-use super::metastability::{Metastability, NoVerdict};
 use crate::schema::Expectation;
 use sim_core::SimDuration;
 

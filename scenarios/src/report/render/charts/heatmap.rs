@@ -144,9 +144,16 @@ fn draw(root: &Area, map: &HeatMap, legend: &[LegendItem]) -> DrawResult<()> {
     let y_name = format!("y: {}", map.y_name);
     let rows_h = f64::from(ROW) * ny as f64;
     if text_width(&y_name, TEXT_SIZE) < rows_h {
+        // Beside the widest value, with room for the text's height.
+        let widest = map
+            .y_values
+            .iter()
+            .map(|v| text_width(v, TEXT_SIZE))
+            .fold(0.0, f64::max);
+        let x = (f64::from(LEFT) - 8.0 - widest - 16.0).max(14.0);
         root.draw(&Text::new(
             y_name,
-            (14, (TOP as f64 + rows_h / 2.0) as i32),
+            (x as i32, (TOP as f64 + rows_h / 2.0) as i32),
             font(TEXT_SIZE)
                 .transform(FontTransform::Rotate270)
                 .pos(Pos::new(HPos::Center, VPos::Center)),
