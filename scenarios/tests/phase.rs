@@ -97,3 +97,66 @@ fn the_metastable_region_of_metastable_retry_is_mapped() {
         std::fs::write(path, &svg).unwrap();
     }
 }
+
+/// `resim ARGS`: exit code, stdout, stderr.
+fn resim(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_map_without_a_trigger_or_with_one_axis_twice_is_refused_before_running() {
+    let dir = std::env::temp_dir().join(format!("resim-phase-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("calm.ron");
+    std::fs::write(
+        &file,
+        r#"Scenario(
+    name: "calm",
+    duration: "10s",
+    clients: { "users": (load: Open(rate: Constant("100/s")), call: (target: "api")) },
+    services: { "api": (workers: 2, work: Constant(value: "1ms")) },
+)"#,
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (code, out, err) = resim(&[
+        "phase",
+        path,
+        "--x",
+        "services.api.workers=1,2",
+        "--y",
+        "services.api.replicas=1,2",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "{path}: at services.api.replicas=1 services.api.workers=1: no metastability verdict: the scenario has no trigger that ends (a fault with a `duration`, a cache flush, a `Spike` schedule or `Steps` that go back down)"
+        )
+    );
+    let (code, _, err) = resim(&[
+        "phase",
+        "metastable-retry",
+        "--x",
+        "services.api.workers=8,16",
+        "--y",
+        "services.api.workers=8,16",
+    ]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        err.trim_end(),
+        "--x and --y both set services.api.workers; give the two axes different paths"
+    );
+    let (code, _, err) = resim(&["phase", "metastable-retry", "--x", "a=3..1:1", "--y", "b=1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("a range goes up by a positive step"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

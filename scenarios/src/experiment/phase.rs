@@ -182,6 +182,12 @@ pub struct PhaseMap {
 /// Runs the map. Every grid point is read and validated, and must have a trigger that ends,
 /// before any run starts; an error is one line for stderr (exit code 2).
 pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
+    if command.x.path == command.y.path {
+        return Err(format!(
+            "--x and --y both set {}; give the two axes different paths",
+            command.x.path
+        ));
+    }
     let plan = Plan::new(&[command.y.clone(), command.x.clone()], command.seeds, None)?;
     let mut scenarios = Vec::with_capacity(plan.points.len());
     let mut words = Vec::with_capacity(plan.points.len());
