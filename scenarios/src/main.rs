@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use scenarios::determinism::{self, Verdict, check_determinism};
 use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
-use scenarios::experiment::{GridAxis, Partition};
+use scenarios::experiment::{GridAxis, Partition, phase};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
@@ -82,6 +82,9 @@ enum Command {
         #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
     },
+    /// Map where a scenario is stable, metastable or collapsed over two axes of values: each
+    /// cell runs the seeds and counts their metastability verdicts.
+    Phase(PhaseArgs),
     /// Print the output of a sweep from the `--out` files of all its partitions.
     Merge {
         /// The `--out` files of `resim sweep --partition K/N`, one per partition.
@@ -145,6 +148,43 @@ struct SweepArgs {
     /// across machines; `resim merge` joins the parts.
     #[arg(long, value_name = "K/N")]
     partition: Option<Partition>,
+}
+
+/// What `resim phase` takes.
+#[derive(Args)]
+struct PhaseArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    file: String,
+    /// The columns: `PATH=V1,V2,…` or `PATH=START..END:STEP`, e.g.
+    /// `clients.users.call.stack[0].max_attempts=1..4:1`.
+    #[arg(long, value_name = "PATH=VALUES", value_parser = phase::parse_axis)]
+    x: GridAxis,
+    /// The rows, as for `--x`.
+    #[arg(long, value_name = "PATH=VALUES", value_parser = phase::parse_axis)]
+    y: GridAxis,
+    /// The seeds of every cell, e.g. "1..5" (both ends included).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..5")]
+    seeds: (u64, u64),
+    /// Runs at once (default: one per core); the map is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+    /// Also draw the map as an SVG heat map in FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<String>,
+    /// How to print the map.
+    #[arg(long, value_enum, default_value = "text")]
+    format: PhaseFormat,
+}
+
+/// How `resim phase` prints its map.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PhaseFormat {
+    /// A table: rows are y values, columns x values.
+    Text,
+    /// One JSON object with every cell's counts.
+    Json,
 }
 
 /// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
@@ -220,6 +260,23 @@ fn main() -> ExitCode {
                 partition: args.partition,
             };
             report_outcome(sweep(&command, &limits))
+        }
+        Command::Phase(args) => {
+            let command = phase::Phase {
+                file: args.file,
+                x: args.x,
+                y: args.y,
+                seeds: args.seeds,
+                overrides: args.overrides.overrides(),
+                jobs: args.jobs.map(usize::from),
+            };
+            let json = args.format == PhaseFormat::Json;
+            report_outcome(phase::phase_command(
+                &command,
+                json,
+                args.svg.as_deref(),
+                &limits,
+            ))
         }
         Command::Merge { files } => report_outcome(merge_files(&files)),
         Command::Compare {

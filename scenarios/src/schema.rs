@@ -19,6 +19,7 @@
 //! extension, and [`crate::load`] accepts the older, doubled form too.
 
 use crate::limits::Limits;
+pub use crate::report::metastability::VerdictConfig;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
@@ -75,6 +76,10 @@ pub struct Scenario {
     /// What must hold at the end of the run; a failing one makes `resim run` exit 1.
     #[serde(default)]
     pub expectations: Vec<Expectation>,
+    /// The thresholds of the metastability verdict every run with a trigger that ends gets
+    /// ([`crate::report::metastability`]); all optional.
+    #[serde(default)]
+    pub verdict: VerdictConfig,
     /// The memory budget and rate limit the scenario is validated against. Not part of the
     /// file, so a file cannot raise its own limits: the defaults, or what the command line
     /// says (`--max-memory`, `--max-rate`). Validation of `run`'s overrides uses them too.
@@ -704,6 +709,23 @@ pub enum Expectation {
         /// The success ratio that counts as recovered, in 0–1.
         #[serde(default = "default_recovered_ratio")]
         min_ratio: f64,
+    },
+    /// The run's metastability verdict for the client is *never degraded* or *recovered*
+    /// within `within` of the end of the last trigger (see the `verdict` section for the
+    /// thresholds); the trigger's time comes from the timeline.
+    Recovers {
+        /// The client (may be left out when the scenario has one).
+        #[serde(default)]
+        client: Option<String>,
+        /// How long recovery may take after the last trigger ends.
+        within: SimDuration,
+    },
+    /// The run's metastability verdict for the client is *did not recover within the run:
+    /// metastable* (for scenarios that demonstrate the failure).
+    Metastable {
+        /// The client (may be left out when the scenario has one).
+        #[serde(default)]
+        client: Option<String>,
     },
 }
 

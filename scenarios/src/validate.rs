@@ -212,6 +212,7 @@ pub fn validate(s: &Scenario) -> Check {
     if let Some(n) = &s.network {
         network(n, s)?;
     }
+    s.verdict.validate().map_err(|e| e.at("verdict"))?;
     crate::limits::check_rates(s, &s.limits)?;
     crate::limits::check_memory(s, &s.limits)
 }
@@ -751,6 +752,16 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
             within_run(&format!("{path}.after"), *after, s.duration)?;
             nonzero(&format!("{path}.within"), *within)?;
             ratio(&format!("{path}.min_ratio"), *min_ratio)
+        }
+        Expectation::Recovers { client, .. } | Expectation::Metastable { client } => {
+            if let Some(c) = client {
+                cl(c)?;
+            }
+            crate::report::metastability::validate_expectation(path, client.is_some(), s)?;
+            match e {
+                Expectation::Recovers { within, .. } => nonzero(&format!("{path}.within"), *within),
+                _ => Ok(()),
+            }
         }
     }
 }

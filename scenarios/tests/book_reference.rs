@@ -105,6 +105,7 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("Fault", Struct, probe::<s::Fault>),
         ("FaultKind", Enum, probe::<s::FaultKind>),
         ("Expectation", Enum, probe::<s::Expectation>),
+        ("Verdict", Struct, probe::<s::VerdictConfig>),
         ("Network", Struct, probe::<s::NetworkConfig>),
         ("Link", Struct, probe::<sim_net::LinkConfig>),
         ("LinkOrder", Enum, probe::<sim_net::LinkOrder>),

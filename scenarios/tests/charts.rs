@@ -185,6 +185,7 @@ fn the_html_page_is_self_contained() {
     }
     // The report's tables and its text are there.
     assert!(page.contains("<h2>Services</h2>"));
-    assert!(page.contains("users success ratio after 40s at most 10.0%"));
+    assert!(page.contains("users stays down after the trigger ends"));
+    assert!(page.contains("<h2>Metastability</h2>"));
     assert!(page.contains(&r.replay_command()));
 }

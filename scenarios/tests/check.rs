@@ -316,6 +316,21 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Slowdown(service: \"db\", factor: 3.0)",
             "LoadSpike(client: \"web\", factor: 1e6)",
         ),
+        (
+            "verdict without a trigger that ends",
+            "duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0))],\n    expectations: [GoodputAtLeast(client: \"web\", after: \"5s\", min_ratio: 0.9)]",
+            "kind: Slowdown(service: \"db\", factor: 3.0))],\n    expectations: [Metastable()]",
+        ),
+        (
+            "verdict on an unknown client",
+            "GoodputAtLeast(client: \"web\", after: \"5s\", min_ratio: 0.9)",
+            "Recovers(client: \"mobile\", within: \"5s\")",
+        ),
+        (
+            "verdict threshold above 1",
+            "    expectations: [",
+            "    verdict: (healthy_ratio: 1.5),\n    expectations: [",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

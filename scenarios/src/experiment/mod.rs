@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`command`] | `resim sweep` and `resim merge` as the command line runs them |
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
+//! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
 //! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
@@ -19,9 +20,12 @@
 
 pub mod command;
 pub mod compare;
+pub mod phase;
 pub mod plan;
 pub mod stats;
 pub mod sweep;
 
 pub use plan::{GridAxis, Partition, Plan};
-pub use sweep::{RunRecord, SweepSetup, merge, render, run_plan, summarise, to_jsonl};
+pub use sweep::{
+    RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
+};

@@ -6,7 +6,7 @@ use super::plan::{Plan, RunSpec};
 use super::stats::{Moments, wilson};
 use crate::error::ScenarioError;
 use crate::schema::Scenario;
-use crate::{RunOptions, run};
+use crate::{Report, RunOptions, run};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
@@ -68,6 +68,20 @@ pub fn run_plan(
     jobs: Option<usize>,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<RunRecord>, ScenarioError> {
+    run_plan_with(setup, plan, jobs, progress, &|spec, report| {
+        record(setup, plan, spec, &report)
+    })
+}
+
+/// Makes the runs of `plan` as [`run_plan`] does and keeps what `keep` takes from each run's
+/// report, in index order whatever the number of threads.
+pub fn run_plan_with<T: Send>(
+    setup: &SweepSetup<'_>,
+    plan: &Plan,
+    jobs: Option<usize>,
+    progress: &(dyn Fn() + Sync),
+    keep: &(dyn Fn(&RunSpec, Report) -> T + Sync),
+) -> Result<Vec<T>, ScenarioError> {
     let specs = plan.specs();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
@@ -76,13 +90,13 @@ pub fn run_plan(
             file: setup.file.to_string(),
             reason: format!("cannot start the worker threads: {e}"),
         })?;
-    let results: Vec<Result<RunRecord, ScenarioError>> = pool.install(|| {
+    let results: Vec<Result<T, ScenarioError>> = pool.install(|| {
         specs
             .par_iter()
             .map(|spec| {
-                let record = one_run(setup, plan, spec);
+                let kept = one_run(setup, spec).map(|report| keep(spec, report));
                 progress();
-                record
+                kept
             })
             .collect()
     });
@@ -90,22 +104,21 @@ pub fn run_plan(
     results.into_iter().collect()
 }
 
-fn one_run(
-    setup: &SweepSetup<'_>,
-    plan: &Plan,
-    spec: &RunSpec,
-) -> Result<RunRecord, ScenarioError> {
+fn one_run(setup: &SweepSetup<'_>, spec: &RunSpec) -> Result<Report, ScenarioError> {
     let options = RunOptions {
         seed: Some(spec.seed),
         duration: setup.duration,
         ..RunOptions::default()
     };
-    let report = run(&setup.scenarios[spec.point], setup.file, &options)?.report;
+    Ok(run(&setup.scenarios[spec.point], setup.file, &options)?.report)
+}
+
+fn record(setup: &SweepSetup<'_>, plan: &Plan, spec: &RunSpec, report: &Report) -> RunRecord {
     let s = &report.summary;
     let duration = setup
         .duration
         .map_or(String::new(), |d| format!(" --duration {d}"));
-    Ok(RunRecord {
+    RunRecord {
         index: spec.index,
         runs: plan.runs(),
         file: setup.file.to_string(),
@@ -128,7 +141,7 @@ fn one_run(
             report.replay_command(),
             setup.overrides[spec.point]
         ),
-    })
+    }
 }
 
 /// The aggregate of one grid point's runs.

@@ -62,10 +62,11 @@ impl Report {
         let secs = figures.end.as_secs_f64().max(1e-9);
         let summary = summary(figures, secs);
         let offered = summary.offered;
+        let metastability = super::metastability::judge(scenario, figures);
         let expectations = scenario
             .expectations
             .iter()
-            .map(|e| verdicts::judge(e, figures, &summary))
+            .map(|e| verdicts::judge(e, figures, &summary, &metastability))
             .collect();
         let mut trace = figures.trace.clone();
         if figures.trace_left_out > 0 {
@@ -101,6 +102,7 @@ impl Report {
                 .collect(),
             timeline: timeline(scenario, figures.end),
             expectations,
+            metastability: metastability.ok(),
             network: network(scenario, figures),
             trace,
             warnings: warnings(scenario),

@@ -8,12 +8,14 @@
 //! | `types` | [`Report`] and the types it is made of: the JSON contract |
 //! | `build` | [`Report::build`], from the figures only |
 //! | `verdicts` | the verdicts on the scenario's expectations |
+//! | [`metastability`] | the metastability verdict of a run with a trigger that ends |
 //! | [`render`] | one module per [`Format`]; a renderer sees only the [`Report`] |
 //!
 //! Every figure is a pure function of the run's figures, so two runs with the same digest
 //! print the same report. Floats appear only here, rounded for display.
 
 mod build;
+pub mod metastability;
 pub mod render;
 mod types;
 mod verdicts;

@@ -392,6 +392,10 @@ pub struct Report {
     pub timeline: Vec<TimelineWindow>,
     /// Verdicts.
     pub expectations: Vec<ExpectationResult>,
+    /// The metastability verdict, when the scenario has a trigger that ends within the run
+    /// (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metastability: Option<super::metastability::Metastability>,
     /// Per network link, when the scenario has a `network` section.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<LinkReport>,

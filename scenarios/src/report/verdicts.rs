@@ -5,6 +5,7 @@
 //! A window that holds no bucket is refused by validation; one whose buckets hold no request
 //! fails, saying so, since a ratio of nothing is no evidence either way.
 
+use super::metastability::{Metastability, NoVerdict};
 use super::types::{ExpectationResult, Summary, Threshold};
 use super::{ratio, round3};
 use crate::figures::{ClientFigures, Figures};
@@ -12,7 +13,12 @@ use crate::schema::Expectation;
 use sim_core::SimDuration;
 
 /// The verdict on `e`.
-pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> ExpectationResult {
+pub(super) fn judge(
+    e: &Expectation,
+    figures: &Figures,
+    summary: &Summary,
+    verdict: &Result<Metastability, NoVerdict>,
+) -> ExpectationResult {
     let client = |name: &str| {
         figures
             .clients
@@ -83,6 +89,9 @@ pub(super) fn judge(e: &Expectation, figures: &Figures, summary: &Summary) -> Ex
             within,
             min_ratio,
         } => recovered(figures, client(name), *after, *within, *min_ratio),
+        Expectation::Recovers { .. } | Expectation::Metastable { .. } => {
+            super::metastability::expectation(e, figures, verdict)
+        }
     }
 }
 

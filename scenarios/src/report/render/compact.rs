@@ -66,6 +66,24 @@ pub(super) fn render(report: &Report) -> String {
         let verdict = if e.pass { "PASS" } else { "FAIL" };
         let _ = writeln!(o, "{verdict} {}: {}", e.expectation, e.observed);
     }
+    if let Some(m) = &report.metastability {
+        let clients: Vec<String> = m
+            .clients
+            .iter()
+            .map(|c| match c.recovered_after_s {
+                Some(x) => format!("{} recovered after {x}s", c.name),
+                None => format!("{} {}", c.name, c.verdict.replace('_', " ")),
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "verdict {} (healthy ≥ {}% of baseline, sustained {}s, trigger ended {}s)",
+            clients.join(", "),
+            100.0 * m.healthy_ratio,
+            m.sustain_s,
+            m.trigger_end_s
+        );
+    }
     let _ = writeln!(
         o,
         "digest {} events {} stop {}",

@@ -90,6 +90,30 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
             .collect();
         table(&mut o, &["verdict", "expectation", "observed"], &rows);
     }
+    if let Some(m) = &report.metastability {
+        let _ = writeln!(
+            o,
+            "<h2>Metastability</h2>\n<p>{}<br>thresholds: {}</p>",
+            esc(&m.trigger_words()),
+            esc(&m.thresholds())
+        );
+        let rows: Vec<Vec<String>> = m
+            .clients
+            .iter()
+            .map(|c| {
+                let class = match c.verdict.as_str() {
+                    "never_degraded" | "recovered" => "pass",
+                    _ => "fail",
+                };
+                vec![
+                    esc(&c.name),
+                    format!("<span class=\"{class}\">{}</span>", esc(&c.verdict)),
+                    esc(&c.summary),
+                ]
+            })
+            .collect();
+        table(&mut o, &["client", "verdict", "in words"], &rows);
+    }
     components(&mut o, report);
     o.push_str("<h2>Charts</h2>\n");
     for c in charts {

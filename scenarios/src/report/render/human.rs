@@ -43,6 +43,28 @@ pub(super) fn render(report: &Report) -> String {
             let _ = writeln!(o, "  {verdict} {}: {}", e.expectation, e.observed);
         }
     }
+    if let Some(m) = &report.metastability {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "metastability: {}", m.trigger_words());
+        let _ = writeln!(o, "  thresholds: {}", m.thresholds());
+        for c in &m.clients {
+            match (c.baseline_success_ratio, c.healthy_success_ratio) {
+                (Some(b), Some(h)) => {
+                    let _ = writeln!(
+                        o,
+                        "  {} (baseline {:.1}% success, healthy from {:.1}%): {}",
+                        c.name,
+                        100.0 * b,
+                        100.0 * h,
+                        c.summary
+                    );
+                }
+                _ => {
+                    let _ = writeln!(o, "  {}: {}", c.name, c.summary);
+                }
+            }
+        }
+    }
     if !report.warnings.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "warnings");

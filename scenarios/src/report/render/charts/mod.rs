@@ -21,8 +21,10 @@
 //! | `data` | the columns a chart plots, from the report's series |
 //! | `panel` | axes, ticks, shaded windows, lines, legends |
 //! | `marks` | the breaker bands and the expectation panels |
+//! | [`heatmap`] | a grid of cells split by class (the phase map of `resim phase`), from its own data |
 
 mod data;
+pub mod heatmap;
 mod marks;
 mod panel;
 

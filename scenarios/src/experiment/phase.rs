@@ -1,0 +1,410 @@
+//! `resim phase`: a [`PhaseMap`] of where a scenario is stable, metastable or collapsed over
+//! two axes of overrides, from the metastability verdict of every run.
+//!
+//! The grid (`--y` values × `--x` values) × seeds is a [`Plan`] run by [`run_plan_with`], so
+//! the runs are parallel and the map is the same whatever `-j` is. Each run's report carries
+//! its verdict ([`crate::report::metastability`]); a cell counts its seeds by [`Class`]. The
+//! map is printed as a text table (rows are y values, the last on top, as in the SVG) or as
+//! JSON, and drawn as an SVG heat map by [`crate::report::render::charts::heatmap`].
+
+use super::command::Outcome;
+use super::plan::{GridAxis, Plan};
+use super::sweep::{SweepSetup, run_plan_with};
+use crate::library::resolve;
+use crate::limits::Limits;
+use crate::overrides::Overrides;
+use crate::report::metastability::{Verdict, window};
+use crate::report::render::charts::heatmap::{HeatMap, heatmap};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::io::IsTerminal as _;
+
+/// The most values one axis takes.
+pub const AXIS_VALUES_MAX: usize = 64;
+
+/// What a run of the map was, by its verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Never degraded, or recovered within the run.
+    Stable,
+    /// Did not recover within the run.
+    Metastable,
+    /// Not healthy before the trigger.
+    Collapsed,
+}
+
+impl Class {
+    /// The class of a verdict.
+    pub fn of(v: Verdict) -> Class {
+        match v {
+            Verdict::NeverDegraded | Verdict::Recovered { .. } => Class::Stable,
+            Verdict::Metastable => Class::Metastable,
+            Verdict::Collapsed => Class::Collapsed,
+        }
+    }
+}
+
+/// The letters of the classes in a cell, in the order of [`Cell::counts`].
+const LETTERS: [char; 3] = ['S', 'M', 'C'];
+
+/// `--x` or `--y`: `PATH=V1,V2,…` as for `--grid`, or a numeric range `PATH=START..END:STEP`
+/// (both ends included when the steps reach them).
+pub fn parse_axis(text: &str) -> Result<GridAxis, String> {
+    let Some((path, values)) = text.split_once('=') else {
+        return text.parse();
+    };
+    let Some((range, step)) = values.split_once(':') else {
+        return text.parse();
+    };
+    let Some((start, end)) = range.split_once("..") else {
+        return text.parse();
+    };
+    let number = |t: &str| t.trim().parse::<f64>().ok().filter(|x| x.is_finite());
+    let (Some(a), Some(b), Some(s)) = (number(start), number(end), number(step)) else {
+        return text.parse();
+    };
+    if s <= 0.0 || b < a {
+        return Err(format!(
+            "{text:?}: a range goes up by a positive step, e.g. {path}=1..3:0.5"
+        ));
+    }
+    let count = libm::floor((b - a) / s + 1e-9) as usize + 1;
+    if count > AXIS_VALUES_MAX {
+        return Err(format!(
+            "{text:?}: {count} values; at most {AXIS_VALUES_MAX} per axis"
+        ));
+    }
+    // Integers stay integers (a count field refuses `2.0`); other values get the decimals
+    // of the step and the start.
+    let integral = [a, s].iter().all(|x| x.fract() == 0.0);
+    let decimals = [start, step]
+        .iter()
+        .map(|t| t.trim().split_once('.').map_or(0, |(_, d)| d.len()))
+        .max()
+        .unwrap_or(0);
+    let values: Vec<String> = (0..count)
+        .map(|i| {
+            let v = a + s * i as f64;
+            if integral {
+                format!("{}", v as i64)
+            } else {
+                format!("{v:.decimals$}")
+            }
+        })
+        .collect();
+    format!("{path}={}", values.join(",")).parse()
+}
+
+/// A value as a reader reads it: a RON string without its quotes (`2000/s`), anything else
+/// as written.
+fn shown(value: &str) -> String {
+    value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(value)
+        .to_string()
+}
+
+/// What `resim phase` was asked.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    /// A file or a library scenario.
+    pub file: String,
+    /// The columns.
+    pub x: GridAxis,
+    /// The rows.
+    pub y: GridAxis,
+    /// First and last seed.
+    pub seeds: (u64, u64),
+    /// `--variant` and `--set`, for every run.
+    pub overrides: Overrides,
+    /// `-j`: threads (`None`: one per core).
+    pub jobs: Option<usize>,
+}
+
+/// One cell: the runs of one (x, y) point by class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cell {
+    /// The x value.
+    pub x: String,
+    /// The y value.
+    pub y: String,
+    /// Runs that were stable.
+    pub stable: u64,
+    /// Runs that were metastable.
+    pub metastable: u64,
+    /// Runs that were collapsed.
+    pub collapsed: u64,
+    /// The longest recovery among the stable runs that degraded, in seconds.
+    pub recovered_after_s_max: Option<f64>,
+}
+
+impl Cell {
+    /// The counts in the order of [`Class`].
+    pub fn counts(&self) -> [u64; 3] {
+        [self.stable, self.metastable, self.collapsed]
+    }
+
+    /// `S3`, `S2 M1`: the classes that occurred with their counts.
+    pub fn label(&self) -> String {
+        let parts: Vec<String> = self
+            .counts()
+            .iter()
+            .zip(LETTERS)
+            .filter(|(n, _)| **n > 0)
+            .map(|(n, l)| format!("{l}{n}"))
+            .collect();
+        parts.join(" ")
+    }
+}
+
+/// A phase map: the cells row by row from the first y value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseMap {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The x axis's path.
+    pub x: String,
+    /// Its values.
+    pub x_values: Vec<String>,
+    /// The y axis's path.
+    pub y: String,
+    /// Its values.
+    pub y_values: Vec<String>,
+    /// The first and last seed of every cell.
+    pub seeds: (u64, u64),
+    /// The verdict's thresholds, in words.
+    pub thresholds: String,
+    /// Row by row from the first y value, each row from the first x value.
+    pub cells: Vec<Cell>,
+}
+
+/// Runs the map. Every grid point is read and validated, and must have a trigger that ends,
+/// before any run starts; an error is one line for stderr (exit code 2).
+pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
+    if command.x.path == command.y.path {
+        return Err(format!(
+            "--x and --y both set {}; give the two axes different paths",
+            command.x.path
+        ));
+    }
+    let plan = Plan::new(&[command.y.clone(), command.x.clone()], command.seeds, None)?;
+    let mut scenarios = Vec::with_capacity(plan.points.len());
+    let mut words = Vec::with_capacity(plan.points.len());
+    for (i, point) in plan.points.iter().enumerate() {
+        let mut overrides = command.overrides.clone();
+        overrides.sets.extend(point.iter().cloned());
+        let s = resolve(&command.file, limits, &overrides).map_err(|e| e.to_string())?;
+        window(&s, s.duration).map_err(|why| {
+            format!(
+                "{}: at {}: no metastability verdict: {why}",
+                command.file,
+                plan.label(i)
+            )
+        })?;
+        scenarios.push(s);
+        words.push(overrides.command_line());
+    }
+    let setup = SweepSetup {
+        file: &command.file,
+        scenarios: &scenarios,
+        overrides: &words,
+        duration: None,
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = indicatif::ProgressBar::new(plan.runs());
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} runs  {elapsed} elapsed, about {eta} left",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let verdicts = run_plan_with(&setup, &plan, command.jobs, &|| bar.inc(1), &|spec, r| {
+        r.metastability
+            .as_ref()
+            .map(|m| m.verdict())
+            .ok_or_else(|| {
+                format!(
+                    "{}: at {} seed {}: the run stopped ({}) at {}s, before its trigger ended: no verdict; replay: {}{}",
+                    command.file,
+                    plan.label(spec.point),
+                    spec.seed,
+                    r.stop_reason,
+                    r.simulated_s,
+                    r.replay_command(),
+                    words[spec.point]
+                )
+            })
+    });
+    bar.finish_and_clear();
+    let verdicts = verdicts.map_err(|e| e.to_string())?;
+    let n = plan.seed_count() as usize;
+    let nx = command.x.values.len();
+    let cells = verdicts
+        .chunks(n)
+        .enumerate()
+        .map(|(point, runs)| {
+            let mut cell = Cell {
+                x: shown(&command.x.values[point % nx]),
+                y: shown(&command.y.values[point / nx]),
+                stable: 0,
+                metastable: 0,
+                collapsed: 0,
+                recovered_after_s_max: None,
+            };
+            for v in runs {
+                let v = *v.as_ref().map_err(Clone::clone)?;
+                match Class::of(v) {
+                    Class::Stable => cell.stable += 1,
+                    Class::Metastable => cell.metastable += 1,
+                    Class::Collapsed => cell.collapsed += 1,
+                }
+                if let Verdict::Recovered { after } = v {
+                    let s = after.as_secs_f64();
+                    cell.recovered_after_s_max =
+                        Some(cell.recovered_after_s_max.map_or(s, |m: f64| m.max(s)));
+                }
+            }
+            Ok(cell)
+        })
+        .collect::<Result<Vec<Cell>, String>>()?;
+    Ok(PhaseMap {
+        scenario: scenarios[0].name.clone(),
+        x: command.x.path.clone(),
+        x_values: command.x.values.iter().map(|v| shown(v)).collect(),
+        y: command.y.path.clone(),
+        y_values: command.y.values.iter().map(|v| shown(v)).collect(),
+        seeds: command.seeds,
+        thresholds: scenarios[0].verdict.describe(),
+        cells,
+    })
+}
+
+/// The map as a text table: a header, then one row per y value (the last on top) with one
+/// column per x value.
+pub fn render_text(map: &PhaseMap) -> String {
+    let mut o = String::new();
+    let (a, b) = map.seeds;
+    let _ = writeln!(
+        o,
+        "phase map of {}: seeds {a}..{b} ({} per cell)",
+        map.scenario,
+        b - a + 1
+    );
+    let _ = writeln!(
+        o,
+        "S stable (never degraded, or recovered), M metastable (did not recover within the run), C collapsed (unhealthy before the trigger)"
+    );
+    let _ = writeln!(o, "verdict: {}", map.thresholds);
+    let _ = writeln!(o);
+    let nx = map.x_values.len();
+    let labels: Vec<String> = map.cells.iter().map(Cell::label).collect();
+    let width = labels
+        .iter()
+        .chain(&map.x_values)
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(5);
+    let left = map
+        .y_values
+        .iter()
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(3);
+    let _ = writeln!(o, "rows: y = {}", map.y);
+    let _ = writeln!(o, "columns: x = {}", map.x);
+    let _ = write!(o, "{:>left$} │", "y\\x");
+    for v in &map.x_values {
+        let _ = write!(o, " {v:>width$}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{}─┼{}", "─".repeat(left), "─".repeat((width + 1) * nx));
+    for (y, value) in map.y_values.iter().enumerate().rev() {
+        let _ = write!(o, "{value:>left$} │");
+        for label in &labels[y * nx..(y + 1) * nx] {
+            let _ = write!(o, " {label:>width$}");
+        }
+        let _ = writeln!(o);
+    }
+    o
+}
+
+/// The map as one JSON object.
+pub fn render_json(map: &PhaseMap) -> String {
+    let mut text = serde_json::to_string(map).expect("a map is plain data");
+    text.push('\n');
+    text
+}
+
+/// The map as an SVG heat map.
+pub fn render_svg(map: &PhaseMap) -> Result<String, String> {
+    let (a, b) = map.seeds;
+    let data = HeatMap {
+        title: format!(
+            "Phase map of {}: {} seeds per cell ({a}..{b})",
+            map.scenario,
+            b - a + 1
+        ),
+        x_name: map.x.clone(),
+        x_values: map.x_values.clone(),
+        y_name: map.y.clone(),
+        y_values: map.y_values.clone(),
+        classes: [
+            "S stable (never degraded, or recovered)".to_string(),
+            "M metastable (did not recover)".to_string(),
+            "C collapsed (unhealthy before the trigger)".to_string(),
+        ],
+        cells: map.cells.iter().map(Cell::counts).collect(),
+        labels: map.cells.iter().map(Cell::label).collect(),
+        note: format!("verdict: {}", map.thresholds),
+    };
+    heatmap("phase", &data)
+        .map(|c| c.svg)
+        .map_err(|e| e.to_string())
+}
+
+/// `resim phase`: the map as text or JSON, and as SVG in `svg` if asked. It passes whatever
+/// the map shows.
+pub fn phase_command(
+    command: &Phase,
+    json: bool,
+    svg: Option<&str>,
+    limits: &Limits,
+) -> Result<Outcome, String> {
+    let map = phase_map(command, limits)?;
+    if let Some(path) = svg {
+        std::fs::write(path, render_svg(&map)?)
+            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+    }
+    Ok(Outcome {
+        text: if json {
+            render_json(&map)
+        } else {
+            render_text(&map)
+        },
+        passed: true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_expand_to_values_and_lists_pass_through() {
+        let a = parse_axis("faults[0].kind.factor=1..2:0.5").unwrap();
+        assert_eq!(a.values, ["1.0", "1.5", "2.0"]);
+        let a = parse_axis("services.api.workers=8..32:8").unwrap();
+        assert_eq!(a.values, ["8", "16", "24", "32"]);
+        let a = parse_axis("x=1,3,(a: 1)").unwrap();
+        assert_eq!(a.values, ["1", "3", "(a: 1)"]);
+        assert!(parse_axis("x=3..1:1").is_err());
+        assert!(parse_axis("x=1..1000:1").is_err());
+    }
+}
