@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use scenarios::determinism::{self, Verdict, check_determinism};
 use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
-use scenarios::experiment::{GridAxis, Partition};
+use scenarios::experiment::{GridAxis, Partition, shrink};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
@@ -82,6 +82,9 @@ enum Command {
         #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
     },
+    /// Search for a smaller scenario that still fails the same expectation at a seed: drop
+    /// clients, services, calls, layers and faults, shorten the run, lower counts.
+    Shrink(ShrinkArgs),
     /// Print the output of a sweep from the `--out` files of all its partitions.
     Merge {
         /// The `--out` files of `resim sweep --partition K/N`, one per partition.
@@ -145,6 +148,28 @@ struct SweepArgs {
     /// across machines; `resim merge` joins the parts.
     #[arg(long, value_name = "K/N")]
     partition: Option<Partition>,
+}
+
+/// What `resim shrink` takes.
+#[derive(Args)]
+struct ShrinkArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    file: String,
+    /// The seed at which an expectation fails.
+    #[arg(long)]
+    seed: u64,
+    /// Which expectation to keep failing: its index (`2` for `expectations[2]`), its kind
+    /// (`GoodputAtMost`) or words of its text in the report (default: the first that fails).
+    #[arg(long, value_name = "K|TEXT")]
+    expectation: Option<String>,
+    /// The most runs the search makes.
+    #[arg(long, value_name = "RUNS", default_value_t = shrink::BUDGET_DEFAULT)]
+    budget: u64,
+    /// Write the smaller scenario to FILE (default: print it after the summary).
+    #[arg(long, value_name = "FILE")]
+    out: Option<String>,
+    #[command(flatten)]
+    overrides: OverrideArgs,
 }
 
 /// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
@@ -222,6 +247,7 @@ fn main() -> ExitCode {
             report_outcome(sweep(&command, &limits))
         }
         Command::Merge { files } => report_outcome(merge_files(&files)),
+        Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Compare {
             files,
             variants,
@@ -348,6 +374,35 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
             overrides.command_line()
         );
         ExitCode::from(1)
+    }
+}
+
+/// `resim shrink`: the summary (and the file, unless `--out`); exit code 2 when nothing
+/// fails or the input is bad.
+fn shrink_file(args: &ShrinkArgs, limits: &Limits) -> ExitCode {
+    let options = shrink::ShrinkOptions {
+        seed: args.seed,
+        expectation: args.expectation.clone(),
+        budget: args.budget,
+    };
+    let shrunk = resolve(&args.file, limits, &args.overrides.overrides())
+        .map_err(|e| e.to_string())
+        .and_then(|s| shrink::shrink(&s, &args.file, &options));
+    let written = shrunk.and_then(|s| match &args.out {
+        Some(path) => std::fs::write(path, &s.text)
+            .map(|()| shrink::render(&s, Some(path)))
+            .map_err(|e| format!("{path}: cannot write: {e}")),
+        None => Ok(shrink::render(&s, None)),
+    });
+    match written {
+        Ok(text) => {
+            emit(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
     }
 }
 
