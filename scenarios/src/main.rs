@@ -7,7 +7,9 @@
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use scenarios::determinism::{self, Verdict, check_determinism};
-use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
+use scenarios::experiment::command::{
+    CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
+};
 use scenarios::experiment::{GridAxis, Partition, shrink};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
@@ -81,6 +83,16 @@ enum Command {
         /// Runs at once (default: one per core).
         #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
+        /// `text` (the table) or `json` (the same figures as one JSON object).
+        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        format: String,
+        /// Also write the charts of the first seed to DIR: goodput and p99 latency of both
+        /// sides on the same axes.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<String>,
+        /// Also write one HTML page with the table and those charts.
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
     },
     /// Search for a smaller scenario that still fails the same expectation at a seed: drop
     /// clients, services, calls, layers and faults, shorten the run, lower counts.
@@ -255,12 +267,20 @@ fn main() -> ExitCode {
             seeds,
             duration,
             jobs,
+            format,
+            svg,
+            html,
         } => report_outcome(compare_command(
             &files,
             &variants,
             &sets,
             (seeds, duration, jobs.map(usize::from)),
             &limits,
+            &CompareOutput {
+                json: format == "json",
+                svg,
+                html,
+            },
         )),
         Command::Check { file } => match check(&file, &limits) {
             Ok(s) => {
