@@ -217,7 +217,7 @@ pub fn compare(
     })
 }
 
-/// The comparison as one JSON object: the sides, the seeds, how many runs passed, and per
+/// The comparison as one JSON object (indented, keys in alphabetical order): the sides, the seeds, how many runs passed, and per
 /// figure each side's mean, standard deviation and count, the mean paired difference, its
 /// 95% interval (`null` with fewer than two seeds) and whether it is significant.
 pub fn render_json(c: &Comparison) -> String {
@@ -243,7 +243,9 @@ pub fn render_json(c: &Comparison) -> String {
         "passed": { "a": c.passed.0, "b": c.passed.1 },
         "figures": figures,
     });
-    format!("{value}\n")
+    let mut text = serde_json::to_string_pretty(&value).expect("a JSON value prints");
+    text.push('\n');
+    text
 }
 
 /// JSON has no NaN: a figure without a value is `null`.
