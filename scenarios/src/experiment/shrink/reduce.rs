@@ -3,6 +3,10 @@
 //! call, a layer; shorten the run; lower a count; simplify a distribution). Each candidate
 //! carries the index its target expectation moved to, and a candidate that would lose the
 //! target is not made.
+//!
+//! Longer than 600 lines on purpose: one short block per kind of part a scenario has, in the
+//! order the search tries them; split over files, that order would no longer read top to
+//! bottom.
 
 use crate::schema::{Expectation, FaultKind, Layer, Load, Scenario, Schedule};
 use sim_core::{Dist, Rate, SimDuration};
