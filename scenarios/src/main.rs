@@ -7,8 +7,10 @@
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use scenarios::determinism::{self, Verdict, check_determinism};
-use scenarios::experiment::command::{Outcome, Sweep, compare_command, merge_files, sweep};
-use scenarios::experiment::{GridAxis, Partition, phase};
+use scenarios::experiment::command::{
+    CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
+};
+use scenarios::experiment::{GridAxis, Partition, phase, shrink};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
@@ -81,10 +83,23 @@ enum Command {
         /// Runs at once (default: one per core).
         #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
+        /// `text` (the table) or `json` (the same figures as one JSON object).
+        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        format: String,
+        /// Also write the charts of the first seed to DIR: goodput and p99 latency of both
+        /// sides on the same axes.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<String>,
+        /// Also write one HTML page with the table and those charts.
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
     },
     /// Map where a scenario is stable, metastable or collapsed over two axes of values: each
     /// cell runs the seeds and counts their metastability verdicts.
     Phase(PhaseArgs),
+    /// Search for a smaller scenario that still fails the same expectation at a seed: drop
+    /// clients, services, calls, layers and faults, shorten the run, lower counts.
+    Shrink(ShrinkArgs),
     /// Print the output of a sweep from the `--out` files of all its partitions.
     Merge {
         /// The `--out` files of `resim sweep --partition K/N`, one per partition.
@@ -187,6 +202,28 @@ enum PhaseFormat {
     Json,
 }
 
+/// What `resim shrink` takes.
+#[derive(Args)]
+struct ShrinkArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    file: String,
+    /// The seed at which an expectation fails.
+    #[arg(long)]
+    seed: u64,
+    /// Which expectation to keep failing: its index (`2` for `expectations[2]`), its kind
+    /// (`GoodputAtMost`) or words of its text in the report (default: the first that fails).
+    #[arg(long, value_name = "K|TEXT")]
+    expectation: Option<String>,
+    /// The most runs the search makes.
+    #[arg(long, value_name = "RUNS", default_value_t = shrink::BUDGET_DEFAULT)]
+    budget: u64,
+    /// Write the smaller scenario to FILE (default: print it after the summary).
+    #[arg(long, value_name = "FILE")]
+    out: Option<String>,
+    #[command(flatten)]
+    overrides: OverrideArgs,
+}
+
 /// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
 #[derive(Args, Default)]
 struct RunArgs {
@@ -279,6 +316,7 @@ fn main() -> ExitCode {
             ))
         }
         Command::Merge { files } => report_outcome(merge_files(&files)),
+        Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Compare {
             files,
             variants,
@@ -286,12 +324,20 @@ fn main() -> ExitCode {
             seeds,
             duration,
             jobs,
+            format,
+            svg,
+            html,
         } => report_outcome(compare_command(
             &files,
             &variants,
             &sets,
             (seeds, duration, jobs.map(usize::from)),
             &limits,
+            &CompareOutput {
+                json: format == "json",
+                svg,
+                html,
+            },
         )),
         Command::Check { file } => match check(&file, &limits) {
             Ok(s) => {
@@ -405,6 +451,35 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
             overrides.command_line()
         );
         ExitCode::from(1)
+    }
+}
+
+/// `resim shrink`: the summary (and the file, unless `--out`); exit code 2 when nothing
+/// fails or the input is bad.
+fn shrink_file(args: &ShrinkArgs, limits: &Limits) -> ExitCode {
+    let options = shrink::ShrinkOptions {
+        seed: args.seed,
+        expectation: args.expectation.clone(),
+        budget: args.budget,
+    };
+    let shrunk = resolve(&args.file, limits, &args.overrides.overrides())
+        .map_err(|e| e.to_string())
+        .and_then(|s| shrink::shrink(&s, &args.file, &options));
+    let written = shrunk.and_then(|s| match &args.out {
+        Some(path) => std::fs::write(path, &s.text)
+            .map(|()| shrink::render(&s, Some(path)))
+            .map_err(|e| format!("{path}: cannot write: {e}")),
+        None => Ok(shrink::render(&s, None)),
+    });
+    match written {
+        Ok(text) => {
+            emit(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -115,3 +115,120 @@ fn the_command_line_prints_the_table_and_refuses_a_third_side() {
     assert_eq!(code, 2);
     assert!(err.starts_with("compare two files"), "{err}");
 }
+
+#[test]
+fn a_bulkhead_on_the_slow_call_keeps_the_catalog_serving() {
+    let c = check(
+        &["bulkhead-isolation", "bulkhead-isolation-separate"],
+        &[],
+        &[],
+    );
+    let success = row(&c, "success %");
+    assert!(
+        success.significant() && success.difference.mean > 15.0,
+        "{success:?}"
+    );
+    let p99 = row(&c, "p99 ms");
+    assert!(p99.significant() && p99.difference.mean < -300.0, "{p99:?}");
+    // Less work on requests whose callers left: the frontend no longer queues behind payments.
+    let wasted = row(&c, "wasted work s");
+    assert!(
+        wasted.significant() && wasted.difference.mean < 0.0,
+        "{wasted:?}"
+    );
+    // Neither side retries, so there is nothing to amplify: no difference, and none claimed.
+    let amplification = row(&c, "amplification");
+    assert_eq!(amplification.difference.mean, 0.0);
+    assert!(!amplification.significant());
+}
+
+#[test]
+fn codel_ends_the_metastable_retry_storm_and_its_wasted_work() {
+    let c = check(&["metastable-retry", "metastable-retry-codel"], &[], &[]);
+    let success = row(&c, "success %");
+    assert!(
+        success.significant() && success.difference.mean > 50.0,
+        "{success:?}"
+    );
+    let amplification = row(&c, "amplification");
+    assert!(
+        amplification.significant() && amplification.difference.mean < -1.0,
+        "{amplification:?}"
+    );
+    // CoDel drops what waited too long before any work is done on it: no wasted work at all.
+    let wasted = row(&c, "wasted work s");
+    assert!(wasted.significant(), "{wasted:?}");
+    assert!(wasted.a.mean > 100.0, "{wasted:?}");
+    assert_eq!(wasted.b.mean, 0.0, "{wasted:?}");
+}
+
+#[test]
+fn json_gives_every_figure_of_the_table_and_svg_draws_both_sides() {
+    let dir = std::env::temp_dir().join(format!("resim-compare-{}", std::process::id()));
+    let svg = dir.join("charts");
+    let html = dir.join("compare.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args([
+            "compare",
+            "retry-storm",
+            "retry-storm-budget",
+            "--seeds",
+            "1..3",
+            "--set",
+            "duration=\"15s\"",
+            "--set",
+            "expectations=[]",
+            "--format",
+            "json",
+            "--svg",
+            svg.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["a"], "retry-storm");
+    assert_eq!(json["b"], "retry-storm-budget");
+    assert_eq!(json["seeds"], serde_json::json!([1, 3]));
+    let figures: Vec<&str> = json["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["figure"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        figures,
+        [
+            "goodput/s",
+            "success %",
+            "p99 ms",
+            "amplification",
+            "wasted work s"
+        ]
+    );
+    let amplification = &json["figures"][3];
+    assert_eq!(amplification["significant"], true);
+    assert_eq!(amplification["a"]["count"], 3);
+    let (lo, hi) = (
+        amplification["interval"][0].as_f64().unwrap(),
+        amplification["interval"][1].as_f64().unwrap(),
+    );
+    let mean = amplification["difference"]["mean"].as_f64().unwrap();
+    assert!(lo <= mean && mean <= hi && hi < 0.0, "{amplification}");
+    for name in ["compare-goodput", "compare-latency"] {
+        let text = std::fs::read_to_string(svg.join(format!("{name}.svg"))).unwrap();
+        assert!(text.contains("A: retry-storm"), "{name}");
+        assert!(text.contains("B: retry-storm-budget"), "{name}");
+        assert!(text.contains("seed 1"), "{name}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("wasted work s") && page.matches("<svg").count() == 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

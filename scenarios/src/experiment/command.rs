@@ -98,18 +98,57 @@ fn outcome(records: &[RunRecord]) -> Outcome {
     }
 }
 
-/// `resim compare`: the table of [`super::compare::render`]; it passes whatever the figures.
+/// What `resim compare` writes besides its table.
+#[derive(Debug, Clone, Default)]
+pub struct CompareOutput {
+    /// `--format json`: one JSON object instead of the table.
+    pub json: bool,
+    /// `--svg DIR`: the charts of the first seed, both sides on the same axes.
+    pub svg: Option<String>,
+    /// `--html FILE`: one page with the table and those charts.
+    pub html: Option<String>,
+}
+
+/// `resim compare`: the table of [`super::compare::render`] (or its JSON); it passes whatever
+/// the figures.
 pub fn compare_command(
     files: &[String],
     variants: &[String],
     sets: &[crate::overrides::Override],
     (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
     limits: &Limits,
+    output: &CompareOutput,
 ) -> Result<Outcome, String> {
     let sides = super::compare::sides(files, variants, sets)?;
     let comparison = super::compare::compare(&sides, seeds, duration, jobs, limits)?;
+    if (output.svg.is_some() || output.html.is_some())
+        && let Some(first) = &comparison.first
+    {
+        let charts = crate::report::render::charts::compare_charts(
+            &first.0,
+            &first.1,
+            (&comparison.labels.0, &comparison.labels.1),
+        )
+        .map_err(|e| e.to_string())?;
+        if let Some(dir) = &output.svg {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{dir}: cannot create: {e}"))?;
+            for c in &charts {
+                let path = std::path::Path::new(dir).join(format!("{}.svg", c.name));
+                std::fs::write(&path, &c.svg)
+                    .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+            }
+        }
+        if let Some(file) = &output.html {
+            std::fs::write(file, super::compare::render_html(&comparison, &charts))
+                .map_err(|e| format!("{file}: cannot write: {e}"))?;
+        }
+    }
     Ok(Outcome {
-        text: super::compare::render(&comparison),
+        text: if output.json {
+            super::compare::render_json(&comparison)
+        } else {
+            super::compare::render(&comparison)
+        },
         passed: true,
     })
 }

@@ -6,13 +6,19 @@
 //! named stream (a client's arrivals, a service's work times), so the differences are paired:
 //! most of the seed-to-seed noise cancels, and fewer seeds show a real difference (common
 //! random numbers). A difference is marked significant when its 95% t-interval leaves out zero.
+//!
+//! [`render`] prints the table, [`render_json`] the same figures for a program, and
+//! [`Comparison::first`] keeps the two runs of the first seed, whose time series
+//! `resim compare --svg` draws on the same axes (one seed rather than an average: an average
+//! of runs whose storms start at different moments would draw a storm no run had).
 
-use super::plan::Plan;
 use super::stats::{Moments, t_interval};
-use super::sweep::{RunRecord, SweepSetup, run_plan};
 use crate::library::resolve;
 use crate::limits::Limits;
 use crate::overrides::Overrides;
+use crate::report::Report;
+use crate::{RunOptions, run};
+use rayon::prelude::*;
 use sim_core::SimDuration;
 use std::fmt::Write as _;
 
@@ -60,18 +66,101 @@ pub struct Comparison {
     pub passed: (u64, u64),
     /// The figures.
     pub rows: Vec<Row>,
+    /// The reports of both sides' runs of the first seed, for charts.
+    pub first: Option<Box<(Report, Report)>>,
 }
 
-/// How a figure is read from a run's record (`None`: the run has no such figure).
-type Figure = fn(&RunRecord) -> Option<f64>;
+/// The figures of one run that a comparison reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Successes per simulated second.
+    pub goodput_per_s: f64,
+    /// Successes per offered request (1 when nothing was offered).
+    pub success_ratio: f64,
+    /// The 99th percentile of request latency, when any request succeeded.
+    pub p99_ms: Option<f64>,
+    /// Client attempts per request.
+    pub amplification: f64,
+    /// Worker seconds spent, over all services, on requests whose callers had given up.
+    pub wasted_work_s: f64,
+    /// Whether every expectation held.
+    pub passed: bool,
+}
 
-/// The figures a comparison shows, with how each is read from a record.
-const FIGURES: [(&str, Figure); 4] = [
+impl Sample {
+    /// The figures of `report`.
+    pub fn of(report: &Report) -> Sample {
+        let s = &report.summary;
+        Sample {
+            goodput_per_s: s.goodput_per_s,
+            success_ratio: if s.offered == 0 {
+                1.0
+            } else {
+                s.successes as f64 / s.offered as f64
+            },
+            p99_ms: s.latency_ms.as_ref().map(|l| l.p99),
+            amplification: s.amplification,
+            wasted_work_s: report.services.iter().map(|x| x.wasted_work_s).sum(),
+            passed: report.passed(),
+        }
+    }
+}
+
+/// How a figure is read from a run's sample (`None`: the run has no such figure).
+type Figure = fn(&Sample) -> Option<f64>;
+
+/// The figures a comparison shows, with how each is read from a sample. The recovery time of
+/// the metastability verdict (issue 13, item 4) belongs in this table once the report carries
+/// it, as `("recovery s", |s| s.recovery_s)`.
+const FIGURES: [(&str, Figure); 5] = [
     ("goodput/s", |r| Some(r.goodput_per_s)),
     ("success %", |r| Some(100.0 * r.success_ratio)),
     ("p99 ms", |r| r.p99_ms),
     ("amplification", |r| Some(r.amplification)),
+    ("wasted work s", |r| Some(r.wasted_work_s)),
 ];
+
+/// Runs `scenario` once per seed on `jobs` threads: the samples in seed order, and the report
+/// of the first seed.
+fn run_side(
+    scenario: &crate::Scenario,
+    file: &str,
+    seeds: (u64, u64),
+    duration: Option<SimDuration>,
+    jobs: Option<usize>,
+) -> Result<(Vec<Sample>, Report), String> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| format!("{file}: cannot start the worker threads: {e}"))?;
+    let seeds: Vec<u64> = (seeds.0..=seeds.1).collect();
+    let runs: Vec<Result<(Sample, Option<Report>), String>> = pool.install(|| {
+        seeds
+            .par_iter()
+            .map(|&seed| {
+                let options = RunOptions {
+                    seed: Some(seed),
+                    duration,
+                    ..RunOptions::default()
+                };
+                let report = run(scenario, file, &options)
+                    .map_err(|e| e.to_string())?
+                    .report;
+                let sample = Sample::of(&report);
+                Ok((sample, (seed == seeds[0]).then_some(report)))
+            })
+            .collect()
+    });
+    // `collect` keeps the order of the seeds, whatever the number of threads.
+    let mut samples = Vec::with_capacity(runs.len());
+    let mut first = None;
+    for r in runs {
+        let (sample, report) = r?;
+        samples.push(sample);
+        first = first.or(report);
+    }
+    Ok((samples, first.expect("at least one seed")))
+}
 
 /// Runs both sides on `seeds` (on `jobs` threads) and compares them.
 pub fn compare(
@@ -81,21 +170,21 @@ pub fn compare(
     jobs: Option<usize>,
     limits: &Limits,
 ) -> Result<Comparison, String> {
-    let plan = Plan::new(&[], seeds, None)?;
-    let mut records = Vec::with_capacity(2);
+    if seeds.1 < seeds.0 {
+        return Err(format!(
+            "seeds {}..{}: the range ends before it starts",
+            seeds.0, seeds.1
+        ));
+    }
+    let mut samples = Vec::with_capacity(2);
+    let mut firsts = Vec::with_capacity(2);
     for side in sides {
         let scenario = resolve(&side.file, limits, &side.overrides).map_err(|e| e.to_string())?;
-        let scenarios = [scenario];
-        let words = [side.overrides.command_line()];
-        let setup = SweepSetup {
-            file: &side.file,
-            scenarios: &scenarios,
-            overrides: &words,
-            duration,
-        };
-        records.push(run_plan(&setup, &plan, jobs, &|| {}).map_err(|e| e.to_string())?);
+        let (s, first) = run_side(&scenario, &side.file, seeds, duration, jobs)?;
+        samples.push(s);
+        firsts.push(first);
     }
-    let (a, b) = (&records[0], &records[1]);
+    let (a, b) = (&samples[0], &samples[1]);
     let rows = FIGURES
         .iter()
         .map(|(name, figure)| {
@@ -116,13 +205,76 @@ pub fn compare(
             row
         })
         .collect();
-    let passed = |r: &[RunRecord]| r.iter().filter(|r| r.passed).count() as u64;
+    let passed = |r: &[Sample]| r.iter().filter(|r| r.passed).count() as u64;
+    let second = firsts.pop().expect("two sides");
+    let first = firsts.pop().expect("two sides");
     Ok(Comparison {
         labels: (sides[0].label.clone(), sides[1].label.clone()),
         seeds,
         passed: (passed(a), passed(b)),
         rows,
+        first: Some(Box::new((first, second))),
     })
+}
+
+/// The comparison as one JSON object (indented, keys in alphabetical order): the sides, the seeds, how many runs passed, and per
+/// figure each side's mean, standard deviation and count, the mean paired difference, its
+/// 95% interval (`null` with fewer than two seeds) and whether it is significant.
+pub fn render_json(c: &Comparison) -> String {
+    let moments = |m: &Moments| serde_json::json!({ "mean": finite(m.mean), "sd": finite(m.sd()), "count": m.count });
+    let figures: Vec<serde_json::Value> = c
+        .rows
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "figure": r.name,
+                "a": moments(&r.a),
+                "b": moments(&r.b),
+                "difference": moments(&r.difference),
+                "interval": r.interval.map(|(lo, hi)| [finite(lo), finite(hi)]),
+                "significant": r.significant(),
+            })
+        })
+        .collect();
+    let value = serde_json::json!({
+        "a": c.labels.0,
+        "b": c.labels.1,
+        "seeds": [c.seeds.0, c.seeds.1],
+        "passed": { "a": c.passed.0, "b": c.passed.1 },
+        "figures": figures,
+    });
+    let mut text = serde_json::to_string_pretty(&value).expect("a JSON value prints");
+    text.push('\n');
+    text
+}
+
+/// JSON has no NaN: a figure without a value is `null`.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The page of `resim compare --html`: the table and the charts of the first seed, inline.
+pub fn render_html(c: &Comparison, charts: &[crate::report::render::Chart]) -> String {
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut out = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>resim compare</title></head><body>\n",
+    );
+    let _ = writeln!(
+        out,
+        "<h1>{} vs {}</h1>\n<pre>{}</pre>",
+        escape(&c.labels.0),
+        escape(&c.labels.1),
+        escape(&render(c))
+    );
+    for chart in charts {
+        let _ = writeln!(out, "<h2>{}</h2>\n{}", escape(&chart.title), chart.svg);
+    }
+    out.push_str("</body></html>\n");
+    out
 }
 
 /// The comparison as `resim compare` prints it.

@@ -12,6 +12,7 @@
 //! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
+//! | [`shrink`] | `resim shrink`: a smaller scenario that still fails the same expectation |
 //!
 //! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
 //! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
@@ -22,6 +23,7 @@ pub mod command;
 pub mod compare;
 pub mod phase;
 pub mod plan;
+pub mod shrink;
 pub mod stats;
 pub mod sweep;
 

@@ -438,3 +438,88 @@ fn calls<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
 fn call_titles(calls: &[CallReport]) -> Vec<String> {
     super::call_names(calls)
 }
+
+/// The charts of `resim compare --svg`: two runs of one seed (side A and side B) on the same
+/// axes, `compare-goodput` (goodput per second, by bucket of completion) and `compare-latency`
+/// (p99 of successful requests, by bucket of offer), B dashed. The shaded windows are A's. The two
+/// reports must have the same buckets; otherwise there is no common time axis and the error
+/// says so.
+pub fn compare_charts(
+    a: &Report,
+    b: &Report,
+    labels: (&str, &str),
+) -> Result<Vec<Chart>, ChartError> {
+    if a.series.len() != b.series.len() || a.bucket_s != b.bucket_s {
+        return Err(ChartError {
+            chart: "compare-goodput".to_string(),
+            message: "the two sides have different durations or buckets, so no common time axis; compare runs of the same length".to_string(),
+        });
+    }
+    let frame = Frame::of(a);
+    let goodput = |t: &str| {
+        let lines = pair(
+            line(
+                &format!("A: {}", labels.0),
+                0,
+                frame.mean(a, |r| r.goodput_per_s),
+            ),
+            line(
+                &format!("B: {}", labels.1),
+                1,
+                frame.mean(b, |r| r.goodput_per_s),
+            ),
+        );
+        stacked(
+            &frame,
+            vec![LinePanel {
+                y: linear("successes per second", &lines),
+                title: format!("{t}{}", frame.merged_note(a.bucket_s)),
+                lines,
+                note: None,
+            }],
+        )
+    };
+    let latency = |t: &str| {
+        let lines = pair(
+            line(
+                &format!("A: {}", labels.0),
+                0,
+                frame.max(a, |r| r.latency_ms_p99),
+            ),
+            line(
+                &format!("B: {}", labels.1),
+                1,
+                frame.max(b, |r| r.latency_ms_p99),
+            ),
+        );
+        let empty = max_of(&lines) == 0.0;
+        stacked(
+            &frame,
+            vec![LinePanel {
+                y: latency_axis(&lines),
+                title: format!("{t}{}", frame.merged_note(a.bucket_s)),
+                lines,
+                note: empty.then(|| "no request succeeded".to_string()),
+            }],
+        )
+    };
+    Ok(vec![
+        chart(
+            "compare-goodput",
+            &format!("Goodput, seed {}", a.seed),
+            goodput,
+        )?,
+        chart(
+            "compare-latency",
+            &format!("Client latency p99, seed {}", a.seed),
+            latency,
+        )?,
+    ])
+}
+
+/// A's line solid and B's dashed over it: on common random numbers the two sides often agree
+/// until something differs, and a solid B would hide A there.
+fn pair(a: Line, mut b: Line) -> Vec<Line> {
+    b.dashed = true;
+    vec![a, b]
+}
