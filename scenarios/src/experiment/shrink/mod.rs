@@ -181,6 +181,14 @@ pub fn shrink(scenario: &Scenario, file: &str, options: &ShrinkOptions) -> Resul
         target,
     };
     let mut changes = Vec::new();
+    if !scenario.variants.is_empty() {
+        // The result is the scenario as it ran (its --variant and --set applied), so the
+        // file's other variants, which name paths that may be gone, are not written.
+        changes.push(format!(
+            "dropped the variants ({})",
+            scenario.variants.join(", ")
+        ));
+    }
     let mut budget_spent = false;
     'passes: loop {
         let mut tried: BTreeSet<String> = BTreeSet::new();
