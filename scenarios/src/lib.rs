@@ -78,6 +78,7 @@ pub mod overrides;
 pub mod report;
 pub mod run;
 pub mod schema;
+pub mod traffic;
 pub mod validate;
 pub mod world;
 

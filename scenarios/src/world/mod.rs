@@ -40,6 +40,7 @@
 //! checked after every event in debug builds, the jobs every 4096 events and at the end of
 //! every run.
 
+mod admission;
 mod call;
 mod client;
 mod downstream;
@@ -54,6 +55,7 @@ mod service;
 mod site;
 pub mod stack;
 mod trace;
+pub mod traffic;
 
 pub use msg::{Msg, Net, Packet};
 pub use network::client_node;
@@ -395,11 +397,12 @@ impl World {
         let now = ctx.now();
         let bucket = self.bucket_of(now);
         let c = &mut self.clients[client];
-        c.record_offer(bucket);
+        let attrs = c.record_offer(bucket);
         let owner = call::Owner::Client {
             client: client as u32,
             requester,
             offered_at: now,
+            attrs,
         };
         let site = c.site();
         self.start_call(ctx, site, owner, SimTime::MAX);
