@@ -799,9 +799,10 @@ fn class() -> BoxedStrategy<String> {
         Just("Uniform".to_string()),
         float(0.0..3.0).prop_map(|e| format!("Zipf(exponent: {e})")),
     ];
-    let tenants = (count(1..10_000), count(0..1000), popularity, count(0..20)).prop_map(
-        |(k, f, p, r)| format!("(keys: {k}, first: {f}, popularity: {p}, reported: {r})"),
-    );
+    let tenants =
+        (count(1..10_000), count(0..1000), popularity, count(0..20)).prop_map(|(k, f, p, r)| {
+            format!("(keys: {k}, first: {f}, popularity: {p}, reported: {r})")
+        });
     (
         float(0.0..5.0),
         fields(vec![
