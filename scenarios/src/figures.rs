@@ -582,6 +582,18 @@ pub struct ClassFigures {
     pub total: TrafficFigures,
     /// Its tenants, when it has some.
     pub tenants: Option<TenantFigures>,
+    /// Per report bucket of offer: requests offered and successes (may be shorter than the
+    /// run; missing buckets are all zero).
+    pub buckets: Vec<ClassBucket>,
+}
+
+/// One report bucket of a class, by the bucket of the request's offer.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ClassBucket {
+    /// Requests offered in it.
+    pub offered: u64,
+    /// Of those, the requests that succeeded.
+    pub successes: u64,
 }
 
 /// The tenants of a class: the most popular ones one by one, the rest summed, so that a

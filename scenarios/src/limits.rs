@@ -13,6 +13,9 @@
 //! The costs per unit are the peak resident memory of release builds of `resim run`, measured
 //! by varying one thing at a time (buckets, clients, services, users, replicas, calls, window
 //! sizes) and rounded up, so the estimate errs on the generous side.
+//!
+//! Somewhat over 600 lines on purpose: every part of a file's memory is estimated here, next
+//! to the others, so that one file says what a scenario may hold.
 
 use crate::schema::{Layer, Load, Scenario, Schedule};
 use patterns::breaker::SlidingWindowType;
@@ -51,6 +54,9 @@ const SLIDING_LOG_UNIT_BYTES: u64 = 16;
 /// A class's or a reported tenant's figures: counters and a compact latency histogram (an
 /// upper estimate: two significant digits up to an hour take about 2 KB).
 const TRAFFIC_FIGURES_BYTES: u64 = 4 << 10;
+/// One report bucket of a class: two counters while running, and a series entry with its
+/// name in the report (an upper estimate).
+const SERIES_CLASS_BUCKET_BYTES: u64 = 96;
 /// One key of a Zipf tenant distribution: its cumulative weight.
 const ZIPF_KEY_BYTES: u64 = 8;
 /// One key of a per-tenant rate limit: its limiter and two tree entries (an upper estimate).
@@ -210,6 +216,16 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             1,
         );
         for (i, class) in c.classes.iter().enumerate() {
+            parts.push(Part {
+                field: format!("clients.{name}.classes[{i}]"),
+                bytes: TRAFFIC_FIGURES_BYTES
+                    .saturating_add(buckets.saturating_mul(SERIES_CLASS_BUCKET_BYTES)),
+                what: format!("the figures and series of class {:?}", class.name),
+                fix: Fix::Bucket {
+                    duration: s.duration,
+                    bytes_per_bucket: SERIES_CLASS_BUCKET_BYTES,
+                },
+            });
             let Some(t) = &class.tenants else { continue };
             let zipf = matches!(t.popularity, crate::traffic::Popularity::Zipf { .. });
             let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };

@@ -501,6 +501,20 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                 }
             })
             .collect(),
+        classes: figures
+            .clients
+            .iter()
+            .flat_map(|c| {
+                c.classes.iter().map(move |k| {
+                    let b = k.buckets.get(i).copied().unwrap_or_default();
+                    ClassPoint {
+                        class: format!("{}/{}", c.name, k.name),
+                        offered: b.offered,
+                        successes: b.successes,
+                    }
+                })
+            })
+            .collect(),
         services: figures
             .services
             .iter()

@@ -20,7 +20,7 @@ mod verdicts;
 
 pub use render::Format;
 pub use types::{
-    BreakerReport, CallPoint, CallReport, ClassReport, ClientPoint, ClientReport,
+    BreakerReport, CallPoint, CallReport, ClassPoint, ClassReport, ClientPoint, ClientReport,
     ExpectationResult, LatencyMs, Report, SeriesRow, ServicePoint, ServiceReport, StateSpan,
     Summary, TenantReport, Threshold, TimelineWindow, TrafficReport, Transition,
 };

@@ -348,6 +348,10 @@ pub struct SeriesRow {
     pub clients: Vec<ClientPoint>,
     /// Per service.
     pub services: Vec<ServicePoint>,
+    /// Per request class of every client that declares classes, in client then class order
+    /// (absent without classes): offered requests and successes, by bucket of offer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassPoint>,
     /// Per call site.
     pub calls: Vec<CallPoint>,
 }
@@ -483,4 +487,15 @@ impl Report {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// One request class in one report bucket.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClassPoint {
+    /// `client/class`.
+    pub class: String,
+    /// Requests of the class offered in the bucket.
+    pub offered: u64,
+    /// Of those, the requests that succeeded.
+    pub successes: u64,
 }

@@ -546,7 +546,7 @@ impl World {
         let (offered_in, ended_in) = (self.bucket_of(offered_at), self.bucket_of(now));
         let c = &mut self.clients[client as usize];
         c.record_outcome(o, offered_in, ended_in, latency);
-        c.record_class_outcome(attrs, o, latency);
+        c.record_class_outcome(attrs, o, offered_in, latency);
         if o == Outcome::Ok {
             super::client::bucket_mut(&mut self.run_buckets, offered_in).record(latency);
         }

@@ -187,21 +187,33 @@ impl Client {
             None => Attrs::DEFAULT,
             Some(mix) => {
                 let attrs = mix.draw();
-                traffic::record_offer(&mut self.figures.classes, attrs);
+                traffic::record_offer(&mut self.figures.classes, attrs, bucket);
                 attrs
             }
         }
     }
 
-    /// Counts the outcome of a request of class and tenant `attrs` after `latency` (nothing
-    /// without classes).
-    pub fn record_class_outcome(&mut self, attrs: Attrs, outcome: Outcome, latency: SimDuration) {
+    /// Counts the outcome of a request of class and tenant `attrs` offered in bucket
+    /// `offered_in`, after `latency` (nothing without classes).
+    pub fn record_class_outcome(
+        &mut self,
+        attrs: Attrs,
+        outcome: Outcome,
+        offered_in: usize,
+        latency: SimDuration,
+    ) {
         if self.mix.is_some() {
             let failed = match outcome {
                 Outcome::Ok => None,
                 Outcome::Fail(r) => Some(r),
             };
-            traffic::record_outcome(&mut self.figures.classes, attrs, failed, latency);
+            traffic::record_outcome(
+                &mut self.figures.classes,
+                attrs,
+                offered_in,
+                failed,
+                latency,
+            );
         }
     }
 

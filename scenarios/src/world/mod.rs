@@ -30,6 +30,8 @@
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
+//! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
+//! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
 //!
 //! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
 //! reused, queues are bounded (or explicitly unbounded) and grow as used, and the figures

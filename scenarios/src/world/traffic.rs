@@ -4,6 +4,7 @@
 //! A client without classes has no `Mix`: its requests carry [`Attrs::DEFAULT`] and it draws
 //! nothing, so its random streams, and its runs, are those it had before classes existed.
 
+use super::client::bucket_mut;
 use crate::figures::{ClassFigures, TenantFigures, TrafficFigures};
 use crate::traffic::{Popularity, RequestClass};
 use sim_core::sample::{uniform_below, unit_f64};
@@ -181,6 +182,7 @@ pub fn class_figures(classes: &[RequestClass]) -> Vec<ClassFigures> {
                     .collect(),
                 others: TrafficFigures::default(),
             }),
+            buckets: Vec::new(),
         })
         .collect()
 }
@@ -201,8 +203,9 @@ fn entries(
     (&mut c.total, tenant)
 }
 
-/// Counts a request of `attrs` offered.
-pub fn record_offer(classes: &mut [ClassFigures], attrs: Attrs) {
+/// Counts a request of `attrs` offered in report bucket `bucket`.
+pub fn record_offer(classes: &mut [ClassFigures], attrs: Attrs, bucket: usize) {
+    bucket_mut(&mut classes[usize::from(attrs.class)].buckets, bucket).offered += 1;
     let (class, tenant) = entries(classes, attrs);
     class.offered += 1;
     if let Some(t) = tenant {
@@ -210,13 +213,18 @@ pub fn record_offer(classes: &mut [ClassFigures], attrs: Attrs) {
     }
 }
 
-/// Counts the outcome of a request of `attrs` (`None`: success) after `latency`.
+/// Counts the outcome of a request of `attrs` offered in report bucket `offered_in` (`None`:
+/// success) after `latency`.
 pub fn record_outcome(
     classes: &mut [ClassFigures],
     attrs: Attrs,
+    offered_in: usize,
     failed: Option<crate::figures::Reason>,
     latency: SimDuration,
 ) {
+    if failed.is_none() {
+        bucket_mut(&mut classes[usize::from(attrs.class)].buckets, offered_in).successes += 1;
+    }
     let (class, tenant) = entries(classes, attrs);
     for f in std::iter::once(class).chain(tenant) {
         match failed {
