@@ -1774,6 +1774,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
     assert!(steady.failures_by_reason.is_empty());
 
     let shed = library_run("criticality-shedding", None);
+    charts_are_current("criticality-shedding", &shed);
     let recommend = class(&shed, "users", "recommend").success_ratio.unwrap();
     assert!(
         (0.3..0.37).contains(&recommend),

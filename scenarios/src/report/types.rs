@@ -377,10 +377,11 @@ pub struct TimelineWindow {
 pub struct Threshold {
     /// The figure: `success_ratio` (of one client, by bucket of offer, over the window),
     /// `latency_ms_p99` (of one client, over the run), `amplification` (of all clients, over
-    /// the run) or `recovery` (one client's success ratio, back to at least `value` in every
-    /// bucket from some time in the window to the end).
+    /// the run), `recovery` (one client's success ratio, back to at least `value` in every
+    /// bucket from some time in the window to the end) or `class_success_ratio` (one class of
+    /// one client, over the run).
     pub metric: String,
-    /// The client it is about (`null` for all clients).
+    /// The client it is about (`null` for all clients; `client/class` for a class).
     pub client: Option<String>,
     /// `at_least` or `at_most`.
     pub bound: String,

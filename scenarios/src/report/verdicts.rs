@@ -118,7 +118,7 @@ fn class_goodput(c: &ClientFigures, class: &str, bound: Bound) -> ExpectationRes
     );
     let mut threshold = Threshold {
         metric: "class_success_ratio".to_string(),
-        client: Some(c.name.clone()),
+        client: Some(format!("{}/{class}", c.name)),
         bound: format!("at_{word}"),
         value: r,
         from_s: 0.0,
