@@ -295,6 +295,8 @@ pub struct ClientFigures {
     /// One entry per report bucket, by the bucket of the request's offer (see the module
     /// docs); may be shorter than the run (missing buckets are all zero).
     pub buckets: Vec<ClientBucket>,
+    /// Per request class, when the client declares classes (empty otherwise).
+    pub classes: Vec<ClassFigures>,
 }
 
 impl ClientFigures {
@@ -361,6 +363,8 @@ pub struct ServiceCounts {
     pub messages_lost: u64,
     /// Largest queue length of one replica.
     pub queue_depth_max: u64,
+    /// Requests its shadow-mode rate limits would have refused (all were admitted).
+    pub shadow_refusals: u64,
 }
 
 /// One report bucket of a service.
@@ -538,4 +542,70 @@ pub struct RunMeta {
     /// What reached a limit, in the user's words, when that is more than the reason says
     /// (the figure that reached the memory limit).
     pub stop_detail: Option<String>,
+}
+
+/// The requests of one class of a client, or of one tenant of a class: what was offered, what
+/// succeeded, why the rest failed, and the latency of the successes.
+#[derive(Debug, Clone)]
+pub struct TrafficFigures {
+    /// Requests offered.
+    pub offered: u64,
+    /// Requests that succeeded.
+    pub successes: u64,
+    /// Failed requests per reason.
+    pub failed: ReasonCounts,
+    /// Latency of the successes (two significant digits).
+    pub latency: LatencyHistogram,
+}
+
+impl Default for TrafficFigures {
+    fn default() -> Self {
+        TrafficFigures {
+            offered: 0,
+            successes: 0,
+            failed: ReasonCounts::default(),
+            latency: LatencyHistogram::compact(),
+        }
+    }
+}
+
+/// Figures of one request class of a client (see [`crate::traffic`]).
+#[derive(Debug, Clone)]
+pub struct ClassFigures {
+    /// Its name.
+    pub name: String,
+    /// Its priority level (0 is the least important).
+    pub priority: u8,
+    /// Its cost in limiter tokens.
+    pub cost: u32,
+    /// Its requests.
+    pub total: TrafficFigures,
+    /// Its tenants, when it has some.
+    pub tenants: Option<TenantFigures>,
+    /// Per report bucket of offer: requests offered and successes (may be shorter than the
+    /// run; missing buckets are all zero).
+    pub buckets: Vec<ClassBucket>,
+}
+
+/// One report bucket of a class, by the bucket of the request's offer.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ClassBucket {
+    /// Requests offered in it.
+    pub offered: u64,
+    /// Of those, the requests that succeeded.
+    pub successes: u64,
+}
+
+/// The tenants of a class: the most popular ones one by one, the rest summed, so that a
+/// class of a million keys reports a few lines and keeps a few histograms.
+#[derive(Debug, Clone)]
+pub struct TenantFigures {
+    /// The first key; the key of rank i is `first + i`.
+    pub first: u32,
+    /// How many keys the class draws from.
+    pub keys: u32,
+    /// The keys of ranks 0 to `reported - 1`, one entry each.
+    pub ranked: Vec<TrafficFigures>,
+    /// Every other key, summed.
+    pub others: TrafficFigures,
 }

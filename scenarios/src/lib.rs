@@ -22,6 +22,7 @@
 //! | module | what |
 //! |---|---|
 //! | [`schema`] | the serde types of a scenario file |
+//! | [`traffic`] | request classes, priorities, tenants, and the admission layers that read them |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
 //! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
 //! | [`validate`] | semantic checks with field paths |
@@ -40,9 +41,10 @@
 //! Retry-After, operation safety), circuit breaker, bulkhead (refusing or waiting), rate
 //! limiters (all kinds), adaptive throttling, hedging, fallback chains, idempotency-key stores,
 //! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
-//! for RPC queues with adaptive LIFO, and single-flight coalescing. Not wired: CoDel in its
-//! RFC 8289 packet-queue form, the priority shedder, keyed and composite limiters, shadow
-//! mode, adaptive timeouts.
+//! for RPC queues with adaptive LIFO, single-flight coalescing, and, reading a request's
+//! class and tenant ([`traffic`]), the priority shedder, limiters keyed per tenant, composite
+//! (peek then commit) and shadow limits, with each request's cost. Not wired: CoDel in its
+//! RFC 8289 packet-queue form, adaptive timeouts.
 //!
 //! Only this crate does I/O in resim, and only at its edges: [`load::load`] reads a file and
 //! the binary writes reports.
@@ -78,6 +80,7 @@ pub mod overrides;
 pub mod report;
 pub mod run;
 pub mod schema;
+pub mod traffic;
 pub mod validate;
 pub mod world;
 

@@ -36,6 +36,8 @@ pub const LIBRARY: &[Entry] = entries![
     "shedding-codel-vs-pid-none",
     "shedding-codel-vs-pid-codel",
     "shedding-codel-vs-pid-pid",
+    "noisy-neighbour",
+    "criticality-shedding",
 ];
 
 /// The scenario `resim` runs when given no file.

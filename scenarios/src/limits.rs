@@ -13,6 +13,9 @@
 //! The costs per unit are the peak resident memory of release builds of `resim run`, measured
 //! by varying one thing at a time (buckets, clients, services, users, replicas, calls, window
 //! sizes) and rounded up, so the estimate errs on the generous side.
+//!
+//! Somewhat over 600 lines on purpose: every part of a file's memory is estimated here, next
+//! to the others, so that one file says what a scenario may hold.
 
 use crate::schema::{Layer, Load, Scenario, Schedule};
 use patterns::breaker::SlidingWindowType;
@@ -48,6 +51,16 @@ const BREAKER_SECOND_BYTES: u64 = 32;
 const THROTTLE_BUCKET_BYTES: u64 = 24;
 /// A sliding-log limiter, per unit of its limit (an instant and a count).
 const SLIDING_LOG_UNIT_BYTES: u64 = 16;
+/// A class's or a reported tenant's figures: counters and a compact latency histogram (an
+/// upper estimate: two significant digits up to an hour take about 2 KB).
+const TRAFFIC_FIGURES_BYTES: u64 = 4 << 10;
+/// One report bucket of a class: two counters while running, and a series entry with its
+/// name in the report (an upper estimate).
+const SERIES_CLASS_BUCKET_BYTES: u64 = 96;
+/// One key of a Zipf tenant distribution: its cumulative weight.
+const ZIPF_KEY_BYTES: u64 = 8;
+/// One key of a per-tenant rate limit: its limiter and two tree entries (an upper estimate).
+const TENANT_KEY_BYTES: u64 = 256;
 
 /// What a run may use. The defaults fit a 2-core machine with 24 GB of memory running a few
 /// runs side by side; the command line raises them (`--max-memory`, `--max-rate`).
@@ -202,6 +215,35 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             &c.call.stack,
             1,
         );
+        for (i, class) in c.classes.iter().enumerate() {
+            parts.push(Part {
+                field: format!("clients.{name}.classes[{i}]"),
+                bytes: TRAFFIC_FIGURES_BYTES
+                    .saturating_add(buckets.saturating_mul(SERIES_CLASS_BUCKET_BYTES)),
+                what: format!("the figures and series of class {:?}", class.name),
+                fix: Fix::Bucket {
+                    duration: s.duration,
+                    bytes_per_bucket: SERIES_CLASS_BUCKET_BYTES,
+                },
+            });
+            let Some(t) = &class.tenants else { continue };
+            let zipf = matches!(t.popularity, crate::traffic::Popularity::Zipf { .. });
+            let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
+            let reported = u64::from(t.reported.min(t.keys)) + 2;
+            parts.push(Part {
+                field: format!("clients.{name}.classes[{i}].tenants.keys"),
+                bytes: reported
+                    .saturating_mul(TRAFFIC_FIGURES_BYTES)
+                    .saturating_add(u64::from(t.keys).saturating_mul(per_key)),
+                what: format!("{} tenant keys", t.keys),
+                fix: Fix::Count {
+                    unit_bytes: per_key.max(1),
+                    noun: "keys",
+                    prefix: "",
+                    also: ", or a Uniform popularity (no table per key)",
+                },
+            });
+        }
     }
     for (name, sv) in &s.services {
         let replicas = u64::from(sv.replicas);
@@ -224,6 +266,23 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
                 also: "",
             },
         });
+        for (i, a) in sv.admission.iter().enumerate() {
+            if let crate::schema::Admission::RateLimit(k) = a
+                && k.key == crate::schema::LimitKey::Tenant
+            {
+                parts.push(Part {
+                    field: format!("services.{name}.admission[{i}].max_keys"),
+                    bytes: (k.max_keys as u64).saturating_mul(TENANT_KEY_BYTES),
+                    what: format!("up to {} tenant keys of a rate limit", k.max_keys),
+                    fix: Fix::Count {
+                        unit_bytes: TENANT_KEY_BYTES,
+                        noun: "keys",
+                        prefix: "max_keys: ",
+                        also: "",
+                    },
+                });
+            }
+        }
         for (i, c) in sv.calls.iter().enumerate() {
             windows(
                 &mut parts,

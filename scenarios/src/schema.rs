@@ -20,6 +20,7 @@
 
 use crate::limits::Limits;
 pub use crate::report::metastability::VerdictConfig;
+pub use crate::traffic::{KeyedLimit, LimitKey, Popularity, Priority, RequestClass, Tenants};
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
@@ -29,7 +30,7 @@ pub use patterns::hedge::HedgeConfig;
 pub use patterns::idempotency::IdempotencyConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
-pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
+pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig, PriorityConfig};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
@@ -146,6 +147,10 @@ pub struct Client {
     pub load: Load,
     /// The call each request makes (target, timeouts, pattern stack).
     pub call: Call,
+    /// The mix of request classes it sends (see [`crate::traffic`]); without it, one
+    /// default class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<RequestClass>,
 }
 
 /// How a client generates requests.
@@ -466,6 +471,13 @@ pub enum Admission {
         #[serde(default)]
         controller: PidConfig,
     },
+    /// A rate limit that may key on the tenant, charge each request's class cost, and run
+    /// in shadow mode ([`KeyedLimit`]); one for the whole service, like `Limiter`.
+    RateLimit(KeyedLimit),
+    /// A priority shedder ([`patterns::shedder::PriorityShedder`], one per replica): an
+    /// arrival of priority level L is shed once the replica's requests in flight (busy
+    /// workers and queue), in percent of its workers, reach threshold L.
+    Priority(PriorityConfig),
 }
 
 fn default_pid_interval() -> SimDuration {
@@ -726,6 +738,26 @@ pub enum Expectation {
         /// The client (may be left out when the scenario has one).
         #[serde(default)]
         client: Option<String>,
+    },
+    /// Over the whole run, the successes of one request class of a client are at least
+    /// `min_ratio` of the requests of that class it offered.
+    ClassGoodputAtLeast {
+        /// The client.
+        client: String,
+        /// The class (one of the client's `classes`).
+        class: String,
+        /// The least success ratio, in 0–1.
+        min_ratio: f64,
+    },
+    /// Over the whole run, the successes of one request class are at most `max_ratio` of the
+    /// requests of that class (for scenarios that demonstrate a failure).
+    ClassGoodputAtMost {
+        /// The client.
+        client: String,
+        /// The class (one of the client's `classes`).
+        class: String,
+        /// The largest success ratio, in 0–1.
+        max_ratio: f64,
     },
 }
 

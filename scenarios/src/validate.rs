@@ -198,6 +198,7 @@ pub fn validate(s: &Scenario) -> Check {
         let path = format!("clients.{name}");
         load(&format!("{path}.load"), &client.load)?;
         call(&format!("{path}.call"), &client.call, &s.services)?;
+        crate::traffic::validate_classes(&format!("{path}.classes"), &client.classes)?;
     }
     for (name, service) in &s.services {
         self::service(&format!("services.{name}"), service, &s.services)?;
@@ -457,6 +458,8 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
                     .validate()
                     .map_err(|e| e.at(&format!("{apath}.controller")))?;
             }
+            Admission::RateLimit(k) => crate::traffic::validate_keyed_limit(&apath, k)?,
+            Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath))?,
         }
     }
     if let Some(o) = &s.outlier {
@@ -762,6 +765,41 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
                 Expectation::Recovers { within, .. } => nonzero(&format!("{path}.within"), *within),
                 _ => Ok(()),
             }
+        }
+        Expectation::ClassGoodputAtLeast {
+            client,
+            class,
+            min_ratio: r,
+        }
+        | Expectation::ClassGoodputAtMost {
+            client,
+            class,
+            max_ratio: r,
+        } => {
+            cl(client)?;
+            let classes = &s.clients[client].classes;
+            if !classes.iter().any(|c| &c.name == class) {
+                let names: Vec<String> = classes.iter().map(|c| c.name.clone()).collect();
+                return Err(err(
+                    format!("{path}.class"),
+                    if names.is_empty() {
+                        format!(
+                            "client {client:?} declares no classes; add `classes: [..]` to it or use GoodputAtLeast/GoodputAtMost"
+                        )
+                    } else {
+                        format!(
+                            "unknown class {class:?} of client {client:?}; its classes: {}",
+                            listed(names.iter())
+                        )
+                    },
+                ));
+            }
+            let name = if matches!(e, Expectation::ClassGoodputAtLeast { .. }) {
+                "min_ratio"
+            } else {
+                "max_ratio"
+            };
+            ratio(&format!("{path}.{name}"), *r)
         }
     }
 }

@@ -1731,3 +1731,92 @@ fn the_experiments_chapter_says_what_ten_passing_seeds_prove() {
         format!("they put it above {:.0}%", 100.0 * lower),
     );
 }
+
+#[test]
+fn the_traffic_classes_chapter_is_what_the_library_shows() {
+    let page = "patterns/traffic-classes.md";
+    let class = |r: &Report, client: &str, name: &str| {
+        r.clients
+            .iter()
+            .find(|c| c.name == client)
+            .unwrap()
+            .classes
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap()
+            .traffic
+            .clone()
+    };
+    let global = library_run("noisy-neighbour", None);
+    let after = global
+        .expectations
+        .iter()
+        .find(|e| e.expectation.contains("after 11s"))
+        .unwrap();
+    let observed = after.observed.split(' ').next().unwrap();
+    claim(
+        page,
+        format!("the steady tenants get {observed} of their requests through"),
+    );
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some("per-tenant".to_string()),
+        sets: Vec::new(),
+    };
+    let entry = scenarios::library::find("noisy-neighbour").unwrap();
+    let scenario = scenarios::overrides::parse_overridden(
+        entry.name,
+        entry.text,
+        &scenarios::limits::Limits::default(),
+        &overrides,
+    )
+    .unwrap();
+    let tenant = run(&scenario, entry.name, &RunOptions::default())
+        .unwrap()
+        .report;
+    let flood = class(&tenant, "noisy", "flood");
+    let admitted = flood.offered - flood.failures_by_reason["rate_limited"];
+    // The burst of 50, then 50 per second for the 20 seconds of the flood, less the refill
+    // that falls on the end of the run.
+    assert_eq!(admitted, 50 + 50 * 20 - 1);
+    claim(
+        page,
+        format!("no more: {admitted} requests, its burst of 50"),
+    );
+    let steady = class(&tenant, "steady", "steady");
+    assert!(steady.failures_by_reason.is_empty());
+
+    let shed = library_run("criticality-shedding", None);
+    charts_are_current("criticality-shedding", &shed);
+    let recommend = class(&shed, "users", "recommend").success_ratio.unwrap();
+    assert!(
+        (0.3..0.37).contains(&recommend),
+        "about a third: {recommend}"
+    );
+    claim(page, "which keeps about a third of its requests");
+    let checkout = class(&shed, "users", "checkout");
+    assert!(checkout.failures_by_reason.is_empty());
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some("fifo".to_string()),
+        sets: Vec::new(),
+    };
+    let entry = scenarios::library::find("criticality-shedding").unwrap();
+    let scenario = scenarios::overrides::parse_overridden(
+        entry.name,
+        entry.text,
+        &scenarios::limits::Limits::default(),
+        &overrides,
+    )
+    .unwrap();
+    let fifo = run(&scenario, entry.name, &RunOptions::default())
+        .unwrap()
+        .report;
+    let lost = 1.0 - class(&fifo, "users", "checkout").success_ratio.unwrap();
+    assert!((1.0 / 3.0..0.4).contains(&lost), "over a third: {lost}");
+    claim(
+        page,
+        "The checkout class loses over a third of its requests",
+    );
+    let p50 = fifo.summary.latency_ms.as_ref().unwrap().p50;
+    assert!((190.0..210.0).contains(&p50), "about 200ms: {p50}");
+    claim(page, "take about 200ms at the median");
+}

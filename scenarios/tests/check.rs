@@ -331,6 +331,56 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "    expectations: [",
             "    verdict: (healthy_ratio: 1.5),\n    expectations: [",
         ),
+        (
+            "classes whose shares sum to 0",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 0), (name: \"b\", share: 0)],",
+        ),
+        (
+            "tenants over zero keys",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1, tenants: (keys: 0))],",
+        ),
+        (
+            "priority level out of range",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1, priority: Level(64))],",
+        ),
+        (
+            "class cost of zero",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1, cost: 0)],",
+        ),
+        (
+            "class declared twice",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1), (name: \"a\", share: 2)],",
+        ),
+        (
+            "unknown class in an expectation",
+            "GoodputAtLeast(client: \"web\", after: \"5s\", min_ratio: 0.9)",
+            "ClassGoodputAtLeast(client: \"web\", class: \"gold\", min_ratio: 0.9)",
+        ),
+        (
+            "unknown criticality",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1, priority: Critical_Plus)],",
+        ),
+        (
+            "priority shedder thresholds decrease",
+            "workers: 2, work",
+            "workers: 2, admission: [Priority(shed_thresholds_percent: [90, 80])], work",
+        ),
+        (
+            "tenant rate limit without keys",
+            "workers: 2, work",
+            "workers: 2, admission: [RateLimit(limiter: (kind: \"token_bucket\", rate: \"10/s\", burst: 10), key: Tenant, max_keys: 0)], work",
+        ),
+        (
+            "tenant keys beyond the cap",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
+            "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1, tenants: (keys: 2000000, popularity: Zipf(exponent: 1.0)))],",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

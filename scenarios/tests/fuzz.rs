@@ -769,15 +769,60 @@ fn client(services: Vec<String>) -> BoxedStrategy<String> {
         3 => schedule().prop_map(|s| format!("Open(rate: {s})")),
         1 => (count(1..50), dist()).prop_map(|(u, t)| format!("Closed(users: {u}, think: {t})")),
     ];
-    (load, call(services))
-        .prop_map(|(load, call)| format!("(load: {load}, call: {call})"))
+    let classes = prop_oneof![
+        2 => Just(String::new()),
+        1 => prop::collection::vec(class(), 1..4).prop_map(|cs| {
+            let named: Vec<String> = cs
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| format!("(name: \"k{i}\", {c})"))
+                .collect();
+            format!(", classes: [{}]", named.join(", "))
+        }),
+    ];
+    (load, call(services), classes)
+        .prop_map(|(load, call, classes)| format!("(load: {load}, call: {call}{classes})"))
         .boxed()
 }
 
-/// Admission control: a rate limiter, a concurrency limit and a PID shedder, each at most
-/// once, in any order.
+/// A request class's fields after its name: a share, and now and then a priority, a cost,
+/// tenants and retry safety.
+fn class() -> BoxedStrategy<String> {
+    let priority = prop_oneof![
+        Just("CriticalPlus".to_string()),
+        Just("Critical".to_string()),
+        Just("SheddablePlus".to_string()),
+        Just("Sheddable".to_string()),
+        count(0..64).prop_map(|n| format!("Level({n})")),
+    ];
+    let popularity = prop_oneof![
+        Just("Uniform".to_string()),
+        float(0.0..3.0).prop_map(|e| format!("Zipf(exponent: {e})")),
+    ];
+    let tenants =
+        (count(1..10_000), count(0..1000), popularity, count(0..20)).prop_map(|(k, f, p, r)| {
+            format!("(keys: {k}, first: {f}, popularity: {p}, reported: {r})")
+        });
+    (
+        float(0.0..5.0),
+        fields(vec![
+            ("priority", priority.boxed()),
+            ("cost", count(1..20)),
+            ("tenants", tenants.boxed()),
+            ("retry", boolean()),
+        ]),
+    )
+        .prop_map(|(share, mut f)| {
+            f.insert(0, format!("share: {share}"));
+            f.join(", ")
+        })
+        .boxed()
+}
+
+/// Admission control: a rate limiter, a concurrency limit, a PID shedder, a keyed or shadow
+/// rate limit and a priority shedder, each at most once, in any order.
 fn admission() -> BoxedStrategy<String> {
-    prop::sample::subsequence(vec![0usize, 1, 2], 0..3)
+    prop::sample::subsequence(vec![0usize, 1, 2, 3, 4], 0..4)
         .prop_shuffle()
         .prop_flat_map(|kinds| kinds.into_iter().map(admission_of).collect::<Vec<_>>())
         .prop_map(|parts| format!("[{}]", parts.join(", ")))
@@ -785,7 +830,7 @@ fn admission() -> BoxedStrategy<String> {
 }
 
 fn admission_of(kind: usize) -> BoxedStrategy<String> {
-    let all: [BoxedStrategy<String>; 3] = [
+    let all: [BoxedStrategy<String>; 5] = [
         limiter().prop_flat_map(|l| struct_variant("Limiter", vec![l])).boxed(),
         prop_oneof![
             count(1..50).prop_map(|n| format!("kind: \"fixed\", limit: {n}")),
@@ -808,10 +853,38 @@ fn admission_of(kind: usize) -> BoxedStrategy<String> {
                 "Pid(interval: {i}, controller: (setpoint: {s}, gain_proportional: {p}, gain_integral: {g}, gain_derivative: {d}, drop_ratio_max: {m}))"
             ))
             .boxed(),
+        (
+            limiter(),
+            fields(vec![
+                (
+                    "key",
+                    prop_oneof![Just("Global".to_string()), Just("Tenant".to_string())].boxed(),
+                ),
+                ("max_keys", count(1..1000)),
+                ("idle_timeout", duration()),
+                (
+                    "when_full",
+                    prop_oneof![
+                        Just("reject_new_keys".to_string()),
+                        Just("evict_soonest".to_string())
+                    ]
+                    .boxed(),
+                ),
+                ("shadow", boolean()),
+            ]),
+        )
+            .prop_map(|(l, mut f)| {
+                f.insert(0, format!("limiter: ({l})"));
+                format!("RateLimit({})", f.join(", "))
+            })
+            .boxed(),
+        prop::collection::vec(float(1.0..300.0), 1..5)
+            .prop_map(|t| format!("Priority(shed_thresholds_percent: [{}])", t.join(", ")))
+            .boxed(),
     ];
     all.into_iter()
         .nth(kind)
-        .expect("three kinds of admission control")
+        .expect("five kinds of admission control")
 }
 
 /// Service `index` of `names`; its calls go further down the list, now and then back up.
@@ -1012,10 +1085,13 @@ fn expectation(clients: Vec<String>) -> BoxedStrategy<String> {
             Some(c) => format!("Recovers(client: {c}, within: {w})"),
             None => format!("Recovers(within: {w})"),
         }),
-        proptest::option::of(cl).prop_map(|c| match c {
+        proptest::option::of(cl.clone()).prop_map(|c| match c {
             Some(c) => format!("Metastable(client: {c})"),
             None => "Metastable()".to_string(),
         }),
+        (cl, count(0..3), ratio()).prop_map(|(c, k, r)| format!(
+            "ClassGoodputAtLeast(client: {c}, class: \"k{k}\", min_ratio: {r})"
+        )),
     ]
     .boxed()
 }

@@ -218,9 +218,48 @@ fn shedding_keeps_goodput_through_an_overload_step() {
     });
 }
 
+/// The class figures of `client`'s class `class`.
+fn class<'a>(r: &'a Report, client: &str, class: &str) -> &'a scenarios::report::ClassReport {
+    let c = r.clients.iter().find(|c| c.name == client).unwrap();
+    c.classes.iter().find(|k| k.name == class).unwrap()
+}
+
+#[test]
+fn a_global_limit_starves_the_quiet_tenants_of_a_noisy_neighbour() {
+    check("noisy-neighbour", |r| {
+        // The steady tenants lose about four requests in five once the flood starts; the
+        // flood gets as large a share of the 500/s as its share of the arrivals.
+        let steady = class(r, "steady", "steady");
+        assert!(steady.traffic.success_ratio.unwrap() < 0.6);
+        assert_eq!(steady.tenants.len(), 10);
+        for t in &steady.tenants {
+            assert!(t.traffic.failures_by_reason["rate_limited"] > 300, "{t:?}");
+        }
+        let flood = class(r, "noisy", "flood");
+        assert!(flood.traffic.goodput_per_s > 250.0);
+    });
+}
+
+#[test]
+fn the_critical_class_is_served_in_full_through_an_overload() {
+    check("criticality-shedding", |r| {
+        let checkout = class(r, "users", "checkout");
+        let recommend = class(r, "users", "recommend");
+        assert!(checkout.traffic.failures_by_reason.is_empty());
+        // The sheddable class takes every refusal, and is still served: what capacity the
+        // critical class leaves.
+        assert_eq!(
+            recommend.traffic.failures,
+            recommend.traffic.failures_by_reason["shed"]
+        );
+        assert!(recommend.traffic.goodput_per_s > 200.0);
+        assert!(failures(r, "shed") > 20_000);
+    });
+}
+
 #[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 18);
+    assert_eq!(LIBRARY.len(), 20);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

@@ -25,6 +25,7 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
             failed: Default::default(),
             latency: LatencyHistogram::compact(),
             buckets,
+            classes: Vec::new(),
         }],
         services: Vec::new(),
         call_sites: Vec::new(),

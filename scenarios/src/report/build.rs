@@ -7,6 +7,7 @@ use crate::figures::{
     BreakerFigures, CallSiteFigures, ClientBucket, ClientFigures, Figures, ReasonCounts, RunMeta,
     ServiceBucket, ServiceFigures,
 };
+use crate::figures::{ClassFigures, TrafficFigures};
 use crate::schema::{FaultKind, Load, Scenario, Schedule};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime};
@@ -172,6 +173,47 @@ fn client(c: &ClientFigures, secs: f64) -> ClientReport {
         failures_by_reason: reasons(&c.failed),
         goodput_per_s: round3(c.successes() as f64 / secs),
         latency_ms: LatencyMs::of(&c.latency),
+        classes: c.classes.iter().map(|k| class(k, secs)).collect(),
+    }
+}
+
+fn traffic(t: &TrafficFigures, secs: f64) -> TrafficReport {
+    TrafficReport {
+        offered: t.offered,
+        successes: t.successes,
+        failures: t.failed.total(),
+        failures_by_reason: reasons(&t.failed),
+        goodput_per_s: round3(t.successes as f64 / secs),
+        success_ratio: (t.offered > 0).then(|| round3(ratio(t.successes, t.offered))),
+        latency_ms: LatencyMs::of(&t.latency),
+    }
+}
+
+fn class(k: &ClassFigures, secs: f64) -> ClassReport {
+    let mut tenants = Vec::new();
+    if let Some(t) = &k.tenants {
+        for (rank, f) in t.ranked.iter().enumerate() {
+            tenants.push(TenantReport {
+                tenant: (u64::from(t.first) + rank as u64).to_string(),
+                keys: 1,
+                traffic: traffic(f, secs),
+            });
+        }
+        let others = t.keys - t.ranked.len() as u32;
+        if others > 0 {
+            tenants.push(TenantReport {
+                tenant: "others".to_string(),
+                keys: others,
+                traffic: traffic(&t.others, secs),
+            });
+        }
+    }
+    ClassReport {
+        name: k.name.clone(),
+        priority: k.priority,
+        cost: k.cost,
+        traffic: traffic(&k.total, secs),
+        tenants,
     }
 }
 
@@ -223,6 +265,7 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
         duplicate_executions: c.duplicate_executions,
         replayed: c.replayed,
         shaped: c.shaped,
+        shadow_refusals: c.shadow_refusals,
         coalesced: c.coalesced,
         ejections: c.ejections,
         marked_unhealthy: c.marked_unhealthy,
@@ -458,6 +501,20 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     successes: b.successes,
                     failures: b.failures,
                 }
+            })
+            .collect(),
+        classes: figures
+            .clients
+            .iter()
+            .flat_map(|c| {
+                c.classes.iter().map(move |k| {
+                    let b = k.buckets.get(i).copied().unwrap_or_default();
+                    ClassPoint {
+                        class: format!("{}/{}", c.name, k.name),
+                        offered: b.offered,
+                        successes: b.successes,
+                    }
+                })
             })
             .collect(),
         services: figures

@@ -22,9 +22,9 @@ mod verdicts;
 
 pub use render::Format;
 pub use types::{
-    BreakerReport, CallPoint, CallReport, ClientPoint, ClientReport, ExpectationResult, LatencyMs,
-    Report, SeriesRow, ServicePoint, ServiceReport, StateSpan, Summary, Threshold, TimelineWindow,
-    Transition,
+    BreakerReport, CallPoint, CallReport, ClassPoint, ClassReport, ClientPoint, ClientReport,
+    ExpectationResult, LatencyMs, Report, SeriesRow, ServicePoint, ServiceReport, StateSpan,
+    Summary, TenantReport, Threshold, TimelineWindow, TrafficReport, Transition,
 };
 
 use crate::figures::ReasonCounts;

@@ -70,6 +70,57 @@ pub struct ClientReport {
     pub goodput_per_s: f64,
     /// Latency of its successful requests (`null` without successes).
     pub latency_ms: Option<LatencyMs>,
+    /// Per request class, when it declares classes (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
+}
+
+/// The requests of one class, or of one tenant of a class.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TrafficReport {
+    /// Requests offered.
+    pub offered: u64,
+    /// Requests that succeeded.
+    pub successes: u64,
+    /// Requests that failed.
+    pub failures: u64,
+    /// Failures by reason (refusals among them: `rate_limited`, `shed`, ...).
+    pub failures_by_reason: BTreeMap<String, u64>,
+    /// Successes per simulated second.
+    pub goodput_per_s: f64,
+    /// The success ratio, `successes / offered` (`null` without requests).
+    pub success_ratio: Option<f64>,
+    /// Latency of its successful requests (`null` without successes).
+    pub latency_ms: Option<LatencyMs>,
+}
+
+/// One tenant of a class, or the class's other tenants summed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TenantReport {
+    /// The tenant key, or `others` for the keys not reported one by one.
+    pub tenant: String,
+    /// How many keys the line stands for (1 for a tenant).
+    pub keys: u32,
+    /// Its requests.
+    #[serde(flatten)]
+    pub traffic: TrafficReport,
+}
+
+/// One request class of a client.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClassReport {
+    /// Its name.
+    pub name: String,
+    /// Its priority level (0 is the least important; `Critical` is 2).
+    pub priority: u8,
+    /// The tokens one of its requests takes from each rate limiter.
+    pub cost: u32,
+    /// Its requests.
+    #[serde(flatten)]
+    pub traffic: TrafficReport,
+    /// Its most popular tenants one by one, then the others summed (absent without tenants).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<TenantReport>,
 }
 
 /// One service's figures.
@@ -128,6 +179,9 @@ pub struct ServiceReport {
     pub replayed: u64,
     /// Attempts a shaping rate limiter (leaky bucket as a queue) delayed before admission.
     pub shaped: u64,
+    /// Requests its shadow-mode rate limits would have refused, all admitted (absent when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub shadow_refusals: u64,
     /// Cache misses that waited for another request's fetch of the same key.
     pub coalesced: u64,
     /// Outlier ejections.
@@ -294,6 +348,10 @@ pub struct SeriesRow {
     pub clients: Vec<ClientPoint>,
     /// Per service.
     pub services: Vec<ServicePoint>,
+    /// Per request class of every client that declares classes, in client then class order
+    /// (absent without classes): offered requests and successes, by bucket of offer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassPoint>,
     /// Per call site.
     pub calls: Vec<CallPoint>,
 }
@@ -319,10 +377,11 @@ pub struct TimelineWindow {
 pub struct Threshold {
     /// The figure: `success_ratio` (of one client, by bucket of offer, over the window),
     /// `latency_ms_p99` (of one client, over the run), `amplification` (of all clients, over
-    /// the run) or `recovery` (one client's success ratio, back to at least `value` in every
-    /// bucket from some time in the window to the end).
+    /// the run), `recovery` (one client's success ratio, back to at least `value` in every
+    /// bucket from some time in the window to the end) or `class_success_ratio` (one class of
+    /// one client, over the run).
     pub metric: String,
-    /// The client it is about (`null` for all clients).
+    /// The client it is about (`null` for all clients; `client/class` for a class).
     pub client: Option<String>,
     /// `at_least` or `at_most`.
     pub bound: String,
@@ -429,4 +488,19 @@ impl Report {
     pub fn replay_command(&self) -> String {
         format!("resim run {} --seed {}", self.file, self.seed)
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One request class in one report bucket.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ClassPoint {
+    /// `client/class`.
+    pub class: String,
+    /// Requests of the class offered in the bucket.
+    pub offered: u64,
+    /// Of those, the requests that succeeded.
+    pub successes: u64,
 }

@@ -92,6 +92,62 @@ pub(super) fn judge(
         Expectation::Recovers { .. } | Expectation::Metastable { .. } => {
             super::metastability::expectation(e, figures, verdict)
         }
+        Expectation::ClassGoodputAtLeast {
+            client: name,
+            class,
+            min_ratio: r,
+        } => class_goodput(client(name), class, Bound::AtLeast(*r)),
+        Expectation::ClassGoodputAtMost {
+            client: name,
+            class,
+            max_ratio: r,
+        } => class_goodput(client(name), class, Bound::AtMost(*r)),
+    }
+}
+
+/// `ClassGoodputAtLeast` / `ClassGoodputAtMost`: over the whole run, the successes of one
+/// class of a client among its offered requests (those still in flight at the end count as
+/// not successful).
+fn class_goodput(c: &ClientFigures, class: &str, bound: Bound) -> ExpectationResult {
+    let figures = c
+        .classes
+        .iter()
+        .find(|k| k.name == class)
+        .expect("expectation classes are checked by validation");
+    let (ok, offered) = (figures.total.successes, figures.total.offered);
+    let observed = ratio(ok, offered);
+    let (word, r, pass) = match bound {
+        Bound::AtLeast(r) => ("least", r, observed >= r),
+        Bound::AtMost(r) => ("most", r, observed <= r),
+    };
+    let expectation = format!(
+        "{} class {class} success ratio at {word} {}",
+        c.name,
+        pct(r)
+    );
+    let mut threshold = Threshold {
+        metric: "class_success_ratio".to_string(),
+        client: Some(format!("{}/{class}", c.name)),
+        bound: format!("at_{word}"),
+        value: r,
+        from_s: 0.0,
+        to_s: None,
+        observed: None,
+    };
+    if offered == 0 {
+        return ExpectationResult {
+            expectation,
+            observed: "no requests of the class".to_string(),
+            pass: false,
+            threshold,
+        };
+    }
+    threshold.observed = Some(round3(observed));
+    ExpectationResult {
+        expectation,
+        observed: format!("{} ({ok} of {offered})", pct(observed)),
+        pass,
+        threshold,
     }
 }
 

@@ -20,9 +20,10 @@ use super::msg::{Msg, Packet};
 use super::outcome::{Outcome, Reason, Refusal, failure_of};
 use super::site::{Fell, Side};
 use super::stack::{Acquire, Permits};
+use super::traffic::Attrs;
 use super::{C, CallKey, HedgeKey, JobKey, World};
 use crate::schema::Abandoned;
-use patterns::retry::{GiveUpReason, RetryDecision, RetryRequest};
+use patterns::retry::{GiveUpReason, RetryDecision, RetryRequest, Safety};
 use sim_core::{SimDuration, SimTime, TimerId};
 use slotmap::{Key, KeyData};
 
@@ -34,6 +35,7 @@ pub enum Owner {
         client: u32,
         requester: Requester,
         offered_at: SimTime,
+        attrs: Attrs,
     },
     /// A job's downstream call number `index`.
     Job { job: JobKey, index: u8 },
@@ -88,6 +90,8 @@ pub struct Call {
     /// Attempts of this call whose work started at the target (more than one: the operation
     /// ran twice, unless the target deduplicated it).
     pub executions: u32,
+    /// The attributes of the request it serves (class, priority, cost, tenant, retry safety).
+    pub attrs: Attrs,
 }
 
 impl World {
@@ -110,13 +114,16 @@ impl World {
         let deadline = sp.call_deadline(now, parent);
         self.next_call_id += 1;
         let id = self.next_call_id;
-        let (source, request) = match owner {
-            Owner::Client { client, .. } => (client, id),
+        let (source, request, attrs) = match owner {
+            Owner::Client { client, attrs, .. } => (client, id, attrs),
             Owner::Job { job, .. } => {
                 let j = &self.jobs[job];
-                (self.services[j.service()].node(), j.request())
+                (self.services[j.service()].node(), j.request(), j.attrs())
             }
-            Owner::Hedge { shell, .. } => (self.calls[shell].source, self.calls[shell].request),
+            Owner::Hedge { shell, .. } => {
+                let shell = &self.calls[shell];
+                (shell.source, shell.request, shell.attrs)
+            }
         };
         let key = self.calls.insert(Call {
             site,
@@ -131,6 +138,7 @@ impl World {
             permits: Permits::default(),
             race: None,
             executions: 0,
+            attrs,
         });
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
@@ -163,7 +171,11 @@ impl World {
                 Side::Outer => {
                     let call = &mut self.calls[key];
                     let sp = &mut self.sites[site as usize];
-                    let safety = sp.safety().as_safety();
+                    let safety = if call.attrs.retry {
+                        sp.safety().as_safety()
+                    } else {
+                        Safety::Unsafe
+                    };
                     if let Some((policy, _)) = sp.retry() {
                         let deadline = (call.deadline != SimTime::MAX).then_some(call.deadline);
                         call.retry = Some(policy.begin(now, deadline, safety));
@@ -473,7 +485,8 @@ impl World {
                 client,
                 requester,
                 offered_at,
-            } => self.client_done(ctx, client, requester, offered_at, outcome),
+                attrs,
+            } => self.client_done(ctx, client, requester, offered_at, attrs, outcome),
             Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
             Owner::Hedge { .. } => unreachable!("handled above"),
         }
@@ -525,12 +538,15 @@ impl World {
         client: u32,
         requester: Requester,
         offered_at: SimTime,
+        attrs: Attrs,
         o: Outcome,
     ) {
         let now = ctx.now();
         let latency = now - offered_at;
         let (offered_in, ended_in) = (self.bucket_of(offered_at), self.bucket_of(now));
-        self.clients[client as usize].record_outcome(o, offered_in, ended_in, latency);
+        let c = &mut self.clients[client as usize];
+        c.record_outcome(o, offered_in, ended_in, latency);
+        c.record_class_outcome(attrs, o, offered_in, latency);
         if o == Outcome::Ok {
             super::client::bucket_mut(&mut self.run_buckets, offered_in).record(latency);
         }

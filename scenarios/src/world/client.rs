@@ -5,6 +5,7 @@
 //! outcome in the report bucket of the request's offer (see [`crate::figures`]).
 
 use super::outcome::Outcome;
+use super::traffic::{self, Attrs, Mix};
 #[cfg(test)]
 use crate::figures::ClientBucket;
 use crate::figures::{ClientFigures, ReasonCounts};
@@ -41,6 +42,8 @@ pub struct Client {
     site: u32,
     source: Source,
     rng: RngStream,
+    /// Its request classes, when it declares some.
+    mix: Option<Box<Mix>>,
     figures: ClientFigures,
 }
 
@@ -100,6 +103,7 @@ impl Client {
             site,
             source,
             rng: seed.stream(&format!("clients/{name}/load")),
+            mix: Mix::new(name, &c.classes, seed),
             figures: ClientFigures {
                 name: name.to_string(),
                 failed: ReasonCounts::default(),
@@ -109,6 +113,7 @@ impl Client {
                     LatencyHistogram::compact()
                 },
                 buckets: Vec::new(),
+                classes: traffic::class_figures(&c.classes),
             },
         }
     }
@@ -174,9 +179,42 @@ impl Client {
         think.sample(&mut self.rng)
     }
 
-    /// Counts a request offered in bucket `bucket`.
-    pub fn record_offer(&mut self, bucket: usize) {
+    /// Counts a request offered in bucket `bucket`, and returns the attributes it carries
+    /// (drawn from its classes, or the default ones without classes).
+    pub fn record_offer(&mut self, bucket: usize) -> Attrs {
         bucket_mut(&mut self.figures.buckets, bucket).offered += 1;
+        match &mut self.mix {
+            None => Attrs::DEFAULT,
+            Some(mix) => {
+                let attrs = mix.draw();
+                traffic::record_offer(&mut self.figures.classes, attrs, bucket);
+                attrs
+            }
+        }
+    }
+
+    /// Counts the outcome of a request of class and tenant `attrs` offered in bucket
+    /// `offered_in`, after `latency` (nothing without classes).
+    pub fn record_class_outcome(
+        &mut self,
+        attrs: Attrs,
+        outcome: Outcome,
+        offered_in: usize,
+        latency: SimDuration,
+    ) {
+        if self.mix.is_some() {
+            let failed = match outcome {
+                Outcome::Ok => None,
+                Outcome::Fail(r) => Some(r),
+            };
+            traffic::record_outcome(
+                &mut self.figures.classes,
+                attrs,
+                offered_in,
+                failed,
+                latency,
+            );
+        }
     }
 
     /// Counts the outcome of a request offered in bucket `offered_in` that ended in bucket

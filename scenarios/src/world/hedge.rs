@@ -29,7 +29,11 @@ impl World {
     pub(super) fn start_race(&mut self, ctx: C, key: CallKey) {
         let now = ctx.now();
         let site = self.calls[key].site as usize;
-        let safety = self.sites[site].safety().as_safety();
+        let safety = if self.calls[key].attrs.retry {
+            self.sites[site].safety().as_safety()
+        } else {
+            patterns::retry::Safety::Unsafe
+        };
         let (hedger, budget) = self.sites[site].hedging();
         let (request, action) = hedger.begin(now, safety, budget);
         let race = self.races.insert(Race {

@@ -16,6 +16,7 @@ use super::downstream::Downstream;
 use super::msg::{Msg, Packet};
 use super::outcome::{Outcome, Reason};
 use super::service::Admit;
+use super::traffic::Attrs;
 use super::{C, CallKey, JobKey, World};
 use crate::schema::{Abandoned, CallSafety};
 use patterns::concurrency::ConcurrencyToken;
@@ -62,6 +63,8 @@ pub struct Job {
     /// The id of the client request it serves (it outlives its call when the caller gives
     /// up, and its own downstream calls still serve that request).
     request: u64,
+    /// The attributes of the request it serves, which its downstream calls inherit.
+    attrs: Attrs,
     /// When the caller stops waiting for this attempt.
     deadline: SimTime,
     stage: Stage,
@@ -100,6 +103,11 @@ impl Job {
     /// The id of the client request it serves.
     pub fn request(&self) -> u64 {
         self.request
+    }
+
+    /// The attributes of the request it serves.
+    pub fn attrs(&self) -> Attrs {
+        self.attrs
     }
 
     /// Its caller gave up on it.
@@ -151,8 +159,9 @@ impl World {
         attempt: u32,
         deadline: SimTime,
     ) -> JobKey {
-        let request = self.calls[call].request;
+        let (request, attrs) = (self.calls[call].request, self.calls[call].attrs);
         self.jobs.insert(Job {
+            attrs,
             service: svc as u32,
             replica: replica as u32,
             call,
@@ -190,7 +199,9 @@ impl World {
             self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
             return;
         }
-        match s.admit(now, r) {
+        let attrs = self.jobs[job].attrs;
+        let s = &mut self.services[svc];
+        match s.admit(now, r, attrs) {
             Admit::No(reason, retry_after) => {
                 self.reply(ctx, job, Outcome::Fail(reason), retry_after)
             }

@@ -30,6 +30,8 @@
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
+//! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
+//! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
 //!
 //! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
 //! reused, queues are bounded (or explicitly unbounded) and grow as used, and the figures
@@ -40,6 +42,7 @@
 //! checked after every event in debug builds, the jobs every 4096 events and at the end of
 //! every run.
 
+mod admission;
 mod call;
 mod client;
 mod downstream;
@@ -54,6 +57,7 @@ mod service;
 mod site;
 pub mod stack;
 mod trace;
+pub mod traffic;
 
 pub use msg::{Msg, Net, Packet};
 pub use network::client_node;
@@ -395,11 +399,12 @@ impl World {
         let now = ctx.now();
         let bucket = self.bucket_of(now);
         let c = &mut self.clients[client];
-        c.record_offer(bucket);
+        let attrs = c.record_offer(bucket);
         let owner = call::Owner::Client {
             client: client as u32,
             requester,
             offered_at: now,
+            attrs,
         };
         let site = c.site();
         self.start_call(ctx, site, owner, SimTime::MAX);

@@ -10,9 +10,11 @@
 //! world is split by owner, and this is one owner.
 
 use super::JobKey;
+use super::admission::{Limited, Priority, RateLimits};
 use super::client::bucket_mut;
 use super::outcome::Reason;
 use super::replica::Replica;
+use super::traffic::Attrs;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
 use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
@@ -72,6 +74,10 @@ pub struct Service {
     sites: Vec<Vec<u32>>,
     replicas: Vec<Replica>,
     limiters: Vec<Limiter>,
+    /// Its `RateLimit` layers (keyed, costed, shadow).
+    rate_limits: RateLimits,
+    /// Its priority shedder.
+    priority: Option<Priority>,
     pid: Option<Pid>,
     faults: Faults,
     round_robin: usize,
@@ -115,6 +121,8 @@ impl Service {
     ) -> Service {
         let built = "configs are validated with the scenario";
         let mut limiters = Vec::new();
+        let mut rate_limits = RateLimits::default();
+        let mut priority = None;
         let mut pid = None;
         for a in &config.admission {
             match a {
@@ -133,6 +141,8 @@ impl Service {
                         drop_ratio_max: 0.0,
                     })
                 }
+                Admission::RateLimit(k) => rate_limits.push(k),
+                Admission::Priority(p) => priority = Some(Priority::new(p)),
             }
         }
         let stream = |what: &str| seed.stream(&format!("services/{name}/{what}"));
@@ -147,6 +157,8 @@ impl Service {
             sites,
             replicas: (0..config.replicas).map(|_| Replica::new(config)).collect(),
             limiters,
+            rate_limits,
+            priority,
             pid,
             faults: Faults {
                 slowdown: 1.0,
@@ -280,10 +292,26 @@ impl Service {
     /// refusal says when to come back; a shaping limiter's delay holds the request back),
     /// then the PID shedder, then the replica's concurrency limit, last so that a request
     /// refused earlier holds no slot.
-    pub fn admit(&mut self, now: SimTime, r: usize) -> Admit {
+    ///
+    /// A priority shedder decides first, so a shed request takes no limiter token; the
+    /// `RateLimit` layers decide after the `Limiter` ones. Every limiter charges the
+    /// request's class cost.
+    pub fn admit(&mut self, now: SimTime, r: usize, attrs: Attrs) -> Admit {
+        if let Some(p) = &mut self.priority {
+            let replica = &self.replicas[r];
+            let in_flight = u64::from(replica.busy()) + replica.queue_len() as u64;
+            if let Err(reason) = p.admit(attrs, in_flight, self.faults.workers) {
+                return Admit::No(reason, self.config.retry_after);
+            }
+        }
         let mut delay = SimDuration::ZERO;
+        let cost = if attrs.cost == 1 {
+            Cost::ONE
+        } else {
+            Cost::new(u64::from(attrs.cost)).expect("class costs are at least 1")
+        };
         for l in &mut self.limiters {
-            let d = l.acquire(now, Cost::ONE);
+            let d = l.acquire(now, cost);
             if !d.allowed() {
                 return Admit::No(
                     Reason::RateLimited,
@@ -291,6 +319,14 @@ impl Service {
                 );
             }
             delay = delay.max(d.delay);
+        }
+        if !self.rate_limits.is_empty() {
+            match self.rate_limits.admit(now, attrs) {
+                Limited::Pass(d) => delay = delay.max(d),
+                Limited::Refused(retry_after) => {
+                    return Admit::No(Reason::RateLimited, retry_after.or(self.config.retry_after));
+                }
+            }
         }
         if self
             .pid
@@ -609,6 +645,7 @@ impl Service {
         let capacity = self.capacity_series.finish(end);
         let mut counts = self.counts.clone();
         counts.messages_lost = messages_lost;
+        counts.shadow_refusals = self.rate_limits.shadow_refusals();
         ServiceFigures {
             name: self.name.clone(),
             replicas: self.config.replicas,

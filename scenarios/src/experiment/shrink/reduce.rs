@@ -28,7 +28,9 @@ pub fn client_of(e: &Expectation) -> Option<&str> {
         Expectation::GoodputAtLeast { client, .. }
         | Expectation::GoodputAtMost { client, .. }
         | Expectation::P99AtMost { client, .. }
-        | Expectation::RecoveredWithin { client, .. } => Some(client),
+        | Expectation::RecoveredWithin { client, .. }
+        | Expectation::ClassGoodputAtLeast { client, .. }
+        | Expectation::ClassGoodputAtMost { client, .. } => Some(client),
         Expectation::Recovers { client, .. } | Expectation::Metastable { client } => {
             client.as_deref()
         }
@@ -46,6 +48,8 @@ pub fn kind_of(e: &Expectation) -> &'static str {
         Expectation::RecoveredWithin { .. } => "RecoveredWithin",
         Expectation::Recovers { .. } => "Recovers",
         Expectation::Metastable { .. } => "Metastable",
+        Expectation::ClassGoodputAtLeast { .. } => "ClassGoodputAtLeast",
+        Expectation::ClassGoodputAtMost { .. } => "ClassGoodputAtMost",
     }
 }
 
@@ -484,7 +488,9 @@ fn first_moment(s: &Scenario) -> Option<SimDuration> {
             Expectation::P99AtMost { .. }
             | Expectation::AmplificationAtMost { .. }
             | Expectation::Recovers { .. }
-            | Expectation::Metastable { .. } => {
+            | Expectation::Metastable { .. }
+            | Expectation::ClassGoodputAtLeast { .. }
+            | Expectation::ClassGoodputAtMost { .. } => {
                 return None;
             }
         }
@@ -524,7 +530,9 @@ fn shift_earlier(s: &mut Scenario, shift: SimDuration) {
             Expectation::P99AtMost { .. }
             | Expectation::AmplificationAtMost { .. }
             | Expectation::Recovers { .. }
-            | Expectation::Metastable { .. } => {}
+            | Expectation::Metastable { .. }
+            | Expectation::ClassGoodputAtLeast { .. }
+            | Expectation::ClassGoodputAtMost { .. } => {}
         }
     }
 }

@@ -57,6 +57,7 @@ pub(super) fn render(report: &Report) -> String {
             c.breakers.iter().map(|b| b.transitions_total).sum::<u64>()
         );
     }
+    super::classes::compact(&mut o, report);
     let _ = writeln!(
         o,
         "success per bucket {}",

@@ -17,6 +17,13 @@ pub(super) fn render(report: &Report) -> String {
             ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_workers_mean"
         );
     }
+    // Per request class (only when a client declares classes): by bucket of offer.
+    if let Some(first) = report.series.first() {
+        for k in &first.classes {
+            let n = &k.class;
+            let _ = write!(o, ",{n}_offered,{n}_successes");
+        }
+    }
     o.push('\n');
     for r in &report.series {
         let _ = write!(
@@ -37,6 +44,9 @@ pub(super) fn render(report: &Report) -> String {
                 ",{},{},{},{},{}",
                 p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_workers_mean
             );
+        }
+        for k in &r.classes {
+            let _ = write!(o, ",{},{}", k.offered, k.successes);
         }
         o.push('\n');
     }

@@ -20,6 +20,7 @@ pub(super) fn render(report: &Report) -> String {
     }
     summary(&mut o, report);
     clients(&mut o, report);
+    super::classes::human(&mut o, report);
     let _ = writeln!(o);
     let _ = writeln!(
         o,

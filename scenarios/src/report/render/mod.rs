@@ -10,6 +10,7 @@
 //! A new format is one new module and one arm of [`Format`] and of [`Format::render`].
 
 pub mod charts;
+mod classes;
 mod compact;
 mod csv;
 mod html;

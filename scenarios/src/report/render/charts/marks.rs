@@ -246,6 +246,38 @@ fn expectation_panel(e: &ExpectationResult, report: &Report, frame: &Frame) -> L
     let client = t.client.clone().unwrap_or_default();
     let index = report.clients.iter().position(|c| c.name == client);
     match t.metric.as_str() {
+        "class_success_ratio" => {
+            // `client` is `client/class` for this metric.
+            let k = report
+                .series
+                .first()
+                .and_then(|r| r.classes.iter().position(|p| p.class == client));
+            let values = match k {
+                Some(k) => frame
+                    .ratio(report, |r| r.classes[k].successes, |r| r.classes[k].offered)
+                    .into_iter()
+                    .map(|v| v.map(|x| 100.0 * x))
+                    .collect(),
+                None => vec![None; frame.groups.len()],
+            };
+            LinePanel {
+                title,
+                y: YAxis {
+                    desc: "success (% of the class's requests offered)".to_string(),
+                    scale: Scale::Linear,
+                    max: 100.0,
+                    min: 0.0,
+                    exact: true,
+                },
+                lines: vec![Line {
+                    name: format!("{client} success ratio, by bucket of offer"),
+                    color: PALETTE[0],
+                    dashed: false,
+                    values,
+                }],
+                note: None,
+            }
+        }
         "success_ratio" | "recovery" => {
             let values = match index {
                 Some(k) => frame
@@ -325,7 +357,10 @@ fn bound(
 ) -> DrawResult<()> {
     let t = &e.threshold;
     let color = if e.pass { PASS } else { FAIL };
-    let percent = matches!(t.metric.as_str(), "success_ratio" | "recovery");
+    let percent = matches!(
+        t.metric.as_str(),
+        "success_ratio" | "recovery" | "class_success_ratio"
+    );
     let v = at(scale, if percent { 100.0 * t.value } else { t.value });
     let recovery = t.metric == "recovery";
     let to = if recovery {
@@ -375,6 +410,7 @@ fn bound(
     } else if t.metric != "success_ratio"
         && let Some(o) = t.observed
     {
+        let o = if percent { 100.0 * o } else { o };
         let y = at(scale, o);
         plot.draw_series(DashedLineSeries::new(
             vec![(0.0, y), (frame.end_s, y)],
@@ -384,6 +420,8 @@ fn bound(
         ))?;
         let unit = if t.metric == "latency_ms_p99" {
             "ms"
+        } else if percent {
+            "%"
         } else {
             ""
         };
