@@ -18,6 +18,9 @@
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
 //! extension, and [`crate::load`] accepts the older, doubled form too.
 
+pub use crate::distributed::{
+    DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock,
+};
 use crate::limits::Limits;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
@@ -228,6 +231,10 @@ pub struct Call {
     /// may repeat it, and whether the target can deduplicate them.
     #[serde(default)]
     pub safety: CallSafety,
+    /// Scatter-gather: the call goes to `n` leaves of the target at once and completes when
+    /// `quorum` of them (all by default) succeed ([`FanOut`]).
+    #[serde(default)]
+    pub fan_out: Option<FanOut>,
 }
 
 /// Whether an operation may run twice.
@@ -461,6 +468,10 @@ pub enum Admission {
         #[serde(default)]
         controller: PidConfig,
     },
+    /// A rate limiter whose state may live in a store service or in leases from it
+    /// ([`DistributedLimiter`]). Distributed limiters decide first, in their order, before
+    /// the service's other admission layers.
+    Distributed(DistributedLimiter),
 }
 
 fn default_pid_interval() -> SimDuration {

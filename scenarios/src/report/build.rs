@@ -102,6 +102,7 @@ impl Report {
             timeline: timeline(scenario, figures.end),
             expectations,
             network: network(scenario, figures),
+            limiters: figures.distributed.clone(),
             trace,
             warnings: warnings(scenario),
         }
