@@ -36,6 +36,10 @@ pub const LIBRARY: &[Entry] = entries![
     "shedding-codel-vs-pid-none",
     "shedding-codel-vs-pid-codel",
     "shedding-codel-vs-pid-pid",
+    "distributed-limiter-race",
+    "limiter-store-outage",
+    "quota-leases",
+    "fan-out-tail",
 ];
 
 /// The scenario `resim` runs when given no file.

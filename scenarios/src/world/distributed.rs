@@ -90,7 +90,7 @@ pub struct DistributedFigures {
     pub state: String,
     /// Decisions asked of it.
     pub decisions: u64,
-    /// Store calls made (scripts, reads, writes, leases).
+    /// Store calls sent (scripts, reads, writes, leases; not those an open breaker refused).
     pub round_trips: u64,
     /// Decisions that admitted (fail-open ones included).
     pub admitted: u64,
@@ -426,7 +426,6 @@ impl World {
     ) {
         let now = ctx.now();
         let d = &mut self.distributed[k];
-        d.figures.round_trips += 1;
         let asked_at = d.replica_clock(r, now);
         let site = d.sites[r];
         if !job.is_null() {
@@ -454,6 +453,8 @@ impl World {
         if !self.calls.get(key).is_some_and(|c| c.id == id) {
             return;
         }
+        // A call its breaker refused ended above; this one went out to the store.
+        self.distributed[k].figures.round_trips += 1;
         // The store hears of the call only through the network, after this event.
         self.store_slots.insert(key, slot);
         if !job.is_null()
