@@ -316,6 +316,41 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Slowdown(service: \"db\", factor: 3.0)",
             "LoadSpike(client: \"web\", factor: 1e6)",
         ),
+        (
+            "lease larger than the bucket",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Lease(store: \"db\", batch: 50))],",
+        ),
+        (
+            "limiter store that is not a service",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Central(store: \"redis\"))],",
+        ),
+        (
+            "limiter store that is its own service",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Central(store: \"api\"))],",
+        ),
+        (
+            "clock skew without replica clocks",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Central(store: \"db\", skew: Constant(value: \"5ms\")))],",
+        ),
+        (
+            "store timeout on a local limiter",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), timeout: \"10ms\")],",
+        ),
+        (
+            "fan-out to zero leaves",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", fan_out: (n: 0))],",
+        ),
+        (
+            "fan-out quorum above n",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", fan_out: (n: 10, quorum: 11))],",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();
