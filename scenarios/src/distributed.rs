@@ -139,6 +139,18 @@ impl FanOut {
     }
 }
 
+/// The most leaves of any fan-out call of scenario `s` (1 without one): the most calls one
+/// event may start, which sets how often a run checks its memory.
+pub fn fan_out_max(s: &crate::schema::Scenario) -> u64 {
+    let calls = s.clients.values().map(|c| &c.call);
+    let calls = calls.chain(s.services.values().flat_map(|sv| sv.calls.iter()));
+    calls
+        .filter_map(|c| c.fan_out.as_ref().map(|f| u64::from(f.n)))
+        .max()
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// The store a service's admission layer calls, if it is a distributed limiter with one.
 pub fn store_of(a: &crate::schema::Admission) -> Option<&String> {
     match a {

@@ -656,3 +656,17 @@ fn every_client_and_service_has_a_name_and_a_network_node_of_its_own() {
         "bad.ron: clients.db: its network node would be called \"clients.db\", like that of clients.clients.db; rename one of them"
     );
 }
+
+#[test]
+fn a_variant_path_without_a_value_is_refused_with_its_place() {
+    // Found by the fuzz harness in a mutated library file: `"path": ,` in a variant made the
+    // reading of the variants panic.
+    let file = "tests/fuzz-found/variant-value-missing.ron";
+    let e = load(file).expect_err("a path without a value is refused");
+    assert_eq!(
+        located(&e, file),
+        format!(
+            "{file}:47:13: a path needs a value after its colon; write variants as {{ \"name\": {{ \"path\": value, … }}, … }}"
+        )
+    );
+}
