@@ -450,7 +450,7 @@ impl World {
             result: None,
         };
         let key = self.start_call(ctx, site, owner, SimTime::MAX);
-        if !self.calls.get(key).is_some_and(|c| c.id == id) {
+        if self.calls.get(key).is_none_or(|c| c.id != id) {
             return;
         }
         // A call its breaker refused ended above; this one went out to the store.
@@ -528,7 +528,6 @@ impl World {
                 }
             }
         };
-        let _ = replica;
         slot.result = Some(result);
     }
 
