@@ -214,3 +214,26 @@ fn a_quorum_completes_before_the_slowest_leaves() {
         p50(&all)
     );
 }
+
+#[test]
+fn replica_clocks_that_disagree_over_admit_and_the_store_clock_does_not() {
+    let skewed = report(&limited(
+        8,
+        100,
+        "Central(store: \"store\", clock: Replica, skew: Uniform(low: \"0ms\", high: \"400ms\"))",
+        "Constant(value: \"1ms\")",
+        "2000/s",
+        5,
+    ));
+    let store = report(&limited(
+        8,
+        100,
+        "Central(store: \"store\", clock: Store)",
+        "Constant(value: \"1ms\")",
+        "2000/s",
+        5,
+    ));
+    // A replica whose clock runs ahead opens the next window early, at the store, for all.
+    assert!(limiter(&skewed).over_admitted > 0);
+    assert_eq!(limiter(&store).over_admitted, 0);
+}

@@ -472,13 +472,7 @@ impl World {
         let Some(c) = self.calls.get(key) else {
             return;
         };
-        let Owner::Store {
-            limiter,
-            replica,
-            op,
-            ..
-        } = c.owner
-        else {
+        let Owner::Store { limiter, op, .. } = c.owner else {
             return;
         };
         let id = c.id;
