@@ -517,6 +517,8 @@ pub struct Figures {
     pub trace: Vec<String>,
     /// Events of the window left out beyond the trace's line limit.
     pub trace_left_out: u64,
+    /// Per distributed rate limiter, in service order.
+    pub distributed: Vec<crate::world::DistributedFigures>,
 }
 
 impl Figures {

@@ -70,6 +70,7 @@
 //! ```
 
 pub mod determinism;
+pub mod distributed;
 pub mod error;
 pub mod experiment;
 pub mod figures;

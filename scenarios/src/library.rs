@@ -38,6 +38,10 @@ pub const LIBRARY: &[Entry] = entries![
     "shedding-codel-vs-pid-pid",
     "noisy-neighbour",
     "criticality-shedding",
+    "distributed-limiter-race",
+    "limiter-store-outage",
+    "quota-leases",
+    "fan-out-tail",
 ];
 
 /// The scenario `resim` runs when given no file.

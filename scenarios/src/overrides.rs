@@ -619,6 +619,10 @@ fn cut_variants(file: &str, text: &str) -> Result<(String, Vec<Variant>), Scenar
             else {
                 return Err(syntax(s.start, "a path is a quoted string"));
             };
+            // `"path": ,` has no value: its token range is empty.
+            if v.start >= v.end {
+                return Err(syntax(s.start, "a path needs a value after its colon"));
+            }
             let (lo, hi) = tree.bytes(v);
             let o = format!("{path}={}", &text[lo..hi]);
             let o: Override = o.parse().map_err(|m: String| syntax(s.start, &m))?;

@@ -95,7 +95,9 @@ pub fn run(
         .iter()
         .fold(PROGRAM_BYTES, |t, p| t.saturating_add(p.bytes));
     let allowance = s.limits.memory_max.saturating_sub(fixed);
-    let slice = MEMORY_CHECK_EVENTS + (s.clients.len() + s.services.len()) as u64;
+    // One event of a fan-out starts up to `n` calls: checks come `n` times as often.
+    let slice = (MEMORY_CHECK_EVENTS / crate::distributed::fan_out_max(&s)).max(1)
+        + (s.clients.len() + s.services.len()) as u64;
     let (stop, stop_detail) = loop {
         if let Some(reason) = sim.run_events(slice) {
             break (reason, None);

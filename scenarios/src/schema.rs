@@ -18,6 +18,9 @@
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
 //! extension, and [`crate::load`] accepts the older, doubled form too.
 
+pub use crate::distributed::{
+    DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock,
+};
 use crate::limits::Limits;
 pub use crate::report::metastability::VerdictConfig;
 pub use crate::traffic::{KeyedLimit, LimitKey, Popularity, Priority, RequestClass, Tenants};
@@ -238,6 +241,10 @@ pub struct Call {
     /// may repeat it, and whether the target can deduplicate them.
     #[serde(default)]
     pub safety: CallSafety,
+    /// Scatter-gather: the call goes to `n` leaves of the target at once and completes when
+    /// `quorum` of them (all by default) succeed ([`FanOut`]).
+    #[serde(default)]
+    pub fan_out: Option<FanOut>,
 }
 
 /// Whether an operation may run twice.
@@ -478,6 +485,10 @@ pub enum Admission {
     /// arrival of priority level L is shed once the replica's requests in flight (busy
     /// workers and queue), in percent of its workers, reach threshold L.
     Priority(PriorityConfig),
+    /// A rate limiter whose state may live in a store service or in leases from it
+    /// ([`DistributedLimiter`]). Distributed limiters decide first, in their order, before
+    /// the service's other admission layers.
+    Distributed(DistributedLimiter),
 }
 
 fn default_pid_interval() -> SimDuration {

@@ -337,6 +337,9 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
             format!("must be a finite number, not negative, got {}", c.weight),
         ));
     }
+    if let Some(f) = &c.fan_out {
+        crate::distributed::validate_fan_out(&format!("{path}.fan_out"), f)?;
+    }
     let mut retries = 0;
     for (i, layer) in c.stack.iter().enumerate() {
         let lpath = format!("{path}.stack[{i}]");
@@ -460,6 +463,9 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             }
             Admission::RateLimit(k) => crate::traffic::validate_keyed_limit(&apath, k)?,
             Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath))?,
+            Admission::Distributed(d) => {
+                crate::distributed::validate_limiter(&apath, own_name(path), d, services)?
+            }
         }
     }
     if let Some(o) = &s.outlier {
@@ -521,6 +527,11 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
 /// Finds a cycle in the call graph by depth-first search in name order, so the same file
 /// always reports the same cycle. The search keeps its own stack (a call chain may be tens of
 /// thousands of services long, deeper than the thread's stack would allow a recursion).
+/// The service name of a path `services.NAME`.
+fn own_name(path: &str) -> &str {
+    path.strip_prefix("services.").unwrap_or(path)
+}
+
 fn cycles(services: &BTreeMap<String, Service>) -> Check {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {

@@ -1820,3 +1820,54 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
     assert!((190.0..210.0).contains(&p50), "about 200ms: {p50}");
     claim(page, "take about 200ms at the median");
 }
+
+#[test]
+fn the_distributed_rate_limiting_chapter_is_what_its_runs_show() {
+    let page = "patterns/distributed-rate-limiting.md";
+    let path = src().join("scenarios").join("racy-limiter.ron");
+    let text = read(&path);
+    let over = |latency: &str, rate: &str| {
+        let changed = text
+            .replace(
+                "Constant(value: \"100us\")",
+                &format!("Constant(value: \"{latency}\")"),
+            )
+            .replace("Constant(\"1000/s\")", &format!("Constant(\"{rate}\")"));
+        let scenario = scenarios::load::parse("racy-limiter.ron", &changed).unwrap();
+        let r = run(&scenario, "racy-limiter.ron", &RunOptions::default())
+            .unwrap()
+            .report;
+        r.limiters[0].over_admitted
+    };
+    for (latency, shown) in [("20us", "20µs"), ("100us", "100µs"), ("500us", "500µs")] {
+        let row: Vec<String> = ["500/s", "1000/s", "2000/s"]
+            .iter()
+            .map(|rate| over(latency, rate).to_string())
+            .collect();
+        claim(page, format!("| {shown} | {} |", row.join(" | ")));
+    }
+    let race = library_run("distributed-limiter-race", None);
+    assert_eq!(
+        race.summary.successes,
+        race.summary.offered - race.summary.requests_in_flight
+    );
+    let leases = library_run("quota-leases", None);
+    let l = &leases.limiters[0];
+    assert!(
+        l.round_trips * 5 < l.decisions,
+        "a tenth of the calls, roughly"
+    );
+    let p50 = leases.summary.latency_ms.as_ref().unwrap().p50;
+    assert!(p50 < 2.0, "most requests do not wait for the store: {p50}");
+}
+
+#[test]
+fn the_fan_out_chapter_is_what_its_runs_show() {
+    let page = "patterns/fan-out.md";
+    claim(page, "1 − 0.99^100 = 63%");
+    let plain = library_run("fan-out-tail", None);
+    let leaf = service(&plain, "leaf");
+    // Every request offered sends its 100 leaves (those offered at the very end may not
+    // have reached the leaves yet).
+    assert!(leaf.arrivals >= 100 * (plain.summary.offered - plain.summary.requests_in_flight));
+}

@@ -381,6 +381,41 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]),",
             "call: (target: \"api\", timeout: \"1s\", stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]), classes: [(name: \"a\", share: 1, tenants: (keys: 2000000, popularity: Zipf(exponent: 1.0)))],",
         ),
+        (
+            "lease larger than the bucket",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Lease(store: \"db\", batch: 50))],",
+        ),
+        (
+            "limiter store that is not a service",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Central(store: \"redis\"))],",
+        ),
+        (
+            "limiter store that is its own service",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Central(store: \"api\"))],",
+        ),
+        (
+            "clock skew without replica clocks",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), state: Central(store: \"db\", skew: Constant(value: \"5ms\")))],",
+        ),
+        (
+            "store timeout on a local limiter",
+            "work: Exponential(mean: \"10ms\"),",
+            "work: Exponential(mean: \"10ms\"), admission: [Distributed(limiter: (kind: \"token_bucket\", rate: \"100/s\", burst: 20), timeout: \"10ms\")],",
+        ),
+        (
+            "fan-out to zero leaves",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", fan_out: (n: 0))],",
+        ),
+        (
+            "fan-out quorum above n",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", fan_out: (n: 10, quorum: 11))],",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();
@@ -684,5 +719,19 @@ fn every_client_and_service_has_a_name_and_a_network_node_of_its_own() {
             "\"clients.db\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),\n        \"db\": ("
         ),
         "bad.ron: clients.db: its network node would be called \"clients.db\", like that of clients.clients.db; rename one of them"
+    );
+}
+
+#[test]
+fn a_variant_path_without_a_value_is_refused_with_its_place() {
+    // Found by the fuzz harness in a mutated library file: `"path": ,` in a variant made the
+    // reading of the variants panic.
+    let file = "tests/fuzz-found/variant-value-missing.ron";
+    let e = load(file).expect_err("a path without a value is refused");
+    assert_eq!(
+        located(&e, file),
+        format!(
+            "{file}:47:13: a path needs a value after its colon; write variants as {{ \"name\": {{ \"path\": value, … }}, … }}"
+        )
     );
 }

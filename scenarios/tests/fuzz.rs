@@ -727,6 +727,15 @@ fn call(targets: Vec<String>) -> BoxedStrategy<String> {
             ("deadline", duration()),
             ("weight", float(0.0..2.0)),
             (
+                "fan_out",
+                (count(1..50), proptest::option::of(count(1..50)))
+                    .prop_map(|(n, k)| match k {
+                        Some(k) => format!("(n: {n}, quorum: {k})"),
+                        None => format!("(n: {n})"),
+                    })
+                    .boxed(),
+            ),
+            (
                 "safety",
                 prop::sample::select(vec!["Idempotent", "IdempotencyKey", "Unsafe"])
                     .prop_map(str::to_string)
@@ -820,12 +829,67 @@ fn class() -> BoxedStrategy<String> {
 }
 
 /// Admission control: a rate limiter, a concurrency limit, a PID shedder, a keyed or shadow
-/// rate limit and a priority shedder, each at most once, in any order.
-fn admission() -> BoxedStrategy<String> {
-    prop::sample::subsequence(vec![0usize, 1, 2, 3, 4], 0..4)
+/// rate limit, a priority shedder and a distributed limiter with its store among `names`, each
+/// at most once, in any order.
+fn admission(names: Vec<String>) -> BoxedStrategy<String> {
+    prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..4)
         .prop_shuffle()
-        .prop_flat_map(|kinds| kinds.into_iter().map(admission_of).collect::<Vec<_>>())
+        .prop_flat_map(move |kinds| {
+            kinds
+                .into_iter()
+                .map(|k| {
+                    if k == 5 {
+                        distributed(names.clone())
+                    } else {
+                        admission_of(k)
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
         .prop_map(|parts| format!("[{}]", parts.join(", ")))
+        .boxed()
+}
+
+/// A distributed limiter: its state local, central (atomic or not, either clock, skewed) or
+/// leased from a store among `names` (now and then its own service, or none).
+fn distributed(names: Vec<String>) -> BoxedStrategy<String> {
+    let store = usual_or_extreme(
+        prop::sample::select(names).prop_map(|t| quoted(&t)),
+        vec!["\"nowhere\"", "\"\""],
+    );
+    let state = prop_oneof![
+        Just("Local".to_string()),
+        (
+            store.clone(),
+            any::<bool>(),
+            prop::sample::select(vec!["Store", "Replica"]),
+            proptest::option::of(dist()),
+        )
+            .prop_map(|(s, atomic, clock, skew)| {
+                let skew = skew.map_or(String::new(), |d| format!(", skew: {d}"));
+                format!("Central(store: {s}, atomic: {atomic}, clock: {clock}{skew})")
+            }),
+        (store, count(1..200)).prop_map(|(s, b)| format!("Lease(store: {s}, batch: {b})")),
+    ];
+    (
+        limiter(),
+        state,
+        fields(vec![
+            (
+                "on_store_failure",
+                prop::sample::select(vec!["Open", "Closed"])
+                    .prop_map(str::to_string)
+                    .boxed(),
+            ),
+            ("timeout", duration()),
+            ("cache", duration()),
+        ]),
+    )
+        .prop_map(|(limiter, state, f)| {
+            let mut parts = vec![format!("limiter: ({limiter})"), format!("state: {state}")];
+            parts.extend(f);
+            format!("Distributed({})", parts.join(", "))
+        })
         .boxed()
 }
 
@@ -968,7 +1032,7 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             // With a network section, latency belongs to the links.
             ("latency", if network { Just(String::new()).boxed() } else { dist() }),
         ]),
-        admission(),
+        admission(names.clone()),
     )
         .prop_map(|(workers, work, calls, mut f, admission)| {
             f.insert(0, format!("workers: {workers}"));

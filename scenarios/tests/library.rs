@@ -258,8 +258,48 @@ fn the_critical_class_is_served_in_full_through_an_overload() {
 }
 
 #[test]
+fn distributed_limiter_race() {
+    check("distributed-limiter-race", |r| {
+        let l = &r.limiters[0];
+        // Read-compute-write admits far beyond the 500 a second it was given.
+        assert!(l.over_admitted > 10 * 500);
+        // Every admission took a read and a write.
+        assert!(l.round_trips >= 2 * l.admitted);
+    });
+}
+
+#[test]
+fn limiter_store_outage() {
+    check("limiter-store-outage", |r| {
+        let l = &r.limiters[0];
+        assert!(l.store_failures > 0 && l.failed_open == l.store_failures);
+        assert!(l.over_admitted > 0, "fail-open goes over the budget");
+    });
+}
+
+#[test]
+fn quota_leases() {
+    check("quota-leases", |r| {
+        let l = &r.limiters[0];
+        assert!(l.round_trips * 5 < l.decisions);
+        assert!(
+            l.over_admitted <= 8 * 20 * 20,
+            "at most a batch per replica per window"
+        );
+    });
+}
+
+#[test]
+fn fan_out_tail() {
+    check("fan-out-tail", |r| {
+        // Most requests wait for at least one slow leaf and time out.
+        assert!(r.goodput_ratio_between(0.0, 20.0) < 0.5);
+    });
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 20);
+    assert_eq!(LIBRARY.len(), 24);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

@@ -35,6 +35,7 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
         requests_in_flight: 0,
         trace: Vec::new(),
         trace_left_out: 0,
+        distributed: Vec::new(),
     }
 }
 

@@ -105,6 +105,7 @@ impl Report {
             expectations,
             metastability: metastability.ok(),
             network: network(scenario, figures),
+            limiters: figures.distributed.clone(),
             trace,
             warnings: warnings(scenario),
         }

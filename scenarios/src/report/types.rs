@@ -458,6 +458,12 @@ pub struct Report {
     /// Per network link, when the scenario has a `network` section.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub network: Vec<LinkReport>,
+    /// Per distributed rate limiter (`admission: [Distributed(..)]`), when the scenario has
+    /// one: decisions, store round-trips, admissions, refusals, over-admissions against the
+    /// configured limit, store failures and how they were decided, and per bucket the
+    /// admissions charged and the over-admissions among them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub limiters: Vec<crate::world::DistributedFigures>,
     /// The events of the trace window, when one was asked for (`--trace FROM..TO`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<String>,

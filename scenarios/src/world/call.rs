@@ -16,6 +16,7 @@
 //! site's ([`super::site`]).
 
 use super::client::Requester;
+use super::distributed::StoreOp;
 use super::msg::{Msg, Packet};
 use super::outcome::{Outcome, Reason, Refusal, failure_of};
 use super::site::{Fell, Side};
@@ -41,6 +42,15 @@ pub enum Owner {
     Job { job: JobKey, index: u8 },
     /// One of the racing calls of a hedged call (the "shell" that its owner sees).
     Hedge { shell: CallKey, attempt: u32 },
+    /// A distributed limiter's call to its store, for `job` (null: a lease for the replica).
+    Store {
+        limiter: u16,
+        replica: u16,
+        op: StoreOp,
+        job: JobKey,
+    },
+    /// One leaf of a fan-out call (the "shell" that its owner sees).
+    Leaf { shell: CallKey },
 }
 
 /// Where a call's current attempt is.
@@ -105,12 +115,15 @@ impl World {
     ) -> CallKey {
         let now = ctx.now();
         let racing = matches!(owner, Owner::Hedge { .. });
+        let leaf = matches!(owner, Owner::Leaf { .. });
         let sp = &mut self.sites[site as usize];
-        // A racing call of a hedged call is counted with its shell, not as a call of its own.
-        if !racing {
+        // A racing call of a hedged call, or a leaf of a fan-out, is counted with its shell,
+        // not as a call of its own.
+        if !racing && !leaf {
             sp.stats().calls += 1;
         }
-        let hedged = sp.hedges() && !racing;
+        let fan_out = sp.fan_out().filter(|_| !racing && !leaf);
+        let hedged = sp.hedges() && !racing && fan_out.is_none();
         let deadline = sp.call_deadline(now, parent);
         self.next_call_id += 1;
         let id = self.next_call_id;
@@ -123,6 +136,19 @@ impl World {
             Owner::Hedge { shell, .. } => {
                 let shell = &self.calls[shell];
                 (shell.source, shell.request, shell.attrs)
+            }
+            Owner::Leaf { shell } => {
+                let shell = &self.calls[shell];
+                (shell.source, shell.request, shell.attrs)
+            }
+            Owner::Store { limiter, job, .. } => {
+                let svc = self.distributed_service(limiter as usize);
+                // The store call carries the attributes of the request it decides on.
+                let (request, attrs) = self
+                    .jobs
+                    .get(job)
+                    .map_or((0, Attrs::DEFAULT), |j| (j.request(), j.attrs()));
+                (self.services[svc].node(), request, attrs)
             }
         };
         let key = self.calls.insert(Call {
@@ -142,6 +168,8 @@ impl World {
         });
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
+        } else if let Some((n, need)) = fan_out {
+            self.start_gather(ctx, key, n, need);
         } else if hedged {
             self.start_race(ctx, key);
         } else {
@@ -453,7 +481,7 @@ impl World {
         // The call is released in place and then dropped from its table: moving it out
         // whole would copy it for nothing.
         let call = self.calls.get_mut(key).expect("finishing a live call");
-        let (site, race, owner) = (call.site as usize, call.race, call.owner);
+        let (site, race, owner, id) = (call.site as usize, call.race, call.owner, call.id);
         if admitted {
             let sp = &mut self.sites[site];
             sp.release(
@@ -469,11 +497,26 @@ impl World {
         if let Some(race) = race {
             self.end_race(ctx, race);
         }
+        if !self.gathers.is_empty() {
+            self.end_gather(ctx, key);
+        }
         let sp = &mut self.sites[site];
-        if let Owner::Hedge { shell, attempt } = owner {
+        match owner {
             // A racing call's outcome, and its fallback, are its shell's business.
-            self.race_call_done(ctx, shell, attempt, outcome);
-            return;
+            Owner::Hedge { shell, attempt } => {
+                self.race_call_done(ctx, shell, attempt, outcome);
+                return;
+            }
+            Owner::Leaf { shell } => {
+                self.leaf_done(ctx, shell, outcome);
+                return;
+            }
+            Owner::Store { .. } => {
+                sp.count_outcome(outcome);
+                self.store_done(ctx, key, id, owner, outcome);
+                return;
+            }
+            Owner::Client { .. } | Owner::Job { .. } => {}
         }
         let outcome = match sp.fall_back(now, outcome) {
             Fell::Through(outcome) => outcome,
@@ -488,7 +531,9 @@ impl World {
                 attrs,
             } => self.client_done(ctx, client, requester, offered_at, attrs, outcome),
             Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
-            Owner::Hedge { .. } => unreachable!("handled above"),
+            Owner::Hedge { .. } | Owner::Leaf { .. } | Owner::Store { .. } => {
+                unreachable!("handled above")
+            }
         }
     }
 
@@ -500,6 +545,9 @@ impl World {
         };
         if let Some(race) = call.race {
             self.end_race(ctx, race);
+        }
+        if !self.gathers.is_empty() {
+            self.end_gather(ctx, key);
         }
         let site = call.site;
         let sp = &mut self.sites[site as usize];

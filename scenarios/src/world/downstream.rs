@@ -48,6 +48,9 @@ impl World {
             self.finish_job(ctx, job, Outcome::Fail(Reason::Error));
             return;
         }
+        if !self.distributed.is_empty() {
+            self.run_store_op(ctx, job);
+        }
         if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
             return;
         }

@@ -39,6 +39,9 @@ pub enum Stage {
     Calling { since: SimTime, calls: Downstream },
     /// Holding a worker since `since`, waiting for another job's fetch of the same key.
     Following { since: SimTime },
+    /// Waiting for the decision of distributed limiter `limiter` (index in the world's
+    /// list): its store `call`, or a lease when `call` is null.
+    Admitting { limiter: u32, call: CallKey },
 }
 
 impl Stage {
@@ -48,7 +51,9 @@ impl Stage {
             Stage::Working { since, .. }
             | Stage::Calling { since, .. }
             | Stage::Following { since } => Some(since),
-            Stage::Transit | Stage::Shaping { .. } | Stage::Queued => None,
+            Stage::Transit | Stage::Shaping { .. } | Stage::Queued | Stage::Admitting { .. } => {
+                None
+            }
         }
     }
 }
@@ -118,6 +123,11 @@ impl Job {
     /// Where it is.
     pub fn stage(&self) -> &Stage {
         &self.stage
+    }
+
+    /// Where it is, to change what the stage holds.
+    pub fn stage_mut(&mut self) -> &mut Stage {
+        &mut self.stage
     }
 
     /// Moves it to `stage`.
@@ -199,7 +209,22 @@ impl World {
             self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
             return;
         }
-        let attrs = self.jobs[job].attrs;
+        if !self.distributed.is_empty() {
+            let limiters = self.distributed_of(svc);
+            if !limiters.is_empty() {
+                self.decide_distributed(ctx, job, limiters.start);
+                return;
+            }
+        }
+        self.admit_locally(ctx, job);
+    }
+
+    /// The service's admission layers (after its distributed limiters admitted the job).
+    pub(super) fn admit_locally(&mut self, ctx: C, job: JobKey) {
+        let now = ctx.now();
+        let j = &mut self.jobs[job];
+        j.stage = Stage::Transit;
+        let (svc, r, attrs) = (j.service(), j.replica(), j.attrs);
         let s = &mut self.services[svc];
         match s.admit(now, r, attrs) {
             Admit::No(reason, retry_after) => {
@@ -361,13 +386,22 @@ impl World {
                 return true;
             }
             let mut owner = self.calls.get(j.call).map(|c| c.owner);
-            // A racing call answers to its shell, whose owner is the one waiting.
-            if let Some(Owner::Hedge { shell, .. }) = owner {
-                owner = self.calls.get(shell).map(|c| c.owner);
+            // A racing call or a leaf answers to its shell, whose owner is the one waiting
+            // (a hedged leaf: two shells up).
+            for _ in 0..2 {
+                if let Some(Owner::Hedge { shell, .. } | Owner::Leaf { shell }) = owner {
+                    owner = self.calls.get(shell).map(|c| c.owner);
+                }
             }
             match owner {
-                None | Some(Owner::Hedge { .. }) => return true,
+                None | Some(Owner::Hedge { .. } | Owner::Leaf { .. }) => return true,
                 Some(Owner::Client { .. }) => return false,
+                // A lease is for the replica, which waits for it.
+                Some(Owner::Store { job, .. }) if job.is_null() => return false,
+                Some(Owner::Store { job, .. }) => match self.jobs.get(job) {
+                    None => return true,
+                    Some(parent) => j = parent,
+                },
                 Some(Owner::Job { job, .. }) => match self.jobs.get(job) {
                     None => return true,
                     Some(parent) => j = parent,
@@ -450,7 +484,13 @@ impl World {
     }
 
     /// Answers a job that holds no worker (refused, shed, replayed, replica down).
-    fn reply(&mut self, ctx: C, job: JobKey, outcome: Outcome, retry_after: Option<SimDuration>) {
+    pub(super) fn reply(
+        &mut self,
+        ctx: C,
+        job: JobKey,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) {
         let j = self
             .take_job(ctx.now(), job, Some(outcome))
             .expect("live job");
@@ -516,6 +556,9 @@ impl World {
                 self.stop_holding(ctx, &j);
             }
             Stage::Following { .. } => self.stop_holding(ctx, &j),
+            Stage::Admitting { limiter, call } => {
+                self.leave_admission(ctx, job, limiter, call, r);
+            }
         }
     }
 
@@ -558,6 +601,9 @@ impl World {
                     }
                 }
                 Stage::Queued => self.services[svc].queue_change(now, -1),
+                Stage::Admitting { limiter, call } => {
+                    self.leave_admission(ctx, job, limiter, call, r);
+                }
                 Stage::Transit | Stage::Following { .. } => {}
             }
             self.release_worker(now, &j);

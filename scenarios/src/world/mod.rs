@@ -27,6 +27,8 @@
 //! | `replica` | a replica: workers, queue and discipline, health, cache state |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
+//! | `distributed` | distributed rate limiters: local, central at a store service, leases |
+//! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -45,7 +47,9 @@
 mod admission;
 mod call;
 mod client;
+mod distributed;
 mod downstream;
+mod fanout;
 mod faults;
 mod hedge;
 mod job;
@@ -59,6 +63,7 @@ pub mod stack;
 mod trace;
 pub mod traffic;
 
+pub use distributed::DistributedFigures;
 pub use msg::{Msg, Net, Packet};
 pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason};
@@ -75,7 +80,7 @@ use service::Service;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{ConfigError, Ctx, Entity, EntityId, Seed, SimDuration, SimTime};
 use site::{CallSite, Caller};
-use slotmap::{SlotMap, new_key_type};
+use slotmap::{SecondaryMap, SlotMap, new_key_type};
 use stack::Wake;
 use trace::Trace;
 
@@ -178,6 +183,12 @@ pub struct World {
     scratch: Vec<JobKey>,
     /// Events handled, for the periodic invariant check of debug builds.
     events: u64,
+    /// The services' distributed rate limiters, in service order.
+    distributed: Vec<distributed::Distributed>,
+    /// What each store call carries and answers, by call.
+    store_slots: SecondaryMap<CallKey, distributed::StoreSlot>,
+    /// The leaves of each fan-out call, by its shell.
+    gathers: SecondaryMap<CallKey, fanout::Gather>,
 }
 
 impl World {
@@ -226,6 +237,9 @@ impl World {
             let node = (s.clients.len() + i) as u32;
             services.push(Service::new(name, sv, node, replica_sites, seed, bucket));
         }
+        // Store call sites come after every other site, so a scenario without distributed
+        // limiters has the sites it always had.
+        let distributed = distributed::build(s, seed, bucket, &mut sites);
         World {
             clients,
             services,
@@ -243,6 +257,9 @@ impl World {
             duplicates_ignored: 0,
             scratch: Vec::new(),
             events: 0,
+            distributed,
+            store_slots: SecondaryMap::new(),
+            gathers: SecondaryMap::new(),
         }
     }
 
@@ -433,6 +450,7 @@ impl World {
             .collect();
         let (trace, trace_left_out) = self.trace.take().map_or((Vec::new(), 0), Trace::finish);
         let call_sites = self.call_site_figures();
+        let distributed = self.distributed_figures(buckets);
         Figures {
             end,
             bucket: self.bucket,
@@ -456,6 +474,7 @@ impl World {
             requests_in_flight: self.requests_in_flight(),
             trace,
             trace_left_out,
+            distributed,
         }
     }
 

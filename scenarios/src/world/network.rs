@@ -61,6 +61,13 @@ pub fn build(
             sv.calls
                 .iter()
                 .map(move |c| (service_node(name), &c.target))
+        }))
+        // A distributed limiter's service calls its store.
+        .chain(s.services.iter().flat_map(|(name, sv)| {
+            sv.admission
+                .iter()
+                .filter_map(crate::distributed::store_of)
+                .map(move |store| (service_node(name), store))
         }));
     for (caller, target) in callers {
         if let Some(latency) = &s.services[target].latency {

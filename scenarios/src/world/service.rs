@@ -129,6 +129,8 @@ impl Service {
                 Admission::Limiter(l) => limiters.push(Limiter::new(l).expect(built)),
                 // One per replica, built with the replicas.
                 Admission::Concurrency(_) => {}
+                // The world's own (`world::distributed`), since a store call is a world's.
+                Admission::Distributed(_) => {}
                 Admission::Pid {
                     interval,
                     controller,

@@ -64,6 +64,8 @@ pub struct CallSite {
     /// The draws of its gates (adaptive throttling), apart from the retry jitter's.
     gate_rng: RngStream,
     safety: CallSafety,
+    /// A fan-out call's leaves and the successes it needs.
+    fan_out: Option<(u32, u32)>,
     stats: CallStats,
     /// Per report bucket: attempts, retries, budget refusals, timeouts.
     buckets: Vec<SiteBucket>,
@@ -121,6 +123,7 @@ impl CallSite {
             outer,
             inner,
             safety: call.safety,
+            fan_out: call.fan_out.as_ref().map(|f| (f.n, f.needed())),
             stats: CallStats::default(),
             buckets: Vec::new(),
         }
@@ -144,6 +147,11 @@ impl CallSite {
     /// Whether its operation may run twice.
     pub fn safety(&self) -> CallSafety {
         self.safety
+    }
+
+    /// For a fan-out call site: its leaves and the successes a call needs.
+    pub fn fan_out(&self) -> Option<(u32, u32)> {
+        self.fan_out
     }
 
     /// Whether its calls race hedges.

@@ -36,6 +36,7 @@ pub(super) fn render(report: &Report) -> String {
     }
     series(&mut o, report);
     network(&mut o, report);
+    limiters(&mut o, report);
     if !report.expectations.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "expectations");
@@ -336,6 +337,37 @@ fn network(o: &mut String, report: &Report) {
             dropped,
             latency(l.latency_ms_p50),
             latency(l.latency_ms_p99)
+        );
+    }
+}
+
+/// Two lines per distributed rate limiter, when the scenario has one.
+fn limiters(o: &mut String, report: &Report) {
+    if report.limiters.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "distributed limiters (over-admitted: admissions the limit, kept exactly, would have refused)"
+    );
+    for l in &report.limiters {
+        let _ = writeln!(
+            o,
+            "  {} ({}): decisions {}  round-trips {}  admitted {}  refused {} ({} cached)  over-admitted {}",
+            l.path,
+            l.state,
+            l.decisions,
+            l.round_trips,
+            l.admitted,
+            l.refused,
+            l.refused_cached,
+            l.over_admitted
+        );
+        let _ = writeln!(
+            o,
+            "    store failures {}: decided open {}, closed {}  lease tokens {}",
+            l.store_failures, l.failed_open, l.failed_closed, l.lease_tokens
         );
     }
 }
