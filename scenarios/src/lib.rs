@@ -67,6 +67,7 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
+pub mod contention;
 pub mod determinism;
 pub mod error;
 pub mod experiment;

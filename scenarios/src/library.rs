@@ -36,6 +36,7 @@ pub const LIBRARY: &[Entry] = entries![
     "shedding-codel-vs-pid-none",
     "shedding-codel-vs-pid-codel",
     "shedding-codel-vs-pid-pid",
+    "occ-contention",
 ];
 
 /// The scenario `resim` runs when given no file.

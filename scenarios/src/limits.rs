@@ -183,7 +183,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         },
     });
     for (name, c) in &s.clients {
-        if let Load::Closed { users, .. } = c.load {
+        if let Load::Closed { users, .. } | Load::OneShot { users, .. } = c.load {
             parts.push(Part {
                 field: format!("clients.{name}.load.users"),
                 bytes: u64::from(users).saturating_mul(USER_BYTES),

@@ -18,6 +18,7 @@
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
 //! extension, and [`crate::load`] accepts the older, doubled form too.
 
+pub use crate::contention::{KeyDist, Store, StoreOp};
 use crate::limits::Limits;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
@@ -159,6 +160,17 @@ pub enum Load {
         users: u32,
         /// Think time between an outcome and the next request.
         think: Dist,
+    },
+    /// A one-shot population: `users` users each offer exactly one request (retried by its
+    /// call's policy like any other) and stop when it ends. They start together at time 0,
+    /// or at instants drawn uniformly over `spread`. The report gives its `makespan`: when
+    /// the last of them finished.
+    OneShot {
+        /// Number of users.
+        users: u32,
+        /// The window over which their starts are spread (0: all at once).
+        #[serde(default)]
+        spread: SimDuration,
     },
 }
 
@@ -337,6 +349,11 @@ pub struct Service {
     /// a rate limiter sends its own). Retry policies wait at least this long before retrying.
     #[serde(default)]
     pub retry_after: Option<SimDuration>,
+    /// A keyed store of versioned rows that each request reads when its work starts and
+    /// writes when it ends ([`crate::contention::Store`]): optimistic concurrency makes
+    /// concurrent writers of a row conflict.
+    #[serde(default)]
+    pub store: Option<Store>,
 }
 
 fn default_one() -> u32 {

@@ -272,6 +272,10 @@ fn load(path: &str, l: &Load) -> Check {
             at_least_one(&format!("{path}.users"), *users)?;
             dist(&format!("{path}.think"), think)
         }
+        Load::OneShot { users, spread } => {
+            at_least_one(&format!("{path}.users"), *users)?;
+            clock(&format!("{path}.spread"), *spread)
+        }
     }
 }
 
@@ -510,6 +514,9 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     }
     if let Some(c) = &s.cache {
         clock(&format!("{path}.cache.warmup"), c.warmup)?;
+    }
+    if let Some(st) = &s.store {
+        st.validate().map_err(|e| e.at(&format!("{path}.store")))?;
     }
     Ok(())
 }

@@ -70,6 +70,11 @@ pub struct ClientReport {
     pub goodput_per_s: f64,
     /// Latency of its successful requests (`null` without successes).
     pub latency_ms: Option<LatencyMs>,
+    /// A one-shot population's makespan in milliseconds: from the start of the run until
+    /// the last of its users' requests ended. Absent for other loads, and while some
+    /// request had not ended when the run stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub makespan_ms: Option<f64>,
 }
 
 /// One service's figures.
@@ -140,6 +145,27 @@ pub struct ServiceReport {
     pub messages_lost: u64,
     /// Highest drop probability of its PID shedder.
     pub pid_drop_ratio_max: f64,
+    /// Its keyed store (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreReport>,
+}
+
+/// A service's keyed store under optimistic concurrency.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StoreReport {
+    /// Rows in the store.
+    pub rows: u32,
+    /// Reads: attempts that started work.
+    pub reads: u64,
+    /// Writes that committed.
+    pub commits: u64,
+    /// Writes refused because their row changed since their read (`version_conflict`).
+    pub conflicts: u64,
+    /// `conflicts / commits`: failed writes per committed one, the retries each success
+    /// cost when every conflict is retried (`null` without commits).
+    pub conflicts_per_commit: Option<f64>,
+    /// Commits to the most written row.
+    pub hottest_row_commits: u64,
 }
 
 /// A breaker transition.

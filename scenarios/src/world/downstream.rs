@@ -48,6 +48,12 @@ impl World {
             self.finish_job(ctx, job, Outcome::Fail(Reason::Error));
             return;
         }
+        if let Some(store) = self.services[svc].store()
+            && !store.write(job)
+        {
+            self.finish_job(ctx, job, Outcome::Fail(Reason::VersionConflict));
+            return;
+        }
         if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
             return;
         }

@@ -278,6 +278,9 @@ impl World {
         }
         let s = &mut self.services[svc];
         let work = s.work_time(r);
+        if let Some(store) = s.store() {
+            store.read(job);
+        }
         s.replica(r).take_worker();
         s.busy_change(now, 1);
         let timer = ctx.timer_self(work, Msg::WorkDone { job });

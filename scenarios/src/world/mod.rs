@@ -27,6 +27,7 @@
 //! | `replica` | a replica: workers, queue and discipline, health, cache state |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
+//! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -53,6 +54,7 @@ mod replica;
 mod service;
 mod site;
 pub mod stack;
+mod store;
 mod trace;
 
 pub use msg::{Msg, Net, Packet};

@@ -13,6 +13,7 @@ use super::JobKey;
 use super::client::bucket_mut;
 use super::outcome::Reason;
 use super::replica::Replica;
+use super::store::StoreState;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
 use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
@@ -81,6 +82,8 @@ pub struct Service {
     rng_admission: RngStream,
     rng_route: RngStream,
     idempotency: Option<IdempotencyStore<u64, ()>>,
+    /// Its keyed store of versioned rows, if it has one.
+    store: Option<StoreState>,
     /// Followers of coalesced cache misses, by replica and waiter id (each replica's
     /// coalescer numbers its waiters from zero).
     waiters: BTreeMap<(u32, u64), JobKey>,
@@ -163,6 +166,10 @@ impl Service {
                 .idempotency
                 .clone()
                 .map(|c| IdempotencyStore::new(c).expect(built)),
+            store: config
+                .store
+                .as_ref()
+                .map(|c| StoreState::new(name, c, seed)),
             waiters: BTreeMap::new(),
             counts: ServiceCounts::default(),
             wait: LatencyHistogram::compact(),
@@ -179,6 +186,11 @@ impl Service {
             node,
             config: config.clone(),
         }
+    }
+
+    /// Its keyed store, if it has one.
+    pub fn store(&mut self) -> Option<&mut StoreState> {
+        self.store.as_mut()
     }
 
     /// Its name.
@@ -633,6 +645,7 @@ impl Service {
                     }
                 })
                 .collect(),
+            store: self.store.as_ref().map(StoreState::figures),
         }
     }
 }
