@@ -96,6 +96,9 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("HealthCheck", Struct, probe::<s::HealthCheck>),
         ("Cache", Struct, probe::<s::Cache>),
         ("Coalesce", Struct, probe::<s::CoalesceConfig>),
+        ("Store", Struct, probe::<s::Store>),
+        ("KeyDist", Enum, probe::<s::KeyDist>),
+        ("StoreOp", Enum, probe::<s::StoreOp>),
         ("Idempotency", Struct, probe::<s::IdempotencyConfig>),
         (
             "InFlightPolicy",

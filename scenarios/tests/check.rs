@@ -316,6 +316,26 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Slowdown(service: \"db\", factor: 3.0)",
             "LoadSpike(client: \"web\", factor: 1e6)",
         ),
+        (
+            "one-shot population of no one",
+            "Open(rate: Constant(\"100/s\"))",
+            "OneShot(users: 0)",
+        ),
+        (
+            "store of no rows",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (rows: 0), workers: 2,",
+        ),
+        (
+            "store with a negative Zipf skew",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (rows: 10, key: Zipf(exponent: -1.0)), workers: 2,",
+        ),
+        (
+            "store op misspelled",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (op: OccUpdated), workers: 2,",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

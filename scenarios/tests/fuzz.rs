@@ -634,6 +634,7 @@ fn layer(kind: usize) -> BoxedStrategy<String> {
             ("max_attempts", count(1..5)),
             ("backoff", backoff()),
             ("retry_on_timeout", boolean()),
+            ("retry_on_conflict", boolean()),
             ("retry_after_max", duration()),
             ("budget", budget()),
         ])
@@ -768,6 +769,8 @@ fn client(services: Vec<String>) -> BoxedStrategy<String> {
     let load = prop_oneof![
         3 => schedule().prop_map(|s| format!("Open(rate: {s})")),
         1 => (count(1..50), dist()).prop_map(|(u, t)| format!("Closed(users: {u}, think: {t})")),
+        1 => (count(1..50), duration())
+            .prop_map(|(u, s)| format!("OneShot(users: {u}, spread: {s})")),
     ];
     (load, call(services))
         .prop_map(|(load, call)| format!("(load: {load}, call: {call})"))
@@ -892,6 +895,19 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                     .boxed(),
             ),
             ("retry_after", duration()),
+            (
+                "store",
+                (count(1..100), float(0.0..3.0), boolean())
+                    .prop_map(|(rows, exponent, zipf)| {
+                        let key = if zipf == "true" {
+                            format!("Zipf(exponent: {exponent})")
+                        } else {
+                            "Uniform".to_string()
+                        };
+                        format!("(rows: {rows}, key: {key}, op: OccUpdate)")
+                    })
+                    .boxed(),
+            ),
             // With a network section, latency belongs to the links.
             ("latency", if network { Just(String::new()).boxed() } else { dist() }),
         ]),

@@ -25,6 +25,7 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
             failed: Default::default(),
             latency: LatencyHistogram::compact(),
             buckets,
+            makespan: None,
         }],
         services: Vec::new(),
         call_sites: Vec::new(),
@@ -387,6 +388,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         wait: LatencyHistogram::compact(),
         pid_drop_ratio_max: 0.0,
         buckets: Vec::new(),
+        store: None,
     }
 }
 
