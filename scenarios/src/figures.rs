@@ -408,6 +408,19 @@ pub struct ServiceFigures {
     pub buckets: Vec<ServiceBucket>,
     /// Its keyed store's figures, if it has a store.
     pub store: Option<StoreFigures>,
+    /// Its cache's expiring entries, if the cache has a `ttl`.
+    pub refresh: Option<RefreshFigures>,
+}
+
+/// The figures of a cache with a `ttl` (and perhaps XFetch).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RefreshFigures {
+    /// Hits that found their entry expired and fetched it again.
+    pub expired_misses: u64,
+    /// Hits on a live entry that XFetch sent to refetch it early.
+    pub early_refreshes: u64,
+    /// Refetches that succeeded and made their entry fresh.
+    pub refreshes: u64,
 }
 
 /// The figures of a service's keyed store (optimistic concurrency).

@@ -37,6 +37,7 @@ pub const LIBRARY: &[Entry] = entries![
     "shedding-codel-vs-pid-codel",
     "shedding-codel-vs-pid-pid",
     "occ-contention",
+    "cache-expiry",
 ];
 
 /// The scenario `resim` runs when given no file.

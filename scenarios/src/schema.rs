@@ -579,6 +579,30 @@ pub struct Cache {
     /// calling the dependency themselves.
     #[serde(default)]
     pub coalesce: Option<CoalesceConfig>,
+    /// How long an entry stays fresh. With it, each replica's cache holds its `keys`
+    /// entries, all filled at time 0 (so, without `xfetch`, all expiring at once every
+    /// `ttl`); a hit on an expired entry is a miss that fetches it again.
+    #[serde(default)]
+    pub ttl: Option<SimDuration>,
+    /// Probabilistic early expiration (XFetch) of the `ttl` entries: a hit refetches its
+    /// entry early with a probability that grows as its expiry approaches.
+    #[serde(default)]
+    pub xfetch: Option<XFetch>,
+}
+
+/// XFetch (Vattani et al., VLDB 2015): a request on an entry that expires at `expiry`
+/// refetches it when `now − delta · beta · ln(u) ≥ expiry`, with `u` uniform on (0, 1] and
+/// `delta` the last measured fetch time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XFetch {
+    /// Eagerness: 1 is the paper's optimum; larger refreshes earlier.
+    #[serde(default = "default_beta")]
+    pub beta: f64,
+}
+
+fn default_beta() -> f64 {
+    1.0
 }
 
 fn default_cache_keys() -> u32 {

@@ -502,6 +502,27 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             co.validate()
                 .map_err(|e| e.at(&format!("{path}.cache.coalesce")))?;
         }
+        if let Some(ttl) = c.ttl {
+            nonzero(&format!("{path}.cache.ttl"), ttl)?;
+        }
+        if let Some(x) = &c.xfetch {
+            if c.ttl.is_none() {
+                return Err(err(
+                    format!("{path}.cache.xfetch"),
+                    "refreshes entries before they expire, but the cache has no ttl; \
+                     add `ttl: \"10s\"` to the cache or remove xfetch",
+                ));
+            }
+            if !(x.beta.is_finite() && x.beta > 0.0 && x.beta <= 100.0) {
+                return Err(err(
+                    format!("{path}.cache.xfetch.beta"),
+                    format!(
+                        "must be in (0, 100] (1 is the usual choice), got {}",
+                        x.beta
+                    ),
+                ));
+            }
+        }
     }
     if let Some(l) = &s.latency {
         dist(&format!("{path}.latency"), l)?;

@@ -332,6 +332,16 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "\"db\": (store: (rows: 10, key: Zipf(exponent: -1.0)), workers: 2,",
         ),
         (
+            "xfetch without a ttl",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], cache: (hit_ratio: 0.9, xfetch: (beta: 1.0)),",
+        ),
+        (
+            "xfetch beta of zero",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], cache: (hit_ratio: 0.9, ttl: \"10s\", xfetch: (beta: 0.0)),",
+        ),
+        (
             "store op misspelled",
             "\"db\": (workers: 2,",
             "\"db\": (store: (op: OccUpdated), workers: 2,",

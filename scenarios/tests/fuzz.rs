@@ -880,10 +880,16 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ),
             (
                 "cache",
-                (ratio(), duration(), count(1..100), boolean())
-                    .prop_map(|(h, w, k, c)| {
+                (ratio(), duration(), count(1..100), boolean(), duration(), float(0.0..3.0))
+                    .prop_map(|(h, w, k, c, ttl, beta)| {
                         let coalesce = if c == "true" { ", coalesce: (max_keys: 100, max_waiters: 10)" } else { "" };
-                        format!("(hit_ratio: {h}, warmup: {w}, keys: {k}{coalesce})")
+                        // A ttl with XFetch, a ttl alone, or neither, by the same coin.
+                        let refresh = match c.as_str() {
+                            "true" => format!(", ttl: {ttl}, xfetch: (beta: {beta})"),
+                            _ if k.len() % 2 == 0 => format!(", ttl: {ttl}"),
+                            _ => String::new(),
+                        };
+                        format!("(hit_ratio: {h}, warmup: {w}, keys: {k}{coalesce}{refresh})")
                     })
                     .boxed(),
             ),

@@ -233,8 +233,19 @@ fn optimistic_writers_on_one_row_conflict_and_back_off() {
 }
 
 #[test]
+fn cache_entries_expiring_together_stampede() {
+    check("cache-expiry", |r| {
+        let refresh = service(r, "api").cache_refresh.as_ref().unwrap();
+        assert_eq!(refresh.early_refreshes, 0);
+        assert!(refresh.expired_misses > 100, "{refresh:?}");
+        assert!(service(r, "db").queue_depth_max > 100);
+        assert!(failures(r, "timeout") > 100);
+    });
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 19);
+    assert_eq!(LIBRARY.len(), 20);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

@@ -389,6 +389,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         pid_drop_ratio_max: 0.0,
         buckets: Vec::new(),
         store: None,
+        refresh: None,
     }
 }
 

@@ -237,6 +237,11 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
                 .then(|| round3(st.conflicts as f64 / st.commits as f64)),
             hottest_row_commits: st.hottest_row_commits,
         }),
+        cache_refresh: s.refresh.as_ref().map(|f| RefreshReport {
+            expired_misses: f.expired_misses,
+            early_refreshes: f.early_refreshes,
+            refreshes: f.refreshes,
+        }),
     }
 }
 

@@ -21,8 +21,8 @@ mod verdicts;
 pub use render::Format;
 pub use types::{
     BreakerReport, CallPoint, CallReport, ClientPoint, ClientReport, ExpectationResult, LatencyMs,
-    Report, SeriesRow, ServicePoint, ServiceReport, StateSpan, StoreReport, Summary, Threshold,
-    TimelineWindow, Transition,
+    RefreshReport, Report, SeriesRow, ServicePoint, ServiceReport, StateSpan, StoreReport, Summary,
+    Threshold, TimelineWindow, Transition,
 };
 
 use crate::figures::ReasonCounts;

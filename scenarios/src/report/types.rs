@@ -148,6 +148,20 @@ pub struct ServiceReport {
     /// Its keyed store (absent without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<StoreReport>,
+    /// Its cache's expiring entries (absent without a cache `ttl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_refresh: Option<RefreshReport>,
+}
+
+/// A cache with a `ttl`: how its entries were refreshed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RefreshReport {
+    /// Hits that found their entry expired and fetched it again.
+    pub expired_misses: u64,
+    /// Hits on a live entry that XFetch sent to refetch it early.
+    pub early_refreshes: u64,
+    /// Refetches that succeeded and made their entry fresh.
+    pub refreshes: u64,
 }
 
 /// A service's keyed store under optimistic concurrency.

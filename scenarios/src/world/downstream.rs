@@ -101,9 +101,19 @@ impl World {
         let cache = s.config().cache.clone().expect("checked by the caller");
         let warm = s.replica_ref(r).cache_warmth(now, cache.warmup);
         if bernoulli(s.rng_fault(), cache.hit_ratio * warm) {
+            // An entry with a ttl may have expired, or XFetch may refresh it early: then the
+            // request fetches it (uncoalesced: it is this entry's refresh).
+            if let Some(refresh) = s.refresh()
+                && refresh.consult(now, r, job).is_some()
+            {
+                return false;
+            }
             s.counts().cache_hits += 1;
             self.finish_job(ctx, job, Outcome::Ok);
             return true;
+        }
+        if let Some(refresh) = s.refresh() {
+            refresh.measure(now, r, job);
         }
         if !s.replica_ref(r).coalesces() {
             return false;

@@ -392,6 +392,9 @@ impl World {
         let j = self
             .take_job(now, job, Some(outcome))
             .expect("finishing a live job");
+        if let Some(refresh) = self.services[j.service()].refresh() {
+            refresh.complete(now, job, outcome == Outcome::Ok);
+        }
         let freed = self.release_worker(now, &j);
         self.send_reply(ctx, &j, outcome, None);
         self.complete_flight(ctx, &j, outcome);

@@ -27,6 +27,7 @@
 //! | `replica` | a replica: workers, queue and discipline, health, cache state |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
+//! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
@@ -50,6 +51,7 @@ mod job;
 pub mod msg;
 mod network;
 mod outcome;
+mod refresh;
 mod replica;
 mod service;
 mod site;

@@ -12,6 +12,7 @@
 use super::JobKey;
 use super::client::bucket_mut;
 use super::outcome::Reason;
+use super::refresh::Refresh;
 use super::replica::Replica;
 use super::store::StoreState;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
@@ -84,6 +85,8 @@ pub struct Service {
     idempotency: Option<IdempotencyStore<u64, ()>>,
     /// Its keyed store of versioned rows, if it has one.
     store: Option<StoreState>,
+    /// Its cache's expiring entries, if the cache has a `ttl`.
+    refresh: Option<Refresh>,
     /// Followers of coalesced cache misses, by replica and waiter id (each replica's
     /// coalescer numbers its waiters from zero).
     waiters: BTreeMap<(u32, u64), JobKey>,
@@ -170,6 +173,10 @@ impl Service {
                 .store
                 .as_ref()
                 .map(|c| StoreState::new(name, c, seed)),
+            refresh: config
+                .cache
+                .as_ref()
+                .and_then(|c| Refresh::new(name, c, config.replicas, seed)),
             waiters: BTreeMap::new(),
             counts: ServiceCounts::default(),
             wait: LatencyHistogram::compact(),
@@ -186,6 +193,11 @@ impl Service {
             node,
             config: config.clone(),
         }
+    }
+
+    /// Its cache's expiring entries, if the cache has a `ttl`.
+    pub fn refresh(&mut self) -> Option<&mut Refresh> {
+        self.refresh.as_mut()
     }
 
     /// Its keyed store, if it has one.
@@ -646,6 +658,7 @@ impl Service {
                 })
                 .collect(),
             store: self.store.as_ref().map(StoreState::figures),
+            refresh: self.refresh.as_ref().map(Refresh::figures),
         }
     }
 }

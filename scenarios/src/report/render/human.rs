@@ -185,6 +185,12 @@ fn service(o: &mut String, v: &ServiceReport) {
     if v.pid_drop_ratio_max > 0.0 {
         extra.push(format!("pid drop max {:.0}%", 100.0 * v.pid_drop_ratio_max));
     }
+    if let Some(f) = &v.cache_refresh {
+        extra.push(format!(
+            "cache entries: expired misses {}, early refreshes {}, refreshes {}",
+            f.expired_misses, f.early_refreshes, f.refreshes
+        ));
+    }
     if let Some(st) = &v.store {
         extra.push(format!(
             "store: {} rows, commits {}, conflicts {} ({} per commit)",
