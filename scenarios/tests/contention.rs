@@ -240,3 +240,52 @@ fn xfetch_smooths_an_expiry_stampede() {
         assert!(b.services[1].queue_depth_max * 4 < a.services[1].queue_depth_max);
     }
 }
+
+/// The new figures reach every output where they fit: the makespan and the store in JSON and
+/// the human report, the conflicts per bucket in CSV; scenarios without them are unchanged.
+#[test]
+fn makespan_and_store_figures_are_in_json_csv_and_text() {
+    use scenarios::report::Format;
+    let entry = find("occ-contention").unwrap();
+    let scenario = scenarios::load::parse(entry.name, entry.text).unwrap();
+    let r = run(&scenario, entry.name, &RunOptions::default())
+        .unwrap()
+        .report;
+    let json: serde_json::Value = serde_json::from_str(&Format::Json.render(&r)).unwrap();
+    let makespan = json["clients"][0]["makespan_ms"].as_f64().unwrap();
+    let store = &json["services"][0]["store"];
+    let conflicts = store["conflicts"].as_u64().unwrap();
+    assert_eq!(store["commits"].as_u64(), Some(20));
+    assert_eq!(
+        json["summary"]["attempts"].as_u64(),
+        Some(20 + conflicts),
+        "{json}"
+    );
+    let csv = Format::Csv.render(&r);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header
+        .iter()
+        .position(|h| *h == "db_version_conflicts")
+        .expect("the store's column");
+    let summed: u64 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(column).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(summed, conflicts);
+    let human = Format::Human.render(&r);
+    assert!(
+        human.contains(&format!("makespan ms  {makespan:.1}")),
+        "{human}"
+    );
+    assert!(human.contains(&format!("conflicts {conflicts}")), "{human}");
+
+    let plain = find("limiter-comparison").unwrap();
+    let s = scenarios::load::parse(plain.name, plain.text).unwrap();
+    let other = run(&s, plain.name, &RunOptions::default()).unwrap().report;
+    let text = Format::Json.render(&other);
+    for key in ["makespan_ms", "\"store\"", "cache_refresh"] {
+        assert!(!text.contains(key), "{key} appears without its feature");
+    }
+    assert!(!Format::Csv.render(&other).contains("version_conflicts"));
+}
