@@ -337,6 +337,11 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "calls: [(target: \"db\")], cache: (hit_ratio: 0.9, xfetch: (beta: 1.0)),",
         ),
         (
+            "cache ttl keys beyond the budget",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], replicas: 10000, cache: (hit_ratio: 0.9, keys: 100000000, ttl: \"10s\"),",
+        ),
+        (
             "xfetch beta of zero",
             "calls: [(target: \"db\")],",
             "calls: [(target: \"db\")], cache: (hit_ratio: 0.9, ttl: \"10s\", xfetch: (beta: 0.0)),",
