@@ -469,6 +469,7 @@ fn reference_decision(
         Failure::ConnectionError if config.retry_on_connection_error => {
             RetryReason::ConnectionError
         }
+        Failure::Conflict if config.retry_on_conflict => RetryReason::Conflict,
         Failure::Status { code, retry_after }
             if (code == 429 && config.retry_on_throttled)
                 || config.retry_on_status.contains(&code) =>
@@ -513,6 +514,7 @@ fn any_failure() -> impl proptest::strategy::Strategy<Value = Failure> {
     prop_oneof![
         Just(Failure::Timeout),
         Just(Failure::ConnectionError),
+        Just(Failure::Conflict),
         (
             prop::sample::select(vec![400u16, 404, 408, 409, 429, 500, 501, 502, 503, 504]),
             proptest::option::of(0u64..300_000),
@@ -544,7 +546,7 @@ proptest::proptest! {
     fn the_policy_follows_the_documented_table(
         failures in proptest::collection::vec(any_failure(), 1..8),
         max_attempts in 1u32..6,
-        flags in proptest::array::uniform3(proptest::bool::ANY),
+        flags in proptest::array::uniform4(proptest::bool::ANY),
         safety in proptest::sample::select(vec![Safety::Idempotent, Safety::IdempotencyKey, Safety::Unsafe]),
         deadline_ms in proptest::option::of(0u64..20_000),
         delay_ms in 0u64..3000,
@@ -556,6 +558,7 @@ proptest::proptest! {
             retry_on_timeout: flags[0],
             retry_on_connection_error: flags[1],
             retry_on_throttled: flags[2],
+            retry_on_conflict: flags[3],
             retry_after_max: SimDuration::from_secs(120),
             ..RetryConfig::default()
         };

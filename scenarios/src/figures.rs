@@ -53,10 +53,12 @@ pub enum Reason {
     ClientLimited,
     /// Its idempotency key belongs to an attempt still running (409).
     Conflict,
+    /// An optimistic write found its row changed since the attempt read it (409).
+    VersionConflict,
 }
 
 /// Every reason, in report order.
-pub const REASONS: [Reason; 13] = [
+pub const REASONS: [Reason; 14] = [
     Reason::Timeout,
     Reason::Deadline,
     Reason::QueueFull,
@@ -70,6 +72,7 @@ pub const REASONS: [Reason; 13] = [
     Reason::BulkheadFull,
     Reason::ClientLimited,
     Reason::Conflict,
+    Reason::VersionConflict,
 ];
 
 impl Reason {
@@ -89,6 +92,7 @@ impl Reason {
             Reason::BulkheadFull => "bulkhead_full",
             Reason::ClientLimited => "client_limited",
             Reason::Conflict => "conflict",
+            Reason::VersionConflict => "version_conflict",
         }
     }
 }
@@ -297,6 +301,9 @@ pub struct ClientFigures {
     pub buckets: Vec<ClientBucket>,
     /// Per request class, when the client declares classes (empty otherwise).
     pub classes: Vec<ClassFigures>,
+    /// A one-shot population's makespan: from the start of the run to the end of its last
+    /// request, once every user's request has ended (`None` otherwise, and for other loads).
+    pub makespan: Option<SimDuration>,
 }
 
 impl ClientFigures {
@@ -403,6 +410,36 @@ pub struct ServiceFigures {
     pub pid_drop_ratio_max: f64,
     /// One entry per report bucket, from zero to the end of the run.
     pub buckets: Vec<ServiceBucket>,
+    /// Its keyed store's figures, if it has a store.
+    pub store: Option<StoreFigures>,
+    /// Its cache's expiring entries, if the cache has a `ttl`.
+    pub refresh: Option<RefreshFigures>,
+}
+
+/// The figures of a cache with a `ttl` (and perhaps XFetch).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RefreshFigures {
+    /// Hits that found their entry expired and fetched it again.
+    pub expired_misses: u64,
+    /// Hits on a live entry that XFetch sent to refetch it early.
+    pub early_refreshes: u64,
+    /// Refetches that succeeded and made their entry fresh.
+    pub refreshes: u64,
+}
+
+/// The figures of a service's keyed store (optimistic concurrency).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct StoreFigures {
+    /// Rows in the store.
+    pub rows: u32,
+    /// Reads (attempts that started work).
+    pub reads: u64,
+    /// Writes that committed.
+    pub commits: u64,
+    /// Writes refused because the row changed since their read (`version_conflict`).
+    pub conflicts: u64,
+    /// Commits to the most written row (its version at the end).
+    pub hottest_row_commits: u64,
 }
 
 /// A breaker's change of state.

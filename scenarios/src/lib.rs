@@ -69,6 +69,7 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
+pub mod contention;
 pub mod determinism;
 pub mod distributed;
 pub mod error;

@@ -42,6 +42,8 @@ pub const LIBRARY: &[Entry] = entries![
     "limiter-store-outage",
     "quota-leases",
     "fan-out-tail",
+    "occ-contention",
+    "cache-expiry",
 ];
 
 /// The scenario `resim` runs when given no file.

@@ -61,6 +61,11 @@ const SERIES_CLASS_BUCKET_BYTES: u64 = 96;
 const ZIPF_KEY_BYTES: u64 = 8;
 /// One key of a per-tenant rate limit: its limiter and two tree entries (an upper estimate).
 const TENANT_KEY_BYTES: u64 = 256;
+/// A row of a keyed store: its version and, with a Zipf key, its cumulative weight (counted
+/// from the two `u64`/`f64` vectors, not measured).
+const STORE_ROW_BYTES: u64 = 16;
+/// An entry of a cache with a `ttl`, per replica: its expiry (counted, not measured).
+const CACHE_ENTRY_BYTES: u64 = 8;
 
 /// What a run may use. The defaults fit a 2-core machine with 24 GB of memory running a few
 /// runs side by side; the command line raises them (`--max-memory`, `--max-rate`).
@@ -196,7 +201,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         },
     });
     for (name, c) in &s.clients {
-        if let Load::Closed { users, .. } = c.load {
+        if let Load::Closed { users, .. } | Load::OneShot { users, .. } = c.load {
             parts.push(Part {
                 field: format!("clients.{name}.load.users"),
                 bytes: u64::from(users).saturating_mul(USER_BYTES),
@@ -282,6 +287,37 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
                     },
                 });
             }
+        }
+        if let Some(store) = &sv.store {
+            parts.push(Part {
+                field: format!("services.{name}.store.rows"),
+                bytes: u64::from(store.rows).saturating_mul(STORE_ROW_BYTES),
+                what: format!("a store of {}", plural(u64::from(store.rows), "row")),
+                fix: Fix::Count {
+                    unit_bytes: STORE_ROW_BYTES,
+                    noun: "rows",
+                    prefix: "",
+                    also: "",
+                },
+            });
+        }
+        if let Some(cache) = sv.cache.as_ref().filter(|c| c.ttl.is_some()) {
+            let per_key = replicas.saturating_mul(CACHE_ENTRY_BYTES);
+            parts.push(Part {
+                field: format!("services.{name}.cache.keys"),
+                bytes: u64::from(cache.keys).saturating_mul(per_key),
+                what: format!(
+                    "{} with a ttl on each of {}",
+                    plural(u64::from(cache.keys), "cache key"),
+                    plural(replicas, "replica")
+                ),
+                fix: Fix::Count {
+                    unit_bytes: per_key,
+                    noun: "keys",
+                    prefix: "",
+                    also: ", or fewer replicas",
+                },
+            });
         }
         for (i, c) in sv.calls.iter().enumerate() {
             windows(

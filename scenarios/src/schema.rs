@@ -18,6 +18,7 @@
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
 //! extension, and [`crate::load`] accepts the older, doubled form too.
 
+pub use crate::contention::{KeyDist, Store, StoreOp};
 pub use crate::distributed::{
     DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock,
 };
@@ -172,6 +173,17 @@ pub enum Load {
         users: u32,
         /// Think time between an outcome and the next request.
         think: Dist,
+    },
+    /// A one-shot population: `users` users each offer exactly one request (retried by its
+    /// call's policy like any other) and stop when it ends. They start together at time 0,
+    /// or at instants drawn uniformly over `spread`. The report gives its `makespan`: when
+    /// the last of them finished.
+    OneShot {
+        /// Number of users.
+        users: u32,
+        /// The window over which their starts are spread (0: all at once).
+        #[serde(default)]
+        spread: SimDuration,
     },
 }
 
@@ -354,6 +366,11 @@ pub struct Service {
     /// a rate limiter sends its own). Retry policies wait at least this long before retrying.
     #[serde(default)]
     pub retry_after: Option<SimDuration>,
+    /// A keyed store of versioned rows that each request reads when its work starts and
+    /// writes when it ends ([`crate::contention::Store`]): optimistic concurrency makes
+    /// concurrent writers of a row conflict.
+    #[serde(default)]
+    pub store: Option<Store>,
 }
 
 fn default_one() -> u32 {
@@ -590,6 +607,30 @@ pub struct Cache {
     /// calling the dependency themselves.
     #[serde(default)]
     pub coalesce: Option<CoalesceConfig>,
+    /// How long an entry stays fresh. With it, each replica's cache holds its `keys`
+    /// entries, all filled at time 0 (so, without `xfetch`, all expiring at once every
+    /// `ttl`); a hit on an expired entry is a miss that fetches it again.
+    #[serde(default)]
+    pub ttl: Option<SimDuration>,
+    /// Probabilistic early expiration (XFetch) of the `ttl` entries: a hit refetches its
+    /// entry early with a probability that grows as its expiry approaches.
+    #[serde(default)]
+    pub xfetch: Option<XFetch>,
+}
+
+/// XFetch (Vattani et al., VLDB 2015): a request on an entry that expires at `expiry`
+/// refetches it when `now − delta · beta · ln(u) ≥ expiry`, with `u` uniform on (0, 1] and
+/// `delta` the last measured fetch time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XFetch {
+    /// Eagerness: 1 is the paper's optimum; larger refreshes earlier.
+    #[serde(default = "default_beta")]
+    pub beta: f64,
+}
+
+fn default_beta() -> f64 {
+    1.0
 }
 
 fn default_cache_keys() -> u32 {

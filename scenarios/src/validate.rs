@@ -274,6 +274,10 @@ fn load(path: &str, l: &Load) -> Check {
             at_least_one(&format!("{path}.users"), *users)?;
             dist(&format!("{path}.think"), think)
         }
+        Load::OneShot { users, spread } => {
+            at_least_one(&format!("{path}.users"), *users)?;
+            clock(&format!("{path}.spread"), *spread)
+        }
     }
 }
 
@@ -508,6 +512,27 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             co.validate()
                 .map_err(|e| e.at(&format!("{path}.cache.coalesce")))?;
         }
+        if let Some(ttl) = c.ttl {
+            nonzero(&format!("{path}.cache.ttl"), ttl)?;
+        }
+        if let Some(x) = &c.xfetch {
+            if c.ttl.is_none() {
+                return Err(err(
+                    format!("{path}.cache.xfetch"),
+                    "refreshes entries before they expire, but the cache has no ttl; \
+                     add `ttl: \"10s\"` to the cache or remove xfetch",
+                ));
+            }
+            if !(x.beta.is_finite() && x.beta > 0.0 && x.beta <= 100.0) {
+                return Err(err(
+                    format!("{path}.cache.xfetch.beta"),
+                    format!(
+                        "must be in (0, 100] (1 is the usual choice), got {}",
+                        x.beta
+                    ),
+                ));
+            }
+        }
     }
     if let Some(l) = &s.latency {
         dist(&format!("{path}.latency"), l)?;
@@ -520,6 +545,9 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     }
     if let Some(c) = &s.cache {
         clock(&format!("{path}.cache.warmup"), c.warmup)?;
+    }
+    if let Some(st) = &s.store {
+        st.validate().map_err(|e| e.at(&format!("{path}.store")))?;
     }
     Ok(())
 }

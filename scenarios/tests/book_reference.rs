@@ -108,6 +108,10 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("HealthCheck", Struct, probe::<s::HealthCheck>),
         ("Cache", Struct, probe::<s::Cache>),
         ("Coalesce", Struct, probe::<s::CoalesceConfig>),
+        ("XFetch", Struct, probe::<s::XFetch>),
+        ("Store", Struct, probe::<s::Store>),
+        ("KeyDist", Enum, probe::<s::KeyDist>),
+        ("StoreOp", Enum, probe::<s::StoreOp>),
         ("Idempotency", Struct, probe::<s::IdempotencyConfig>),
         (
             "InFlightPolicy",

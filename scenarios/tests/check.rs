@@ -416,6 +416,41 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "calls: [(target: \"db\")],",
             "calls: [(target: \"db\", fan_out: (n: 10, quorum: 11))],",
         ),
+        (
+            "one-shot population of no one",
+            "Open(rate: Constant(\"100/s\"))",
+            "OneShot(users: 0)",
+        ),
+        (
+            "store of no rows",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (rows: 0), workers: 2,",
+        ),
+        (
+            "store with a negative Zipf skew",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (rows: 10, key: Zipf(exponent: -1.0)), workers: 2,",
+        ),
+        (
+            "xfetch without a ttl",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], cache: (hit_ratio: 0.9, xfetch: (beta: 1.0)),",
+        ),
+        (
+            "cache ttl keys beyond the budget",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], replicas: 10000, cache: (hit_ratio: 0.9, keys: 100000000, ttl: \"10s\"),",
+        ),
+        (
+            "xfetch beta of zero",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], cache: (hit_ratio: 0.9, ttl: \"10s\", xfetch: (beta: 0.0)),",
+        ),
+        (
+            "store op misspelled",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (op: OccUpdated), workers: 2,",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

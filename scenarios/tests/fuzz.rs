@@ -634,6 +634,7 @@ fn layer(kind: usize) -> BoxedStrategy<String> {
             ("max_attempts", count(1..5)),
             ("backoff", backoff()),
             ("retry_on_timeout", boolean()),
+            ("retry_on_conflict", boolean()),
             ("retry_after_max", duration()),
             ("budget", budget()),
         ])
@@ -777,6 +778,8 @@ fn client(services: Vec<String>) -> BoxedStrategy<String> {
     let load = prop_oneof![
         3 => schedule().prop_map(|s| format!("Open(rate: {s})")),
         1 => (count(1..50), dist()).prop_map(|(u, t)| format!("Closed(users: {u}, think: {t})")),
+        1 => (count(1..50), duration())
+            .prop_map(|(u, s)| format!("OneShot(users: {u}, spread: {s})")),
     ];
     let classes = prop_oneof![
         2 => Just(String::new()),
@@ -1014,10 +1017,16 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ),
             (
                 "cache",
-                (ratio(), duration(), count(1..100), boolean())
-                    .prop_map(|(h, w, k, c)| {
+                (ratio(), duration(), count(1..100), boolean(), duration(), float(0.0..3.0))
+                    .prop_map(|(h, w, k, c, ttl, beta)| {
                         let coalesce = if c == "true" { ", coalesce: (max_keys: 100, max_waiters: 10)" } else { "" };
-                        format!("(hit_ratio: {h}, warmup: {w}, keys: {k}{coalesce})")
+                        // A ttl with XFetch, a ttl alone, or neither, by the same coin.
+                        let refresh = match c.as_str() {
+                            "true" => format!(", ttl: {ttl}, xfetch: (beta: {beta})"),
+                            _ if k.len() % 2 == 0 => format!(", ttl: {ttl}"),
+                            _ => String::new(),
+                        };
+                        format!("(hit_ratio: {h}, warmup: {w}, keys: {k}{coalesce}{refresh})")
                     })
                     .boxed(),
             ),
@@ -1029,6 +1038,19 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                     .boxed(),
             ),
             ("retry_after", duration()),
+            (
+                "store",
+                (count(1..100), float(0.0..3.0), boolean())
+                    .prop_map(|(rows, exponent, zipf)| {
+                        let key = if zipf == "true" {
+                            format!("Zipf(exponent: {exponent})")
+                        } else {
+                            "Uniform".to_string()
+                        };
+                        format!("(rows: {rows}, key: {key}, op: OccUpdate)")
+                    })
+                    .boxed(),
+            ),
             // With a network section, latency belongs to the links.
             ("latency", if network { Just(String::new()).boxed() } else { dist() }),
         ]),

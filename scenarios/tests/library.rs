@@ -298,8 +298,33 @@ fn fan_out_tail() {
 }
 
 #[test]
+fn optimistic_writers_on_one_row_conflict_and_back_off() {
+    check("occ-contention", |r| {
+        // 20 writers, one commit each; every other write was a version conflict, retried.
+        let store = service(r, "db").store.as_ref().expect("the db has a store");
+        assert_eq!((store.rows, store.commits), (1, 20));
+        assert_eq!(store.conflicts, r.summary.attempts - 20);
+        assert_eq!(failures(r, "version_conflict"), 0, "no writer gave up");
+        assert!(store.conflicts >= 40, "{} conflicts", store.conflicts);
+        let makespan = r.clients[0].makespan_ms.expect("every writer finished");
+        assert!(makespan < 3_000.0, "{makespan}ms");
+    });
+}
+
+#[test]
+fn cache_entries_expiring_together_stampede() {
+    check("cache-expiry", |r| {
+        let refresh = service(r, "api").cache_refresh.as_ref().unwrap();
+        assert_eq!(refresh.early_refreshes, 0);
+        assert!(refresh.expired_misses > 100, "{refresh:?}");
+        assert!(service(r, "db").queue_depth_max > 100);
+        assert!(failures(r, "timeout") > 100);
+    });
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 24);
+    assert_eq!(LIBRARY.len(), 26);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

@@ -26,6 +26,7 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
             latency: LatencyHistogram::compact(),
             buckets,
             classes: Vec::new(),
+            makespan: None,
         }],
         services: Vec::new(),
         call_sites: Vec::new(),
@@ -421,6 +422,8 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         wait: LatencyHistogram::compact(),
         pid_drop_ratio_max: 0.0,
         buckets: Vec::new(),
+        store: None,
+        refresh: None,
     }
 }
 

@@ -40,6 +40,7 @@
 //! | the request already ended | give up: `Finished` |
 //! | failure class: timeout, connection error, a status in `retry_on_status` (500, 502, 503, 504) | retryable |
 //! | 429 (when `retry_on_throttled`) | retryable |
+//! | a version conflict of an optimistic write (when `retry_on_conflict`) | retryable |
 //! | any other status (all other 4xx, 501, ...) | give up: `NotRetryable` |
 //! | the operation is neither idempotent nor carries an idempotency key | give up: `NotIdempotent` |
 //! | `max_attempts` reached | give up: `AttemptsExhausted` |

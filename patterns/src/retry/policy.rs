@@ -32,6 +32,9 @@ pub enum Failure {
         /// The server's `Retry-After`, if it sent one.
         retry_after: Option<SimDuration>,
     },
+    /// An optimistic write found that the row changed since the attempt read it (a version
+    /// conflict); another attempt reads the row again.
+    Conflict,
 }
 
 /// Why the policy retries.
@@ -53,6 +56,8 @@ pub enum RetryReason {
         /// What the server asked for.
         requested: SimDuration,
     },
+    /// A version conflict, with `retry_on_conflict`.
+    Conflict,
 }
 
 /// Why the policy gives up; the request ends.
@@ -228,6 +233,7 @@ impl RetryPolicy {
             Failure::ConnectionError => c
                 .retry_on_connection_error
                 .then_some(RetryReason::ConnectionError),
+            Failure::Conflict => c.retry_on_conflict.then_some(RetryReason::Conflict),
             Failure::Status { code, retry_after } => {
                 let transient =
                     (code == 429 && c.retry_on_throttled) || c.retry_on_status.contains(&code);

@@ -174,6 +174,7 @@ fn client(c: &ClientFigures, secs: f64) -> ClientReport {
         failures_by_reason: reasons(&c.failed),
         goodput_per_s: round3(c.successes() as f64 / secs),
         latency_ms: LatencyMs::of(&c.latency),
+        makespan_ms: c.makespan.map(|d| round3(d.as_nanos() as f64 / 1e6)),
         classes: c.classes.iter().map(|k| class(k, secs)).collect(),
     }
 }
@@ -273,6 +274,20 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
         crashes: c.crashes,
         messages_lost: c.messages_lost,
         pid_drop_ratio_max: round3(s.pid_drop_ratio_max),
+        store: s.store.as_ref().map(|st| StoreReport {
+            rows: st.rows,
+            reads: st.reads,
+            commits: st.commits,
+            conflicts: st.conflicts,
+            conflicts_per_commit: (st.commits > 0)
+                .then(|| round3(st.conflicts as f64 / st.commits as f64)),
+            hottest_row_commits: st.hottest_row_commits,
+        }),
+        cache_refresh: s.refresh.as_ref().map(|f| RefreshReport {
+            expired_misses: f.expired_misses,
+            early_refreshes: f.early_refreshes,
+            refreshes: f.refreshes,
+        }),
     }
 }
 

@@ -70,6 +70,11 @@ pub struct ClientReport {
     pub goodput_per_s: f64,
     /// Latency of its successful requests (`null` without successes).
     pub latency_ms: Option<LatencyMs>,
+    /// A one-shot population's makespan in milliseconds: from the start of the run until
+    /// the last of its users' requests ended. Absent for other loads, and while some
+    /// request had not ended when the run stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub makespan_ms: Option<f64>,
     /// Per request class, when it declares classes (absent otherwise).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassReport>,
@@ -194,6 +199,41 @@ pub struct ServiceReport {
     pub messages_lost: u64,
     /// Highest drop probability of its PID shedder.
     pub pid_drop_ratio_max: f64,
+    /// Its keyed store (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreReport>,
+    /// Its cache's expiring entries (absent without a cache `ttl`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_refresh: Option<RefreshReport>,
+}
+
+/// A cache with a `ttl`: how its entries were refreshed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RefreshReport {
+    /// Hits that found their entry expired and fetched it again.
+    pub expired_misses: u64,
+    /// Hits on a live entry that XFetch sent to refetch it early.
+    pub early_refreshes: u64,
+    /// Refetches that succeeded and made their entry fresh.
+    pub refreshes: u64,
+}
+
+/// A service's keyed store under optimistic concurrency.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StoreReport {
+    /// Rows in the store.
+    pub rows: u32,
+    /// Reads: attempts that started work.
+    pub reads: u64,
+    /// Writes that committed.
+    pub commits: u64,
+    /// Writes refused because their row changed since their read (`version_conflict`).
+    pub conflicts: u64,
+    /// `conflicts / commits`: failed writes per committed one, the retries each success
+    /// cost when every conflict is retried (`null` without commits).
+    pub conflicts_per_commit: Option<f64>,
+    /// Commits to the most written row.
+    pub hottest_row_commits: u64,
 }
 
 /// A breaker transition.

@@ -598,8 +598,9 @@ impl World {
         if o == Outcome::Ok {
             super::client::bucket_mut(&mut self.run_buckets, offered_in).record(latency);
         }
-        if let Requester::User(user) = requester {
-            let think = self.clients[client as usize].think_time();
+        if let Requester::User(user) = requester
+            && let Some(think) = self.clients[client as usize].user_done(now)
+        {
             ctx.send_self(think, Msg::Think { client, user });
         }
     }

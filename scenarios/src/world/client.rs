@@ -11,7 +11,7 @@ use crate::figures::ClientBucket;
 use crate::figures::{ClientFigures, ReasonCounts};
 use crate::schema::{self, FaultKind, Load, Schedule};
 use sim_core::metrics::LatencyHistogram;
-use sim_core::sample::exponential;
+use sim_core::sample::{exponential, uniform_below};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 
 /// The most clients whose latencies are kept to three significant digits (about 260 KB
@@ -32,6 +32,14 @@ enum Source {
     },
     /// `users` users, each waiting for its request's outcome, then thinking.
     Closed { users: u32, think: Sampler },
+    /// `users` users, each offering one request; `done` of them have their outcome, the
+    /// last at `last`.
+    OneShot {
+        users: u32,
+        spread: SimDuration,
+        done: u32,
+        last: SimTime,
+    },
 }
 
 /// One client.
@@ -97,6 +105,12 @@ impl Client {
                     .compile()
                     .expect("distributions are checked by validation before a world is built"),
             },
+            Load::OneShot { users, spread } => Source::OneShot {
+                users: *users,
+                spread: *spread,
+                done: 0,
+                last: SimTime::ZERO,
+            },
         };
         Client {
             name: name.to_string(),
@@ -114,6 +128,7 @@ impl Client {
                 },
                 buckets: Vec::new(),
                 classes: traffic::class_figures(&c.classes),
+                makespan: None,
             },
         }
     }
@@ -131,10 +146,35 @@ impl Client {
     /// When each of its users first sends (spread over one think time, not all at once), or
     /// `None` for an open-loop client (its first arrival is drawn at time zero).
     pub fn user_starts(&mut self) -> Option<Vec<SimDuration>> {
-        let Source::Closed { users, think } = &self.source else {
-            return None;
-        };
-        Some((0..*users).map(|_| think.sample(&mut self.rng)).collect())
+        match &self.source {
+            Source::Open { .. } => None,
+            Source::Closed { users, think } => {
+                Some((0..*users).map(|_| think.sample(&mut self.rng)).collect())
+            }
+            // All at once draws nothing; a spread start is uniform over [0, spread].
+            Source::OneShot { users, spread, .. } if spread.is_zero() => {
+                Some(vec![SimDuration::ZERO; *users as usize])
+            }
+            Source::OneShot { users, spread, .. } => {
+                let span = spread.as_nanos();
+                let start = |_| SimDuration::from_nanos(uniform_below(&mut self.rng, span + 1));
+                Some((0..*users).map(start).collect())
+            }
+        }
+    }
+
+    /// A user's request ended at `now`: how long it thinks before the next one, or `None`
+    /// when it offers no more (a one-shot user, whose finish counts toward the makespan).
+    pub fn user_done(&mut self, now: SimTime) -> Option<SimDuration> {
+        match &mut self.source {
+            Source::Closed { think, .. } => Some(think.sample(&mut self.rng)),
+            Source::OneShot { done, last, .. } => {
+                *done += 1;
+                *last = (*last).max(now);
+                None
+            }
+            Source::Open { .. } => panic!("open-loop arrivals have no users"),
+        }
     }
 
     /// Sets the product of its active load spikes.
@@ -169,14 +209,6 @@ impl Client {
             Some(change) if t > change => Some((change, false)),
             _ => Some((t, true)),
         }
-    }
-
-    /// How long a closed-loop user thinks before its next request.
-    pub fn think_time(&mut self) -> SimDuration {
-        let Source::Closed { think, .. } = &self.source else {
-            panic!("only closed-loop users think");
-        };
-        think.sample(&mut self.rng)
     }
 
     /// Counts a request offered in bucket `bucket`, and returns the attributes it carries
@@ -247,8 +279,16 @@ impl Client {
         &self.figures
     }
 
-    /// Its figures, at the end of a run.
-    pub fn into_figures(self) -> ClientFigures {
+    /// Its figures, at the end of a run: a one-shot population whose users all finished
+    /// has a makespan.
+    pub fn into_figures(mut self) -> ClientFigures {
+        if let Source::OneShot {
+            users, done, last, ..
+        } = self.source
+            && done == users
+        {
+            self.figures.makespan = Some(last.since_start());
+        }
         self.figures
     }
 }

@@ -51,6 +51,12 @@ impl World {
         if !self.distributed.is_empty() {
             self.run_store_op(ctx, job);
         }
+        if let Some(store) = self.services[svc].store()
+            && !store.write(job)
+        {
+            self.finish_job(ctx, job, Outcome::Fail(Reason::VersionConflict));
+            return;
+        }
         if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
             return;
         }
@@ -98,9 +104,19 @@ impl World {
         let cache = s.config().cache.clone().expect("checked by the caller");
         let warm = s.replica_ref(r).cache_warmth(now, cache.warmup);
         if bernoulli(s.rng_fault(), cache.hit_ratio * warm) {
+            // An entry with a ttl may have expired, or XFetch may refresh it early: then the
+            // request fetches it (uncoalesced: it is this entry's refresh).
+            if let Some(refresh) = s.refresh()
+                && refresh.consult(now, r, job).is_some()
+            {
+                return false;
+            }
             s.counts().cache_hits += 1;
             self.finish_job(ctx, job, Outcome::Ok);
             return true;
+        }
+        if let Some(refresh) = s.refresh() {
+            refresh.measure(now, r, job);
         }
         if !s.replica_ref(r).coalesces() {
             return false;

@@ -314,6 +314,9 @@ impl World {
         }
         let s = &mut self.services[svc];
         let work = s.work_time(r);
+        if let Some(store) = s.store() {
+            store.read(job);
+        }
         s.replica(r).take_worker();
         s.busy_change(now, 1);
         let timer = ctx.timer_self(work, Msg::WorkDone { job });
@@ -434,6 +437,9 @@ impl World {
         let j = self
             .take_job(now, job, Some(outcome))
             .expect("finishing a live job");
+        if let Some(refresh) = self.services[j.service()].refresh() {
+            refresh.complete(now, job, outcome == Outcome::Ok);
+        }
         let freed = self.release_worker(now, &j);
         self.send_reply(ctx, &j, outcome, None);
         self.complete_flight(ctx, &j, outcome);

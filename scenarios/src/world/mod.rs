@@ -29,6 +29,8 @@
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
 //! | `distributed` | distributed rate limiters: local, central at a store service, leases |
 //! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
+//! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
+//! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -56,10 +58,12 @@ mod job;
 pub mod msg;
 mod network;
 mod outcome;
+mod refresh;
 mod replica;
 mod service;
 mod site;
 pub mod stack;
+mod store;
 mod trace;
 pub mod traffic;
 

@@ -61,6 +61,7 @@ pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
         Reason::Error => status(500),
         Reason::Dependency => status(502),
         Reason::Conflict => status(409),
+        Reason::VersionConflict => Failure::Conflict,
     }
 }
 

@@ -13,7 +13,9 @@ use super::JobKey;
 use super::admission::{Limited, Priority, RateLimits};
 use super::client::bucket_mut;
 use super::outcome::Reason;
+use super::refresh::Refresh;
 use super::replica::Replica;
+use super::store::StoreState;
 use super::traffic::Attrs;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
 use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
@@ -87,6 +89,10 @@ pub struct Service {
     rng_admission: RngStream,
     rng_route: RngStream,
     idempotency: Option<IdempotencyStore<u64, ()>>,
+    /// Its keyed store of versioned rows, if it has one.
+    store: Option<StoreState>,
+    /// Its cache's expiring entries, if the cache has a `ttl`.
+    refresh: Option<Refresh>,
     /// Followers of coalesced cache misses, by replica and waiter id (each replica's
     /// coalescer numbers its waiters from zero).
     waiters: BTreeMap<(u32, u64), JobKey>,
@@ -177,6 +183,14 @@ impl Service {
                 .idempotency
                 .clone()
                 .map(|c| IdempotencyStore::new(c).expect(built)),
+            store: config
+                .store
+                .as_ref()
+                .map(|c| StoreState::new(name, c, seed)),
+            refresh: config
+                .cache
+                .as_ref()
+                .and_then(|c| Refresh::new(name, c, config.replicas, seed)),
             waiters: BTreeMap::new(),
             counts: ServiceCounts::default(),
             wait: LatencyHistogram::compact(),
@@ -193,6 +207,16 @@ impl Service {
             node,
             config: config.clone(),
         }
+    }
+
+    /// Its cache's expiring entries, if the cache has a `ttl`.
+    pub fn refresh(&mut self) -> Option<&mut Refresh> {
+        self.refresh.as_mut()
+    }
+
+    /// Its keyed store, if it has one.
+    pub fn store(&mut self) -> Option<&mut StoreState> {
+        self.store.as_mut()
     }
 
     /// Its name.
@@ -672,6 +696,8 @@ impl Service {
                     }
                 })
                 .collect(),
+            store: self.store.as_ref().map(StoreState::figures),
+            refresh: self.refresh.as_ref().map(Refresh::figures),
         }
     }
 }

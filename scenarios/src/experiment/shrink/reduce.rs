@@ -255,6 +255,20 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
                     );
                 }
             }
+            Load::OneShot { users, spread } => {
+                if *users > 1 {
+                    let mut c = s.clone();
+                    c.clients.get_mut(name).expect("listed").load = Load::OneShot {
+                        users: users / 2,
+                        spread: *spread,
+                    };
+                    push(
+                        format!("clients.{name}.load.users {users} → {}", users / 2),
+                        c,
+                        target,
+                    );
+                }
+            }
         }
     }
     // Fewer workers alone would make any scenario fail by overload, so capacity only goes
@@ -371,7 +385,7 @@ fn half_scale(s: &Scenario) -> Option<Scenario> {
                     half(peak);
                 }
             },
-            Load::Closed { users, .. } => {
+            Load::Closed { users, .. } | Load::OneShot { users, .. } => {
                 if *users < 2 {
                     return None;
                 }

@@ -1,5 +1,5 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
-//! columns prefixed by its name. The columns are the JSON series' keys; as there, outcomes and
+//! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
 use super::super::Report;
@@ -16,6 +16,10 @@ pub(super) fn render(report: &Report) -> String {
             o,
             ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_workers_mean"
         );
+        // A service with a keyed store adds its version conflicts per bucket.
+        if v.store.is_some() {
+            let _ = write!(o, ",{n}_version_conflicts");
+        }
     }
     // Per request class (only when a client declares classes): by bucket of offer.
     if let Some(first) = report.series.first() {
@@ -38,12 +42,16 @@ pub(super) fn render(report: &Report) -> String {
             cell(r.latency_ms_mean),
             cell(r.latency_ms_p99)
         );
-        for p in &r.services {
+        for (p, v) in r.services.iter().zip(&report.services) {
             let _ = write!(
                 o,
                 ",{},{},{},{},{}",
                 p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_workers_mean
             );
+            if v.store.is_some() {
+                let conflicts = p.failed_by_reason.get("version_conflict").unwrap_or(&0);
+                let _ = write!(o, ",{conflicts}");
+            }
         }
         for k in &r.classes {
             let _ = write!(o, ",{},{}", k.offered, k.successes);

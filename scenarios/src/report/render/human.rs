@@ -124,6 +124,15 @@ fn summary(o: &mut String, report: &Report) {
         l(|l| l.p999),
         l(|l| l.max)
     );
+    for c in &report.clients {
+        if let Some(m) = c.makespan_ms {
+            let _ = writeln!(
+                o,
+                "  makespan ms  {m:.1}   {}: until the last of its one-shot users finished",
+                c.name
+            );
+        }
+    }
 }
 
 /// One line per client, when there is more than one (the summary already shows one).
@@ -199,6 +208,21 @@ fn service(o: &mut String, v: &ServiceReport) {
     }
     if v.pid_drop_ratio_max > 0.0 {
         extra.push(format!("pid drop max {:.0}%", 100.0 * v.pid_drop_ratio_max));
+    }
+    if let Some(f) = &v.cache_refresh {
+        extra.push(format!(
+            "cache entries: expired misses {}, early refreshes {}, refreshes {}",
+            f.expired_misses, f.early_refreshes, f.refreshes
+        ));
+    }
+    if let Some(st) = &v.store {
+        extra.push(format!(
+            "store: {} rows, commits {}, conflicts {} ({} per commit)",
+            st.rows,
+            st.commits,
+            st.conflicts,
+            decimal1(st.conflicts_per_commit)
+        ));
     }
     if !extra.is_empty() {
         let _ = writeln!(o, "  {:<16} {}", "", extra.join("  "));
