@@ -729,9 +729,14 @@ fn call(targets: Vec<String>) -> BoxedStrategy<String> {
             ("weight", float(0.0..2.0)),
             (
                 "fan_out",
-                (count(1..50), proptest::option::of(count(1..50)))
+                // A quorum of at most n, mostly: the extreme generator and the mutations
+                // try the others.
+                (1u32..50, proptest::option::of(0.0..1.0f64))
                     .prop_map(|(n, k)| match k {
-                        Some(k) => format!("(n: {n}, quorum: {k})"),
+                        Some(share) => {
+                            let k = ((f64::from(n) * share).ceil() as u32).max(1);
+                            format!("(n: {n}, quorum: {k})")
+                        }
                         None => format!("(n: {n})"),
                     })
                     .boxed(),
@@ -945,8 +950,13 @@ fn admission_of(kind: usize) -> BoxedStrategy<String> {
                 format!("RateLimit({})", f.join(", "))
             })
             .boxed(),
-        prop::collection::vec(float(1.0..300.0), 1..5)
-            .prop_map(|t| format!("Priority(shed_thresholds_percent: [{}])", t.join(", ")))
+        // Non-decreasing thresholds, as validation wants; the mutations try the others.
+        prop::collection::vec(1.0..300.0f64, 1..5)
+            .prop_map(|mut t| {
+                t.sort_by(f64::total_cmp);
+                let t: Vec<String> = t.iter().map(|x| format!("{x:.1}")).collect();
+                format!("Priority(shed_thresholds_percent: [{}])", t.join(", "))
+            })
             .boxed(),
     ];
     all.into_iter()
