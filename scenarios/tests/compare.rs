@@ -57,6 +57,16 @@ fn the_budget_variant_of_metastable_retry_recovers_significantly() {
     // Each side meets its own expectations: the storm persists without the budget, and
     // recovers with it.
     assert_eq!(c.passed, (5, 5));
+    // The verdicts say the same, and the recovery time is read from the runs that recovered.
+    assert_eq!(c.verdicts.0.get("metastable"), Some(&5), "{:?}", c.verdicts);
+    let recovered = c.verdicts.1.get("recovered").copied().unwrap_or(0)
+        + c.verdicts.1.get("never_degraded").copied().unwrap_or(0);
+    assert_eq!(recovered, 5, "{:?}", c.verdicts);
+    let recovery = row(&c, "recovery s");
+    assert_eq!((recovery.a.count, recovery.b.count), (0, 5), "{recovery:?}");
+    assert!(recovery.b.mean < 10.0, "{recovery:?}");
+    // No paired difference where one side never recovered.
+    assert_eq!(recovery.difference.count, 0);
 }
 
 #[test]
@@ -66,7 +76,10 @@ fn a_scenario_against_itself_differs_in_nothing() {
         &[],
         &["duration=\"15s\"", "expectations=[]"],
     );
-    for r in &c.rows {
+    // In 15s the spike has not ended: no verdict, and no recovery time on either side.
+    assert!(c.verdicts.0.is_empty() && c.verdicts.1.is_empty());
+    assert_eq!(row(&c, "recovery s").a.count, 0);
+    for r in c.rows.iter().filter(|r| r.name != "recovery s") {
         assert_eq!(r.difference.mean, 0.0, "{r:?}");
         assert_eq!(r.interval, Some((0.0, 0.0)), "{r:?}");
         assert!(!r.significant());
@@ -210,7 +223,8 @@ fn json_gives_every_figure_of_the_table_and_svg_draws_both_sides() {
             "success %",
             "p99 ms",
             "amplification",
-            "wasted work s"
+            "wasted work s",
+            "recovery s"
         ]
     );
     let amplification = &json["figures"][3];

@@ -20,6 +20,7 @@ use crate::report::Report;
 use crate::{RunOptions, run};
 use rayon::prelude::*;
 use sim_core::SimDuration;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// One side of a comparison.
@@ -66,6 +67,9 @@ pub struct Comparison {
     pub passed: (u64, u64),
     /// The figures.
     pub rows: Vec<Row>,
+    /// How many runs of each side got each metastability verdict (empty: the scenario has no
+    /// trigger that ends, so no verdict and no recovery time).
+    pub verdicts: (BTreeMap<String, u64>, BTreeMap<String, u64>),
     /// The reports of both sides' runs of the first seed, for charts.
     pub first: Option<Box<(Report, Report)>>,
 }
@@ -83,6 +87,13 @@ pub struct Sample {
     pub amplification: f64,
     /// Worker seconds spent, over all services, on requests whose callers had given up.
     pub wasted_work_s: f64,
+    /// Seconds from the end of the trigger until the run was healthy again, by its
+    /// metastability verdict: 0 when it never degraded, `None` when it did not recover (or
+    /// collapsed, or has no trigger that ends).
+    pub recovery_s: Option<f64>,
+    /// The metastability verdict (`never_degraded`, `recovered`, `metastable`, `collapsed`),
+    /// when the run has a trigger that ends.
+    pub verdict: Option<String>,
     /// Whether every expectation held.
     pub passed: bool,
 }
@@ -101,6 +112,14 @@ impl Sample {
             p99_ms: s.latency_ms.as_ref().map(|l| l.p99),
             amplification: s.amplification,
             wasted_work_s: report.services.iter().map(|x| x.wasted_work_s).sum(),
+            recovery_s: report
+                .metastability
+                .as_ref()
+                .and_then(|m| match m.verdict.as_str() {
+                    "never_degraded" => Some(0.0),
+                    _ => m.recovered_after_s,
+                }),
+            verdict: report.metastability.as_ref().map(|m| m.verdict.clone()),
             passed: report.passed(),
         }
     }
@@ -109,15 +128,19 @@ impl Sample {
 /// How a figure is read from a run's sample (`None`: the run has no such figure).
 type Figure = fn(&Sample) -> Option<f64>;
 
-/// The figures a comparison shows, with how each is read from a sample. The recovery time of
-/// the metastability verdict (issue 13, item 4) belongs in this table once the report carries
-/// it, as `("recovery s", |s| s.recovery_s)`.
-const FIGURES: [(&str, Figure); 5] = [
+/// The name of the recovery time's row.
+const RECOVERY: &str = "recovery s";
+
+/// The figures a comparison shows, with how each is read from a sample. The recovery time
+/// counts only the runs that recovered (or never degraded); its paired difference only the
+/// seeds on which both sides did, and the `n` of each side says how many.
+const FIGURES: [(&str, Figure); 6] = [
     ("goodput/s", |r| Some(r.goodput_per_s)),
     ("success %", |r| Some(100.0 * r.success_ratio)),
     ("p99 ms", |r| r.p99_ms),
     ("amplification", |r| Some(r.amplification)),
     ("wasted work s", |r| Some(r.wasted_work_s)),
+    (RECOVERY, |r| r.recovery_s),
 ];
 
 /// Runs `scenario` once per seed on `jobs` threads: the samples in seed order, and the report
@@ -206,12 +229,20 @@ pub fn compare(
         })
         .collect();
     let passed = |r: &[Sample]| r.iter().filter(|r| r.passed).count() as u64;
+    let verdicts = |r: &[Sample]| {
+        let mut counts = BTreeMap::new();
+        for v in r.iter().filter_map(|r| r.verdict.clone()) {
+            *counts.entry(v).or_insert(0) += 1;
+        }
+        counts
+    };
     let second = firsts.pop().expect("two sides");
     let first = firsts.pop().expect("two sides");
     Ok(Comparison {
         labels: (sides[0].label.clone(), sides[1].label.clone()),
         seeds,
         passed: (passed(a), passed(b)),
+        verdicts: (verdicts(a), verdicts(b)),
         rows,
         first: Some(Box::new((first, second))),
     })
@@ -221,7 +252,10 @@ pub fn compare(
 /// figure each side's mean, standard deviation and count, the mean paired difference, its
 /// 95% interval (`null` with fewer than two seeds) and whether it is significant.
 pub fn render_json(c: &Comparison) -> String {
-    let moments = |m: &Moments| serde_json::json!({ "mean": finite(m.mean), "sd": finite(m.sd()), "count": m.count });
+    let moments = |m: &Moments| {
+        let some = |x: f64| (m.count > 0).then_some(x).and_then(finite);
+        serde_json::json!({ "mean": some(m.mean), "sd": some(m.sd()), "count": m.count })
+    };
     let figures: Vec<serde_json::Value> = c
         .rows
         .iter()
@@ -241,6 +275,7 @@ pub fn render_json(c: &Comparison) -> String {
         "b": c.labels.1,
         "seeds": [c.seeds.0, c.seeds.1],
         "passed": { "a": c.passed.0, "b": c.passed.1 },
+        "verdicts": { "a": c.verdicts.0, "b": c.verdicts.1 },
         "figures": figures,
     });
     let mut text = serde_json::to_string_pretty(&value).expect("a JSON value prints");
@@ -291,7 +326,12 @@ pub fn render(c: &Comparison) -> String {
         "\n  {:<14} {:>18} {:>18} {:>12}  {:<24}",
         "", "A", "B", "B − A", "95% interval of B − A"
     );
-    for r in &c.rows {
+    let no_verdicts = c.verdicts.0.is_empty() && c.verdicts.1.is_empty();
+    for r in c
+        .rows
+        .iter()
+        .filter(|r| !(no_verdicts && r.name == RECOVERY))
+    {
         let pm = |m: &Moments| {
             if m.count == 0 {
                 "–".to_string()
@@ -327,6 +367,35 @@ pub fn render(c: &Comparison) -> String {
         format!("{} of {runs}", c.passed.0),
         format!("{} of {runs}", c.passed.1)
     );
+    // A figure some runs lack (no successes, no recovery) is the mean of those that have it.
+    let verdicts = |v: &BTreeMap<String, u64>| {
+        v.iter()
+            .map(|(k, n)| format!("{n} {}", k.replace('_', " ")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for r in c
+        .rows
+        .iter()
+        .filter(|r| r.a.count < runs || r.b.count < runs)
+    {
+        if r.name == RECOVERY {
+            if !no_verdicts {
+                let _ = writeln!(
+                    out,
+                    "  {RECOVERY}: over the runs that recovered (never degraded counts 0); A: {}; B: {}",
+                    verdicts(&c.verdicts.0),
+                    verdicts(&c.verdicts.1)
+                );
+            }
+        } else {
+            let _ = writeln!(
+                out,
+                "  {}: from {} of A's {runs} runs and {} of B's (the others have none)",
+                r.name, r.a.count, r.b.count
+            );
+        }
+    }
     // The last column is padded; a line ends at its last character.
     out.lines().map(|l| format!("{}\n", l.trim_end())).collect()
 }
