@@ -414,6 +414,28 @@ pub struct ServiceFigures {
     pub store: Option<StoreFigures>,
     /// Its cache's expiring entries, if the cache has a `ttl`.
     pub refresh: Option<RefreshFigures>,
+    /// Its blast radius, if it is isolated or a `Poison` fault aims at it.
+    pub blast: Option<BlastFigures>,
+}
+
+/// The blast radius at a service: how many caller units (tenant keys) lost their replicas
+/// ([`crate::isolation`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct BlastFigures {
+    /// `none`, `cells` or `shuffle_sharding`.
+    pub isolation: &'static str,
+    /// Caller units: the scenario's tenant keys.
+    pub units: u64,
+    /// Replicas each unit may use (all of them without isolation).
+    pub replicas_per_unit: u32,
+    /// Units whose every replica was down at the same instant at least once.
+    pub units_lost_all: u64,
+    /// Units that lost part of their replicas at once, never all.
+    pub units_lost_some: u64,
+    /// Replica crashes caused by poison requests.
+    pub poison_crashes: u64,
+    /// Per report bucket, the most units that had no replica up at once.
+    pub units_down_max: Vec<u64>,
 }
 
 /// The figures of a cache with a `ttl` (and perhaps XFetch).

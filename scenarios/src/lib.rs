@@ -23,6 +23,7 @@
 //! |---|---|
 //! | [`schema`] | the serde types of a scenario file |
 //! | [`traffic`] | request classes, priorities, tenants, and the admission layers that read them |
+//! | [`isolation`] | blast-radius isolation: cells and shuffle sharding of a service's replicas per caller unit |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
 //! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
 //! | [`validate`] | semantic checks with field paths |
@@ -75,6 +76,7 @@ pub mod distributed;
 pub mod error;
 pub mod experiment;
 pub mod figures;
+pub mod isolation;
 pub mod library;
 pub mod limits;
 pub mod load;

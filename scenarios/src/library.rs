@@ -44,6 +44,9 @@ pub const LIBRARY: &[Entry] = entries![
     "fan-out-tail",
     "occ-contention",
     "cache-expiry",
+    "poison-pill",
+    "poison-pill-cells",
+    "poison-pill-shuffle-sharding",
 ];
 
 /// The scenario `resim` runs when given no file.

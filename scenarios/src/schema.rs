@@ -22,6 +22,7 @@ pub use crate::contention::{KeyDist, Store, StoreOp};
 pub use crate::distributed::{
     DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock,
 };
+pub use crate::isolation::Isolation;
 use crate::limits::Limits;
 pub use crate::report::metastability::VerdictConfig;
 pub use crate::traffic::{KeyedLimit, LimitKey, Popularity, Priority, RequestClass, Tenants};
@@ -371,6 +372,10 @@ pub struct Service {
     /// concurrent writers of a row conflict.
     #[serde(default)]
     pub store: Option<Store>,
+    /// Blast-radius isolation ([`Isolation`]): cells, or shuffle sharding, of its replicas
+    /// per caller unit (tenant key); the balancer picks among the unit's replicas only.
+    #[serde(default)]
+    pub isolation: Option<Isolation>,
 }
 
 fn default_one() -> u32 {
@@ -715,6 +720,17 @@ pub enum FaultKind {
         /// The service.
         service: String,
     },
+    /// Poison requests: while the fault lasts (to the end of the run without a `duration`),
+    /// every request of tenant `tenant` that a worker of `service` starts crashes its
+    /// replica (everything the replica holds is lost, as in `Crash`), which restarts cold
+    /// after the service's `restart` time. A retry of the request crashes the next replica it
+    /// reaches ([`crate::isolation`]: cells and shuffle sharding bound how many that is).
+    Poison {
+        /// The service.
+        service: String,
+        /// The tenant key whose requests are poison (key 0 for a client without classes).
+        tenant: u32,
+    },
 }
 
 /// Something that must hold when the run ends.
@@ -809,6 +825,15 @@ pub enum Expectation {
         /// The class (one of the client's `classes`).
         class: String,
         /// The largest success ratio, in 0–1.
+        max_ratio: f64,
+    },
+    /// At most `max_ratio` of the caller units (tenant keys, [`crate::isolation`]) lost all
+    /// their replicas of `service` at the same instant during the run: the blast radius of a
+    /// poison request or a crash under the service's `isolation`.
+    BlastRadiusAtMost {
+        /// The service (isolated, or aimed at by a `Poison` fault).
+        service: String,
+        /// The largest share of units, in 0–1.
         max_ratio: f64,
     },
 }

@@ -210,6 +210,7 @@ pub fn validate(s: &Scenario) -> Check {
     for (i, e) in s.expectations.iter().enumerate() {
         expectation(&format!("expectations[{i}]"), e, s)?;
     }
+    crate::isolation::check(s)?;
     if let Some(n) = &s.network {
         network(n, s)?;
     }
@@ -715,6 +716,7 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             }
             Ok(())
         }
+        FaultKind::Poison { service, .. } => svc(service),
     }
 }
 
@@ -839,6 +841,10 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
                 "max_ratio"
             };
             ratio(&format!("{path}.{name}"), *r)
+        }
+        Expectation::BlastRadiusAtMost { service, max_ratio } => {
+            crate::isolation::check_expectation(path, service, s)?;
+            ratio(&format!("{path}.max_ratio"), *max_ratio)
         }
     }
 }

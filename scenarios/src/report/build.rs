@@ -288,6 +288,16 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             early_refreshes: f.early_refreshes,
             refreshes: f.refreshes,
         }),
+        blast_radius: s.blast.as_ref().map(|b| BlastReport {
+            isolation: b.isolation.to_string(),
+            units: b.units,
+            replicas_per_unit: b.replicas_per_unit,
+            units_lost_all: b.units_lost_all,
+            lost_all_ratio: round3(per(b.units_lost_all, b.units)),
+            units_lost_some: b.units_lost_some,
+            lost_some_ratio: round3(per(b.units_lost_some, b.units)),
+            poison_crashes: b.poison_crashes,
+        }),
     }
 }
 
@@ -447,6 +457,11 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
             FaultKind::Partition { service } => {
                 ("partition", service, format!("partition {service}"))
             }
+            FaultKind::Poison { service, tenant } => (
+                "poison",
+                service,
+                format!("poison {service} tenant {tenant}"),
+            ),
             // A flush is an instant: its duration is ignored.
             FaultKind::CacheFlush { service } => {
                 push(
@@ -548,6 +563,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     busy_workers_max: round3(b.busy.max),
                     capacity_workers_mean: round3(b.capacity.mean),
                     failed_by_reason: reasons(&b.failed),
+                    units_without_replicas_max: sv
+                        .blast
+                        .as_ref()
+                        .map(|f| f.units_down_max.get(i).copied().unwrap_or_default()),
                 }
             })
             .collect(),

@@ -205,6 +205,32 @@ pub struct ServiceReport {
     /// Its cache's expiring entries (absent without a cache `ttl`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_refresh: Option<RefreshReport>,
+    /// Its blast radius: the caller units that lost their replicas (absent unless the
+    /// service has an `isolation` or a `Poison` fault aims at it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blast_radius: Option<BlastReport>,
+}
+
+/// The blast radius at a service: caller units (tenant keys) and the replicas they lost
+/// ([`crate::isolation`]).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BlastReport {
+    /// `none`, `cells` or `shuffle_sharding`.
+    pub isolation: String,
+    /// Caller units: the scenario's tenant keys.
+    pub units: u64,
+    /// Replicas each unit may use (all of them without isolation).
+    pub replicas_per_unit: u32,
+    /// Units whose every replica was down at the same instant at least once.
+    pub units_lost_all: u64,
+    /// `units_lost_all / units`.
+    pub lost_all_ratio: f64,
+    /// Units that lost part of their replicas at once, never all.
+    pub units_lost_some: u64,
+    /// `units_lost_some / units`.
+    pub lost_some_ratio: f64,
+    /// Replica crashes caused by poison requests.
+    pub poison_crashes: u64,
 }
 
 /// A cache with a `ttl`: how its entries were refreshed.
@@ -318,6 +344,10 @@ pub struct ServicePoint {
     /// Attempts refused or failed by the service in the bucket (by the bucket of their
     /// answer), by reason.
     pub failed_by_reason: BTreeMap<String, u64>,
+    /// The most caller units that had no replica up at once during the bucket (absent
+    /// unless the service reports its blast radius).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units_without_replicas_max: Option<u64>,
 }
 
 /// Per-client values of one bucket (by bucket of offer).
@@ -418,10 +448,12 @@ pub struct Threshold {
     /// The figure: `success_ratio` (of one client, by bucket of offer, over the window),
     /// `latency_ms_p99` (of one client, over the run), `amplification` (of all clients, over
     /// the run), `recovery` (one client's success ratio, back to at least `value` in every
-    /// bucket from some time in the window to the end) or `class_success_ratio` (one class of
-    /// one client, over the run).
+    /// bucket from some time in the window to the end), `class_success_ratio` (one class of
+    /// one client, over the run) or `lost_all_ratio` (the share of a service's caller units
+    /// that lost all their replicas, over the run).
     pub metric: String,
-    /// The client it is about (`null` for all clients; `client/class` for a class).
+    /// The client it is about (`null` for all clients; `client/class` for a class; the
+    /// service for `lost_all_ratio`).
     pub client: Option<String>,
     /// `at_least` or `at_most`.
     pub bound: String,

@@ -102,6 +102,42 @@ pub(super) fn judge(
             class,
             max_ratio: r,
         } => class_goodput(client(name), class, Bound::AtMost(*r)),
+        Expectation::BlastRadiusAtMost { service, max_ratio } => {
+            blast_radius(figures, service, *max_ratio)
+        }
+    }
+}
+
+/// `BlastRadiusAtMost`: the share of caller units that lost all their replicas of `service`.
+fn blast_radius(figures: &Figures, service: &str, max: f64) -> ExpectationResult {
+    let blast = figures
+        .services
+        .iter()
+        .find(|s| s.name == service)
+        .and_then(|s| s.blast.as_ref())
+        .expect("blast radius expectations are checked by validation");
+    let observed = ratio(blast.units_lost_all, blast.units);
+    ExpectationResult {
+        expectation: format!(
+            "{service} caller units that lost all their replicas at most {}",
+            pct(max)
+        ),
+        observed: format!(
+            "{} ({} of {} units)",
+            pct(observed),
+            blast.units_lost_all,
+            blast.units
+        ),
+        pass: observed <= max,
+        threshold: Threshold {
+            metric: "lost_all_ratio".to_string(),
+            client: Some(service.to_string()),
+            bound: AT_MOST.to_string(),
+            value: max,
+            from_s: 0.0,
+            to_s: None,
+            observed: Some(round3(observed)),
+        },
     }
 }
 

@@ -333,7 +333,7 @@ impl World {
         }
         let attempt_deadline = sp.attempt_deadline(now, call.deadline);
         let svc = sp.target();
-        let replica = self.services[svc].pick_replica(now);
+        let replica = self.services[svc].pick_replica(now, call.attrs.tenant);
         self.services[svc].replica(replica).sent();
         let attempt = call.attempt_no;
         let timer = (attempt_deadline != SimTime::MAX)

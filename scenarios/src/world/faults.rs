@@ -92,6 +92,10 @@ impl World {
                     self.dequeue(ctx, svc, r);
                 }
             }
+            FaultKind::Poison { service, .. } => {
+                let svc = self.service_index(service);
+                self.services[svc].apply_poison(self.faults.active_kinds());
+            }
             FaultKind::CacheFlush { .. }
             | FaultKind::Latency { .. }
             | FaultKind::Loss { .. }
@@ -115,19 +119,27 @@ impl World {
 
     /// Replica `r` of `svc` crashes: what it held is lost and it refuses work until it
     /// restarts.
-    fn crash(&mut self, ctx: C, svc: usize, r: usize) {
+    pub(super) fn crash(&mut self, ctx: C, svc: usize, r: usize) {
         self.services[svc].counts().crashes += 1;
         self.lose_jobs(ctx, svc, r);
         let s = &mut self.services[svc];
         let config = s.config().clone();
+        let was_up = s.replica_ref(r).is_up();
         s.replica(r).crash(&config);
         s.capacity_change(ctx.now());
+        if was_up {
+            s.replica_changed(ctx.now(), r);
+        }
     }
 
     /// A crashed replica is up again, cold.
     pub(super) fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
+        let was_down = !self.services[svc].replica_ref(r).is_up();
         self.services[svc].replica(r).restart(ctx.now());
         self.services[svc].capacity_change(ctx.now());
+        if was_down {
+            self.services[svc].replica_changed(ctx.now(), r);
+        }
     }
 
     /// Active health checks probe a service's replicas.

@@ -297,6 +297,10 @@ impl World {
             self.take_job(now, job, Some(Outcome::Fail(Reason::Deadline)));
             return;
         }
+        if self.services[svc].poisoned(j.attrs.tenant) {
+            self.poison_crash(ctx, job);
+            return;
+        }
         let op = self.operation(j.call);
         let keyed = self
             .calls

@@ -32,6 +32,7 @@
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
+//! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
@@ -61,6 +62,7 @@ mod outcome;
 mod refresh;
 mod replica;
 mod service;
+mod sharding;
 mod site;
 pub mod stack;
 mod store;
@@ -241,6 +243,7 @@ impl World {
             let node = (s.clients.len() + i) as u32;
             services.push(Service::new(name, sv, node, replica_sites, seed, bucket));
         }
+        sharding::install(s, seed, bucket, &mut services);
         // Store call sites come after every other site, so a scenario without distributed
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);

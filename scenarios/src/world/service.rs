@@ -15,6 +15,7 @@ use super::client::bucket_mut;
 use super::outcome::Reason;
 use super::refresh::Refresh;
 use super::replica::Replica;
+use super::sharding::{self, Sharding};
 use super::store::StoreState;
 use super::traffic::Attrs;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
@@ -113,6 +114,9 @@ pub struct Service {
     busy_total: u32,
     queued_total: u32,
     busy_since: SimTime,
+    /// Which replicas each caller unit may use, when it is isolated or poisoned
+    /// ([`super::sharding`]).
+    sharding: Option<Sharding>,
 }
 
 impl Service {
@@ -204,6 +208,7 @@ impl Service {
             busy_total: 0,
             queued_total: 0,
             busy_since: SimTime::ZERO,
+            sharding: None,
             node,
             config: config.clone(),
         }
@@ -451,9 +456,15 @@ impl Service {
 
     // ---- balancing --------------------------------------------------------------------
 
-    /// The replica an attempt goes to. Replicas out of rotation (ejected, unhealthy) are
-    /// avoided while any other is in rotation.
-    pub fn pick_replica(&mut self, now: SimTime) -> usize {
+    /// The replica an attempt of `tenant` goes to: among the tenant's cell or shard when
+    /// the service is isolated. Replicas out of rotation (ejected, unhealthy) are avoided
+    /// while any other is in rotation.
+    pub fn pick_replica(&mut self, now: SimTime, tenant: u32) -> usize {
+        if let Some(shard) = self.sharding.as_ref().and_then(|s| s.shard_of(tenant)) {
+            let balancer = self.config.balancer;
+            let (rr, rng) = (&mut self.round_robin, &mut self.rng_balance);
+            return sharding::pick_in(shard, &self.replicas, balancer, now, rr, rng);
+        }
         let n = self.replicas.len();
         if n == 1 {
             return 0;
@@ -525,6 +536,45 @@ impl Service {
             let until = now.saturating_add(o.ejection);
             self.replicas[r].eject(until);
             self.counts.ejections += 1;
+        }
+    }
+
+    // ---- blast radius -----------------------------------------------------------------
+
+    /// Its isolation tables, built with the world.
+    pub fn set_sharding(&mut self, sharding: Sharding) {
+        self.sharding = Some(sharding);
+    }
+
+    /// Whether a request of `tenant` crashes the replica that starts it.
+    pub fn poisoned(&self, tenant: u32) -> bool {
+        self.sharding.as_ref().is_some_and(|s| s.poisoned(tenant))
+    }
+
+    /// Applies the active `Poison` faults aimed at it.
+    pub fn apply_poison<'a>(&mut self, active: impl Iterator<Item = &'a FaultKind>) {
+        if let Some(s) = &mut self.sharding {
+            s.apply_poison(&self.name, active);
+        }
+    }
+
+    /// A poison request crashed one of its replicas.
+    pub fn count_poison_crash(&mut self) {
+        if let Some(s) = &mut self.sharding {
+            s.count_poison_crash();
+        }
+    }
+
+    /// Replica `r`, up until now, is down (crashed) at `now`, or up again.
+    pub fn replica_changed(&mut self, now: SimTime, r: usize) {
+        let Some(s) = &mut self.sharding else {
+            return;
+        };
+        let replicas = &self.replicas;
+        if replicas[r].is_up() {
+            s.replica_up(now, r, |i| replicas[i].is_up());
+        } else {
+            s.replica_down(now, r, |i| replicas[i].is_up());
         }
     }
 
@@ -697,6 +747,7 @@ impl Service {
                 })
                 .collect(),
             store: self.store.as_ref().map(StoreState::figures),
+            blast: self.sharding.as_mut().map(|s| s.figures(end, buckets)),
             refresh: self.refresh.as_ref().map(Refresh::figures),
         }
     }

@@ -34,7 +34,7 @@ pub fn client_of(e: &Expectation) -> Option<&str> {
         Expectation::Recovers { client, .. } | Expectation::Metastable { client } => {
             client.as_deref()
         }
-        Expectation::AmplificationAtMost { .. } => None,
+        Expectation::AmplificationAtMost { .. } | Expectation::BlastRadiusAtMost { .. } => None,
     }
 }
 
@@ -50,6 +50,7 @@ pub fn kind_of(e: &Expectation) -> &'static str {
         Expectation::Metastable { .. } => "Metastable",
         Expectation::ClassGoodputAtLeast { .. } => "ClassGoodputAtLeast",
         Expectation::ClassGoodputAtMost { .. } => "ClassGoodputAtMost",
+        Expectation::BlastRadiusAtMost { .. } => "BlastRadiusAtMost",
     }
 }
 
@@ -420,7 +421,8 @@ fn fault_service(kind: &FaultKind) -> Option<&str> {
         | FaultKind::Latency { service, .. }
         | FaultKind::Loss { service, .. }
         | FaultKind::Partition { service }
-        | FaultKind::CacheFlush { service } => Some(service),
+        | FaultKind::CacheFlush { service }
+        | FaultKind::Poison { service, .. } => Some(service),
         FaultKind::LoadSpike { .. } => None,
     }
 }
@@ -436,6 +438,7 @@ fn fault_name(kind: &FaultKind) -> String {
         FaultKind::Loss { .. } => "Loss",
         FaultKind::Partition { .. } => "Partition",
         FaultKind::CacheFlush { .. } => "CacheFlush",
+        FaultKind::Poison { .. } => "Poison",
     };
     format!("{what} of {}", fault_service(kind).unwrap_or("?"))
 }
@@ -504,7 +507,8 @@ fn first_moment(s: &Scenario) -> Option<SimDuration> {
             | Expectation::Recovers { .. }
             | Expectation::Metastable { .. }
             | Expectation::ClassGoodputAtLeast { .. }
-            | Expectation::ClassGoodputAtMost { .. } => {
+            | Expectation::ClassGoodputAtMost { .. }
+            | Expectation::BlastRadiusAtMost { .. } => {
                 return None;
             }
         }
@@ -546,7 +550,8 @@ fn shift_earlier(s: &mut Scenario, shift: SimDuration) {
             | Expectation::Recovers { .. }
             | Expectation::Metastable { .. }
             | Expectation::ClassGoodputAtLeast { .. }
-            | Expectation::ClassGoodputAtMost { .. } => {}
+            | Expectation::ClassGoodputAtMost { .. }
+            | Expectation::BlastRadiusAtMost { .. } => {}
         }
     }
 }

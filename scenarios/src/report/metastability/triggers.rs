@@ -103,6 +103,9 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
             FaultKind::Latency { service, .. } => ("latency", format!("latency {service}")),
             FaultKind::Loss { service, .. } => ("loss", format!("loss {service}")),
             FaultKind::Partition { service } => ("partition", format!("partition {service}")),
+            FaultKind::Poison { service, tenant } => {
+                ("poison", format!("poison {service} tenant {tenant}"))
+            }
             FaultKind::CacheFlush { service } => {
                 out.push(Trigger {
                     kind: "cache_flush".to_string(),

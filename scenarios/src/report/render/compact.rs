@@ -45,6 +45,7 @@ pub(super) fn render(report: &Report) -> String {
             v.ejections
         );
     }
+    super::blast::compact(&mut o, report);
     for (c, name) in report.calls.iter().zip(call_names(&report.calls)) {
         let _ = writeln!(
             o,

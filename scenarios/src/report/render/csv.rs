@@ -1,5 +1,6 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
-//! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`). The columns are the JSON series' keys; as there, outcomes and
+//! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one
+//! that reports its blast radius `_units_without_replicas_max`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
 use super::super::Report;
@@ -19,6 +20,10 @@ pub(super) fn render(report: &Report) -> String {
         // A service with a keyed store adds its version conflicts per bucket.
         if v.store.is_some() {
             let _ = write!(o, ",{n}_version_conflicts");
+        }
+        // A service that reports its blast radius adds the units left without a replica.
+        if v.blast_radius.is_some() {
+            let _ = write!(o, ",{n}_units_without_replicas_max");
         }
     }
     // Per request class (only when a client declares classes): by bucket of offer.
@@ -51,6 +56,9 @@ pub(super) fn render(report: &Report) -> String {
             if v.store.is_some() {
                 let conflicts = p.failed_by_reason.get("version_conflict").unwrap_or(&0);
                 let _ = write!(o, ",{conflicts}");
+            }
+            if v.blast_radius.is_some() {
+                let _ = write!(o, ",{}", p.units_without_replicas_max.unwrap_or_default());
             }
         }
         for k in &r.classes {

@@ -224,6 +224,9 @@ fn service(o: &mut String, v: &ServiceReport) {
             decimal1(st.conflicts_per_commit)
         ));
     }
+    if let Some(b) = &v.blast_radius {
+        extra.push(super::blast::human(b));
+    }
     if !extra.is_empty() {
         let _ = writeln!(o, "  {:<16} {}", "", extra.join("  "));
     }

@@ -9,6 +9,7 @@
 //!
 //! A new format is one new module and one arm of [`Format`] and of [`Format::render`].
 
+mod blast;
 pub mod charts;
 mod classes;
 mod compact;

@@ -305,6 +305,38 @@ fn expectation_panel(e: &ExpectationResult, report: &Report, frame: &Frame) -> L
                 note: None,
             }
         }
+        "lost_all_ratio" => {
+            // `client` is the service for this metric.
+            let service = report.services.iter().position(|s| s.name == client);
+            let units = service
+                .and_then(|i| report.services[i].blast_radius.as_ref())
+                .map_or(1, |b| b.units.max(1)) as f64;
+            let values = match service {
+                Some(i) => frame.max(report, |r| {
+                    r.services[i]
+                        .units_without_replicas_max
+                        .map(|n| 100.0 * n as f64 / units)
+                }),
+                None => vec![None; frame.groups.len()],
+            };
+            LinePanel {
+                title,
+                y: YAxis {
+                    desc: "caller units (% of all)".to_string(),
+                    scale: Scale::Linear,
+                    max: 100.0,
+                    min: 0.0,
+                    exact: true,
+                },
+                lines: vec![Line {
+                    name: format!("{client}: units without a replica up, most at once"),
+                    color: PALETTE[3],
+                    dashed: false,
+                    values,
+                }],
+                note: None,
+            }
+        }
         "latency_ms_p99" => {
             let single = report.clients.len() == 1;
             let lines = vec![Line {
@@ -359,7 +391,7 @@ fn bound(
     let color = if e.pass { PASS } else { FAIL };
     let percent = matches!(
         t.metric.as_str(),
-        "success_ratio" | "recovery" | "class_success_ratio"
+        "success_ratio" | "recovery" | "class_success_ratio" | "lost_all_ratio"
     );
     let v = at(scale, if percent { 100.0 * t.value } else { t.value });
     let recovery = t.metric == "recovery";

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `traffic` | offered, attempts, successes and goodput per second: the amplification made visible |
 //! | `latency` | client latency p50, p99 and max per bucket (log scale when it spans decades) |
-//! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason |
+//! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason; caller units without a replica (when it reports its blast radius) |
 //! | `breakers` | each breaker's state as coloured bands, one row per breaker (when there are breakers) |
 //! | `calls` | retries, budget refusals and timeouts per call site |
 //! | `expectations` | each expectation's figure against its bound over its window, green or red (when there are expectations) |
@@ -358,29 +358,48 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
         .is_empty()
         .then(|| "nothing refused or failed".to_string());
     let merged = frame.merged_note(report.bucket_s);
-    stacked(
-        frame,
-        vec![
-            LinePanel {
-                y: linear("requests waiting", &queue),
-                title: format!("{title}: queue depth over its replicas{merged}"),
-                lines: queue,
-                note: None,
-            },
-            LinePanel {
-                y: linear("workers", &workers),
-                title: format!("{title}: busy workers against capacity"),
-                lines: workers,
-                note: None,
-            },
-            LinePanel {
-                y: linear("attempts per second", &refused),
-                title: format!("{title}: attempts refused or failed, by reason"),
-                lines: refused,
-                note,
-            },
-        ],
-    )
+    let mut panels = vec![
+        LinePanel {
+            y: linear("requests waiting", &queue),
+            title: format!("{title}: queue depth over its replicas{merged}"),
+            lines: queue,
+            note: None,
+        },
+        LinePanel {
+            y: linear("workers", &workers),
+            title: format!("{title}: busy workers against capacity"),
+            lines: workers,
+            note: None,
+        },
+        LinePanel {
+            y: linear("attempts per second", &refused),
+            title: format!("{title}: attempts refused or failed, by reason"),
+            lines: refused,
+            note,
+        },
+    ];
+    // A service that reports its blast radius: the caller units left without any replica.
+    if let Some(b) = &report.services[i].blast_radius {
+        let lines = vec![line(
+            "units without a replica up (most at once)",
+            3,
+            frame.max(report, |r| {
+                r.services[i].units_without_replicas_max.map(|n| n as f64)
+            }),
+        )];
+        let note = (!any(&lines[0].values)).then(|| "every unit kept a replica".to_string());
+        panels.push(LinePanel {
+            y: linear("caller units", &lines),
+            title: format!(
+                "{title}: caller units that lost every replica, of {} ({})",
+                b.units,
+                b.isolation.replace('_', " ")
+            ),
+            lines,
+            note,
+        });
+    }
+    stacked(frame, panels)
 }
 
 /// The most call sites the `calls` chart draws a panel for.

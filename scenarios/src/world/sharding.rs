@@ -1,0 +1,318 @@
+//! Blast radius at run time: a service's [`Sharding`] (which replicas each caller unit may
+//! use, under cells or shuffle sharding), the balancer's pick among a unit's replicas, the
+//! tracking of units that lost their replicas, and poison requests.
+//!
+//! The replicas a unit may use form its *group*: one group of every replica for a service
+//! without isolation (that a `Poison` fault aims at: its figures say that every unit shares
+//! the fate of every replica), one group per cell, one group per unit under shuffle sharding.
+//! Each group remembers the most of its replicas that were down at once; a unit *lost all its
+//! replicas* when its group was entirely down at some instant, and *lost some* when part of
+//! it was. A gauge counts the units whose every replica is down, over time.
+//!
+//! The tables are built once, with the world, from the service's stream
+//! `services/NAME/isolation` (see [`crate::isolation`] for the draws); a service neither
+//! isolated nor poisoned has no `Sharding` and pays one `Option` check per attempt sent and
+//! per job started.
+
+use super::msg::Msg;
+use super::outcome::{Outcome, Reason};
+use super::replica::Replica;
+use super::service::Service;
+use super::{C, JobKey, World, later};
+use crate::figures::BlastFigures;
+use crate::isolation::{Isolation, Units};
+use crate::schema::{Balancer, FaultKind, Scenario};
+use sim_core::metrics::GaugeSeries;
+use sim_core::sample::uniform_below;
+use sim_core::{RngStream, Seed, SimDuration, SimTime};
+
+/// Which replicas each caller unit of a service may use, and what happened to them.
+#[derive(Debug)]
+pub struct Sharding {
+    /// `None`: no isolation, one group of every replica (a poisoned service).
+    isolation: Option<Isolation>,
+    units: Units,
+    /// Per unit, its group (empty without isolation: every unit is in group 0).
+    group_of: Vec<u32>,
+    /// Per group, its replicas in increasing order, `size` each, one group after the other.
+    members: Vec<u32>,
+    size: usize,
+    /// Per replica, the groups it is in.
+    groups_of: Vec<Vec<u32>>,
+    /// Per group, how many units it serves (empty under shuffle sharding: one each).
+    unit_counts: Vec<u64>,
+    /// Per group, the most of its replicas down at once so far.
+    down_max: Vec<u32>,
+    /// Units whose every replica is down now, and over time.
+    units_down: u64,
+    units_down_series: GaugeSeries,
+    /// The tenants whose requests are poison now (active `Poison` faults at this service).
+    poison: Vec<u32>,
+    poison_crashes: u64,
+}
+
+impl Sharding {
+    /// The sharding of service `name` in scenario `s`, if it is isolated or a `Poison` fault
+    /// aims at it.
+    pub fn of(name: &str, s: &Scenario, seed: Seed, bucket: SimDuration) -> Option<Sharding> {
+        let sv = &s.services[name];
+        let poisoned = s
+            .faults
+            .iter()
+            .any(|f| matches!(&f.kind, FaultKind::Poison { service, .. } if service == name));
+        if sv.isolation.is_none() && !poisoned {
+            return None;
+        }
+        let units = Units::of(s);
+        let n = sv.replicas as usize;
+        let count = units.len() as usize;
+        let mut sharding = Sharding {
+            isolation: sv.isolation,
+            units,
+            group_of: Vec::new(),
+            members: Vec::new(),
+            size: n,
+            groups_of: vec![Vec::new(); n],
+            unit_counts: Vec::new(),
+            down_max: Vec::new(),
+            units_down: 0,
+            units_down_series: GaugeSeries::new(bucket),
+            poison: Vec::new(),
+            poison_crashes: 0,
+        };
+        let rng = || seed.stream(&format!("services/{name}/isolation"));
+        match sv.isolation {
+            None => {
+                sharding.members = (0..n as u32).collect();
+                for g in &mut sharding.groups_of {
+                    g.push(0);
+                }
+                sharding.unit_counts = vec![count as u64];
+            }
+            Some(Isolation::Cells { count: cells }) => {
+                let cells = cells as usize;
+                let size = n / cells;
+                sharding.size = size;
+                sharding.members = (0..n as u32).collect();
+                for (r, g) in sharding.groups_of.iter_mut().enumerate() {
+                    g.push((r / size) as u32);
+                }
+                sharding.unit_counts = vec![0; cells];
+                let mut rng = rng();
+                sharding.group_of = (0..count)
+                    .map(|_| {
+                        let cell = uniform_below(&mut rng, cells as u64) as u32;
+                        sharding.unit_counts[cell as usize] += 1;
+                        cell
+                    })
+                    .collect();
+            }
+            Some(Isolation::ShuffleSharding { shard_size }) => {
+                let k = shard_size as usize;
+                sharding.size = k;
+                sharding.members.reserve(count * k);
+                sharding.group_of = (0..count as u32).collect();
+                let mut rng = rng();
+                let mut deck: Vec<u32> = (0..n as u32).collect();
+                let mut shard = Vec::with_capacity(k);
+                for unit in 0..count as u32 {
+                    draw_shard(&mut rng, &mut deck, k, &mut shard);
+                    for &r in &shard {
+                        sharding.groups_of[r as usize].push(unit);
+                    }
+                    sharding.members.extend_from_slice(&shard);
+                }
+            }
+        }
+        let groups = sharding.members.len() / sharding.size.max(1);
+        sharding.down_max = vec![0; groups];
+        Some(sharding)
+    }
+
+    fn group(&self, unit: usize) -> usize {
+        self.group_of.get(unit).map_or(0, |&g| g as usize)
+    }
+
+    fn replicas_of(&self, group: usize) -> &[u32] {
+        &self.members[group * self.size..(group + 1) * self.size]
+    }
+
+    fn units_in(&self, group: usize) -> u64 {
+        self.unit_counts.get(group).copied().unwrap_or(1)
+    }
+
+    /// The replicas the requests of `tenant` may go to, when the service is isolated and the
+    /// tenant is one of its units (otherwise the balancer uses every replica).
+    pub fn shard_of(&self, tenant: u32) -> Option<&[u32]> {
+        self.isolation?;
+        let unit = self.units.index_of(tenant)? as usize;
+        Some(self.replicas_of(self.group(unit)))
+    }
+
+    /// Replica `r` went down at `now` (`up` says which replicas are up, `r` already not).
+    pub fn replica_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
+        for i in 0..self.groups_of[r].len() {
+            let g = self.groups_of[r][i] as usize;
+            let down = self
+                .replicas_of(g)
+                .iter()
+                .filter(|&&x| !up(x as usize))
+                .count() as u32;
+            self.down_max[g] = self.down_max[g].max(down);
+            if down as usize == self.size {
+                self.units_down += self.units_in(g);
+            }
+        }
+        self.units_down_series.set(now, self.units_down as f64);
+    }
+
+    /// Replica `r` is up again at `now` (`up` says which replicas are up, `r` already too).
+    pub fn replica_up(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
+        for i in 0..self.groups_of[r].len() {
+            let g = self.groups_of[r][i] as usize;
+            let others_down = self
+                .replicas_of(g)
+                .iter()
+                .all(|&x| x as usize == r || !up(x as usize));
+            if others_down {
+                self.units_down -= self.units_in(g);
+            }
+        }
+        self.units_down_series.set(now, self.units_down as f64);
+    }
+
+    /// Whether a request of `tenant` is poison now.
+    pub fn poisoned(&self, tenant: u32) -> bool {
+        self.poison.contains(&tenant)
+    }
+
+    /// The tenants of the active `Poison` faults aimed at service `name` become its poison.
+    pub fn apply_poison<'a>(&mut self, name: &str, active: impl Iterator<Item = &'a FaultKind>) {
+        self.poison = active
+            .filter_map(|k| match k {
+                FaultKind::Poison { service, tenant } if service == name => Some(*tenant),
+                _ => None,
+            })
+            .collect();
+    }
+
+    /// A poison request crashed a replica.
+    pub fn count_poison_crash(&mut self) {
+        self.poison_crashes += 1;
+    }
+
+    /// Its figures at `end`, over `buckets` report buckets.
+    pub fn figures(&mut self, end: SimTime, buckets: usize) -> BlastFigures {
+        let series = self.units_down_series.finish(end);
+        let size = self.size as u32;
+        let (mut lost_all, mut lost_some) = (0, 0);
+        for (g, &down) in self.down_max.iter().enumerate() {
+            if down == size {
+                lost_all += self.units_in(g);
+            } else if down > 0 {
+                lost_some += self.units_in(g);
+            }
+        }
+        BlastFigures {
+            isolation: self.isolation.map_or("none", Isolation::name),
+            units: self.units.len(),
+            replicas_per_unit: size,
+            units_lost_all: lost_all,
+            units_lost_some: lost_some,
+            poison_crashes: self.poison_crashes,
+            units_down_max: (0..buckets)
+                .map(|i| series.get(i).map_or(0, |b| b.max as u64))
+                .collect(),
+        }
+    }
+}
+
+/// Draws `k` distinct replicas out of `deck` (a permutation of them, left permuted) into
+/// `shard`, in increasing order: the first `k` steps of a Fisher–Yates shuffle, each of the
+/// `C(n, k)` sets equally likely whatever order the deck was left in.
+fn draw_shard(rng: &mut RngStream, deck: &mut [u32], k: usize, shard: &mut Vec<u32>) {
+    let n = deck.len();
+    for i in 0..k {
+        let j = i + uniform_below(rng, (n - i) as u64) as usize;
+        deck.swap(i, j);
+    }
+    shard.clear();
+    shard.extend_from_slice(&deck[..k]);
+    shard.sort_unstable();
+}
+
+/// The replica an attempt goes to among `shard`, by the service's `balancer`: the rules of
+/// [`Service::pick_replica`], over the shard's replicas instead of all of them.
+pub fn pick_in(
+    shard: &[u32],
+    replicas: &[Replica],
+    balancer: Balancer,
+    now: SimTime,
+    round_robin: &mut usize,
+    rng: &mut RngStream,
+) -> usize {
+    let k = shard.len();
+    if k == 1 {
+        return shard[0] as usize;
+    }
+    let any_eligible = shard.iter().any(|&i| replicas[i as usize].eligible(now));
+    let ok = |i: u32| !any_eligible || replicas[i as usize].eligible(now);
+    let candidates = || shard.iter().copied().filter(|&i| ok(i));
+    match balancer {
+        Balancer::RoundRobin => {
+            for _ in 0..k {
+                let i = shard[*round_robin % k];
+                *round_robin = round_robin.wrapping_add(1);
+                if ok(i) {
+                    return i as usize;
+                }
+            }
+            unreachable!("some replica of the shard is in rotation when none is eligible")
+        }
+        Balancer::Random => {
+            let count = candidates().count() as u64;
+            let pick = uniform_below(rng, count) as usize;
+            candidates().nth(pick).map_or(shard[0], |i| i) as usize
+        }
+        Balancer::LeastOutstanding => candidates()
+            .min_by_key(|&i| (replicas[i as usize].outstanding(), i))
+            .map_or(shard[0], |i| i) as usize,
+        Balancer::PowerOfTwo => {
+            let count = candidates().count() as u64;
+            let mut draw = || {
+                let pick = uniform_below(rng, count) as usize;
+                candidates().nth(pick).map_or(shard[0], |i| i) as usize
+            };
+            let (a, b) = (draw(), draw());
+            if replicas[b].outstanding() < replicas[a].outstanding() {
+                b
+            } else {
+                a
+            }
+        }
+    }
+}
+
+/// Builds the sharding of every service of `s` that needs one.
+pub fn install(s: &Scenario, seed: Seed, bucket: SimDuration, services: &mut [Service]) {
+    for (svc, name) in services.iter_mut().zip(s.services.keys()) {
+        if let Some(sharding) = Sharding::of(name, s, seed, bucket) {
+            svc.set_sharding(sharding);
+        }
+    }
+}
+
+impl World {
+    /// A worker of a poisoned service was about to start `job`, a poison request: the job
+    /// fails as its replica crashes under it, and the replica restarts cold after the
+    /// service's `restart` time.
+    pub(super) fn poison_crash(&mut self, ctx: C, job: JobKey) {
+        let (svc, r) = (self.jobs[job].service(), self.jobs[job].replica());
+        self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
+        self.services[svc].count_poison_crash();
+        self.crash(ctx, svc, r);
+        let delay = self.services[svc].config().restart.unwrap_or_default();
+        let (service, replica) = (svc as u32, r as u32);
+        later(ctx, delay, Msg::Restart { service, replica });
+    }
+}
