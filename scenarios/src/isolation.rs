@@ -78,7 +78,7 @@ impl Isolation {
                 if count == 0 {
                     return Err(ConfigError::new(
                         "count",
-                        "must be at least 1, got 0 (one cell is no isolation at all; 2 or more split the replicas)",
+                        "must be at least 1, got 0; write 2 or more to split the replicas into cells",
                     ));
                 }
                 if count > replicas {
@@ -246,11 +246,16 @@ pub fn check(s: &Scenario) -> Result<(), ConfigError> {
 pub fn check_expectation(path: &str, service: &str, s: &Scenario) -> Result<(), ConfigError> {
     let field = format!("{path}.service");
     let Some(sv) = s.services.get(service) else {
-        let names: Vec<&str> = s.services.keys().map(String::as_str).take(12).collect();
+        let names: Vec<String> = s
+            .services
+            .keys()
+            .take(12)
+            .map(|n| format!("{n:?}"))
+            .collect();
         return Err(ConfigError::new(
             field,
             format!(
-                "unknown service {service:?}; the services are {}",
+                "unknown service {service:?}; known services: {}",
                 names.join(", ")
             ),
         ));

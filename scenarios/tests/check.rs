@@ -451,6 +451,51 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "\"db\": (workers: 2,",
             "\"db\": (store: (op: OccUpdated), workers: 2,",
         ),
+        (
+            "cells not dividing the replicas",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 8, isolation: Cells(count: 3), workers: 2,",
+        ),
+        (
+            "more cells than replicas",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 2, isolation: Cells(count: 4), workers: 2,",
+        ),
+        (
+            "zero cells",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 2, isolation: Cells(count: 0), workers: 2,",
+        ),
+        (
+            "shard larger than the replicas",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 8, isolation: ShuffleSharding(shard_size: 9), workers: 2,",
+        ),
+        (
+            "shard of no replica",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 8, isolation: ShuffleSharding(shard_size: 0), workers: 2,",
+        ),
+        (
+            "isolation misspelled",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 8, isolation: ShuffleShard(shard_size: 2), workers: 2,",
+        ),
+        (
+            "poison of an unknown service",
+            "Slowdown(service: \"db\", factor: 3.0)",
+            "Poison(service: \"dbs\", tenant: 0)",
+        ),
+        (
+            "poison of a tenant no one sends",
+            "Slowdown(service: \"db\", factor: 3.0)",
+            "Poison(service: \"db\", tenant: 7)",
+        ),
+        (
+            "blast radius of a plain service",
+            "GoodputAtLeast(client: \"web\", after: \"5s\", min_ratio: 0.9)",
+            "BlastRadiusAtMost(service: \"db\", max_ratio: 0.1)",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();
