@@ -323,8 +323,48 @@ fn cache_entries_expiring_together_stampede() {
 }
 
 #[test]
+fn a_poison_pill_takes_every_customer_down_unless_cells_or_shards_contain_it() {
+    let blast = |r: &Report| {
+        service(r, "api")
+            .blast_radius
+            .clone()
+            .expect("the api is poisoned")
+    };
+    let mut goodput = Vec::new();
+    check("poison-pill", |r| {
+        let b = blast(r);
+        // Every replica crashed, and every unit (1,000 customers and the poisoner) lost all.
+        assert_eq!(b.isolation, "none");
+        assert_eq!(b.units, 1001);
+        assert_eq!(b.units_lost_all, 1001);
+        assert!(b.poison_crashes >= 8, "{b:?}");
+        goodput.push(r.goodput_ratio_between(15.0, 40.0));
+    });
+    check("poison-pill-cells", |r| {
+        let b = blast(r);
+        // One cell of four: about a quarter of the units, and never part of a cell.
+        assert_eq!(b.replicas_per_unit, 2);
+        assert!((0.15..0.35).contains(&b.lost_all_ratio), "{b:?}");
+        assert_eq!(b.units_lost_some, 0);
+        assert_eq!(b.poison_crashes % 2, 0, "whole cells crash: {b:?}");
+        goodput.push(r.goodput_ratio_between(15.0, 40.0));
+    });
+    check("poison-pill-shuffle-sharding", |r| {
+        let b = blast(r);
+        // About 1 in 28 lose both replicas, about 12 in 28 lose one of the two.
+        assert!(b.lost_all_ratio < 0.06, "{b:?}");
+        assert!((0.35..0.5).contains(&b.lost_some_ratio), "{b:?}");
+        goodput.push(r.goodput_ratio_between(15.0, 40.0));
+    });
+    // While the poison lasts: almost nothing, about three in four, almost everything.
+    assert!(goodput[0] < 0.1, "{goodput:?}");
+    assert!(goodput[0] < goodput[1] && goodput[1] < goodput[2], "{goodput:?}");
+    assert!(goodput[2] > 0.95, "{goodput:?}");
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 26);
+    assert_eq!(LIBRARY.len(), 29);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(
