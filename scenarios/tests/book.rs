@@ -1871,3 +1871,131 @@ fn the_fan_out_chapter_is_what_its_runs_show() {
     // have reached the leaves yet).
     assert!(leaf.arrivals >= 100 * (plain.summary.offered - plain.summary.requests_in_flight));
 }
+
+/// The poison-shards scenario of the book with `variant` at `seed`: the api's blast radius.
+fn poison_shards(variant: &str, seed: u64) -> scenarios::report::BlastReport {
+    let path = src().join("scenarios/poison-shards.ron");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some(variant.to_string()),
+        sets: Vec::new(),
+    };
+    let limits = scenarios::limits::Limits::default();
+    let s = scenarios::overrides::parse_overridden("poison-shards.ron", &text, &limits, &overrides)
+        .unwrap();
+    let options = RunOptions {
+        seed: Some(seed),
+        ..RunOptions::default()
+    };
+    let r = run(&s, "poison-shards.ron", &options).unwrap().report;
+    r.services[0].blast_radius.clone().unwrap()
+}
+
+#[test]
+fn the_blast_radius_story_is_what_the_library_shows() {
+    let page = "failures/blast-radius.md";
+    let blast = |r: &Report| service(r, "api").blast_radius.clone().unwrap();
+    let window = |r: &Report| {
+        let e = r
+            .expectations
+            .iter()
+            .find(|e| e.expectation.contains("from 15s to 40s"))
+            .unwrap();
+        e.observed.clone()
+    };
+    let none = library_run("poison-pill", None);
+    let b = blast(&none);
+    claim(
+        page,
+        format!("every replica crashed ({} poison crashes", b.poison_crashes),
+    );
+    claim(page, format!("every one of the {} units", b.units));
+    assert_eq!(b.units_lost_all, b.units);
+    claim(
+        page,
+        format!("customers' success ratio is {}", window(&none)),
+    );
+    let cells = library_run("poison-pill-cells", None);
+    let b = blast(&cells);
+    claim(page, format!("{} crashes in all", words(b.poison_crashes)));
+    claim(
+        page,
+        format!(
+            "{} units ({}) lost everything, and no unit lost part",
+            b.units_lost_all,
+            percent(b.units_lost_all, b.units)
+        ),
+    );
+    assert_eq!(b.units_lost_some, 0);
+    let observed = window(&cells);
+    claim(
+        page,
+        format!("{} of the customers' requests", &observed[..5]),
+    );
+    let shards = library_run("poison-pill-shuffle-sharding", None);
+    let b = blast(&shards);
+    claim(
+        page,
+        format!(
+            "{} units ({}) drew the same pair",
+            b.units_lost_all,
+            percent(b.units_lost_all, b.units)
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "{} units ({}) share one replica",
+            b.units_lost_some,
+            percent(b.units_lost_some, b.units)
+        ),
+    );
+    let observed = window(&shards);
+    claim(page, format!("lasted, {} of the", &observed[..5]));
+    // The table: the acceptance test's measurement, rebuilt here.
+    let pooled = |variant: &str| {
+        let (mut all, mut some, mut n) = (0, 0, 0);
+        for seed in 1..=40 {
+            let b = poison_shards(variant, seed);
+            all += b.units_lost_all - 1;
+            some += b.units_lost_some;
+            n += b.units - 1;
+        }
+        (all, some, n)
+    };
+    let (all, some, n) = pooled("shuffle-sharding");
+    claim(
+        page,
+        format!(
+            "| shuffle sharding, 2 of 8 | {all} of {n} ({:.2}%) |",
+            100.0 * all as f64 / n as f64
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "| {some} of {n} ({:.2}%) | 12/28",
+            100.0 * some as f64 / n as f64
+        ),
+    );
+    let (all, some, n) = pooled("cells");
+    claim(
+        page,
+        format!(
+            "| 4 cells of 2 | {all} of {n} ({:.2}%) |",
+            100.0 * all as f64 / n as f64
+        ),
+    );
+    assert_eq!(some, 0);
+}
+
+/// A small count in words, as the prose writes it.
+fn words(n: u64) -> String {
+    match n {
+        2 => "two".to_string(),
+        4 => "four".to_string(),
+        6 => "six".to_string(),
+        8 => "eight".to_string(),
+        _ => n.to_string(),
+    }
+}

@@ -1063,6 +1063,14 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ),
             // With a network section, latency belongs to the links.
             ("latency", if network { Just(String::new()).boxed() } else { dist() }),
+            (
+                "isolation",
+                prop_oneof![
+                    count(1..4).prop_map(|c| format!("Cells(count: {c})")),
+                    count(1..4).prop_map(|k| format!("ShuffleSharding(shard_size: {k})")),
+                ]
+                .boxed(),
+            ),
         ]),
         admission(names.clone()),
     )
@@ -1094,7 +1102,9 @@ fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
         (svc.clone(), dist()).prop_map(|(s, d)| format!("Latency(service: {s}, extra: {d})")),
         (svc.clone(), ratio()).prop_map(|(s, r)| format!("Loss(service: {s}, loss_ratio: {r})")),
         svc.clone().prop_map(|s| format!("Partition(service: {s})")),
-        svc.prop_map(|s| format!("CacheFlush(service: {s})")),
+        svc.clone()
+            .prop_map(|s| format!("CacheFlush(service: {s})")),
+        (svc, count(0..3)).prop_map(|(s, t)| format!("Poison(service: {s}, tenant: {t})")),
     ];
     (duration(), proptest::option::of(duration()), kind)
         .prop_map(|(at, d, kind)| match d {
@@ -1188,6 +1198,9 @@ fn expectation(clients: Vec<String>) -> BoxedStrategy<String> {
         (cl, count(0..3), ratio()).prop_map(|(c, k, r)| format!(
             "ClassGoodputAtLeast(client: {c}, class: \"k{k}\", min_ratio: {r})"
         )),
+        // Every scenario has a service `s0`; it reports a blast radius when it is isolated or
+        // poisoned.
+        ratio().prop_map(|r| format!("BlastRadiusAtMost(service: \"s0\", max_ratio: {r})")),
     ]
     .boxed()
 }

@@ -358,7 +358,10 @@ fn a_poison_pill_takes_every_customer_down_unless_cells_or_shards_contain_it() {
     });
     // While the poison lasts: almost nothing, about three in four, almost everything.
     assert!(goodput[0] < 0.1, "{goodput:?}");
-    assert!(goodput[0] < goodput[1] && goodput[1] < goodput[2], "{goodput:?}");
+    assert!(
+        goodput[0] < goodput[1] && goodput[1] < goodput[2],
+        "{goodput:?}"
+    );
     assert!(goodput[2] > 0.95, "{goodput:?}");
 }
 
