@@ -112,6 +112,7 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("Store", Struct, probe::<s::Store>),
         ("KeyDist", Enum, probe::<s::KeyDist>),
         ("StoreOp", Enum, probe::<s::StoreOp>),
+        ("Isolation", Enum, probe::<s::Isolation>),
         ("Idempotency", Struct, probe::<s::IdempotencyConfig>),
         (
             "InFlightPolicy",
