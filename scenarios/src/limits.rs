@@ -288,6 +288,28 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
                 });
             }
         }
+        if let Some(iso) = sv.isolation {
+            // Per caller unit: its cell, or its shard and the shard's reverse entries, and
+            // the most of its group down at once (counted from the vectors, not measured).
+            let per_unit = match iso {
+                crate::isolation::Isolation::Cells { .. } => 8,
+                crate::isolation::Isolation::ShuffleSharding { shard_size } => {
+                    8u64.saturating_add(8u64.saturating_mul(u64::from(shard_size)))
+                }
+            };
+            let units = crate::isolation::Units::of(s).len();
+            parts.push(Part {
+                field: format!("services.{name}.isolation"),
+                bytes: units.saturating_mul(per_unit),
+                what: format!("the replicas of {} caller units", units),
+                fix: Fix::Count {
+                    unit_bytes: per_unit,
+                    noun: "tenant keys",
+                    prefix: "",
+                    also: ", or a smaller shard",
+                },
+            });
+        }
         if let Some(store) = &sv.store {
             parts.push(Part {
                 field: format!("services.{name}.store.rows"),
