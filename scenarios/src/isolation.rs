@@ -89,7 +89,7 @@ impl Isolation {
                         ),
                     ));
                 }
-                if replicas % count != 0 {
+                if !replicas.is_multiple_of(count) {
                     return Err(ConfigError::new(
                         "count",
                         format!(
