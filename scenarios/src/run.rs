@@ -3,7 +3,9 @@
 //! The limits of a run: its event budget and time limit (the engine's), and the part of its
 //! memory budget that the file does not fix. What grows while running (calls and jobs in
 //! flight, queued work, pending events, messages held by the network, idempotency keys) is
-//! counted every few thousand events and priced at a measured cost per entry; a run over
+//! counted every few thousand events and priced at a measured cost per entry, or at what
+//! their tables have reserved when that is more (a table about to double counts its old and
+//! new allocation: fan-outs fill tables fast, and a doubled table peaks the heap); a run over
 //! what is left of the budget stops with `memory_limit` and a full report that says which
 //! figure reached it.
 
@@ -103,10 +105,17 @@ pub fn run(
             break (reason, None);
         }
         let pending = sim.events_pending();
+        let events_reserved = sim.events_reserved(crate::world::GROWTH_MARGIN);
         let (world, net) = sim.entity_and_shared(id);
         let live = world.live();
         let held = net.held_now();
-        if let Some(detail) = over_memory(&live, pending, held, allowance, &s.limits) {
+        if let Some(detail) = over_memory(
+            &live,
+            (pending, events_reserved),
+            held,
+            allowance,
+            &s.limits,
+        ) {
             break (StopReason::MemoryLimit, Some(detail));
         }
     };
@@ -168,15 +177,16 @@ mod cost {
 /// reached the limit, in the user's words, with the fix.
 fn over_memory(
     live: &Live,
-    pending: usize,
+    (pending, events_reserved): (usize, u64),
     held: usize,
     allowance: u64,
     limits: &crate::limits::Limits,
 ) -> Option<String> {
     let n = |x: usize| x as u64;
     let parts = [
-        (n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE),
-        n(pending) * cost::EVENT,
+        (n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE)
+            .max(live.reserved),
+        (n(pending) * cost::EVENT).max(events_reserved),
         n(held) * cost::HELD,
         n(live.idempotency_keys) * cost::IDEMPOTENCY_KEY,
     ];

@@ -103,14 +103,17 @@ fn limits(bytes: &[u8]) -> Limits {
 /// (what the failure message contains, where, the file). They are counted and listed, not
 /// failed on, so that CI keeps catching new ones; an entry goes when its file runs cleanly.
 const KNOWN: &[(&str, &str, &str)] = &[
-    // A 10,000-event run of open-loop fan-outs (26 leaves at 2/ms) to a service whose
-    // messages take 5s peaks at about 350 MB of heap, over the 256 MiB budget: the same at
-    // 6566fa5, before blast radius (`resim run` of the file there: 186 MB resident, the same
-    // digest), found once the generator's new fields shifted its inputs.
+    // Open-loop fan-outs (37 leaves at 2/ms) to a service whose messages take 5s: the run
+    // stops at the memory limit, but the heap peaks at 264 MiB on the way, over the 256 MiB
+    // budget, while the tables of calls, jobs and events (counted with what they reserve,
+    // growth included) account for less. Found when the blast-radius fields shifted the
+    // generator's inputs; the same at 6566fa5. What else grows with a fan-out's leaves is
+    // not found yet. (The first such file, `fan-out-heap-over-budget.ron`, 349 MB, now stops
+    // at 203 MB: the tables' reservations are counted.)
     (
         "over the memory budget",
         "budget 268435456",
-        "fan-out-heap-over-budget.ron",
+        "fan-out-heap-over-budget-events.ron",
     ),
 ];
 
@@ -1544,6 +1547,28 @@ fn fuzzed_files_exit_0_1_or_2_with_a_located_message_and_replay() {
             .unwrap_or_default();
         PANIC.with(|p| *p.borrow_mut() = Some(format!("{message}{location}")));
     }));
+    // What the harness found before holds first: every file under `tests/fuzz-found/`.
+    let mut found: Vec<_> = std::fs::read_dir("tests/fuzz-found")
+        .expect("tests/fuzz-found")
+        .map(|e| e.expect("a directory entry").path())
+        .collect();
+    found.sort();
+    for path in found {
+        let bytes = std::fs::read(&path).expect("a found file");
+        let file = path.file_name().unwrap().to_string_lossy();
+        let known_file = KNOWN.iter().any(|(_, _, f)| *f == file);
+        if let Err(e) = property(&file, &bytes).or_else(|e| {
+            if known_file {
+                Ok(Outcome::RunRefused)
+            } else {
+                Err(e)
+            }
+        }) {
+            // The panic hook keeps panic messages for the harness: say it on stdout too.
+            println!("{}: {e}", path.display());
+            panic!("{}: {e}", path.display());
+        }
+    }
     let seed = env_u64("RESIM_FUZZ_SEED").unwrap_or(10);
     let cases = env_u64("RESIM_FUZZ_CASES");
     let structured = cases.unwrap_or(4000);

@@ -84,6 +84,20 @@ pub struct EventQueue<P> {
     compactions: u64,
 }
 
+/// The bytes a growable table of `len` entries in `capacity` slots of `slot` bytes may hold
+/// before `margin` more entries arrive: its capacity, or, when it must grow meanwhile, the old
+/// allocation and the doubled one, which coexist while the entries move (the heap's peak).
+/// Memory budgets count this rather than the entries in use: a table that has just doubled
+/// holds twice what it uses.
+pub fn reserved_bytes(len: usize, capacity: usize, slot: usize, margin: usize) -> u64 {
+    let (slot, capacity) = (slot as u64, capacity as u64);
+    if len + margin > capacity as usize {
+        3 * capacity.max(margin as u64) * slot
+    } else {
+        capacity * slot
+    }
+}
+
 impl<P> Default for EventQueue<P> {
     fn default() -> Self {
         Self::new()
@@ -188,6 +202,22 @@ impl<P> EventQueue<P> {
     /// Live (not cancelled) pending events.
     pub fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// The bytes the queue's tables may hold before `margin` more events are pushed (see
+    /// [`reserved_bytes`]).
+    pub fn reserved(&self, margin: usize) -> u64 {
+        reserved_bytes(
+            self.heap.len(),
+            self.heap.capacity(),
+            std::mem::size_of::<HeapKey>(),
+            margin,
+        ) + reserved_bytes(
+            self.slots.len(),
+            self.slots.capacity(),
+            std::mem::size_of::<P>() + std::mem::size_of::<u32>(),
+            margin,
+        )
     }
 
     /// True when no live event is pending.

@@ -378,6 +378,12 @@ impl<E: Entity> Sim<E> {
         self.executed
     }
 
+    /// The bytes the pending-event set may hold before `margin` more events are scheduled
+    /// ([`EventQueue::reserved`]), for memory budgets.
+    pub fn events_reserved(&self, margin: usize) -> u64 {
+        self.queue.reserved(margin)
+    }
+
     /// Live pending events.
     pub fn events_pending(&self) -> usize {
         self.queue.len()

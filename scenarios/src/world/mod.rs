@@ -148,8 +148,25 @@ pub struct Live {
     pub races: usize,
     /// Keys in the services' idempotency stores.
     pub idempotency_keys: usize,
+    /// Bytes the tables of calls, jobs and races may hold before the next check: what they
+    /// have reserved, or, for a table about to grow (within [`GROWTH_MARGIN`] entries of
+    /// its capacity), the old and the doubled allocation that coexist while it grows. A
+    /// fan-out starts many calls per event, and their tables' reservations, not the entries
+    /// in use, set the heap's peak.
+    pub reserved: u64,
     /// The service with the most queued jobs, if any are queued.
     pub queued_most: Option<Queued>,
+}
+
+/// Entries a table may gain between two memory checks, at most: a check comes every few
+/// thousand events (fewer with a fan-out) and an event starts at most a few calls per leaf.
+pub const GROWTH_MARGIN: usize = 16_384;
+
+/// The bytes `table` may hold until the next memory check (see [`Live::reserved`]).
+fn reserved<K: slotmap::Key, V>(table: &SlotMap<K, V>) -> u64 {
+    // A slot holds the value and its version.
+    let slot = std::mem::size_of::<V>() + std::mem::size_of::<u32>();
+    sim_core::queue::reserved_bytes(table.len(), table.capacity(), slot, GROWTH_MARGIN)
 }
 
 /// The longest queue of a service, over its replicas.
@@ -339,6 +356,7 @@ impl World {
             races: self.races.len(),
             ..Live::default()
         };
+        live.reserved = reserved(&self.calls) + reserved(&self.jobs) + reserved(&self.races);
         let mut most: Option<&Service> = None;
         for s in &self.services {
             live.idempotency_keys += s.idempotency_keys();
