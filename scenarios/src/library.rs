@@ -44,6 +44,10 @@ pub const LIBRARY: &[Entry] = entries![
     "fan-out-tail",
     "occ-contention",
     "cache-expiry",
+    "autoscaler-lag",
+    "autoscaler-lag-fast",
+    "rolling-deploy",
+    "rolling-deploy-headroom",
 ];
 
 /// The scenario `resim` runs when given no file.

@@ -371,6 +371,15 @@ pub struct Service {
     /// concurrent writers of a row conflict.
     #[serde(default)]
     pub store: Option<Store>,
+    /// Target tracking that adds and removes replicas ([`crate::scaling::Autoscale`]):
+    /// `replicas` is then the count at the start, within its `min_replicas` and
+    /// `max_replicas`.
+    #[serde(default)]
+    pub autoscale: Option<crate::scaling::Autoscale>,
+    /// A replica that (re)starts after time 0 works slower for a while
+    /// ([`crate::scaling::ColdStart`]).
+    #[serde(default)]
+    pub cold_start: Option<crate::scaling::ColdStart>,
 }
 
 fn default_one() -> u32 {
@@ -714,6 +723,21 @@ pub enum FaultKind {
     CacheFlush {
         /// The service.
         service: String,
+    },
+    /// A rolling deploy of `service`: `batch` replicas at a time leave rotation (draining
+    /// what they hold), restart after `downtime` (cold, under the service's `cold_start`),
+    /// and the next batch starts `warmup` after that. Its length follows from its batches
+    /// (leave the fault's `duration` out).
+    Deploy {
+        /// The service.
+        service: String,
+        /// Replicas restarted at a time.
+        batch: u32,
+        /// How long each replica is out of rotation.
+        downtime: SimDuration,
+        /// The wait after a batch is back before the next one leaves.
+        #[serde(default)]
+        warmup: SimDuration,
     },
 }
 

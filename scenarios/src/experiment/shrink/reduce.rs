@@ -420,7 +420,8 @@ fn fault_service(kind: &FaultKind) -> Option<&str> {
         | FaultKind::Latency { service, .. }
         | FaultKind::Loss { service, .. }
         | FaultKind::Partition { service }
-        | FaultKind::CacheFlush { service } => Some(service),
+        | FaultKind::CacheFlush { service }
+        | FaultKind::Deploy { service, .. } => Some(service),
         FaultKind::LoadSpike { .. } => None,
     }
 }
@@ -436,6 +437,7 @@ fn fault_name(kind: &FaultKind) -> String {
         FaultKind::Loss { .. } => "Loss",
         FaultKind::Partition { .. } => "Partition",
         FaultKind::CacheFlush { .. } => "CacheFlush",
+        FaultKind::Deploy { .. } => "Deploy",
     };
     format!("{what} of {}", fault_service(kind).unwrap_or("?"))
 }

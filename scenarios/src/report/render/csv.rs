@@ -1,5 +1,5 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
-//! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`). The columns are the JSON series' keys; as there, outcomes and
+//! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one whose replicas join and leave rotation `_replicas_in_rotation_mean`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
 use super::super::Report;
@@ -19,6 +19,10 @@ pub(super) fn render(report: &Report) -> String {
         // A service with a keyed store adds its version conflicts per bucket.
         if v.store.is_some() {
             let _ = write!(o, ",{n}_version_conflicts");
+        }
+        // A service whose replicas join and leave rotation adds them per bucket.
+        if v.scaling.is_some() {
+            let _ = write!(o, ",{n}_replicas_in_rotation_mean");
         }
     }
     // Per request class (only when a client declares classes): by bucket of offer.
@@ -51,6 +55,9 @@ pub(super) fn render(report: &Report) -> String {
             if v.store.is_some() {
                 let conflicts = p.failed_by_reason.get("version_conflict").unwrap_or(&0);
                 let _ = write!(o, ",{conflicts}");
+            }
+            if v.scaling.is_some() {
+                let _ = write!(o, ",{}", cell(p.replicas_in_rotation_mean));
             }
         }
         for k in &r.classes {

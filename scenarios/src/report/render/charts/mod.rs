@@ -358,29 +358,46 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
         .is_empty()
         .then(|| "nothing refused or failed".to_string());
     let merged = frame.merged_note(report.bucket_s);
-    stacked(
-        frame,
-        vec![
-            LinePanel {
-                y: linear("requests waiting", &queue),
-                title: format!("{title}: queue depth over its replicas{merged}"),
-                lines: queue,
-                note: None,
-            },
-            LinePanel {
-                y: linear("workers", &workers),
-                title: format!("{title}: busy workers against capacity"),
-                lines: workers,
-                note: None,
-            },
-            LinePanel {
-                y: linear("attempts per second", &refused),
-                title: format!("{title}: attempts refused or failed, by reason"),
-                lines: refused,
-                note,
-            },
-        ],
-    )
+    let mut panels = vec![
+        LinePanel {
+            y: linear("requests waiting", &queue),
+            title: format!("{title}: queue depth over its replicas{merged}"),
+            lines: queue,
+            note: None,
+        },
+        LinePanel {
+            y: linear("workers", &workers),
+            title: format!("{title}: busy workers against capacity"),
+            lines: workers,
+            note: None,
+        },
+        LinePanel {
+            y: linear("attempts per second", &refused),
+            title: format!("{title}: attempts refused or failed, by reason"),
+            lines: refused,
+            note,
+        },
+    ];
+    // A service whose replicas join and leave rotation: how many are in it.
+    if let Some(sc) = &report.services[i].scaling {
+        let replicas = vec![line(
+            "replicas in rotation",
+            2,
+            frame.mean(report, |r| {
+                r.services[i].replicas_in_rotation_mean.unwrap_or_default()
+            }),
+        )];
+        panels.push(LinePanel {
+            y: linear("replicas", &replicas),
+            title: format!(
+                "{title}: replicas in rotation ({} scale-outs, {} scale-ins, {} deploy restarts)",
+                sc.scale_outs, sc.scale_ins, sc.deploy_restarts
+            ),
+            lines: replicas,
+            note: None,
+        });
+    }
+    stacked(frame, panels)
 }
 
 /// The most call sites the `calls` chart draws a panel for.
