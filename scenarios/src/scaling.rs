@@ -110,9 +110,9 @@ fn default_drain() -> SimDuration {
 }
 
 impl Autoscale {
-    /// Checks the scaler against the service's initial `replicas`; field names are relative
-    /// to it (`replicas` is the service's own field, one level up).
-    pub fn validate(&self, replicas: u32) -> Result<(), ConfigError> {
+    /// Checks the scaler; field names are relative to it. Whether the service's `replicas`
+    /// lie within `min_replicas` and `max_replicas` is checked with the service.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.min_replicas == 0 {
             return Err(ConfigError::new(
                 "min_replicas",
@@ -125,15 +125,6 @@ impl Autoscale {
                 format!(
                     "must be at most max_replicas ({}), got {}; raise max_replicas or lower min_replicas",
                     self.max_replicas, self.min_replicas
-                ),
-            ));
-        }
-        if !(self.min_replicas..=self.max_replicas).contains(&replicas) {
-            return Err(ConfigError::new(
-                "max_replicas",
-                format!(
-                    "the service starts with {replicas} replicas, outside [min_replicas, max_replicas] = [{}, {}]; set `replicas` within them",
-                    self.min_replicas, self.max_replicas
                 ),
             ));
         }

@@ -556,7 +556,16 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
 fn scaling(path: &str, s: &Service) -> Check {
     if let Some(a) = &s.autoscale {
         let apath = format!("{path}.autoscale");
-        a.validate(s.replicas).map_err(|e| e.at(&apath))?;
+        a.validate().map_err(|e| e.at(&apath))?;
+        if !(a.min_replicas..=a.max_replicas).contains(&s.replicas) {
+            return Err(err(
+                format!("{path}.replicas"),
+                format!(
+                    "the replicas it starts with must lie within autoscale's [min_replicas, max_replicas] = [{}, {}], got {}",
+                    a.min_replicas, a.max_replicas, s.replicas
+                ),
+            ));
+        }
         if a.max_replicas > REPLICAS_MAX {
             return Err(err(
                 format!("{apath}.max_replicas"),
