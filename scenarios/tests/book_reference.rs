@@ -112,6 +112,13 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("Store", Struct, probe::<s::Store>),
         ("KeyDist", Enum, probe::<s::KeyDist>),
         ("StoreOp", Enum, probe::<s::StoreOp>),
+        ("Autoscale", Struct, probe::<scenarios::scaling::Autoscale>),
+        (
+            "ScaleMetric",
+            Enum,
+            probe::<scenarios::scaling::ScaleMetric>,
+        ),
+        ("ColdStart", Struct, probe::<scenarios::scaling::ColdStart>),
         ("Idempotency", Struct, probe::<s::IdempotencyConfig>),
         (
             "InFlightPolicy",
