@@ -424,6 +424,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         buckets: Vec::new(),
         store: None,
         refresh: None,
+        scaling: None,
     }
 }
 
