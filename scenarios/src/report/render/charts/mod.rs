@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `traffic` | offered, attempts, successes and goodput per second: the amplification made visible |
 //! | `latency` | client latency p50, p99 and max per bucket (log scale when it spans decades) |
-//! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason |
+//! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason; replicas in rotation (when they join and leave it) |
 //! | `breakers` | each breaker's state as coloured bands, one row per breaker (when there are breakers) |
 //! | `calls` | retries, budget refusals and timeouts per call site |
 //! | `expectations` | each expectation's figure against its bound over its window, green or red (when there are expectations) |
