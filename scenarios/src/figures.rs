@@ -436,6 +436,35 @@ pub struct BlastFigures {
     pub poison_crashes: u64,
     /// Per report bucket, the most units that had no replica up at once.
     pub units_down_max: Vec<u64>,
+    /// Its replicas in rotation over time and the scaler's and deploys' actions, if it
+    /// autoscales, cold-starts or is deployed.
+    pub scaling: Option<ScalingFigures>,
+}
+
+/// Replicas joining and leaving rotation ([`crate::scaling`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ScalingFigures {
+    /// Replicas in rotation, per report bucket (time-weighted).
+    pub replicas: Vec<GaugeBucket>,
+    /// The fewest replicas in rotation at any instant.
+    pub replicas_min: u32,
+    /// The most replicas in rotation at any instant.
+    pub replicas_max: u32,
+    /// Scale-out decisions.
+    pub scale_outs: u64,
+    /// Scale-in decisions.
+    pub scale_ins: u64,
+    /// Replicas the scaler started.
+    pub replicas_added: u64,
+    /// Replicas the scaler took out of rotation.
+    pub replicas_removed: u64,
+    /// Replicas a deploy restarted.
+    pub deploy_restarts: u64,
+    /// Jobs still held by a replica when its drain ended (lost, their callers see a
+    /// connection error).
+    pub lost_at_stop: u64,
+    /// Work started on a replica still warming up (under its cold start's multiplier).
+    pub cold_jobs: u64,
 }
 
 /// The figures of a cache with a `ttl` (and perhaps XFetch).

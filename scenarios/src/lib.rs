@@ -83,6 +83,7 @@ pub mod load;
 pub mod overrides;
 pub mod report;
 pub mod run;
+pub mod scaling;
 pub mod schema;
 pub mod traffic;
 pub mod validate;

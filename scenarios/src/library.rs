@@ -47,6 +47,10 @@ pub const LIBRARY: &[Entry] = entries![
     "poison-pill",
     "poison-pill-cells",
     "poison-pill-shuffle-sharding",
+    "autoscaler-lag",
+    "autoscaler-lag-fast",
+    "rolling-deploy",
+    "rolling-deploy-headroom",
 ];
 
 /// The scenario `resim` runs when given no file.

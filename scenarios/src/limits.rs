@@ -177,7 +177,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         let calls = sv.calls.len() as u64;
         (
             n.saturating_add(calls),
-            i.saturating_add(calls.saturating_mul(u64::from(sv.replicas))),
+            i.saturating_add(calls.saturating_mul(u64::from(crate::scaling::slots(sv)))),
         )
     });
     let bytes_per_bucket = SERIES_BUCKET_BYTES
@@ -251,7 +251,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         }
     }
     for (name, sv) in &s.services {
-        let replicas = u64::from(sv.replicas);
+        let replicas = u64::from(crate::scaling::slots(sv));
         let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
         let per_replica = REPLICA_BYTES
             .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))

@@ -376,6 +376,15 @@ pub struct Service {
     /// per caller unit (tenant key); the balancer picks among the unit's replicas only.
     #[serde(default)]
     pub isolation: Option<Isolation>,
+    /// Target tracking that adds and removes replicas ([`crate::scaling::Autoscale`]):
+    /// `replicas` is then the count at the start, within its `min_replicas` and
+    /// `max_replicas`.
+    #[serde(default)]
+    pub autoscale: Option<crate::scaling::Autoscale>,
+    /// A replica that (re)starts after time 0 works slower for a while
+    /// ([`crate::scaling::ColdStart`]).
+    #[serde(default)]
+    pub cold_start: Option<crate::scaling::ColdStart>,
 }
 
 fn default_one() -> u32 {
@@ -730,6 +739,21 @@ pub enum FaultKind {
         service: String,
         /// The tenant key whose requests are poison (key 0 for a client without classes).
         tenant: u32,
+    },
+    /// A rolling deploy of `service`: `batch` replicas at a time leave rotation (draining
+    /// what they hold), restart after `downtime` (cold, under the service's `cold_start`),
+    /// and the next batch starts `warmup` after that. Its length follows from its batches
+    /// (leave the fault's `duration` out).
+    Deploy {
+        /// The service.
+        service: String,
+        /// Replicas restarted at a time.
+        batch: u32,
+        /// How long each replica is out of rotation.
+        downtime: SimDuration,
+        /// The wait after a batch is back before the next one leaves.
+        #[serde(default)]
+        warmup: SimDuration,
     },
 }
 

@@ -550,6 +550,46 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     if let Some(st) = &s.store {
         st.validate().map_err(|e| e.at(&format!("{path}.store")))?;
     }
+    scaling(path, s)
+}
+
+/// A service's autoscaler and cold start ([`crate::scaling`]).
+fn scaling(path: &str, s: &Service) -> Check {
+    if let Some(a) = &s.autoscale {
+        let apath = format!("{path}.autoscale");
+        a.validate().map_err(|e| e.at(&apath))?;
+        if !(a.min_replicas..=a.max_replicas).contains(&s.replicas) {
+            return Err(err(
+                format!("{path}.replicas"),
+                format!(
+                    "the replicas it starts with must lie within autoscale's [min_replicas, max_replicas] = [{}, {}], got {}",
+                    a.min_replicas, a.max_replicas, s.replicas
+                ),
+            ));
+        }
+        if a.max_replicas > REPLICAS_MAX {
+            return Err(err(
+                format!("{apath}.max_replicas"),
+                format!("must be at most {REPLICAS_MAX}, got {}", a.max_replicas),
+            ));
+        }
+        for (name, d) in [
+            ("period", a.period),
+            ("delay", a.delay),
+            ("scale_out_cooldown", a.scale_out_cooldown),
+            ("scale_in_cooldown", a.scale_in_cooldown),
+            ("scale_in_stabilisation", a.scale_in_stabilisation),
+            ("startup", a.startup),
+            ("drain", a.drain),
+        ] {
+            clock(&format!("{apath}.{name}"), d)?;
+        }
+    }
+    if let Some(c) = &s.cold_start {
+        let cpath = format!("{path}.cold_start");
+        c.validate().map_err(|e| e.at(&cpath))?;
+        clock(&format!("{cpath}.warmup"), c.warmup)?;
+    }
     Ok(())
 }
 
@@ -704,6 +744,32 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             ratio(&format!("{kpath}.loss_ratio"), *loss_ratio)
         }
         FaultKind::Partition { service } => svc(service),
+        FaultKind::Deploy {
+            service,
+            batch,
+            downtime,
+            warmup,
+        } => {
+            svc(service)?;
+            if f.duration.is_some() {
+                return Err(err(
+                    format!("{path}.duration"),
+                    "a deploy's length follows from its batches, downtime and warmup; leave `duration` out",
+                ));
+            }
+            let total = s.services[service].replicas;
+            at_least_one(&format!("{kpath}.batch"), *batch)?;
+            if *batch > total {
+                return Err(err(
+                    format!("{kpath}.batch"),
+                    format!(
+                        "the service has {total} replicas, got a batch of {batch}; restart at most {total} at a time"
+                    ),
+                ));
+            }
+            nonzero(&format!("{kpath}.downtime"), *downtime)?;
+            clock(&format!("{kpath}.warmup"), *warmup)
+        }
         FaultKind::CacheFlush { service } => {
             svc(service)?;
             if s.services[service].cache.is_none() {

@@ -1998,4 +1998,45 @@ fn words(n: u64) -> String {
         8 => "eight".to_string(),
         _ => n.to_string(),
     }
+#[test]
+fn the_capacity_chapter_reads_its_runs_right() {
+    let page = "failures/capacity.md";
+    let api = |r: &Report| r.services.iter().find(|s| s.name == "api").unwrap().clone();
+    let replicas_at = |r: &Report, t: f64| {
+        let row = r.series.iter().find(|row| row.t_s == t).unwrap();
+        service_point(row, "api").replicas_in_rotation_mean.unwrap()
+    };
+
+    let slow = library_run("autoscaler-lag", None);
+    let scaling = api(&slow).scaling.unwrap();
+    assert_eq!((scaling.replicas_min, scaling.replicas_max), (4, 4));
+    claim(page, "`replicas api in rotation min 4 max 4`");
+    assert_eq!(slow.metastability.as_ref().unwrap().verdict, "metastable");
+
+    let fast = library_run("autoscaler-lag-fast", None);
+    charts_are_current("autoscaler-lag-fast", &fast);
+    // Nothing before the 15s tick's replicas enter rotation at 20s, then 7, then 12 at 25s.
+    assert_eq!(replicas_at(&fast, 19.0), 4.0);
+    assert_eq!(replicas_at(&fast, 20.0), 7.0);
+    assert_eq!(replicas_at(&fast, 24.0), 7.0);
+    assert_eq!(replicas_at(&fast, 25.0), 12.0);
+    claim(
+        page,
+        "three new replicas enter rotation at 20 seconds and five more at 25 seconds",
+    );
+    let m = fast.metastability.as_ref().unwrap();
+    assert_eq!(m.recovered_after_s, Some(9.0));
+    claim(page, "goodput is back 9 seconds after the spike");
+    assert!(api(&fast).scaling.unwrap().scale_ins >= 1);
+
+    let deploy = library_run("rolling-deploy", None);
+    charts_are_current("rolling-deploy", &deploy);
+    let scaling = api(&deploy).scaling.unwrap();
+    assert_eq!((scaling.replicas_min, scaling.replicas_max), (6, 8));
+    assert_eq!(scaling.deploy_restarts, 8);
+    claim(page, "go from 8 to 6 and back four times");
+    assert!(deploy.summary.failures > 0);
+    let headroom = library_run("rolling-deploy-headroom", None);
+    assert_eq!(headroom.summary.failures, 0);
+    claim(page, "costs nothing a user would see");
 }

@@ -113,6 +113,13 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("KeyDist", Enum, probe::<s::KeyDist>),
         ("StoreOp", Enum, probe::<s::StoreOp>),
         ("Isolation", Enum, probe::<s::Isolation>),
+        ("Autoscale", Struct, probe::<scenarios::scaling::Autoscale>),
+        (
+            "ScaleMetric",
+            Enum,
+            probe::<scenarios::scaling::ScaleMetric>,
+        ),
+        ("ColdStart", Struct, probe::<scenarios::scaling::ColdStart>),
         ("Idempotency", Struct, probe::<s::IdempotencyConfig>),
         (
             "InFlightPolicy",

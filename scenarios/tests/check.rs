@@ -495,6 +495,39 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "blast radius of a plain service",
             "GoodputAtLeast(client: \"web\", after: \"5s\", min_ratio: 0.9)",
             "BlastRadiusAtMost(service: \"db\", max_ratio: 0.1)",
+            "autoscale min above max",
+            "\"db\": (workers: 2,",
+            "\"db\": (autoscale: (min_replicas: 4, max_replicas: 2, metric: Utilisation(target_ratio: 0.6)), workers: 2,",
+        ),
+        (
+            "autoscale target outside (0, 1]",
+            "\"db\": (workers: 2,",
+            "\"db\": (autoscale: (min_replicas: 1, max_replicas: 4, metric: Utilisation(target_ratio: 1.5)), workers: 2,",
+        ),
+        (
+            "autoscale period of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (autoscale: (min_replicas: 1, max_replicas: 4, metric: QueueDepth(per_replica: 5.0), period: \"0s\"), workers: 2,",
+        ),
+        (
+            "autoscale starts outside min/max",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 8, autoscale: (min_replicas: 1, max_replicas: 4, metric: Utilisation(target_ratio: 0.6)), workers: 2,",
+        ),
+        (
+            "cold start factor below 1",
+            "\"db\": (workers: 2,",
+            "\"db\": (cold_start: (factor: 0.5, warmup: \"10s\"), workers: 2,",
+        ),
+        (
+            "deploy batch above the replicas",
+            "(at: \"2s\", duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0))",
+            "(at: \"2s\", kind: Deploy(service: \"db\", batch: 2, downtime: \"5s\"))",
+        ),
+        (
+            "deploy with a duration",
+            "duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0)",
+            "duration: \"1s\", kind: Deploy(service: \"db\", batch: 1, downtime: \"5s\")",
         ),
     ];
     assert!(cases.len() >= 20);

@@ -1074,6 +1074,30 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                     })
                     .boxed(),
             ),
+            (
+                "autoscale",
+                // Mostly valid: the generated replicas (1 to 3) lie within [1, 3..8].
+                (
+                    Just("1".to_string()),
+                    count(3..8),
+                    prop_oneof![
+                        float(0.05..1.0).prop_map(|t| format!("Utilisation(target_ratio: {t})")),
+                        float(0.1..20.0).prop_map(|q| format!("QueueDepth(per_replica: {q})")),
+                    ],
+                    (duration(), duration(), float(0.0..0.5)),
+                    (duration(), duration(), duration(), duration(), duration()),
+                )
+                    .prop_map(|(min, max, metric, (period, delay, tolerance), (out, inn, stab, startup, drain))| format!(
+                        "(min_replicas: {min}, max_replicas: {max}, metric: {metric}, period: {period}, delay: {delay}, tolerance_ratio: {tolerance}, scale_out_cooldown: {out}, scale_in_cooldown: {inn}, scale_in_stabilisation: {stab}, startup: {startup}, drain: {drain})"
+                    ))
+                    .boxed(),
+            ),
+            (
+                "cold_start",
+                (float(1.0..5.0), duration())
+                    .prop_map(|(f, w)| format!("(factor: {f}, warmup: {w})"))
+                    .boxed(),
+            ),
             // With a network section, latency belongs to the links.
             ("latency", if network { Just(String::new()).boxed() } else { dist() }),
             // Mostly absent, and mostly one cell or shard of one replica (valid with any
@@ -1128,6 +1152,9 @@ fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
             prop_oneof![3 => Just("0".to_string()), 1 => count(0..3)]
         )
             .prop_map(|(s, t)| format!("Poison(service: {s}, tenant: {t})")),
+        (svc, count(1..2), duration(), duration()).prop_map(|(s, b, d, w)| format!(
+            "Deploy(service: {s}, batch: {b}, downtime: {d}, warmup: {w})"
+        )),
     ];
     (duration(), proptest::option::of(duration()), kind)
         .prop_map(|(at, d, kind)| match d {

@@ -363,11 +363,44 @@ fn a_poison_pill_takes_every_customer_down_unless_cells_or_shards_contain_it() {
         "{goodput:?}"
     );
     assert!(goodput[2] > 0.95, "{goodput:?}");
+fn a_scaler_a_minute_late_lets_the_spike_turn_metastable() {
+    check("autoscaler-lag", |r| {
+        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        assert_eq!((scaling.replicas_min, scaling.replicas_max), (4, 4));
+        assert_eq!(r.metastability.as_ref().unwrap().verdict, "metastable");
+    });
+}
+
+#[test]
+fn a_fast_scaler_adds_replicas_in_time_and_gives_them_back() {
+    check("autoscaler-lag-fast", |r| {
+        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        assert_eq!(scaling.replicas_max, 12);
+        assert!(
+            scaling.scale_ins >= 1 && scaling.cold_jobs > 0,
+            "{scaling:?}"
+        );
+        assert_eq!(r.metastability.as_ref().unwrap().verdict, "recovered");
+    });
+}
+
+#[test]
+fn a_rolling_deploy_without_headroom_fails_requests_in_each_batch() {
+    check("rolling-deploy", |r| {
+        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        assert_eq!((scaling.replicas_min, scaling.deploy_restarts), (6, 8));
+        assert!(failures(r, "queue_full") > 1000);
+    });
+    check("rolling-deploy-headroom", |r| {
+        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        assert_eq!((scaling.replicas_min, scaling.deploy_restarts), (6, 8));
+        assert_eq!(r.summary.failures, 0);
+    });
 }
 
 #[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 29);
+    assert_eq!(LIBRARY.len(), 30);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

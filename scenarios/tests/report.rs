@@ -425,6 +425,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         store: None,
         refresh: None,
         blast: None,
+        scaling: None,
     }
 }
 

@@ -238,8 +238,12 @@ fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> 
 
 /// Service `s`; `offered` is the number of requests all clients offered.
 fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport {
-    // In f64: replicas × workers can exceed u32.
-    let workers_total = f64::from(s.replicas) * f64::from(s.workers);
+    // In f64: replicas × workers can exceed u32. Replicas that join and leave rotation
+    // count by their time-weighted mean.
+    let replicas = s.scaling.as_ref().map_or(f64::from(s.replicas), |f| {
+        f.replicas.iter().map(|b| b.mean).sum::<f64>() / f.replicas.len().max(1) as f64
+    });
+    let workers_total = replicas * f64::from(s.workers);
     let c = &s.counts;
     ServiceReport {
         name: s.name.clone(),
@@ -297,6 +301,20 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             units_lost_some: b.units_lost_some,
             lost_some_ratio: round3(per(b.units_lost_some, b.units)),
             poison_crashes: b.poison_crashes,
+        }),
+        scaling: s.scaling.as_ref().map(|f| ScalingReport {
+            replicas_min: f.replicas_min,
+            replicas_max: f.replicas_max,
+            replicas_mean: round3(
+                f.replicas.iter().map(|b| b.mean).sum::<f64>() / f.replicas.len().max(1) as f64,
+            ),
+            scale_outs: f.scale_outs,
+            scale_ins: f.scale_ins,
+            replicas_added: f.replicas_added,
+            replicas_removed: f.replicas_removed,
+            deploy_restarts: f.deploy_restarts,
+            lost_at_stop: f.lost_at_stop,
+            cold_jobs: f.cold_jobs,
         }),
     }
 }
@@ -473,6 +491,24 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
                 );
                 continue;
             }
+            // A deploy's length follows from its batches.
+            FaultKind::Deploy {
+                service,
+                batch,
+                downtime,
+                warmup,
+            } => {
+                let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
+                let end = crate::scaling::deploy_end(f.at, replicas, *batch, *downtime, *warmup);
+                push(
+                    "deploy",
+                    service,
+                    format!("deploy {service} ({batch} at a time)"),
+                    f.at,
+                    Some(end),
+                );
+                continue;
+            }
         };
         push(kind, target, label, f.at, to);
     }
@@ -562,6 +598,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     busy_workers_mean: round3(b.busy.mean),
                     busy_workers_max: round3(b.busy.max),
                     capacity_workers_mean: round3(b.capacity.mean),
+                    replicas_in_rotation_mean: sv
+                        .scaling
+                        .as_ref()
+                        .map(|f| round3(f.replicas.get(i).map_or(0.0, |b| b.mean))),
                     failed_by_reason: reasons(&b.failed),
                     units_without_replicas_max: sv
                         .blast

@@ -23,7 +23,8 @@ mod verdicts;
 pub use render::Format;
 pub use types::{
     BlastReport, BreakerReport, CallPoint, CallReport, ClassPoint, ClassReport, ClientPoint,
-    ClientReport, ExpectationResult, LatencyMs, RefreshReport, Report, SeriesRow, ServicePoint,
+    ClientReport, ExpectationResult, LatencyMs, RefreshReport, Report, ScalingReport, SeriesRow,
+    ServicePoint,
     ServiceReport, StateSpan, StoreReport, Summary, TenantReport, Threshold, TimelineWindow,
     TrafficReport, Transition,
 };

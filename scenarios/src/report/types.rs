@@ -231,6 +231,35 @@ pub struct BlastReport {
     pub lost_some_ratio: f64,
     /// Replica crashes caused by poison requests.
     pub poison_crashes: u64,
+    /// Replicas joining and leaving rotation (absent unless it autoscales, cold-starts or
+    /// is deployed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<ScalingReport>,
+}
+
+/// A service whose replicas join and leave rotation: the autoscaler's and deploys' actions.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ScalingReport {
+    /// The fewest replicas in rotation at any instant.
+    pub replicas_min: u32,
+    /// The most replicas in rotation at any instant.
+    pub replicas_max: u32,
+    /// Replicas in rotation, time-weighted over the run.
+    pub replicas_mean: f64,
+    /// Scale-out decisions.
+    pub scale_outs: u64,
+    /// Scale-in decisions.
+    pub scale_ins: u64,
+    /// Replicas the scaler started.
+    pub replicas_added: u64,
+    /// Replicas the scaler took out of rotation.
+    pub replicas_removed: u64,
+    /// Replicas a deploy restarted.
+    pub deploy_restarts: u64,
+    /// Jobs a replica still held when its drain ended (lost).
+    pub lost_at_stop: u64,
+    /// Jobs that started work on a replica still warming up.
+    pub cold_jobs: u64,
 }
 
 /// A cache with a `ttl`: how its entries were refreshed.
@@ -341,6 +370,10 @@ pub struct ServicePoint {
     /// Workers of the replicas that are up, under capacity drops, time-weighted: what the
     /// busy workers can reach.
     pub capacity_workers_mean: f64,
+    /// Replicas in rotation, time-weighted (absent unless its replicas join and leave
+    /// rotation: it autoscales, cold-starts or is deployed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas_in_rotation_mean: Option<f64>,
     /// Attempts refused or failed by the service in the bucket (by the bucket of their
     /// answer), by reason.
     pub failed_by_reason: BTreeMap<String, u64>,

@@ -55,6 +55,11 @@ impl World {
                 let svc = self.service_index(service);
                 let n = replicas.map_or(self.services[svc].replica_count(), |n| n as usize);
                 for r in 0..n {
+                    // A slot out of rotation (parked, starting, draining) is not crashed
+                    // and not restarted by the fault.
+                    if !self.services[svc].in_rotation(r) {
+                        continue;
+                    }
                     if start {
                         self.crash(ctx, svc, r);
                     } else {
@@ -96,14 +101,18 @@ impl World {
                 let svc = self.service_index(service);
                 self.services[svc].apply_poison(self.faults.active_kinds());
             }
+            FaultKind::Deploy { .. } if start => {
+                self.on_deploy_batch(ctx, fault);
+            }
             FaultKind::CacheFlush { .. }
+            | FaultKind::Deploy { .. }
             | FaultKind::Latency { .. }
             | FaultKind::Loss { .. }
             | FaultKind::Partition { .. } => {}
         }
     }
 
-    fn service_index(&self, name: &str) -> usize {
+    pub(super) fn service_index(&self, name: &str) -> usize {
         self.services
             .iter()
             .position(|s| s.name() == name)
@@ -135,6 +144,13 @@ impl World {
     /// A crashed replica is up again, cold.
     pub(super) fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
         let was_down = !self.services[svc].replica_ref(r).is_up();
+        // The scaler may have taken it out of rotation meanwhile: it stays down.
+        if !self.services[svc].in_rotation(r) {
+            return;
+        }
+        if let Some(s) = self.services[svc].scaling_mut() {
+            s.restarted(ctx.now(), r);
+        }
         self.services[svc].replica(r).restart(ctx.now());
         self.services[svc].capacity_change(ctx.now());
         if was_down {

@@ -317,7 +317,7 @@ impl World {
             }
         }
         let s = &mut self.services[svc];
-        let work = s.work_time(r);
+        let work = s.work_time(r, now);
         if let Some(store) = s.store() {
             store.read(job);
         }

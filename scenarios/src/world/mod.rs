@@ -25,6 +25,7 @@
 //! | `hedge` | a hedged call's race |
 //! | `service` | a service: balancer, admission, work, faults, controllers, figures |
 //! | `replica` | a replica: workers, queue and discipline, health, cache state |
+//! | `scaling` | replica slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
 //! | `distributed` | distributed rate limiters: local, central at a store service, leases |
@@ -61,6 +62,7 @@ mod network;
 mod outcome;
 mod refresh;
 mod replica;
+mod scaling;
 mod service;
 mod sharding;
 mod site;
@@ -242,7 +244,7 @@ impl World {
         }
         let mut services = Vec::new();
         for (i, (name, sv)) in s.services.iter().enumerate() {
-            let mut replica_sites = vec![Vec::new(); sv.replicas as usize];
+            let mut replica_sites = vec![Vec::new(); crate::scaling::slots(sv) as usize];
             for (k, c) in sv.calls.iter().enumerate() {
                 let path = format!("services.{name}.calls[{k}]");
                 for (r, mine) in replica_sites.iter_mut().enumerate() {
@@ -261,6 +263,13 @@ impl World {
             services.push(Service::new(name, sv, node, replica_sites, seed, bucket));
         }
         sharding::install(s, seed, bucket, &mut services);
+        // A service a rolling deploy aims at gets replica slots that can leave rotation.
+        for f in &s.faults {
+            if let crate::schema::FaultKind::Deploy { service, .. } = &f.kind {
+                let i = names.binary_search(&service.as_str());
+                services[i.expect("fault targets are checked by validation")].deployed();
+            }
+        }
         // Store call sites come after every other site, so a scenario without distributed
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);
@@ -337,6 +346,9 @@ impl World {
             }
             if let Some(interval) = s.pid_interval() {
                 events.push((SimTime::ZERO + interval, Msg::PidTick { service }));
+            }
+            if let Some(a) = &s.config().autoscale {
+                events.push((SimTime::ZERO + a.period, Msg::ScaleTick { service }));
             }
         }
         events
@@ -561,6 +573,11 @@ impl Entity for World {
             Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
             Msg::HealthTick { service } => self.on_health_tick(ctx, service as usize),
             Msg::HedgeTimer { call } => self.on_hedge_timer(ctx, call),
+            Msg::ScaleTick { service } => self.on_scale_tick(ctx, service as usize),
+            Msg::Scaled { service, replica } => {
+                self.on_scaled(ctx, service as usize, replica as usize)
+            }
+            Msg::DeployBatch { fault } => self.on_deploy_batch(ctx, fault as usize),
             Msg::BulkheadExpire { site, side, gate } => {
                 self.on_bulkhead_expire(ctx, site, side, gate as usize)
             }

@@ -116,6 +116,23 @@ pub enum Msg {
         /// The hedged call.
         call: CallKey,
     },
+    /// An autoscaler reads its metric and decides.
+    ScaleTick {
+        /// The service.
+        service: u32,
+    },
+    /// A replica slot's start-up, drain or deploy downtime ends.
+    Scaled {
+        /// The service.
+        service: u32,
+        /// The replica slot.
+        replica: u32,
+    },
+    /// A rolling deploy's next batch leaves rotation.
+    DeployBatch {
+        /// Index in the scenario's fault list.
+        fault: u32,
+    },
     /// A bulkhead's waits may have timed out.
     BulkheadExpire {
         /// The call site instance.
@@ -160,6 +177,11 @@ impl Message for Msg {
                 (u64::from(site) << 16) | ((side as u64) << 8) | u64::from(gate),
             ),
             Msg::HedgeTimer { call } => (15, call.data().as_ffi()),
+            Msg::ScaleTick { service } => (16, u64::from(service)),
+            Msg::Scaled { service, replica } => {
+                (17, (u64::from(service) << 32) | u64::from(replica))
+            }
+            Msg::DeployBatch { fault } => (18, u64::from(fault)),
         };
         (tag << 56) | key(word)
     }

@@ -16,6 +16,7 @@ use super::outcome::Reason;
 use super::refresh::Refresh;
 use super::replica::Replica;
 use super::sharding::{self, Sharding};
+use super::scaling::Scaling;
 use super::store::StoreState;
 use super::traffic::Attrs;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
@@ -117,6 +118,9 @@ pub struct Service {
     /// Which replicas each caller unit may use, when it is isolated or poisoned
     /// ([`super::sharding`]).
     sharding: Option<Sharding>,
+    /// Its replica slots in and out of rotation, if it autoscales, cold-starts or is
+    /// deployed (`None`: every replica is in rotation).
+    scaling: Option<Box<Scaling>>,
 }
 
 impl Service {
@@ -163,11 +167,19 @@ impl Service {
             SimTime::ZERO,
             f64::from(config.replicas) * f64::from(config.workers),
         );
+        let slots = crate::scaling::slots(config);
+        let scaling = Scaling::new(config, slots as usize, false, bucket).map(Box::new);
+        let mut replicas: Vec<Replica> = (0..slots).map(|_| Replica::new(config)).collect();
+        for (r, replica) in replicas.iter_mut().enumerate() {
+            if scaling.as_ref().is_some_and(|s| s.parked(r)) {
+                replica.crash(config);
+            }
+        }
         Service {
             name: name.to_string(),
             work: config.work.compile().expect(built),
             sites,
-            replicas: (0..config.replicas).map(|_| Replica::new(config)).collect(),
+            replicas,
             limiters,
             rate_limits,
             priority,
@@ -194,7 +206,7 @@ impl Service {
             refresh: config
                 .cache
                 .as_ref()
-                .and_then(|c| Refresh::new(name, c, config.replicas, seed)),
+                .and_then(|c| Refresh::new(name, c, slots, seed)),
             waiters: BTreeMap::new(),
             counts: ServiceCounts::default(),
             wait: LatencyHistogram::compact(),
@@ -209,9 +221,35 @@ impl Service {
             queued_total: 0,
             busy_since: SimTime::ZERO,
             sharding: None,
+            scaling,
             node,
             config: config.clone(),
         }
+    }
+
+    /// A rolling deploy aims at it: its replicas get slots that can leave rotation.
+    pub fn deployed(&mut self) {
+        if self.scaling.is_none() {
+            let n = self.replicas.len();
+            self.scaling = Scaling::new(&self.config, n, true, self.bucket).map(Box::new);
+        }
+    }
+
+    /// Its replica slots, if any can leave rotation.
+    pub fn scaling_mut(&mut self) -> Option<&mut Scaling> {
+        self.scaling.as_deref_mut()
+    }
+
+    /// Whether replica `r` is in rotation (every replica of a service without scaling is).
+    pub fn in_rotation(&self, r: usize) -> bool {
+        self.scaling.as_ref().is_none_or(|s| s.in_rotation(r))
+    }
+
+    /// Busy workers over its replicas, integrated over time up to `now`, in
+    /// worker-nanoseconds.
+    pub fn busy_integral(&self, now: SimTime) -> u128 {
+        let held = now.saturating_duration_since(self.busy_since).as_nanos();
+        u128::from(self.counts.busy_ns) + u128::from(self.busy_total) * u128::from(held)
     }
 
     /// Its cache's expiring entries, if the cache has a `ttl`.
@@ -401,10 +439,13 @@ impl Service {
 
     /// The work time of a job starting now at replica `r`: a draw from the work
     /// distribution, times the slowdown and the load-dependent growth.
-    pub fn work_time(&mut self, r: usize) -> SimDuration {
+    pub fn work_time(&mut self, r: usize, now: SimTime) -> SimDuration {
         let replica = &self.replicas[r];
         let in_flight = f64::from(replica.busy()) + replica.queue_len() as f64;
-        let factor = self.faults.slowdown * (1.0 + self.config.work_per_in_flight * in_flight);
+        let mut factor = self.faults.slowdown * (1.0 + self.config.work_per_in_flight * in_flight);
+        if let Some(s) = &mut self.scaling {
+            factor *= s.cold_factor(r, now);
+        }
         let work = self.work.sample(&mut self.rng_work);
         // The common case (no slowdown, no growth with load) skips the float round trip.
         // Scaled work is capped like any sample, so `now + work` stays representable.
@@ -469,15 +510,24 @@ impl Service {
         if n == 1 {
             return 0;
         }
-        let any_eligible = self.replicas.iter().any(|r| r.eligible(now));
-        let ok = |r: &Replica| !any_eligible || r.eligible(now);
-        let candidates = || self.replicas.iter().enumerate().filter(|(_, r)| ok(r));
+        // Replicas out of rotation (scaling, deploys) are not candidates, unless none is in
+        // rotation; then ejection and health decide among all as before.
+        let scaling = self.scaling.as_deref();
+        let any_rotating = scaling.is_none_or(|s| (0..n).any(|i| s.in_rotation(i)));
+        let rotating = |i: usize| !any_rotating || scaling.is_none_or(|s| s.in_rotation(i));
+        let any_eligible = self
+            .replicas
+            .iter()
+            .enumerate()
+            .any(|(i, r)| rotating(i) && r.eligible(now));
+        let ok = |i: usize, r: &Replica| rotating(i) && (!any_eligible || r.eligible(now));
+        let candidates = || self.replicas.iter().enumerate().filter(|(i, r)| ok(*i, r));
         match self.config.balancer {
             Balancer::RoundRobin => {
                 for _ in 0..n {
                     let i = self.round_robin % n;
                     self.round_robin = (self.round_robin + 1) % n;
-                    if ok(&self.replicas[i]) {
+                    if ok(i, &self.replicas[i]) {
                         return i;
                     }
                 }
@@ -500,7 +550,7 @@ impl Service {
                     self.replicas
                         .iter()
                         .enumerate()
-                        .filter(|(_, r)| ok(r))
+                        .filter(|(i, r)| ok(*i, r))
                         .nth(k)
                         .map_or(0, |(i, _)| i)
                 };
@@ -530,8 +580,13 @@ impl Service {
             return;
         }
         let ejected = self.replicas.iter().filter(|x| x.ejected(now)).count();
-        let allowed =
-            ((self.replicas.len() as f64 * o.max_ejection_percent / 100.0) as usize).max(1);
+        let rotating = match &self.scaling {
+            Some(s) => (0..self.replicas.len())
+                .filter(|&i| s.in_rotation(i))
+                .count(),
+            None => self.replicas.len(),
+        };
+        let allowed = ((rotating as f64 * o.max_ejection_percent / 100.0) as usize).max(1);
         if ejected < allowed {
             let until = now.saturating_add(o.ejection);
             self.replicas[r].eject(until);
@@ -616,7 +671,11 @@ impl Service {
             .clone()
             .expect("ticks are for services with health checks");
         let capacity = self.config.queue.capacity;
-        for r in &mut self.replicas {
+        for (i, r) in self.replicas.iter_mut().enumerate() {
+            // A replica out of rotation is not probed (its endpoint is not registered).
+            if self.scaling.as_ref().is_some_and(|s| !s.in_rotation(i)) {
+                continue;
+            }
             let pass = r.probe_passes(now, capacity, h.timeout);
             if r.probe(pass, h.unhealthy_threshold, h.healthy_threshold) {
                 self.counts.marked_unhealthy += 1;
@@ -690,13 +749,21 @@ impl Service {
             .queued_total
             .checked_add_signed(delta)
             .expect("queue count");
+        if let Some(s) = &mut self.scaling {
+            s.queue_change(now, self.queued_total);
+        }
         self.queue_series.set(now, f64::from(self.queued_total));
     }
 
     /// The workers of the replicas that are up may have changed at `now` (a crash, a restart,
     /// a capacity drop starting or ending).
     pub fn capacity_change(&mut self, now: SimTime) {
-        let up = self.replicas.iter().filter(|r| r.is_up()).count() as f64;
+        let up = self
+            .replicas
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| r.is_up() && self.in_rotation(*i))
+            .count() as f64;
         self.capacity_series
             .set(now, up * f64::from(self.faults.workers));
     }
@@ -749,6 +816,7 @@ impl Service {
             store: self.store.as_ref().map(StoreState::figures),
             blast: self.sharding.as_mut().map(|s| s.figures(end, buckets)),
             refresh: self.refresh.as_ref().map(Refresh::figures),
+            scaling: self.scaling.as_mut().map(|s| s.figures(end)),
         }
     }
 }

@@ -140,6 +140,15 @@ impl World {
                 self.services[*service as usize].name().to_string(),
             ),
             Msg::HedgeTimer { call } => ("hedge-timer", self.call_name(*call)),
+            Msg::ScaleTick { service } => (
+                "scale-tick",
+                self.services[*service as usize].name().to_string(),
+            ),
+            Msg::Scaled { service, replica } => (
+                "replica-slot",
+                format!("{}/{replica}", self.services[*service as usize].name()),
+            ),
+            Msg::DeployBatch { fault } => ("deploy-batch", format!("faults[{fault}]")),
             Msg::BulkheadExpire { site, .. } => (
                 "bulkhead-wait-ends",
                 self.sites[*site as usize].path().to_string(),

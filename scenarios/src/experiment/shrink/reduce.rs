@@ -423,6 +423,7 @@ fn fault_service(kind: &FaultKind) -> Option<&str> {
         | FaultKind::Partition { service }
         | FaultKind::CacheFlush { service }
         | FaultKind::Poison { service, .. } => Some(service),
+        | FaultKind::Deploy { service, .. } => Some(service),
         FaultKind::LoadSpike { .. } => None,
     }
 }
@@ -439,6 +440,7 @@ fn fault_name(kind: &FaultKind) -> String {
         FaultKind::Partition { .. } => "Partition",
         FaultKind::CacheFlush { .. } => "CacheFlush",
         FaultKind::Poison { .. } => "Poison",
+        FaultKind::Deploy { .. } => "Deploy",
     };
     format!("{what} of {}", fault_service(kind).unwrap_or("?"))
 }

@@ -115,6 +115,24 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
                 });
                 continue;
             }
+            // A deploy is a disturbance until its last batch has warmed up.
+            FaultKind::Deploy {
+                service,
+                batch,
+                downtime,
+                warmup,
+            } => {
+                let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
+                out.push(Trigger {
+                    kind: "deploy".to_string(),
+                    label: format!("deploy {service}"),
+                    start: f.at,
+                    end: Some(crate::scaling::deploy_end(
+                        f.at, replicas, *batch, *downtime, *warmup,
+                    )),
+                });
+                continue;
+            }
         };
         out.push(Trigger {
             kind: kind.to_string(),

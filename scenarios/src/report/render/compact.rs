@@ -44,6 +44,20 @@ pub(super) fn render(report: &Report) -> String {
             v.wasted_work_s,
             v.ejections
         );
+        if let Some(sc) = &v.scaling {
+            let _ = writeln!(
+                o,
+                "replicas {:<9} in rotation min {} max {} mean {:.1} scale-outs {} scale-ins {} deploy restarts {} lost at stop {}",
+                v.name,
+                sc.replicas_min,
+                sc.replicas_max,
+                sc.replicas_mean,
+                sc.scale_outs,
+                sc.scale_ins,
+                sc.deploy_restarts,
+                sc.lost_at_stop
+            );
+        }
     }
     super::blast::compact(&mut o, report);
     for (c, name) in report.calls.iter().zip(call_names(&report.calls)) {

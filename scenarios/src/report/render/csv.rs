@@ -1,6 +1,7 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one
 //! that reports its blast radius `_units_without_replicas_max`). The columns are the JSON series' keys; as there, outcomes and
+//! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one whose replicas join and leave rotation `_replicas_in_rotation_mean`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
 use super::super::Report;
@@ -24,6 +25,10 @@ pub(super) fn render(report: &Report) -> String {
         // A service that reports its blast radius adds the units left without a replica.
         if v.blast_radius.is_some() {
             let _ = write!(o, ",{n}_units_without_replicas_max");
+        }
+        // A service whose replicas join and leave rotation adds them per bucket.
+        if v.scaling.is_some() {
+            let _ = write!(o, ",{n}_replicas_in_rotation_mean");
         }
     }
     // Per request class (only when a client declares classes): by bucket of offer.
@@ -59,6 +64,9 @@ pub(super) fn render(report: &Report) -> String {
             }
             if v.blast_radius.is_some() {
                 let _ = write!(o, ",{}", p.units_without_replicas_max.unwrap_or_default());
+            }
+            if v.scaling.is_some() {
+                let _ = write!(o, ",{}", cell(p.replicas_in_rotation_mean));
             }
         }
         for k in &r.classes {

@@ -215,6 +215,21 @@ fn service(o: &mut String, v: &ServiceReport) {
             f.expired_misses, f.early_refreshes, f.refreshes
         ));
     }
+    if let Some(sc) = &v.scaling {
+        extra.push(format!(
+            "replicas in rotation: min {}, max {}, mean {:.1}; scale-outs {} (+{}), scale-ins {} (-{}); deploy restarts {}; cold jobs {}; lost at stop {}",
+            sc.replicas_min,
+            sc.replicas_max,
+            sc.replicas_mean,
+            sc.scale_outs,
+            sc.replicas_added,
+            sc.scale_ins,
+            sc.replicas_removed,
+            sc.deploy_restarts,
+            sc.cold_jobs,
+            sc.lost_at_stop
+        ));
+    }
     if let Some(st) = &v.store {
         extra.push(format!(
             "store: {} rows, commits {}, conflicts {} ({} per commit)",

@@ -7,6 +7,7 @@
 //! | `traffic` | offered, attempts, successes and goodput per second: the amplification made visible |
 //! | `latency` | client latency p50, p99 and max per bucket (log scale when it spans decades) |
 //! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason; caller units without a replica (when it reports its blast radius) |
+//! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason; replicas in rotation (when they join and leave it) |
 //! | `breakers` | each breaker's state as coloured bands, one row per breaker (when there are breakers) |
 //! | `calls` | retries, budget refusals and timeouts per call site |
 //! | `expectations` | each expectation's figure against its bound over its window, green or red (when there are expectations) |
@@ -397,6 +398,25 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
             ),
             lines,
             note,
+        });
+    }
+    // A service whose replicas join and leave rotation: how many are in it.
+    if let Some(sc) = &report.services[i].scaling {
+        let replicas = vec![line(
+            "replicas in rotation",
+            2,
+            frame.mean(report, |r| {
+                r.services[i].replicas_in_rotation_mean.unwrap_or_default()
+            }),
+        )];
+        panels.push(LinePanel {
+            y: linear("replicas", &replicas),
+            title: format!(
+                "{title}: replicas in rotation ({} scale-outs, {} scale-ins, {} deploy restarts)",
+                sc.scale_outs, sc.scale_ins, sc.deploy_restarts
+            ),
+            lines: replicas,
+            note: None,
         });
     }
     stacked(frame, panels)

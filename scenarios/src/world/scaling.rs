@@ -1,0 +1,518 @@
+//! Replicas that join and leave rotation: a service's [`Scaling`] (its replica slots, the
+//! autoscaler's metric and decisions, cold starts, rolling deploys) and the world's handlers
+//! of its events (`ScaleTick`, `Scaled`, `DeployBatch`).
+//!
+//! A service that autoscales has `max_replicas` replica slots from the start; a slot is
+//! [`Slot::Parked`] (down), `Starting` (down until its start-up ends), `InRotation`,
+//! `Draining` (up and serving what it holds, taking nothing new, until its drain ends) or
+//! `Redeploying` (draining, then restarted cold by a deploy). Only slots in rotation are seen
+//! by the balancer, the health checks and outlier ejection; a slot's queue and workers are
+//! its replica's, so a draining replica finishes its queue as it would have. A service
+//! without a scaler, a cold start or a deploy has no `Scaling` at all: every replica is in
+//! rotation and the hot path pays one `Option` check when a job starts work and when the
+//! queue changes.
+//!
+//! The scaler (see [`crate::scaling`] for the rule it follows) reads integrals, not samples:
+//! the busy workers' time (the service's own), the queued requests' time and the replicas in
+//! rotation's time, snapshotted at every tick, so a datapoint is the exact time-average over
+//! its period. Nothing here draws a random number.
+
+use super::msg::Msg;
+use super::{C, World, later};
+use crate::figures::ScalingFigures;
+use crate::scaling::{Autoscale, ColdStart, ScaleMetric};
+use crate::schema::FaultKind;
+use sim_core::metrics::GaugeSeries;
+use sim_core::{SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// What a replica slot is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Not running; the scaler may start it.
+    Parked,
+    /// Starting; enters rotation at `ready_at`.
+    Starting { ready_at: SimTime },
+    /// Serving, in rotation.
+    InRotation,
+    /// Out of rotation, finishing what it holds; stops (and parks) at `stop_at`.
+    Draining { stop_at: SimTime },
+    /// Out of rotation for a deploy, finishing what it holds; restarts cold at `back_at`.
+    Redeploying { back_at: SimTime },
+}
+
+/// The integrals at one tick.
+#[derive(Debug, Clone, Copy)]
+struct Snapshot {
+    at: SimTime,
+    busy_ns: u128,
+    queue_ns: u128,
+    rotation_ns: u128,
+}
+
+/// The most snapshots kept: enough for any delay of up to this many periods.
+const SNAPSHOTS_MAX: usize = 4096;
+
+/// A service's replica slots and what moves them.
+#[derive(Debug)]
+pub struct Scaling {
+    autoscale: Option<Autoscale>,
+    cold: Option<ColdStart>,
+    slots: Vec<Slot>,
+    /// When each slot last started after time 0 (`None`: warm since the start).
+    started: Vec<Option<SimTime>>,
+    in_rotation: u32,
+    rotation_ns: u128,
+    rotation_since: SimTime,
+    queued: u32,
+    queue_ns: u128,
+    queue_since: SimTime,
+    snapshots: VecDeque<Snapshot>,
+    /// The scaler's recommendations within the scale-in stabilisation window.
+    recommendations: VecDeque<(SimTime, u32)>,
+    last_scale_out: Option<SimTime>,
+    last_scale: Option<SimTime>,
+    series: GaugeSeries,
+    figures: ScalingFigures,
+}
+
+/// What a tick decided: replicas to start and to take out of rotation.
+#[derive(Debug, Default)]
+pub struct Decision {
+    /// Slots to start.
+    pub start: Vec<usize>,
+    /// Slots to drain.
+    pub drain: Vec<usize>,
+}
+
+impl Scaling {
+    /// The slots of a service of `config` with `slots` slots, the first `replicas` in
+    /// rotation, if it autoscales or cold-starts (or `deployed`: a deploy aims at it).
+    pub fn new(
+        config: &crate::schema::Service,
+        slots: usize,
+        deployed: bool,
+        bucket: SimDuration,
+    ) -> Option<Scaling> {
+        if config.autoscale.is_none() && config.cold_start.is_none() && !deployed {
+            return None;
+        }
+        let replicas = config.replicas as usize;
+        let mut series = GaugeSeries::new(bucket);
+        series.set(SimTime::ZERO, replicas as f64);
+        Some(Scaling {
+            autoscale: config.autoscale.clone(),
+            cold: config.cold_start.clone(),
+            slots: (0..slots)
+                .map(|i| {
+                    if i < replicas {
+                        Slot::InRotation
+                    } else {
+                        Slot::Parked
+                    }
+                })
+                .collect(),
+            started: vec![None; slots],
+            in_rotation: config.replicas,
+            rotation_ns: 0,
+            rotation_since: SimTime::ZERO,
+            queued: 0,
+            queue_ns: 0,
+            queue_since: SimTime::ZERO,
+            // The integrals are zero at time 0: the first period's datapoint is whole.
+            snapshots: VecDeque::from([Snapshot {
+                at: SimTime::ZERO,
+                busy_ns: 0,
+                queue_ns: 0,
+                rotation_ns: 0,
+            }]),
+            recommendations: VecDeque::new(),
+            last_scale_out: None,
+            last_scale: None,
+            series,
+            figures: ScalingFigures {
+                replicas_min: config.replicas,
+                replicas_max: config.replicas,
+                ..ScalingFigures::default()
+            },
+        })
+    }
+
+    /// Whether slot `r` is in rotation.
+    pub fn in_rotation(&self, r: usize) -> bool {
+        self.slots[r] == Slot::InRotation
+    }
+
+    /// Whether slot `r` is parked at the start (a slot beyond the initial replicas).
+    pub fn parked(&self, r: usize) -> bool {
+        self.slots[r] == Slot::Parked
+    }
+
+    /// The scaler's period, if the service autoscales.
+    pub fn period(&self) -> Option<SimDuration> {
+        self.autoscale.as_ref().map(|a| a.period)
+    }
+
+    /// The work multiplier of slot `r` at `now` under the cold start (1 when warm); counts
+    /// a cold job.
+    pub fn cold_factor(&mut self, r: usize, now: SimTime) -> f64 {
+        let (Some(cold), Some(started)) = (&self.cold, self.started[r]) else {
+            return 1.0;
+        };
+        let f = cold.factor_after(now.saturating_duration_since(started));
+        if f > 1.0 {
+            self.figures.cold_jobs += 1;
+        }
+        f
+    }
+
+    /// The service's queued requests change to `queued` at `now`.
+    pub fn queue_change(&mut self, now: SimTime, queued: u32) {
+        let held = now.saturating_duration_since(self.queue_since).as_nanos();
+        self.queue_ns += u128::from(self.queued) * u128::from(held);
+        self.queue_since = now;
+        self.queued = queued;
+    }
+
+    fn set_slot(&mut self, now: SimTime, r: usize, slot: Slot) {
+        let was = self.slots[r] == Slot::InRotation;
+        self.slots[r] = slot;
+        let is = slot == Slot::InRotation;
+        if was == is {
+            return;
+        }
+        let held = now
+            .saturating_duration_since(self.rotation_since)
+            .as_nanos();
+        self.rotation_ns += u128::from(self.in_rotation) * u128::from(held);
+        self.rotation_since = now;
+        if is {
+            self.in_rotation += 1;
+        } else {
+            self.in_rotation -= 1;
+        }
+        self.series.set(now, f64::from(self.in_rotation));
+        self.figures.replicas_min = self.figures.replicas_min.min(self.in_rotation);
+        self.figures.replicas_max = self.figures.replicas_max.max(self.in_rotation);
+    }
+
+    /// Slot `r` started at `now` (in rotation, cold).
+    pub fn started(&mut self, now: SimTime, r: usize) {
+        self.set_slot(now, r, Slot::InRotation);
+        self.started[r] = Some(now);
+    }
+
+    /// A crashed replica of slot `r` restarted at `now`: cold, if the service cold-starts.
+    pub fn restarted(&mut self, now: SimTime, r: usize) {
+        self.started[r] = Some(now);
+    }
+
+    /// The integrals at `now`, given the busy workers' integral.
+    fn snapshot(&self, now: SimTime, busy_ns: u128) -> Snapshot {
+        let q = now.saturating_duration_since(self.queue_since).as_nanos();
+        let rot = now
+            .saturating_duration_since(self.rotation_since)
+            .as_nanos();
+        Snapshot {
+            at: now,
+            busy_ns,
+            queue_ns: self.queue_ns + u128::from(self.queued) * u128::from(q),
+            rotation_ns: self.rotation_ns + u128::from(self.in_rotation) * u128::from(rot),
+        }
+    }
+
+    /// One tick of the scaler at `now`: takes a snapshot, reads the newest datapoint that
+    /// is at least `delay` old, and decides (Kubernetes HPA's rule with AWS target
+    /// tracking's cooldowns; see [`crate::scaling`]). `busy_ns` is the service's busy-worker
+    /// integral, `workers` its workers per replica.
+    pub fn tick(&mut self, now: SimTime, busy_ns: u128, workers: u32) -> Decision {
+        let a = self
+            .autoscale
+            .clone()
+            .expect("ticks are for services that autoscale");
+        let snap = self.snapshot(now, busy_ns);
+        self.snapshots.push_back(snap);
+        if self.snapshots.len() > SNAPSHOTS_MAX {
+            self.snapshots.pop_front();
+        }
+        // The newest whole period that ended at least `delay` ago.
+        let visible = now.as_nanos().checked_sub(a.delay.as_nanos());
+        let mut metric = None;
+        if let Some(visible) = visible {
+            let end = self
+                .snapshots
+                .iter()
+                .rposition(|s| s.at.as_nanos() <= visible);
+            if let Some(e) = end
+                && e > 0
+            {
+                let (x, y) = (self.snapshots[e - 1], self.snapshots[e]);
+                let rot = y.rotation_ns - x.rotation_ns;
+                if rot > 0 {
+                    metric = Some(match a.metric {
+                        ScaleMetric::Utilisation { .. } => {
+                            (y.busy_ns - x.busy_ns) as f64 / (rot as f64 * f64::from(workers))
+                        }
+                        ScaleMetric::QueueDepth { .. } => {
+                            (y.queue_ns - x.queue_ns) as f64 / rot as f64
+                        }
+                    });
+                }
+                // Older snapshots are never read again.
+                self.snapshots.drain(..e - 1);
+            }
+        }
+        let Some(metric) = metric else {
+            return Decision::default();
+        };
+        let target = match a.metric {
+            ScaleMetric::Utilisation { target_ratio } => target_ratio,
+            ScaleMetric::QueueDepth { per_replica } => per_replica,
+        };
+        let current = self.in_rotation;
+        let ratio = metric / target;
+        let desired = if (ratio - 1.0).abs() <= a.tolerance_ratio {
+            current
+        } else {
+            let d = (f64::from(current) * ratio).ceil();
+            if d >= f64::from(a.max_replicas) {
+                a.max_replicas
+            } else {
+                d as u32
+            }
+        }
+        .clamp(a.min_replicas, a.max_replicas);
+        // Scale-in follows the highest recommendation of the stabilisation window.
+        self.recommendations.push_back((now, desired));
+        while let Some(&(t, _)) = self.recommendations.front() {
+            if now.saturating_duration_since(t) > a.scale_in_stabilisation {
+                self.recommendations.pop_front();
+            } else {
+                break;
+            }
+        }
+        let stable = self
+            .recommendations
+            .iter()
+            .map(|(_, d)| *d)
+            .max()
+            .unwrap_or(desired);
+        // What is planned: in rotation, starting, and back from a deploy soon.
+        let planned = self
+            .slots
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    Slot::InRotation | Slot::Starting { .. } | Slot::Redeploying { .. }
+                )
+            })
+            .count() as u32;
+        let since = |t: Option<SimTime>, d: SimDuration| {
+            t.is_none_or(|t| now.saturating_duration_since(t) >= d)
+        };
+        let mut out = Decision::default();
+        if desired > planned && since(self.last_scale_out, a.scale_out_cooldown) {
+            let ready_at = now.saturating_add(a.startup);
+            for r in 0..self.slots.len() {
+                if out.start.len() as u32 == desired - planned {
+                    break;
+                }
+                if self.slots[r] == Slot::Parked {
+                    self.slots[r] = Slot::Starting { ready_at };
+                    out.start.push(r);
+                }
+            }
+            if !out.start.is_empty() {
+                self.figures.scale_outs += 1;
+                self.figures.replicas_added += out.start.len() as u64;
+                self.last_scale_out = Some(now);
+                self.last_scale = Some(now);
+            }
+        } else if stable < planned && since(self.last_scale, a.scale_in_cooldown) {
+            let mut remove = planned - stable;
+            // Starting replicas are cancelled first (they serve nothing yet), then the
+            // highest slots in rotation drain.
+            for r in (0..self.slots.len()).rev() {
+                if remove > 0 && matches!(self.slots[r], Slot::Starting { .. }) {
+                    self.slots[r] = Slot::Parked;
+                    remove -= 1;
+                    self.figures.replicas_removed += 1;
+                }
+            }
+            let stop_at = now.saturating_add(a.drain);
+            for r in (0..self.slots.len()).rev() {
+                // Never below the fewest replicas in rotation.
+                if remove == 0 || self.in_rotation <= a.min_replicas {
+                    break;
+                }
+                if self.slots[r] == Slot::InRotation {
+                    self.set_slot(now, r, Slot::Draining { stop_at });
+                    out.drain.push(r);
+                    remove -= 1;
+                    self.figures.replicas_removed += 1;
+                }
+            }
+            self.figures.scale_ins += 1;
+            self.last_scale = Some(now);
+        }
+        out
+    }
+
+    /// The slots a deploy's next batch takes out of rotation at `now`: up to `batch` slots
+    /// in rotation that have not started since the deploy began at `since`, lowest first.
+    pub fn deploy_batch(
+        &mut self,
+        now: SimTime,
+        since: SimTime,
+        batch: u32,
+        downtime: SimDuration,
+    ) -> Vec<usize> {
+        let back_at = now.saturating_add(downtime);
+        let mut out = Vec::new();
+        for r in 0..self.slots.len() {
+            if out.len() as u32 == batch {
+                break;
+            }
+            let old = self.started[r].is_none_or(|t| t <= since);
+            if self.slots[r] == Slot::InRotation && old {
+                self.set_slot(now, r, Slot::Redeploying { back_at });
+                out.push(r);
+            }
+        }
+        out
+    }
+
+    /// What slot `r`'s event at `now` means, if it is still due.
+    fn due(&self, now: SimTime, r: usize) -> Option<Slot> {
+        let s = self.slots[r];
+        let due = match s {
+            Slot::Starting { ready_at } => ready_at == now,
+            Slot::Draining { stop_at } => stop_at == now,
+            Slot::Redeploying { back_at } => back_at == now,
+            Slot::Parked | Slot::InRotation => false,
+        };
+        due.then_some(s)
+    }
+
+    /// Its figures at `end`.
+    pub fn figures(&mut self, end: SimTime) -> ScalingFigures {
+        let mut f = self.figures.clone();
+        f.replicas = self.series.finish(end);
+        f
+    }
+}
+
+impl World {
+    /// The autoscaler of `svc` ticks: it decides, and the replicas it starts or drains get
+    /// their events.
+    pub(super) fn on_scale_tick(&mut self, ctx: C, svc: usize) {
+        let now = ctx.now();
+        let s = &mut self.services[svc];
+        let busy_ns = s.busy_integral(now);
+        let workers = s.config().workers;
+        let sc = s
+            .scaling_mut()
+            .expect("ticks are for services that autoscale");
+        let period = sc.period().expect("ticks are for services that autoscale");
+        let decision = sc.tick(now, busy_ns, workers);
+        let (startup, drain) = {
+            let a = s.config().autoscale.as_ref().expect("autoscales");
+            (a.startup, a.drain)
+        };
+        let service = svc as u32;
+        for r in decision.start {
+            let replica = r as u32;
+            later(ctx, startup, Msg::Scaled { service, replica });
+        }
+        for r in decision.drain {
+            let replica = r as u32;
+            later(ctx, drain, Msg::Scaled { service, replica });
+        }
+        s.capacity_change(now);
+        later(ctx, period, Msg::ScaleTick { service });
+    }
+
+    /// A slot's start-up, drain or deploy downtime ends (unless the scaler changed its mind).
+    pub(super) fn on_scaled(&mut self, ctx: C, svc: usize, r: usize) {
+        let now = ctx.now();
+        let sc = self.services[svc].scaling_mut().expect("a scaled service");
+        let Some(slot) = sc.due(now, r) else {
+            return;
+        };
+        match slot {
+            Slot::Starting { .. } => {
+                sc.started(now, r);
+                self.services[svc].replica(r).restart(now);
+            }
+            Slot::Draining { .. } => {
+                self.stop_replica(ctx, svc, r);
+                let sc = self.services[svc].scaling_mut().expect("a scaled service");
+                sc.set_slot(now, r, Slot::Parked);
+            }
+            Slot::Redeploying { .. } => {
+                self.stop_replica(ctx, svc, r);
+                let sc = self.services[svc].scaling_mut().expect("a scaled service");
+                sc.started(now, r);
+                sc.figures.deploy_restarts += 1;
+                self.services[svc].replica(r).restart(now);
+            }
+            Slot::Parked | Slot::InRotation => unreachable!("only waiting slots are due"),
+        }
+        self.services[svc].capacity_change(now);
+    }
+
+    /// A replica's drain ends: what it still holds is lost, and it is down.
+    fn stop_replica(&mut self, ctx: C, svc: usize, r: usize) {
+        let s = &mut self.services[svc];
+        let held = u64::from(s.replica_ref(r).busy()) + s.replica_ref(r).queue_len() as u64;
+        s.scaling_mut()
+            .expect("a scaled service")
+            .figures
+            .lost_at_stop += held;
+        if held > 0 {
+            self.lose_jobs(ctx, svc, r);
+        }
+        let s = &mut self.services[svc];
+        let config = s.config().clone();
+        s.replica(r).crash(&config);
+    }
+
+    /// The next batch of the rolling deploy `fault`: its replicas leave rotation, come back
+    /// cold after the downtime, and the batch after starts once they have warmed up.
+    pub(super) fn on_deploy_batch(&mut self, ctx: C, fault: usize) {
+        let now = ctx.now();
+        let f = &self.faults.faults()[fault];
+        let FaultKind::Deploy {
+            service,
+            batch,
+            downtime,
+            warmup,
+        } = &f.kind
+        else {
+            unreachable!("deploy batches are for deploys");
+        };
+        let since = SimTime::ZERO.saturating_add(f.at);
+        let (batch, downtime, warmup) = (*batch, *downtime, *warmup);
+        let svc = self.service_index(&service.clone());
+        let sc = self.services[svc]
+            .scaling_mut()
+            .expect("a deployed service");
+        let taken = sc.deploy_batch(now, since, batch, downtime);
+        if taken.is_empty() {
+            return;
+        }
+        let service = svc as u32;
+        for r in taken {
+            let replica = r as u32;
+            later(ctx, downtime, Msg::Scaled { service, replica });
+        }
+        self.services[svc].capacity_change(now);
+        let fault = fault as u32;
+        later(
+            ctx,
+            downtime.saturating_add(warmup),
+            Msg::DeployBatch { fault },
+        );
+    }
+}
