@@ -88,13 +88,14 @@ pub struct EventQueue<P> {
 /// before `margin` more entries arrive: its capacity, or, when it must grow meanwhile, the old
 /// allocation and the doubled one, which coexist while the entries move (the heap's peak).
 /// Memory budgets count this rather than the entries in use: a table that has just doubled
-/// holds twice what it uses.
+/// holds twice what it uses. A table smaller than `margin` counts its capacity only: its
+/// growth is small, and left to the budget's per-entry prices.
 pub fn reserved_bytes(len: usize, capacity: usize, slot: usize, margin: usize) -> u64 {
-    let (slot, capacity) = (slot as u64, capacity as u64);
-    if len + margin > capacity as usize {
-        3 * capacity.max(margin as u64) * slot
+    let bytes = (capacity as u64) * (slot as u64);
+    if capacity >= margin && len + margin > capacity {
+        3 * bytes
     } else {
-        capacity * slot
+        bytes
     }
 }
 
