@@ -416,6 +416,9 @@ pub struct ServiceFigures {
     pub refresh: Option<RefreshFigures>,
     /// Its blast radius, if it is isolated or a `Poison` fault aims at it.
     pub blast: Option<BlastFigures>,
+    /// Its replicas in rotation over time and the scaler's and deploys' actions, if it
+    /// autoscales, cold-starts or is deployed.
+    pub scaling: Option<ScalingFigures>,
 }
 
 /// The blast radius at a service: how many caller units (tenant keys) lost their replicas
@@ -436,9 +439,6 @@ pub struct BlastFigures {
     pub poison_crashes: u64,
     /// Per report bucket, the most units that had no replica up at once.
     pub units_down_max: Vec<u64>,
-    /// Its replicas in rotation over time and the scaler's and deploys' actions, if it
-    /// autoscales, cold-starts or is deployed.
-    pub scaling: Option<ScalingFigures>,
 }
 
 /// Replicas joining and leaving rotation ([`crate::scaling`]).

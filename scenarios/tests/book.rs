@@ -1998,6 +1998,8 @@ fn words(n: u64) -> String {
         8 => "eight".to_string(),
         _ => n.to_string(),
     }
+}
+
 #[test]
 fn the_capacity_chapter_reads_its_runs_right() {
     let page = "failures/capacity.md";

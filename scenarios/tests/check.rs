@@ -495,6 +495,8 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "blast radius of a plain service",
             "GoodputAtLeast(client: \"web\", after: \"5s\", min_ratio: 0.9)",
             "BlastRadiusAtMost(service: \"db\", max_ratio: 0.1)",
+        ),
+        (
             "autoscale min above max",
             "\"db\": (workers: 2,",
             "\"db\": (autoscale: (min_replicas: 4, max_replicas: 2, metric: Utilisation(target_ratio: 0.6)), workers: 2,",

@@ -1148,7 +1148,7 @@ fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
             .prop_map(|s| format!("CacheFlush(service: {s})")),
         // Tenant 0 is every classless client's: mostly that one.
         (
-            svc,
+            svc.clone(),
             prop_oneof![3 => Just("0".to_string()), 1 => count(0..3)]
         )
             .prop_map(|(s, t)| format!("Poison(service: {s}, tenant: {t})")),

@@ -363,6 +363,9 @@ fn a_poison_pill_takes_every_customer_down_unless_cells_or_shards_contain_it() {
         "{goodput:?}"
     );
     assert!(goodput[2] > 0.95, "{goodput:?}");
+}
+
+#[test]
 fn a_scaler_a_minute_late_lets_the_spike_turn_metastable() {
     check("autoscaler-lag", |r| {
         let scaling = service(r, "api").scaling.as_ref().unwrap();
@@ -400,7 +403,7 @@ fn a_rolling_deploy_without_headroom_fails_requests_in_each_batch() {
 
 #[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 30);
+    assert_eq!(LIBRARY.len(), 33);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

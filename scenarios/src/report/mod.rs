@@ -24,9 +24,8 @@ pub use render::Format;
 pub use types::{
     BlastReport, BreakerReport, CallPoint, CallReport, ClassPoint, ClassReport, ClientPoint,
     ClientReport, ExpectationResult, LatencyMs, RefreshReport, Report, ScalingReport, SeriesRow,
-    ServicePoint,
-    ServiceReport, StateSpan, StoreReport, Summary, TenantReport, Threshold, TimelineWindow,
-    TrafficReport, Transition,
+    ServicePoint, ServiceReport, StateSpan, StoreReport, Summary, TenantReport, Threshold,
+    TimelineWindow, TrafficReport, Transition,
 };
 
 use crate::figures::ReasonCounts;

@@ -209,6 +209,10 @@ pub struct ServiceReport {
     /// service has an `isolation` or a `Poison` fault aims at it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blast_radius: Option<BlastReport>,
+    /// Replicas joining and leaving rotation (absent unless it autoscales, cold-starts or
+    /// is deployed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scaling: Option<ScalingReport>,
 }
 
 /// The blast radius at a service: caller units (tenant keys) and the replicas they lost
@@ -231,10 +235,6 @@ pub struct BlastReport {
     pub lost_some_ratio: f64,
     /// Replica crashes caused by poison requests.
     pub poison_crashes: u64,
-    /// Replicas joining and leaving rotation (absent unless it autoscales, cold-starts or
-    /// is deployed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub scaling: Option<ScalingReport>,
 }
 
 /// A service whose replicas join and leave rotation: the autoscaler's and deploys' actions.

@@ -422,7 +422,7 @@ fn fault_service(kind: &FaultKind) -> Option<&str> {
         | FaultKind::Loss { service, .. }
         | FaultKind::Partition { service }
         | FaultKind::CacheFlush { service }
-        | FaultKind::Poison { service, .. } => Some(service),
+        | FaultKind::Poison { service, .. }
         | FaultKind::Deploy { service, .. } => Some(service),
         FaultKind::LoadSpike { .. } => None,
     }
