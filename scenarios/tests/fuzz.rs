@@ -102,20 +102,7 @@ fn limits(bytes: &[u8]) -> Limits {
 /// (the world and the report), each shown by a file under `tests/fuzz-found/` that has it:
 /// (what the failure message contains, where, the file). They are counted and listed, not
 /// failed on, so that CI keeps catching new ones; an entry goes when its file runs cleanly.
-const KNOWN: &[(&str, &str, &str)] = &[
-    // Open-loop fan-outs (37 leaves at 2/ms) to a service whose messages take 5s: the run
-    // stops at the memory limit, but the heap peaks at 264 MiB on the way, over the 256 MiB
-    // budget, while the tables of calls, jobs and events (counted with what they reserve,
-    // growth included) account for less. Found when the blast-radius fields shifted the
-    // generator's inputs; the same at 6566fa5. What else grows with a fan-out's leaves is
-    // not found yet. (The first such file, `fan-out-heap-over-budget.ron`, 349 MB, now stops
-    // at 203 MB: the tables' reservations are counted.)
-    (
-        "over the memory budget",
-        "budget 268435456",
-        "fan-out-heap-over-budget-events.ron",
-    ),
-];
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 /// The known panic `failure` is, if it is one.
 fn known(failure: &str) -> Option<&'static str> {

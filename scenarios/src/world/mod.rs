@@ -154,7 +154,9 @@ pub struct Live {
     /// have reserved, or, for a table about to grow (within [`GROWTH_MARGIN`] entries of
     /// its capacity), the old and the doubled allocation that coexist while it grows. A
     /// fan-out starts many calls per event, and their tables' reservations, not the entries
-    /// in use, set the heap's peak.
+    /// in use, set the heap's peak. The side tables indexed like the calls or the jobs (a
+    /// fan-out's gathers, the slots of calls to a limiter's store, a store's reads, a cache's
+    /// fetches) grow with them and are counted at their size once in use.
     pub reserved: u64,
     /// The service with the most queued jobs, if any are queued.
     pub queued_most: Option<Queued>,
@@ -169,6 +171,21 @@ fn reserved<K: slotmap::Key, V>(table: &SlotMap<K, V>) -> u64 {
     // A slot holds the value and its version.
     let slot = std::mem::size_of::<V>() + std::mem::size_of::<u32>();
     sim_core::queue::reserved_bytes(table.len(), table.capacity(), slot, GROWTH_MARGIN)
+}
+
+/// The bytes a side table keyed by `T`'s keys may hold until the next memory check: its
+/// slots are indexed like `keys`' and grow with them (an entry at a new high index resizes
+/// it to that index), so once in use it is counted at `keys`' size; unused, it holds nothing.
+pub(super) fn reserved_beside<K: slotmap::Key, T, V>(
+    side: &SecondaryMap<K, V>,
+    keys: &SlotMap<K, T>,
+) -> u64 {
+    if side.capacity() == 0 {
+        return 0;
+    }
+    let slot = std::mem::size_of::<Option<V>>() + std::mem::size_of::<u32>();
+    let capacity = side.capacity().max(keys.capacity());
+    sim_core::queue::reserved_bytes(keys.len(), capacity, slot, GROWTH_MARGIN)
 }
 
 /// The longest queue of a service, over its replicas.
@@ -368,10 +385,15 @@ impl World {
             races: self.races.len(),
             ..Live::default()
         };
-        live.reserved = reserved(&self.calls) + reserved(&self.jobs) + reserved(&self.races);
+        live.reserved = reserved(&self.calls)
+            + reserved(&self.jobs)
+            + reserved(&self.races)
+            + reserved_beside(&self.gathers, &self.calls)
+            + reserved_beside(&self.store_slots, &self.calls);
         let mut most: Option<&Service> = None;
         for s in &self.services {
             live.idempotency_keys += s.idempotency_keys();
+            live.reserved += s.reserved_beside(&self.jobs);
             if s.queued() > most.map_or(0, Service::queued) {
                 most = Some(s);
             }

@@ -22,7 +22,7 @@ use slotmap::SecondaryMap;
 /// A fetch in flight: the replica, the key it refreshes (`None` for an ordinary miss, which
 /// only measures the fetch time), and when it started.
 #[derive(Debug, Clone, Copy)]
-struct Fetch {
+pub struct Fetch {
     replica: u32,
     key: Option<u32>,
     since: SimTime,
@@ -126,6 +126,11 @@ impl Refresh {
     }
 
     /// Its figures.
+    /// The fetches in flight, a side table of the jobs (for the memory check).
+    pub fn fetches(&self) -> &SecondaryMap<JobKey, Fetch> {
+        &self.fetches
+    }
+
     pub fn figures(&self) -> RefreshFigures {
         self.figures.clone()
     }

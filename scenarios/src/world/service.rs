@@ -12,6 +12,7 @@
 use super::JobKey;
 use super::admission::{Limited, Priority, RateLimits};
 use super::client::bucket_mut;
+use super::job::Job;
 use super::outcome::Reason;
 use super::refresh::Refresh;
 use super::replica::Replica;
@@ -28,6 +29,7 @@ use patterns::shedder::PidShedder;
 use sim_core::metrics::{GaugeSeries, LatencyHistogram};
 use sim_core::sample::{SAMPLE_MAX, bernoulli, uniform_below, unit_f64};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
+use slotmap::SlotMap;
 use std::collections::BTreeMap;
 
 /// A PID shedder and the delay samples it reads at its next tick.
@@ -315,6 +317,18 @@ impl Service {
     /// Whether its queues are unbounded (the scenario says so).
     pub fn queue_unbounded(&self) -> bool {
         self.config.queue.capacity.is_none()
+    }
+
+    /// The bytes its side tables of the jobs (the store's reads, the cache's fetches) may
+    /// hold until the next memory check.
+    pub fn reserved_beside(&self, jobs: &SlotMap<JobKey, Job>) -> u64 {
+        self.store
+            .as_ref()
+            .map_or(0, |s| super::reserved_beside(s.reads(), jobs))
+            + self
+                .refresh
+                .as_ref()
+                .map_or(0, |r| super::reserved_beside(r.fetches(), jobs))
     }
 
     /// Keys in its idempotency store (0 without one).

@@ -16,7 +16,7 @@ use slotmap::SecondaryMap;
 
 /// A read in flight: the row and the version it saw.
 #[derive(Debug, Clone, Copy)]
-struct Read {
+pub struct Read {
     row: u32,
     version: u64,
 }
@@ -110,6 +110,11 @@ impl StoreState {
     }
 
     /// Its figures.
+    /// The reads in flight, a side table of the jobs (for the memory check).
+    pub fn reads(&self) -> &SecondaryMap<JobKey, Read> {
+        &self.reads
+    }
+
     pub fn figures(&self) -> StoreFigures {
         let mut f = self.figures.clone();
         f.hottest_row_commits = self.versions.iter().copied().max().unwrap_or(0);
