@@ -28,9 +28,9 @@
 //! | [`error`] | [`ConfigError`], the one error type of every `validate()` |
 //! | [`limiter`] | rate limiters (fixed window, sliding log, sliding counter, token bucket, leaky bucket, GCRA), keyed registry, composite, shadow mode |
 //! | [`concurrency`] | concurrency limits: fixed, AIMD, Vegas, Gradient2, Envoy gradient |
-//! | [`bulkhead`] | max concurrent calls with a bounded, fair wait queue |
+//! | [`bulkhead`] | max concurrent calls with a bounded, fair wait queue; in flight per key |
 //! | [`breaker`] | circuit breakers: consecutive failures, count and time windows, half-open variants |
-//! | [`shedder`] | load shedders: CoDel (RFC 8289), RPC-queue CoDel with adaptive LIFO, PID, priority, adaptive throttling |
+//! | [`shedder`] | load shedders: CoDel (RFC 8289), RPC-queue CoDel with adaptive LIFO, PID, priority, a queue by priority level, adaptive throttling |
 //! | [`retry`] | retry policy: attempts, classification, idempotency, deadline awareness |
 //! | [`backoff`] | backoff (constant, linear, exponential) and jitter (full, equal, decorrelated, proportional) |
 //! | [`budget`] | retry budgets: gRPC token bucket, percentage over a window, TPS budget |

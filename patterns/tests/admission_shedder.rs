@@ -182,6 +182,21 @@ fn codel_does_not_drop_a_short_queue_or_a_passing_burst() {
 }
 
 #[test]
+fn codel_remove_takes_a_cancelled_request_out_and_the_head_moves() {
+    let mut q = CoDelQueue::new(&CoDelConfig::default()).unwrap();
+    for (i, t) in [(1, 0), (2, 10), (3, 20)] {
+        q.enqueue(ms(t), i).unwrap();
+    }
+    assert_eq!(q.oldest(), Some(ms(0)));
+    assert!(q.remove(&1));
+    assert!(!q.remove(&1));
+    assert_eq!((q.len(), q.oldest()), (2, Some(ms(10))));
+    let out = q.dequeue(ms(20));
+    assert_eq!(out.delivered, Some((2, SimDuration::from_millis(10))));
+    assert!(out.dropped.is_empty());
+}
+
+#[test]
 fn codel_refuses_arrivals_at_capacity_and_invalid_configs() {
     let mut q = CoDelQueue::new(&CoDelConfig {
         queue_capacity: 1,

@@ -51,6 +51,9 @@ pub const LIBRARY: &[Entry] = entries![
     "autoscaler-lag-fast",
     "rolling-deploy",
     "rolling-deploy-headroom",
+    "criticality-queue",
+    "tenant-bulkhead",
+    "shedding-codel-rfc",
 ];
 
 /// The scenario `resim` runs when given no file.

@@ -447,6 +447,23 @@ pub enum Discipline {
         #[serde(default = "default_true")]
         adaptive_lifo: bool,
     },
+    /// Highest priority level first, oldest first within a level
+    /// ([`patterns::shedder::LevelQueue`]); a request arriving at a full queue evicts the
+    /// newest request of the lowest level waiting if that level is below its own (the evicted
+    /// one fails as `queue_full`), else it is refused. The sheddable wait longest and go first.
+    Priority,
+    /// CoDel as RFC 8289 writes it ([`patterns::shedder::CoDelQueue`]), FIFO: once the head's
+    /// queueing delay has stayed at or above `target` for an `interval`, requests are dropped
+    /// at dequeue (`shed`), the next drop `interval / sqrt(count)` after the last.
+    CoDelRfc {
+        /// Acceptable standing queueing delay (RFC 8289's default 5ms).
+        #[serde(default = "default_codel_target")]
+        target: SimDuration,
+        /// How long the delay must stay above `target` before the first drop, and the base of
+        /// the control law (RFC 8289's default 100ms).
+        #[serde(default = "default_codel_interval")]
+        interval: SimDuration,
+    },
 }
 
 fn default_codel_target() -> SimDuration {
@@ -520,6 +537,11 @@ pub enum Admission {
     /// ([`DistributedLimiter`]). Distributed limiters decide first, in their order, before
     /// the service's other admission layers.
     Distributed(DistributedLimiter),
+    /// A per-tenant bulkhead, one per replica ([`patterns::bulkhead::KeyedBulkhead`]): at
+    /// most `max_concurrent` requests of one tenant admitted and not yet answered (queued or
+    /// in service), and at most `max_keys` tenants with requests in flight; a request over
+    /// either cap is refused as `concurrency_limited`.
+    TenantBulkhead(patterns::bulkhead::KeyedBulkheadConfig),
 }
 
 fn default_pid_interval() -> SimDuration {

@@ -400,9 +400,11 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
         Discipline::AdaptiveLifo { threshold } => {
             nonzero(&format!("{path}.queue.discipline.threshold"), *threshold)?
         }
+        Discipline::Priority => {}
         Discipline::CoDel {
             target, interval, ..
-        } => {
+        }
+        | Discipline::CoDelRfc { target, interval } => {
             nonzero(&format!("{path}.queue.discipline.target"), *target)?;
             clock(&format!("{path}.queue.discipline.interval"), *interval)?;
             if interval <= target {
@@ -410,6 +412,15 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
                     format!("{path}.queue.discipline.interval"),
                     format!("must be longer than target ({target}), got {interval}"),
                 ));
+            }
+            if let Discipline::CoDelRfc { target, interval } = &s.queue.discipline {
+                patterns::shedder::CoDelConfig {
+                    target: *target,
+                    interval: *interval,
+                    ..Default::default()
+                }
+                .validate()
+                .map_err(|e| e.at(&format!("{path}.queue.discipline")))?;
             }
         }
     }
@@ -470,6 +481,18 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath))?,
             Admission::Distributed(d) => {
                 crate::distributed::validate_limiter(&apath, own_name(path), d, services)?
+            }
+            Admission::TenantBulkhead(b) => {
+                if s.admission[..i]
+                    .iter()
+                    .any(|a| matches!(a, Admission::TenantBulkhead(_)))
+                {
+                    return Err(err(
+                        apath,
+                        "a service may have one TenantBulkhead; merge them",
+                    ));
+                }
+                b.validate().map_err(|e| e.at(&apath))?
             }
         }
     }

@@ -2042,3 +2042,108 @@ fn the_capacity_chapter_reads_its_runs_right() {
     assert_eq!(headroom.summary.failures, 0);
     claim(page, "costs nothing a user would see");
 }
+
+/// Runs library scenario `name` with its variant `variant`.
+fn library_variant(name: &str, variant: &str) -> Report {
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some(variant.to_string()),
+        sets: Vec::new(),
+    };
+    let entry = scenarios::library::find(name).unwrap();
+    let scenario = scenarios::overrides::parse_overridden(
+        entry.name,
+        entry.text,
+        &scenarios::limits::Limits::default(),
+        &overrides,
+    )
+    .unwrap();
+    run(&scenario, entry.name, &RunOptions::default())
+        .unwrap()
+        .report
+}
+
+/// The class `name` of client `client`.
+fn class_of<'a>(r: &'a Report, client: &str, name: &str) -> &'a scenarios::report::ClassReport {
+    r.clients
+        .iter()
+        .find(|c| c.name == client)
+        .unwrap()
+        .classes
+        .iter()
+        .find(|k| k.name == name)
+        .unwrap()
+}
+
+#[test]
+fn the_queue_and_tenant_sections_are_what_the_library_shows() {
+    // A priority queue: the critical class in full; served oldest first, it loses like the
+    // sheddable one, exactly as behind the shedder's `fifo` variant.
+    let page = "patterns/traffic-classes.md";
+    let queue = library_run("criticality-queue", None);
+    assert!(
+        class_of(&queue, "users", "checkout")
+            .traffic
+            .failures_by_reason
+            .is_empty()
+    );
+    let shedder = library_run("criticality-shedding", None);
+    assert!(
+        class_of(&queue, "users", "recommend").traffic.success_ratio
+            > class_of(&shedder, "users", "recommend")
+                .traffic
+                .success_ratio
+    );
+    let fifo = library_variant("criticality-queue", "fifo");
+    let shed_fifo = library_variant("criticality-shedding", "fifo");
+    let checkout = &class_of(&fifo, "users", "checkout").traffic;
+    assert_eq!(
+        checkout.successes,
+        class_of(&shed_fifo, "users", "checkout").traffic.successes
+    );
+    claim(
+        page,
+        format!(
+            "the checkout class gets {} of its requests through",
+            percent(checkout.successes, checkout.offered)
+        ),
+    );
+
+    // A per-tenant bulkhead: the flood at what its slots serve, by Little's law.
+    let page = "patterns/bulkheads.md";
+    let held = library_run("tenant-bulkhead", None);
+    let flood = class_of(&held, "noisy", "flood").traffic.successes as f64 / 20.0;
+    assert!(flood <= 1000.0, "{flood}");
+    claim(
+        page,
+        format!("the flood is served at {flood:.0}/s during its 20s"),
+    );
+    assert!(
+        class_of(&held, "steady", "steady")
+            .traffic
+            .failures_by_reason
+            .is_empty()
+    );
+    let open = library_variant("tenant-bulkhead", "unprotected");
+    let after = open
+        .expectations
+        .iter()
+        .find(|e| e.expectation.contains("after 11s"))
+        .unwrap();
+    let observed = after.observed.split(' ').next().unwrap();
+    claim(
+        page,
+        format!("after 11s the steady tenants get {observed} of their requests through"),
+    );
+
+    // RFC CoDel: the control law's count for the step, and a little more for the drain.
+    let page = "patterns/load-shedding.md";
+    let rfc = library_run("shedding-codel-rfc", None);
+    let shed = service(&rfc, "api").failed_by_reason["shed"];
+    let law = (30.0_f64 / 0.2).powi(2) as u64;
+    assert_eq!(law, 22_500);
+    assert!(
+        (law..law * 115 / 100).contains(&shed),
+        "{shed} against {law}"
+    );
+    claim(page, format!("The api drops {shed} requests"));
+}

@@ -99,6 +99,11 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("LimitKey", Enum, probe::<s::LimitKey>),
         ("PriorityShedder", Struct, probe::<s::PriorityConfig>),
         ("Distributed", Struct, probe::<s::DistributedLimiter>),
+        (
+            "TenantBulkhead",
+            Struct,
+            probe::<patterns::bulkhead::KeyedBulkheadConfig>,
+        ),
         ("LimiterState", Enum, probe::<s::LimiterState>),
         ("StoreClock", Enum, probe::<s::StoreClock>),
         ("OnStoreFailure", Enum, probe::<s::OnStoreFailure>),

@@ -531,6 +531,31 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0)",
             "duration: \"1s\", kind: Deploy(service: \"db\", batch: 1, downtime: \"5s\")",
         ),
+        (
+            "rfc codel interval below target",
+            "discipline: Fifo",
+            "discipline: CoDelRfc(target: \"50ms\", interval: \"10ms\")",
+        ),
+        (
+            "rfc codel interval above 1h",
+            "discipline: Fifo",
+            "discipline: CoDelRfc(interval: \"2h\")",
+        ),
+        (
+            "tenant bulkhead of zero",
+            "workers: 2, work",
+            "workers: 2, admission: [TenantBulkhead(max_concurrent: 0)], work",
+        ),
+        (
+            "tenant bulkhead max_keys of zero",
+            "workers: 2, work",
+            "workers: 2, admission: [TenantBulkhead(max_concurrent: 4, max_keys: 0)], work",
+        ),
+        (
+            "two tenant bulkheads",
+            "workers: 2, work",
+            "workers: 2, admission: [TenantBulkhead(max_concurrent: 4), TenantBulkhead(max_concurrent: 8)], work",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

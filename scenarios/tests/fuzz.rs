@@ -837,10 +837,10 @@ fn class() -> BoxedStrategy<String> {
 }
 
 /// Admission control: a rate limiter, a concurrency limit, a PID shedder, a keyed or shadow
-/// rate limit, a priority shedder and a distributed limiter with its store among `names`, each
-/// at most once, in any order.
+/// rate limit, a priority shedder, a distributed limiter with its store among `names` and a
+/// per-tenant bulkhead, each at most once, in any order.
 fn admission(names: Vec<String>) -> BoxedStrategy<String> {
-    prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5], 0..4)
+    prop::sample::subsequence(vec![0usize, 1, 2, 3, 4, 5, 6], 0..4)
         .prop_shuffle()
         .prop_flat_map(move |kinds| {
             kinds
@@ -848,6 +848,15 @@ fn admission(names: Vec<String>) -> BoxedStrategy<String> {
                 .map(|k| {
                     if k == 5 {
                         distributed(names.clone())
+                    } else if k == 6 {
+                        (count(1..20), prop::option::of(count(1..50)))
+                            .prop_map(|(c, k)| match k {
+                                Some(k) => {
+                                    format!("TenantBulkhead(max_concurrent: {c}, max_keys: {k})")
+                                }
+                                None => format!("TenantBulkhead(max_concurrent: {c})"),
+                            })
+                            .boxed()
                     } else {
                         admission_of(k)
                     }
@@ -988,6 +997,8 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
         duration().prop_map(|t| format!("AdaptiveLifo(threshold: {t})")),
         (duration(), duration(), boolean())
             .prop_map(|(t, i, a)| format!("CoDel(target: {t}, interval: {i}, adaptive_lifo: {a})")),
+        Just("Priority".to_string()),
+        (duration(), duration()).prop_map(|(t, i)| format!("CoDelRfc(target: {t}, interval: {i})")),
     ];
     let queue = (
         usual_or_extreme(

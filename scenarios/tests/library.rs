@@ -402,8 +402,52 @@ fn a_rolling_deploy_without_headroom_fails_requests_in_each_batch() {
 }
 
 #[test]
+fn a_priority_queue_serves_the_critical_class_in_full_and_evicts_the_sheddable() {
+    check("criticality-queue", |r| {
+        let checkout = class(r, "users", "checkout");
+        let recommend = class(r, "users", "recommend");
+        assert!(checkout.traffic.failures_by_reason.is_empty());
+        assert!(checkout.traffic.latency_ms.as_ref().unwrap().p99 < 100.0);
+        // Every eviction and refusal at the full queue is a sheddable request.
+        assert_eq!(
+            recommend.traffic.failures_by_reason["queue_full"],
+            failures(r, "queue_full")
+        );
+        assert!(recommend.traffic.goodput_per_s > 300.0);
+    });
+}
+
+#[test]
+fn a_tenant_bulkhead_holds_the_flood_to_its_workers() {
+    check("tenant-bulkhead", |r| {
+        let steady = class(r, "steady", "steady");
+        assert!(steady.traffic.failures_by_reason.is_empty());
+        assert_eq!(steady.tenants.len(), 10);
+        let flood = class(r, "noisy", "flood");
+        assert_eq!(
+            flood.traffic.failures,
+            flood.traffic.failures_by_reason["concurrency_limited"]
+        );
+        // Five slots per replica, two replicas, 10ms each: at most 1,000/s over the 20s of
+        // the flood.
+        assert!(flood.traffic.successes <= 20 * 1_000, "{:?}", flood.traffic);
+        assert!(flood.traffic.successes > 20 * 900, "{:?}", flood.traffic);
+    });
+}
+
+#[test]
+fn rfc_codel_sheds_too_slowly_for_an_open_loop() {
+    check("shedding-codel-rfc", |r| {
+        // Some 30s of dropping at interval/sqrt(count): about (30 / 0.2)^2 drops.
+        let shed = service(r, "api").failed_by_reason["shed"];
+        assert!((20_000..30_000).contains(&shed), "{shed}");
+        assert!(failures(r, "timeout") > 50_000);
+    });
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 33);
+    assert_eq!(LIBRARY.len(), 36);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

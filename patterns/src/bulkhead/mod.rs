@@ -5,6 +5,9 @@
 //! and `max_wait_duration` 0, plus a `queue_capacity` bound, default 100). As in resilience4j,
 //! `max_concurrent_calls: 0` is valid and refuses every call: a kill switch.
 //!
+//! [`KeyedBulkhead`] caps the requests in flight per key instead (a tenant, a user), without a
+//! wait queue: a service's per-tenant bulkhead, so one tenant's flood cannot take every worker.
+//!
 //! ```text
 //!   arrival ──▶ slot free? ── yes ──▶ RUNNING (active += 1) ── release ──┐
 //!                  │ no                                                  │
@@ -19,9 +22,11 @@
 //! ```
 
 mod config;
+mod keyed;
 mod machine;
 
 pub use config::{BULKHEAD_SIZE_MAX, BulkheadConfig};
+pub use keyed::{KeyedBulkhead, KeyedBulkheadConfig, KeyedRejection};
 pub use machine::{
     Bulkhead, BulkheadDecision, BulkheadPermit, BulkheadRejection, BulkheadStats, Granted,
 };

@@ -160,6 +160,26 @@ impl<T> CoDelQueue<T> {
         self.queue.is_empty()
     }
 
+    /// When the request at the head (the one that has waited longest) was queued.
+    pub fn oldest(&self) -> Option<SimTime> {
+        self.queue.front().map(|(t, _)| *t)
+    }
+
+    /// Takes `item` out of the queue (its caller gave up); false if it was not queued. The
+    /// controller's state is left as it is: CoDel judges the sojourn of what it dequeues.
+    pub fn remove(&mut self, item: &T) -> bool
+    where
+        T: PartialEq,
+    {
+        match self.queue.iter().position(|(_, x)| x == item) {
+            Some(i) => {
+                self.queue.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Requests dropped by CoDel so far (tail drops on a full queue are not counted here).
     pub fn dropped_total(&self) -> u64 {
         self.dropped_total

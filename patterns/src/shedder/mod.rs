@@ -5,6 +5,7 @@
 //! | [`CoDelQueue`] | the head's sojourn time (RFC 8289) | drops at dequeue |
 //! | [`RpcQueue`] | shortest sojourn over an interval; adaptive LIFO | drops expired requests at dequeue |
 //! | [`PidShedder`] | a measured signal against a setpoint | a drop probability (RNG injected) |
+//! | [`LevelQueue`] | each request's priority level | the least important wait longest and are evicted first |
 //! | [`PriorityShedder`] | a load percentage against per-class thresholds | shed the least important classes first |
 //! | [`AdaptiveThrottle`] | the client's own requests and accepts | a local rejection probability |
 //!
@@ -42,12 +43,14 @@
 //! trips again: the state alternates interval by interval rather than holding.
 
 mod codel;
+mod level_queue;
 mod pid;
 mod priority;
 mod rpc;
 mod throttle;
 
 pub use codel::{CoDelConfig, CoDelQueue, CoDelState, Dequeued, control_law};
+pub use level_queue::{Enqueued, LevelQueue};
 pub use pid::{PidConfig, PidShedder};
 pub use priority::{PRIORITY_CLASSES_MAX, PriorityConfig, PriorityShedder, Shed};
 pub use rpc::{RpcDequeued, RpcQueue, RpcQueueConfig};

@@ -20,7 +20,7 @@ use super::distributed::StoreOp;
 use super::msg::{Msg, Packet};
 use super::outcome::{Outcome, Reason, Refusal, failure_of};
 use super::site::{Fell, Side};
-use super::stack::{Acquire, Permits};
+use super::stack::{Acquire, Permits, Ticket};
 use super::traffic::Attrs;
 use super::{C, CallKey, HedgeKey, JobKey, World};
 use crate::schema::Abandoned;
@@ -190,7 +190,7 @@ impl World {
             from,
             now,
             &mut call.permits,
-            key.data().as_ffi(),
+            Ticket::new(key.data().as_ffi(), call.attrs.cost),
             &mut self.wakes.buf,
         );
         self.wakes.tag(site, side);

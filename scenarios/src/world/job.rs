@@ -15,6 +15,7 @@ use super::call::{Attempt, Owner};
 use super::downstream::Downstream;
 use super::msg::{Msg, Packet};
 use super::outcome::{Outcome, Reason};
+use super::replica::Enqueue;
 use super::service::Admit;
 use super::traffic::Attrs;
 use super::{C, CallKey, JobKey, World};
@@ -82,6 +83,8 @@ pub struct Job {
     admitted: Option<ConcurrencyToken>,
     /// The idempotency key it executes under, to complete or abort in the store.
     idempotency_key: Option<u64>,
+    /// It holds a slot of its replica's per-tenant bulkhead, handed back when it is answered.
+    tenant_slot: bool,
 }
 
 impl Job {
@@ -183,6 +186,7 @@ impl World {
             lead_key: None,
             admitted: None,
             idempotency_key: None,
+            tenant_slot: false,
         })
     }
 
@@ -231,13 +235,17 @@ impl World {
                 self.reply(ctx, job, Outcome::Fail(reason), retry_after)
             }
             Admit::Yes(token) => {
-                self.jobs[job].admitted = token;
+                let j = &mut self.jobs[job];
+                j.admitted = token;
+                j.tenant_slot = s.has_tenant_bulkhead();
                 self.accept(ctx, job);
             }
             Admit::After(until, token) => {
+                let tenant_slot = s.has_tenant_bulkhead();
                 let timer = ctx.timer_self(until - now, Msg::Released { job });
                 let j = &mut self.jobs[job];
                 j.admitted = token;
+                j.tenant_slot = tenant_slot;
                 j.stage = Stage::Shaping { timer };
             }
         }
@@ -265,11 +273,23 @@ impl World {
             self.start_work(ctx, job);
             return;
         }
-        if !s.replica(r).enqueue(now, job) {
-            let hint = s.config().retry_after;
-            self.reply(ctx, job, Outcome::Fail(Reason::QueueFull), hint);
-            return;
+        let level = self.jobs[job].attrs.level;
+        match s.replica(r).enqueue(now, job, level) {
+            Enqueue::Queued => {}
+            Enqueue::Full => {
+                let hint = s.config().retry_after;
+                self.reply(ctx, job, Outcome::Fail(Reason::QueueFull), hint);
+                return;
+            }
+            Enqueue::Evicted(victim) => {
+                // A less important job makes room: it leaves the queue as a refusal would
+                // have sent it away (the queue's length is unchanged).
+                let hint = s.config().retry_after;
+                s.queue_change(now, -1);
+                self.reply(ctx, victim, Outcome::Fail(Reason::QueueFull), hint);
+            }
         }
+        let s = &mut self.services[svc];
         let depth = s.replica_ref(r).queue_len() as u64;
         let counts = s.counts();
         counts.queue_depth_max = counts.queue_depth_max.max(depth);
@@ -470,6 +490,10 @@ impl World {
         if let Some(token) = j.admitted.take() {
             let ok = outcome.map(|o| o == Outcome::Ok);
             s.release_slot(now, j.replica(), token, ok);
+        }
+        if j.tenant_slot {
+            j.tenant_slot = false;
+            s.release_tenant(j.replica(), j.attrs);
         }
         Some(j)
     }

@@ -24,7 +24,7 @@
 //! | `call` | a call and its attempt (`Attempt`): gates, retries, timeouts, waits, replies |
 //! | `hedge` | a hedged call's race |
 //! | `service` | a service: balancer, admission, work, faults, controllers, figures |
-//! | `replica` | a replica: workers, queue and discipline, health, cache state |
+//! | `replica` | a replica: workers, queue and discipline (including the `Priority` and RFC 8289 `CoDelRfc` queues), per-tenant bulkhead, health, cache state |
 //! | `scaling` | replica slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |

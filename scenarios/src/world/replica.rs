@@ -9,9 +9,10 @@
 
 use super::JobKey;
 use crate::schema::{Discipline, QueueConfig, Service};
+use patterns::bulkhead::KeyedBulkhead;
 use patterns::coalesce::Coalescer;
 use patterns::concurrency::ConcurrencyLimiter;
-use patterns::shedder::{RpcQueue, RpcQueueConfig};
+use patterns::shedder::{CoDelConfig, CoDelQueue, Enqueued, LevelQueue, RpcQueue, RpcQueueConfig};
 use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -28,6 +29,21 @@ enum Queue {
     },
     /// CoDel for RPC queues, from the patterns crate.
     CoDel(RpcQueue<JobKey>),
+    /// Highest priority level first, evicting the least important when full.
+    Priority(LevelQueue<JobKey>),
+    /// CoDel as RFC 8289 writes it.
+    CoDelRfc(CoDelQueue<JobKey>),
+}
+
+/// What the queue did with an arrival.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Enqueue {
+    /// It waits.
+    Queued,
+    /// It waits, and this job was evicted to make room (it fails as `queue_full`).
+    Evicted(JobKey),
+    /// The queue was full.
+    Full,
 }
 
 /// What a free worker takes from the queue.
@@ -67,6 +83,8 @@ pub struct Replica {
     coalescer: Option<Coalescer<u32>>,
     /// The concurrency limit of admission control, if any.
     concurrency: Option<ConcurrencyLimiter>,
+    /// The per-tenant bulkhead of admission control, if any.
+    tenant_bulkhead: Option<KeyedBulkhead<u32>>,
 }
 
 impl Queue {
@@ -85,6 +103,18 @@ impl Queue {
                 })
                 .expect("queue settings are validated with the scenario"),
             ),
+            Discipline::Priority => Queue::Priority(LevelQueue::new(
+                config.capacity.map_or(usize::MAX, |c| c as usize),
+            )),
+            Discipline::CoDelRfc { target, interval } => Queue::CoDelRfc(
+                CoDelQueue::new(&CoDelConfig {
+                    target,
+                    interval,
+                    queue_capacity: config.capacity.map_or(usize::MAX, |c| c as usize),
+                    ..CoDelConfig::default()
+                })
+                .expect("queue settings are validated with the scenario"),
+            ),
             // Grown as used: a bound of a million costs nothing until requests wait.
             _ => Queue::Plain {
                 jobs: VecDeque::new(),
@@ -98,6 +128,8 @@ impl Queue {
         match self {
             Queue::Plain { jobs, .. } => jobs.len(),
             Queue::CoDel(q) => q.len(),
+            Queue::Priority(q) => q.len(),
+            Queue::CoDelRfc(q) => q.len(),
         }
     }
 
@@ -106,6 +138,8 @@ impl Queue {
             // Jobs are pushed at the back whatever the discipline: the oldest is at the front.
             Queue::Plain { jobs, .. } => jobs.front().map(|(t, _)| *t),
             Queue::CoDel(q) => q.oldest(),
+            Queue::Priority(q) => q.oldest(),
+            Queue::CoDelRfc(q) => q.oldest(),
         }
     }
 }
@@ -122,6 +156,7 @@ impl Replica {
             cold_since: None,
             coalescer: coalescer_of(config),
             concurrency: concurrency_of(config),
+            tenant_bulkhead: tenant_bulkhead_of(config),
         }
     }
 
@@ -160,17 +195,24 @@ impl Replica {
         self.busy = self.busy.checked_sub(1).expect("a worker freed twice");
     }
 
-    /// Queues `job` at `now`; false when the queue is full.
-    pub fn enqueue(&mut self, now: SimTime, job: JobKey) -> bool {
+    /// Queues `job` of priority `level` at `now`.
+    pub fn enqueue(&mut self, now: SimTime, job: JobKey, level: u8) -> Enqueue {
+        let queued = |ok: bool| if ok { Enqueue::Queued } else { Enqueue::Full };
         match &mut self.queue {
             Queue::Plain { jobs, capacity, .. } => {
                 let room = capacity.is_none_or(|c| jobs.len() < c as usize);
                 if room {
                     jobs.push_back((now, job));
                 }
-                room
+                queued(room)
             }
-            Queue::CoDel(q) => q.enqueue(now, job).is_ok(),
+            Queue::CoDel(q) => queued(q.enqueue(now, job).is_ok()),
+            Queue::Priority(q) => match q.enqueue(now, level, job) {
+                Enqueued::Queued => Enqueue::Queued,
+                Enqueued::Evicted(victim) => Enqueue::Evicted(victim),
+                Enqueued::Refused(_) => Enqueue::Full,
+            },
+            Queue::CoDelRfc(q) => queued(q.enqueue(now, job).is_ok()),
         }
     }
 
@@ -185,6 +227,8 @@ impl Replica {
                 None => false,
             },
             Queue::CoDel(q) => q.remove(&job),
+            Queue::Priority(q) => q.remove(&job),
+            Queue::CoDelRfc(q) => q.remove(&job),
         }
     }
 
@@ -218,6 +262,17 @@ impl Replica {
                     shed: out.dropped.into_iter().map(|(k, _)| k).collect(),
                 }
             }
+            Queue::Priority(q) => Dequeued {
+                next: q.dequeue(),
+                shed: Vec::new(),
+            },
+            Queue::CoDelRfc(q) => {
+                let out = q.dequeue(now);
+                Dequeued {
+                    next: out.delivered.map(|(k, waited)| (k, now - waited)),
+                    shed: out.dropped.into_iter().map(|(k, _)| k).collect(),
+                }
+            }
         }
     }
 
@@ -239,6 +294,7 @@ impl Replica {
         self.queue = Queue::new(&config.queue);
         self.coalescer = coalescer_of(config);
         self.concurrency = concurrency_of(config);
+        self.tenant_bulkhead = tenant_bulkhead_of(config);
     }
 
     /// It is up again at `now`, with a cold cache.
@@ -276,6 +332,16 @@ impl Replica {
     /// Its concurrency limit, if admission has one.
     pub fn concurrency(&mut self) -> Option<&mut ConcurrencyLimiter> {
         self.concurrency.as_mut()
+    }
+
+    /// Its per-tenant bulkhead, if admission has one (to read).
+    pub fn tenant_bulkhead_ref(&self) -> Option<&KeyedBulkhead<u32>> {
+        self.tenant_bulkhead.as_ref()
+    }
+
+    /// Its per-tenant bulkhead, if admission has one.
+    pub fn tenant_bulkhead(&mut self) -> Option<&mut KeyedBulkhead<u32>> {
+        self.tenant_bulkhead.as_mut()
     }
 
     // ---- as the balancer sees it ------------------------------------------------------
@@ -368,4 +434,13 @@ fn concurrency_of(s: &Service) -> Option<ConcurrencyLimiter> {
 fn coalescer_of(s: &Service) -> Option<Coalescer<u32>> {
     let config = s.cache.as_ref()?.coalesce.clone()?;
     Some(Coalescer::new(config).expect("coalesce configs are validated with the scenario"))
+}
+
+fn tenant_bulkhead_of(s: &Service) -> Option<KeyedBulkhead<u32>> {
+    s.admission.iter().find_map(|a| match a {
+        crate::schema::Admission::TenantBulkhead(c) => {
+            Some(KeyedBulkhead::new(c).expect("bulkhead configs are validated with the scenario"))
+        }
+        _ => None,
+    })
 }

@@ -470,9 +470,10 @@ impl World {
             .expect("a scaled service")
             .figures
             .lost_at_stop += held;
-        if held > 0 {
-            self.lose_jobs(ctx, svc, r);
-        }
+        // Jobs a shaping limiter holds back, or waiting for a distributed decision, hold no
+        // worker and no queue place but do hold the replica's admission slots (concurrency,
+        // tenant bulkhead), which its stop starts afresh: they are lost with it.
+        self.lose_jobs(ctx, svc, r);
         let s = &mut self.services[svc];
         let config = s.config().clone();
         s.replica(r).crash(&config);

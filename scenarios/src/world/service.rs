@@ -161,6 +161,8 @@ impl Service {
                 }
                 Admission::RateLimit(k) => rate_limits.push(k),
                 Admission::Priority(p) => priority = Some(Priority::new(p)),
+                // One per replica, built with the replicas.
+                Admission::TenantBulkhead(_) => {}
             }
         }
         let stream = |what: &str| seed.stream(&format!("services/{name}/{what}"));
@@ -373,8 +375,8 @@ impl Service {
 
     /// Admission control for an arrival at replica `r`: the rate limiters in order (a
     /// refusal says when to come back; a shaping limiter's delay holds the request back),
-    /// then the PID shedder, then the replica's concurrency limit, last so that a request
-    /// refused earlier holds no slot.
+    /// then the PID shedder, then the replica's per-tenant bulkhead and concurrency limit,
+    /// last so that a request refused earlier holds no slot.
     ///
     /// A priority shedder decides first, so a shed request takes no limiter token; the
     /// `RateLimit` layers decide after the `Limiter` ones. Every limiter charges the
@@ -418,10 +420,23 @@ impl Service {
         {
             return Admit::No(Reason::Shed, self.config.retry_after);
         }
+        let tenant = self.replicas[r].tenant_bulkhead();
+        let held = match tenant {
+            Some(b) => match b.try_acquire(&attrs.tenant) {
+                Ok(()) => true,
+                Err(_) => return Admit::No(Reason::ConcurrencyLimited, self.config.retry_after),
+            },
+            None => false,
+        };
         let token = match self.replicas[r].concurrency() {
             Some(limiter) => match limiter.try_acquire(now) {
                 Ok(token) => Some(token),
-                Err(_) => return Admit::No(Reason::ConcurrencyLimited, self.config.retry_after),
+                Err(_) => {
+                    if held {
+                        self.release_tenant(r, attrs);
+                    }
+                    return Admit::No(Reason::ConcurrencyLimited, self.config.retry_after);
+                }
             },
             None => None,
         };
@@ -431,6 +446,21 @@ impl Service {
             self.counts.shaped += 1;
             Admit::After(now.saturating_add(delay), token)
         }
+    }
+
+    /// Whether its replicas hold a per-tenant bulkhead (an admitted job then holds a slot).
+    pub fn has_tenant_bulkhead(&self) -> bool {
+        self.replicas
+            .first()
+            .is_some_and(|r| r.tenant_bulkhead_ref().is_some())
+    }
+
+    /// Hands back the per-tenant bulkhead slot a job of `attrs` holds at replica `r`.
+    pub fn release_tenant(&mut self, r: usize, attrs: Attrs) {
+        self.replicas[r]
+            .tenant_bulkhead()
+            .expect("a tenant slot comes from the replica's bulkhead")
+            .release(&attrs.tenant);
     }
 
     /// Hands a concurrency slot back with the job's outcome (`None`: cancelled, no sample).

@@ -10,7 +10,7 @@
 use super::client::bucket_mut;
 use super::outcome::{Outcome, primary_failure};
 use super::stack::{
-    Acquire, Gate, Held, Permits, Wake, acquire_from, expire, leave_queue, release_all,
+    Acquire, Gate, Held, Permits, Ticket, Wake, acquire_from, expire, leave_queue, release_all,
 };
 use crate::figures::{BreakerFigures, BreakerTransition, CallStats, SiteBucket};
 use crate::schema::{Call, CallSafety, Layer};
@@ -202,7 +202,7 @@ impl CallSite {
         }
     }
 
-    /// Passes a call named `id` through the gates of `side` from gate `from`; a refusal is
+    /// Passes a call with `ticket` through the gates of `side` from gate `from`; a refusal is
     /// counted. Wakes of slots given back go to `wakes`.
     #[inline]
     pub fn acquire(
@@ -211,7 +211,7 @@ impl CallSite {
         from: usize,
         now: SimTime,
         permits: &mut Permits,
-        id: u64,
+        ticket: Ticket,
         wakes: &mut Vec<Wake>,
     ) -> Acquire {
         let offset = self.offset(side);
@@ -224,7 +224,7 @@ impl CallSite {
             return Acquire::Done;
         }
         let held = permits.from(offset);
-        let acquired = acquire_from(gates, from, now, held, &mut self.gate_rng, id, wakes);
+        let acquired = acquire_from(gates, from, now, held, &mut self.gate_rng, ticket, wakes);
         match acquired {
             Acquire::Refused(refusal) => self.stats.rejected.add(refusal.reason),
             Acquire::Delay { .. } => self.stats.shaped += 1,

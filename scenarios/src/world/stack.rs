@@ -126,7 +126,7 @@ impl Gate {
         }
     }
 
-    fn try_acquire(&mut self, now: SimTime, rng: &mut RngStream, id: u64) -> Answer {
+    fn try_acquire(&mut self, now: SimTime, rng: &mut RngStream, ticket: Ticket) -> Answer {
         let refuse = |reason, retry_after| {
             Answer::Refuse(Refusal {
                 reason,
@@ -141,7 +141,7 @@ impl Gate {
                     retry_at.map(|at| at.saturating_duration_since(now)),
                 ),
             },
-            Gate::Bulkhead(b) => match b.try_acquire(now, id) {
+            Gate::Bulkhead(b) => match b.try_acquire(now, ticket.id) {
                 BulkheadDecision::Admit(p) => Answer::Admit(Held::Bulkhead(p)),
                 BulkheadDecision::Wait { deadline } => Answer::Wait(deadline),
                 BulkheadDecision::Reject(_) => refuse(Reason::BulkheadFull, None),
@@ -154,7 +154,7 @@ impl Gate {
                 }
             }
             Gate::Limiter(l) => {
-                let d = l.acquire(now, Cost::ONE);
+                let d = l.acquire(now, ticket.cost);
                 if !d.allowed() {
                     refuse(Reason::ClientLimited, d.retry_after)
                 } else if d.delay.is_zero() {
@@ -167,20 +167,42 @@ impl Gate {
     }
 }
 
-/// Passes a call (or attempt) named `id` through `gates` in order, from gate `from` (0 for a
-/// new pass, the gate after a granted wait to resume one). On a refusal, what the gates before
-/// it admitted is given back unused (its wakes go to `wakes`).
+/// What a call shows its gates: its id (a bulkhead's waiter is named by it) and its cost,
+/// the tokens a rate limiter takes for it (its request class's cost).
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket {
+    /// The call's (or attempt's) id.
+    pub id: u64,
+    /// Tokens a limiter takes.
+    pub cost: Cost,
+}
+
+impl Ticket {
+    /// The ticket of call `id` of a request whose class costs `cost` tokens (at least 1).
+    pub fn new(id: u64, cost: u32) -> Ticket {
+        let cost = if cost == 1 {
+            Cost::ONE
+        } else {
+            Cost::new(u64::from(cost)).expect("class costs are at least 1")
+        };
+        Ticket { id, cost }
+    }
+}
+
+/// Passes a call (or attempt) with `ticket` through `gates` in order, from gate `from` (0 for
+/// a new pass, the gate after a granted wait to resume one). On a refusal, what the gates
+/// before it admitted is given back unused (its wakes go to `wakes`).
 pub fn acquire_from(
     gates: &mut [Gate],
     from: usize,
     now: SimTime,
     permits: &mut [Held],
     rng: &mut RngStream,
-    id: u64,
+    ticket: Ticket,
     wakes: &mut Vec<Wake>,
 ) -> Acquire {
     for i in from..gates.len() {
-        match gates[i].try_acquire(now, rng, id) {
+        match gates[i].try_acquire(now, rng, ticket) {
             Answer::Admit(h) => permits[i] = h,
             Answer::AdmitAfter(delay) => {
                 return Acquire::Delay {
