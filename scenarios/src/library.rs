@@ -51,6 +51,10 @@ pub const LIBRARY: &[Entry] = entries![
     "autoscaler-lag-fast",
     "rolling-deploy",
     "rolling-deploy-headroom",
+    "gc-pause",
+    "zone-failure",
+    "liveness-death-spiral",
+    "liveness-death-spiral-dedicated",
 ];
 
 /// The scenario `resim` runs when given no file.

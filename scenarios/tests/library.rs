@@ -403,7 +403,7 @@ fn a_rolling_deploy_without_headroom_fails_requests_in_each_batch() {
 
 #[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 33);
+    assert_eq!(LIBRARY.len(), 37);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(
