@@ -310,11 +310,12 @@ impl World {
     pub(super) fn on_liveness_deadline(&mut self, ctx: C, svc: usize, r: usize) {
         let now = ctx.now();
         let s = &mut self.services[svc];
-        let up = s.replica_ref(r).is_up();
+        let up = s.replica_ref(r).is_up() && s.in_rotation(r);
         let c = s.capacity_mut().expect("probed");
         let threshold = c.liveness.as_ref().expect("probed").failure_threshold;
         let p = &mut c.probes[r];
-        // A replica that went down meanwhile is not judged.
+        // A replica that went down or left rotation (a drain, a deploy) meanwhile is not
+        // judged.
         if !up {
             *p = Probes::default();
             return;
