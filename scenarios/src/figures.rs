@@ -419,6 +419,9 @@ pub struct ServiceFigures {
     /// Its replicas in rotation over time and the scaler's and deploys' actions, if it
     /// autoscales, cold-starts or is deployed.
     pub scaling: Option<ScalingFigures>,
+    /// Its pauses, zone failures and liveness restarts, if a pause aims at it, it has
+    /// liveness probes, or it spreads over zones in a scenario with a zone failure.
+    pub capacity: Option<CapacityFigures>,
 }
 
 /// The blast radius at a service: how many caller units (tenant keys) lost their replicas
@@ -465,6 +468,29 @@ pub struct ScalingFigures {
     pub lost_at_stop: u64,
     /// Work started on a replica still warming up (under its cold start's multiplier).
     pub cold_jobs: u64,
+}
+
+/// Capacity events at a service ([`crate::capacity`]): pauses, zone failures, liveness
+/// probes.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct CapacityFigures {
+    /// Whether the service has liveness probes.
+    pub liveness: bool,
+    /// Replica pauses (a pause of three replicas counts three).
+    pub pauses: u64,
+    /// Time its replicas spent paused, summed over the replicas, in nanoseconds.
+    pub paused_ns: u64,
+    /// Replicas a zone failure took down.
+    pub zone_downs: u64,
+    /// Liveness probes sent.
+    pub probes: u64,
+    /// Liveness probes not answered within their timeout.
+    pub probe_failures: u64,
+    /// Replicas restarted by their liveness probes.
+    pub liveness_restarts: u64,
+    /// Liveness restarts per report bucket (shorter than the run when the last buckets
+    /// have none).
+    pub restarts_per_bucket: Vec<u64>,
 }
 
 /// The figures of a cache with a `ttl` (and perhaps XFetch).

@@ -54,6 +54,10 @@ pub const LIBRARY: &[Entry] = entries![
     "criticality-queue",
     "tenant-bulkhead",
     "shedding-codel-rfc",
+    "gc-pause",
+    "zone-failure",
+    "liveness-death-spiral",
+    "liveness-death-spiral-dedicated",
 ];
 
 /// The scenario `resim` runs when given no file.

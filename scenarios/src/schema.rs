@@ -156,6 +156,10 @@ pub struct Client {
     /// default class.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<RequestClass>,
+    /// The zone it stands in ([`crate::capacity`]): a `ZoneFailure` of that zone silences
+    /// it while it lasts. Without one, it is in no zone.
+    #[serde(default)]
+    pub zone: Option<u32>,
 }
 
 /// How a client generates requests.
@@ -385,6 +389,15 @@ pub struct Service {
     /// ([`crate::scaling::ColdStart`]).
     #[serde(default)]
     pub cold_start: Option<crate::scaling::ColdStart>,
+    /// The zones its replicas spread over: replica `i` stands in zone `i mod zones`, and a
+    /// `ZoneFailure` of a zone takes its replicas there down ([`crate::capacity`]). Without
+    /// it, the service is in no zone.
+    #[serde(default)]
+    pub zones: Option<u32>,
+    /// Liveness probes that restart a replica which stops answering them
+    /// ([`crate::capacity::Liveness`]).
+    #[serde(default)]
+    pub liveness: Option<crate::capacity::Liveness>,
 }
 
 fn default_one() -> u32 {
@@ -776,6 +789,28 @@ pub enum FaultKind {
         /// The wait after a batch is back before the next one leaves.
         #[serde(default)]
         warmup: SimDuration,
+    },
+    /// A stop-the-world pause (a garbage collection) of replicas of `service` for the
+    /// fault's `duration`: their workers make no progress (work in progress resumes after,
+    /// its end pushed back by the pause) while requests keep arriving and queue. With
+    /// `every`, it comes back each period until the end of the run ([`crate::capacity`]).
+    Pause {
+        /// The service.
+        service: String,
+        /// How many replicas (the first ones); all if absent.
+        #[serde(default)]
+        replicas: Option<u32>,
+        /// The period of a pause that repeats (a periodic GC); once if absent.
+        #[serde(default)]
+        every: Option<SimDuration>,
+    },
+    /// Zone `zone` fails for the fault's `duration`: every replica of every service with
+    /// `zones` that stands in it goes down (as in a crash, out of rotation) and restarts cold
+    /// after its service's `restart` once the zone is back; the clients in the zone offer
+    /// nothing meanwhile ([`crate::capacity`]).
+    ZoneFailure {
+        /// The zone, from 0.
+        zone: u32,
     },
 }
 

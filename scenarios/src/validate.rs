@@ -199,6 +199,9 @@ pub fn validate(s: &Scenario) -> Check {
         load(&format!("{path}.load"), &client.load)?;
         call(&format!("{path}.call"), &client.call, &s.services)?;
         crate::traffic::validate_classes(&format!("{path}.classes"), &client.classes)?;
+        if let Some(z) = client.zone {
+            zone_in_range(&format!("{path}.zone"), z, s)?;
+        }
     }
     for (name, service) in &s.services {
         self::service(&format!("services.{name}"), service, &s.services)?;
@@ -573,7 +576,22 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     if let Some(st) = &s.store {
         st.validate().map_err(|e| e.at(&format!("{path}.store")))?;
     }
-    scaling(path, s)
+    scaling(path, s)?;
+    capacity_events(path, s)
+}
+
+/// A service's zones and liveness probes ([`crate::capacity`]).
+fn capacity_events(path: &str, s: &Service) -> Check {
+    if let Some(z) = s.zones {
+        crate::capacity::validate_zones(z, s.replicas).map_err(|e| e.at(path))?;
+    }
+    if let Some(l) = &s.liveness {
+        let lpath = format!("{path}.liveness");
+        l.validate().map_err(|e| e.at(&lpath))?;
+        clock(&format!("{lpath}.period"), l.period)?;
+        clock(&format!("{lpath}.timeout"), l.timeout)?;
+    }
+    Ok(())
 }
 
 /// A service's autoscaler and cold start ([`crate::scaling`]).
@@ -806,6 +824,62 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             Ok(())
         }
         FaultKind::Poison { service, .. } => svc(service),
+        FaultKind::Pause {
+            service,
+            replicas,
+            every,
+        } => {
+            svc(service)?;
+            let Some(d) = f.duration else {
+                return Err(err(
+                    format!("{path}.duration"),
+                    "a pause needs a `duration` (how long the world stops, e.g. \"300ms\")",
+                ));
+            };
+            if let Some(n) = replicas {
+                let total = s.services[service].replicas;
+                at_least_one(&format!("{kpath}.replicas"), *n)?;
+                if *n > total {
+                    return Err(err(
+                        format!("{kpath}.replicas"),
+                        format!("the service has {total} replicas, got {n}"),
+                    ));
+                }
+            }
+            if let Some(p) = every {
+                clock(&format!("{kpath}.every"), *p)?;
+                crate::capacity::validate_every(*p, d).map_err(|e| e.at(&kpath))?;
+            }
+            Ok(())
+        }
+        FaultKind::ZoneFailure { zone } => {
+            zone_in_range(&format!("{kpath}.zone"), *zone, s)?;
+            if f.duration.is_none() {
+                return Err(err(
+                    format!("{path}.duration"),
+                    "a zone failure needs a `duration` (its replicas restart after it)",
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A zone named by a client or a fault is one of the zones some service spreads over.
+fn zone_in_range(field: &str, zone: u32, s: &Scenario) -> Check {
+    let zones = s.services.values().filter_map(|v| v.zones).max();
+    match zones {
+        None => Err(err(
+            field,
+            format!("no service has `zones`, got zone {zone}; give the services `zones: Some(3)`"),
+        )),
+        Some(n) if zone >= n => Err(err(
+            field,
+            format!(
+                "must be below {n}, the most zones of any service (zones count from 0), got {zone}"
+            ),
+        )),
+        Some(_) => Ok(()),
     }
 }
 

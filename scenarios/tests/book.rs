@@ -2147,3 +2147,47 @@ fn the_queue_and_tenant_sections_are_what_the_library_shows() {
     );
     claim(page, format!("The api drops {shed} requests"));
 }
+
+#[test]
+fn the_capacity_chapter_reads_its_pauses_zones_and_probes_right() {
+    let page = "failures/capacity.md";
+    let events = |r: &Report| {
+        r.services
+            .iter()
+            .find(|s| s.name == "api")
+            .unwrap()
+            .capacity_events
+            .clone()
+            .unwrap()
+    };
+    let success_from = |r: &Report, from: f64| {
+        let rows = r.series.iter().filter(|row| row.t_s >= from);
+        let (ok, offered) = rows.fold((0, 0), |(o, n), row| (o + row.successes, n + row.offered));
+        ok as f64 / offered as f64
+    };
+
+    let gc = library_run("gc-pause", None);
+    assert_eq!(events(&gc).paused_s, 8.0);
+    claim(page, "the time paused, 8 seconds");
+    let failed = 1.0 - success_from(&gc, 10.0);
+    assert!((0.02..0.03).contains(&failed), "{failed}");
+    claim(page, "2.5% of the requests after 10 seconds fail");
+
+    let zone = library_run("zone-failure", None);
+    assert_eq!(zone.summary.failures, 0);
+    claim(page, "no request fails");
+    let office = zone.clients.iter().find(|c| c.name == "office").unwrap();
+    assert!((4900..5100).contains(&office.offered), "{}", office.offered);
+    claim(page, "offers 50 seconds of its load");
+
+    let spiral = library_run("liveness-death-spiral", None);
+    charts_are_current("liveness-death-spiral", &spiral);
+    assert_eq!(events(&spiral).liveness_restarts, 18);
+    claim(page, "restart 18 replicas in 120 seconds");
+    let after = success_from(&spiral, 60.0);
+    assert!((0.40..0.42).contains(&after), "{after}");
+    claim(page, "only 41% of the requests succeed");
+    let dedicated = library_run("liveness-death-spiral-dedicated", None);
+    assert_eq!(events(&dedicated).liveness_restarts, 0);
+    claim(page, "the same spike restarts nothing");
+}

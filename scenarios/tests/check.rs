@@ -556,6 +556,56 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "workers: 2, work",
             "workers: 2, admission: [TenantBulkhead(max_concurrent: 4), TenantBulkhead(max_concurrent: 8)], work",
         ),
+        (
+            "pause without a duration",
+            "(at: \"2s\", duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0))",
+            "(at: \"2s\", kind: Pause(service: \"db\"))",
+        ),
+        (
+            "pause every shorter than it",
+            "kind: Slowdown(service: \"db\", factor: 3.0)",
+            "kind: Pause(service: \"db\", every: Some(\"500ms\"))",
+        ),
+        (
+            "pause of more replicas than exist",
+            "kind: Slowdown(service: \"db\", factor: 3.0)",
+            "kind: Pause(service: \"db\", replicas: Some(3))",
+        ),
+        (
+            "zones of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (zones: Some(0), workers: 2,",
+        ),
+        (
+            "zones above the replicas",
+            "\"db\": (workers: 2,",
+            "\"db\": (replicas: 2, zones: Some(3), workers: 2,",
+        ),
+        (
+            "zone failure out of range",
+            "\"db\": (workers: 2, work: Constant(value: \"5ms\")),\n    },\n    faults: [(at: \"2s\", duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0))],",
+            "\"db\": (replicas: 3, zones: Some(3), workers: 2, work: Constant(value: \"5ms\")),\n    },\n    faults: [(at: \"2s\", duration: \"1s\", kind: ZoneFailure(zone: 3))],",
+        ),
+        (
+            "zone failure without zoned services",
+            "kind: Slowdown(service: \"db\", factor: 3.0)",
+            "kind: ZoneFailure(zone: 0)",
+        ),
+        (
+            "client zone without zoned services",
+            "call: (target: \"api\", timeout: \"1s\",",
+            "zone: Some(0), call: (target: \"api\", timeout: \"1s\",",
+        ),
+        (
+            "liveness threshold of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (liveness: Some((failure_threshold: 0)), workers: 2,",
+        ),
+        (
+            "liveness timeout of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (liveness: Some((timeout: \"0s\")), workers: 2,",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

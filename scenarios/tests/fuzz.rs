@@ -1111,6 +1111,21 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                 ]
                 .boxed(),
             ),
+            // Mostly one zone, which fits any number of replicas.
+            (
+                "zones",
+                prop_oneof![3 => Just("Some(1)".to_string()), 1 => count(1..3).prop_map(|z| format!("Some({z})"))]
+                    .boxed(),
+            ),
+            (
+                "liveness",
+                (duration(), duration(), count(1..4), boolean())
+                    .prop_map(|(p, t, k, dedicated)| {
+                        let by = if dedicated == "true" { "Dedicated" } else { "Workers" };
+                        format!("Some((period: {p}, timeout: {t}, failure_threshold: {k}, served_by: {by}))")
+                    })
+                    .boxed(),
+            ),
         ]),
         admission(names.clone()),
     )
@@ -1150,9 +1165,20 @@ fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
             prop_oneof![3 => Just("0".to_string()), 1 => count(0..3)]
         )
             .prop_map(|(s, t)| format!("Poison(service: {s}, tenant: {t})")),
-        (svc, count(1..2), duration(), duration()).prop_map(|(s, b, d, w)| format!(
+        (svc.clone(), count(1..2), duration(), duration()).prop_map(|(s, b, d, w)| format!(
             "Deploy(service: {s}, batch: {b}, downtime: {d}, warmup: {w})"
         )),
+        (
+            svc,
+            proptest::option::of(count(1..3)),
+            proptest::option::of(duration())
+        )
+            .prop_map(|(s, r, every)| {
+                let r = r.map_or(String::new(), |r| format!(", replicas: Some({r})"));
+                let every = every.map_or(String::new(), |e| format!(", every: Some({e})"));
+                format!("Pause(service: {s}{r}{every})")
+            }),
+        count(0..2).prop_map(|z| format!("ZoneFailure(zone: {z})")),
     ];
     (duration(), proptest::option::of(duration()), kind)
         .prop_map(|(at, d, kind)| match d {

@@ -446,8 +446,31 @@ fn rfc_codel_sheds_too_slowly_for_an_open_loop() {
 }
 
 #[test]
+fn capacity_events_show_in_the_library_runs() {
+    check("gc-pause", |r| {
+        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        assert_eq!(events.paused_s, 8.0);
+        assert!(failures(r, "timeout") > 1000);
+    });
+    check("zone-failure", |r| {
+        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        assert_eq!(events.zone_downs, 2);
+        assert_eq!(r.summary.failures, 0);
+    });
+    check("liveness-death-spiral", |r| {
+        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        assert!(events.liveness_restarts > 6, "{events:?}");
+        assert!(failures(r, "unavailable") > 10_000);
+    });
+    check("liveness-death-spiral-dedicated", |r| {
+        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        assert_eq!(events.liveness_restarts, 0);
+    });
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 36);
+    assert_eq!(LIBRARY.len(), 40);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

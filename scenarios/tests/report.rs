@@ -426,6 +426,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         refresh: None,
         blast: None,
         scaling: None,
+        capacity: None,
     }
 }
 

@@ -316,6 +316,14 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             lost_at_stop: f.lost_at_stop,
             cold_jobs: f.cold_jobs,
         }),
+        capacity_events: s.capacity.as_ref().map(|f| CapacityEventsReport {
+            pauses: f.pauses,
+            paused_s: round3(f.paused_ns as f64 / 1e9),
+            zone_downs: f.zone_downs,
+            liveness_probes: f.probes,
+            liveness_probe_failures: f.probe_failures,
+            liveness_restarts: f.liveness_restarts,
+        }),
     }
 }
 
@@ -509,6 +517,32 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
                 );
                 continue;
             }
+            // A periodic pause lasts, as a disturbance, to the end of the run.
+            FaultKind::Pause {
+                service,
+                replicas,
+                every,
+            } => {
+                let of = replicas.map_or(String::new(), |n| format!(" ({n} replicas)"));
+                let d = f.duration.unwrap_or_default();
+                let (label, end) = match every {
+                    Some(p) => (format!("pause {service}{of} {d} every {p}"), None),
+                    None => (format!("pause {service}{of}"), to),
+                };
+                push("pause", service, label, f.at, end);
+                continue;
+            }
+            FaultKind::ZoneFailure { zone } => {
+                let target = format!("zone {zone}");
+                push(
+                    "zone_failure",
+                    &target,
+                    format!("zone {zone} fails"),
+                    f.at,
+                    to,
+                );
+                continue;
+            }
         };
         push(kind, target, label, f.at, to);
     }
@@ -607,6 +641,11 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                         .blast
                         .as_ref()
                         .map(|f| f.units_down_max.get(i).copied().unwrap_or_default()),
+                    liveness_restarts: sv
+                        .capacity
+                        .as_ref()
+                        .filter(|f| f.liveness)
+                        .map(|f| f.restarts_per_bucket.get(i).copied().unwrap_or_default()),
                 }
             })
             .collect(),

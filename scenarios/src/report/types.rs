@@ -213,6 +213,27 @@ pub struct ServiceReport {
     /// is deployed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scaling: Option<ScalingReport>,
+    /// Pauses, zone failures and liveness restarts (absent unless a pause aims at it, it has
+    /// liveness probes, or it spreads over zones in a scenario with a zone failure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_events: Option<CapacityEventsReport>,
+}
+
+/// Capacity events at a service ([`crate::capacity`]).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CapacityEventsReport {
+    /// Replica pauses (a pause of three replicas counts three).
+    pub pauses: u64,
+    /// Time its replicas spent paused, summed over the replicas, in seconds.
+    pub paused_s: f64,
+    /// Replicas a zone failure took down.
+    pub zone_downs: u64,
+    /// Liveness probes sent.
+    pub liveness_probes: u64,
+    /// Liveness probes not answered within their timeout.
+    pub liveness_probe_failures: u64,
+    /// Replicas restarted by their liveness probes.
+    pub liveness_restarts: u64,
 }
 
 /// The blast radius at a service: caller units (tenant keys) and the replicas they lost
@@ -381,6 +402,10 @@ pub struct ServicePoint {
     /// unless the service reports its blast radius).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub units_without_replicas_max: Option<u64>,
+    /// Replicas its liveness probes restarted in the bucket (absent without liveness
+    /// probes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub liveness_restarts: Option<u64>,
 }
 
 /// Per-client values of one bucket (by bucket of offer).

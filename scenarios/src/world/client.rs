@@ -53,6 +53,11 @@ pub struct Client {
     /// Its request classes, when it declares some.
     mix: Option<Box<Mix>>,
     figures: ClientFigures,
+    /// The zone it stands in, and whether that zone is failing (`None`: in no zone).
+    zone: Option<(u32, bool)>,
+    /// Closed-loop or one-shot users whose zone failed as they were about to send, in the
+    /// order they tried; they send when the zone is back.
+    parked: Vec<u32>,
 }
 
 /// Who is waiting for a client request: an open-loop arrival, or a closed-loop user.
@@ -80,6 +85,11 @@ impl Client {
             Load::Open { rate } => {
                 let spikes = faults.iter().flat_map(|f| match &f.kind {
                     FaultKind::LoadSpike { client, .. } if client == name => {
+                        let end = f.duration.map(|d| f.at.saturating_add(d));
+                        [Some(f.at), end]
+                    }
+                    // A failure of its zone stops its arrivals.
+                    FaultKind::ZoneFailure { zone } if c.zone == Some(*zone) => {
                         let end = f.duration.map(|d| f.at.saturating_add(d));
                         [Some(f.at), end]
                     }
@@ -130,7 +140,35 @@ impl Client {
                 classes: traffic::class_figures(&c.classes),
                 makespan: None,
             },
+            zone: c.zone.map(|z| (z, false)),
+            parked: Vec::new(),
         }
+    }
+
+    /// The zone it stands in, if any.
+    pub fn zone(&self) -> Option<u32> {
+        self.zone.map(|(z, _)| z)
+    }
+
+    /// Its zone fails (`down`) or is back; returns the users that may send again.
+    pub fn set_zone_down(&mut self, down: bool) -> Vec<u32> {
+        if let Some((_, d)) = &mut self.zone {
+            *d = down;
+        }
+        if down {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.parked)
+        }
+    }
+
+    /// User `user` is about to send; true (and it waits) if its zone is failing.
+    pub fn park_user(&mut self, user: u32) -> bool {
+        let down = self.zone.is_some_and(|(_, d)| d);
+        if down {
+            self.parked.push(user);
+        }
+        down
     }
 
     /// Its name.

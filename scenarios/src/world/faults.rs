@@ -8,6 +8,7 @@
 use super::msg::Msg;
 use super::{C, World, later};
 use crate::schema::{Fault, FaultKind};
+use sim_core::SimDuration;
 
 /// The scenario's faults and which are active.
 #[derive(Debug)]
@@ -28,6 +29,12 @@ impl Timeline {
     /// Every fault, in file order.
     pub fn faults(&self) -> &[Fault] {
         &self.faults
+    }
+
+    /// Whether a `ZoneFailure` of `zone` is under way.
+    pub fn zone_failing(&self, zone: u32) -> bool {
+        self.active_kinds()
+            .any(|k| matches!(k, FaultKind::ZoneFailure { zone: z } if *z == zone))
     }
 
     /// The kinds of the active faults, in file order.
@@ -76,16 +83,8 @@ impl World {
                 }
             }
             FaultKind::LoadSpike { client, .. } => {
-                let spike: f64 = self
-                    .faults
-                    .active_kinds()
-                    .filter_map(|k| match k {
-                        FaultKind::LoadSpike { client: c, factor } if c == client => Some(*factor),
-                        _ => None,
-                    })
-                    .product();
                 let c = self.client_index(client);
-                self.clients[c].set_spike(spike);
+                self.refresh_load(ctx, c);
             }
             FaultKind::Slowdown { service, .. }
             | FaultKind::ErrorRate { service, .. }
@@ -104,11 +103,38 @@ impl World {
             FaultKind::Deploy { .. } if start => {
                 self.on_deploy_batch(ctx, fault);
             }
+            FaultKind::Pause { .. } => self.on_pause(ctx, fault, start),
+            FaultKind::ZoneFailure { zone } => self.on_zone_failure(ctx, *zone, start),
             FaultKind::CacheFlush { .. }
             | FaultKind::Deploy { .. }
             | FaultKind::Latency { .. }
             | FaultKind::Loss { .. }
             | FaultKind::Partition { .. } => {}
+        }
+    }
+
+    /// Client `c`'s load follows its active load spikes, and stops while its zone fails
+    /// (its closed-loop users wait for the zone to come back).
+    pub(super) fn refresh_load(&mut self, ctx: C, c: usize) {
+        let name = self.clients[c].name();
+        let mut spike: f64 = self
+            .faults
+            .active_kinds()
+            .filter_map(|k| match k {
+                FaultKind::LoadSpike { client, factor } if client == name => Some(*factor),
+                _ => None,
+            })
+            .product();
+        let down = self.clients[c]
+            .zone()
+            .is_some_and(|z| self.faults.zone_failing(z));
+        if down {
+            spike = 0.0;
+        }
+        self.clients[c].set_spike(spike);
+        for user in self.clients[c].set_zone_down(down) {
+            let (client, user) = (c as u32, user);
+            ctx.send_self(SimDuration::ZERO, Msg::Think { client, user });
         }
     }
 
@@ -130,6 +156,12 @@ impl World {
     /// restarts.
     pub(super) fn crash(&mut self, ctx: C, svc: usize, r: usize) {
         self.services[svc].counts().crashes += 1;
+        // The rest of a pause under way does not happen.
+        if let Some(u) = self.services[svc].replica_ref(r).paused_until()
+            && let Some(c) = self.services[svc].capacity_mut()
+        {
+            c.pause_cut(u.saturating_duration_since(ctx.now()));
+        }
         self.lose_jobs(ctx, svc, r);
         let s = &mut self.services[svc];
         let config = s.config().clone();
@@ -144,6 +176,14 @@ impl World {
     /// A crashed replica is up again, cold.
     pub(super) fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
         let was_down = !self.services[svc].replica_ref(r).is_up();
+        // A replica in a failing zone stays down until the zone is back.
+        if self.zone_failed(svc, r) {
+            return;
+        }
+        // A replica down after a zone failure or a liveness restart is back in rotation.
+        if let Some(s) = self.services[svc].scaling_mut() {
+            s.revive(ctx.now(), r);
+        }
         // The scaler may have taken it out of rotation meanwhile: it stays down.
         if !self.services[svc].in_rotation(r) {
             return;

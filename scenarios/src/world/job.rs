@@ -34,8 +34,13 @@ pub enum Stage {
     Shaping { timer: TimerId },
     /// In the replica's queue.
     Queued,
-    /// Holding a worker since `since`, working until `timer` fires.
-    Working { since: SimTime, timer: TimerId },
+    /// Holding a worker since `since`, working until `timer` fires at `until` (a pause of
+    /// the replica pushes both back).
+    Working {
+        since: SimTime,
+        timer: TimerId,
+        until: SimTime,
+    },
     /// Holding a worker since `since`, waiting on its downstream calls.
     Calling { since: SimTime, calls: Downstream },
     /// Holding a worker since `since`, waiting for another job's fetch of the same key.
@@ -344,7 +349,12 @@ impl World {
         s.replica(r).take_worker();
         s.busy_change(now, 1);
         let timer = ctx.timer_self(work, Msg::WorkDone { job });
-        self.jobs[job].stage = Stage::Working { since: now, timer };
+        let until = now + work;
+        self.jobs[job].stage = Stage::Working {
+            since: now,
+            timer,
+            until,
+        };
     }
 
     /// Looks the operation `op` up in the service's idempotency store; false when the job
@@ -386,6 +396,11 @@ impl World {
             if !s.replica_ref(r).can_dequeue(workers) {
                 return;
             }
+            // A liveness probe whose turn has come takes the free worker first.
+            if s.has_probes() {
+                self.serve_probes(now, svc, r);
+            }
+            let s = &mut self.services[svc];
             let out = s.replica(r).dequeue(now);
             for &job in &out.shed {
                 self.services[svc].queue_change(now, -1);

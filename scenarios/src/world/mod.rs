@@ -33,6 +33,7 @@
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
+//! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes and their restarts |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -50,6 +51,7 @@
 
 mod admission;
 mod call;
+mod capacity;
 mod client;
 mod distributed;
 mod downstream;
@@ -287,6 +289,7 @@ impl World {
                 services[i.expect("fault targets are checked by validation")].deployed();
             }
         }
+        capacity::install(s, &mut services);
         // Store call sites come after every other site, so a scenario without distributed
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);
@@ -366,6 +369,16 @@ impl World {
             }
             if let Some(a) = &s.config().autoscale {
                 events.push((SimTime::ZERO + a.period, Msg::ScaleTick { service }));
+            }
+            // Each replica's probes run at a phase of their own, spread over the period.
+            if let Some(l) = &s.config().liveness {
+                let n = s.replica_count() as u64;
+                for replica in 0..n {
+                    let phase = l.period.as_nanos() / n * (replica + 1);
+                    let replica = replica as u32;
+                    let at = SimTime::ZERO + SimDuration::from_nanos(phase);
+                    events.push((at, Msg::LivenessTick { service, replica }));
+                }
             }
         }
         events
@@ -473,6 +486,12 @@ impl World {
 
     fn offer(&mut self, ctx: C, client: usize, requester: Requester) {
         let now = ctx.now();
+        // A user of a client whose zone fails waits for the zone to come back.
+        if let Requester::User(user) = requester
+            && self.clients[client].park_user(user)
+        {
+            return;
+        }
         let bucket = self.bucket_of(now);
         let c = &mut self.clients[client];
         let attrs = c.record_offer(bucket);
@@ -600,6 +619,12 @@ impl Entity for World {
                 self.on_scaled(ctx, service as usize, replica as usize)
             }
             Msg::DeployBatch { fault } => self.on_deploy_batch(ctx, fault as usize),
+            Msg::LivenessTick { service, replica } => {
+                self.on_liveness_tick(ctx, service as usize, replica as usize)
+            }
+            Msg::LivenessDeadline { service, replica } => {
+                self.on_liveness_deadline(ctx, service as usize, replica as usize)
+            }
             Msg::BulkheadExpire { site, side, gate } => {
                 self.on_bulkhead_expire(ctx, site, side, gate as usize)
             }

@@ -133,6 +133,20 @@ pub enum Msg {
         /// Index in the scenario's fault list.
         fault: u32,
     },
+    /// A liveness probe goes to a replica.
+    LivenessTick {
+        /// The service.
+        service: u32,
+        /// The replica slot.
+        replica: u32,
+    },
+    /// A replica's liveness probe sent one timeout ago fails if still unanswered.
+    LivenessDeadline {
+        /// The service.
+        service: u32,
+        /// The replica slot.
+        replica: u32,
+    },
     /// A bulkhead's waits may have timed out.
     BulkheadExpire {
         /// The call site instance.
@@ -182,6 +196,12 @@ impl Message for Msg {
                 (17, (u64::from(service) << 32) | u64::from(replica))
             }
             Msg::DeployBatch { fault } => (18, u64::from(fault)),
+            Msg::LivenessTick { service, replica } => {
+                (19, (u64::from(service) << 32) | u64::from(replica))
+            }
+            Msg::LivenessDeadline { service, replica } => {
+                (20, (u64::from(service) << 32) | u64::from(replica))
+            }
         };
         (tag << 56) | key(word)
     }

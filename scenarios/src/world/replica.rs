@@ -85,6 +85,11 @@ pub struct Replica {
     concurrency: Option<ConcurrencyLimiter>,
     /// The per-tenant bulkhead of admission control, if any.
     tenant_bulkhead: Option<KeyedBulkhead<u32>>,
+    /// Stopped by a pause until then (`None`: running); its workers take nothing meanwhile.
+    paused_until: Option<SimTime>,
+    /// Jobs that have left its queue, for any reason: a liveness probe served by the
+    /// workers knows its turn by this count ([`super::capacity`]).
+    left_queue: u64,
 }
 
 impl Queue {
@@ -157,6 +162,8 @@ impl Replica {
             coalescer: coalescer_of(config),
             concurrency: concurrency_of(config),
             tenant_bulkhead: tenant_bulkhead_of(config),
+            paused_until: None,
+            left_queue: 0,
         }
     }
 
@@ -177,12 +184,12 @@ impl Replica {
 
     /// Whether a new arrival finds a free worker and no one waiting before it.
     pub fn can_start(&self, workers: u32) -> bool {
-        self.busy < workers && self.queue.len() == 0
+        self.busy < workers && self.queue.len() == 0 && self.paused_until.is_none()
     }
 
     /// Whether a worker is free to take a waiting job.
     pub fn can_dequeue(&self, workers: u32) -> bool {
-        self.up && self.busy < workers
+        self.up && self.busy < workers && self.paused_until.is_none()
     }
 
     /// A worker starts on a job.
@@ -209,7 +216,11 @@ impl Replica {
             Queue::CoDel(q) => queued(q.enqueue(now, job).is_ok()),
             Queue::Priority(q) => match q.enqueue(now, level, job) {
                 Enqueued::Queued => Enqueue::Queued,
-                Enqueued::Evicted(victim) => Enqueue::Evicted(victim),
+                Enqueued::Evicted(victim) => {
+                    // The victim leaves the queue (a probe behind it moves up).
+                    self.left_queue += 1;
+                    Enqueue::Evicted(victim)
+                }
                 Enqueued::Refused(_) => Enqueue::Full,
             },
             Queue::CoDelRfc(q) => queued(q.enqueue(now, job).is_ok()),
@@ -218,7 +229,7 @@ impl Replica {
 
     /// Takes a queued job out (its caller's cancellation arrived); false if it was not queued.
     pub fn remove_queued(&mut self, job: JobKey) -> bool {
-        match &mut self.queue {
+        let removed = match &mut self.queue {
             Queue::Plain { jobs, .. } => match jobs.iter().position(|(_, k)| *k == job) {
                 Some(i) => {
                     jobs.remove(i);
@@ -229,11 +240,19 @@ impl Replica {
             Queue::CoDel(q) => q.remove(&job),
             Queue::Priority(q) => q.remove(&job),
             Queue::CoDelRfc(q) => q.remove(&job),
-        }
+        };
+        self.left_queue += u64::from(removed);
+        removed
     }
 
     /// The next job for a free worker, by the queue's discipline, and what its shedder drops.
     pub fn dequeue(&mut self, now: SimTime) -> Dequeued {
+        let out = self.dequeue_next(now);
+        self.left_queue += out.shed.len() as u64 + u64::from(out.next.is_some());
+        out
+    }
+
+    fn dequeue_next(&mut self, now: SimTime) -> Dequeued {
         match &mut self.queue {
             Queue::Plain {
                 jobs, discipline, ..
@@ -291,6 +310,8 @@ impl Replica {
             "a crashed replica's workers are freed with their jobs"
         );
         self.up = false;
+        self.paused_until = None;
+        self.left_queue += self.queue.len() as u64;
         self.queue = Queue::new(&config.queue);
         self.coalescer = coalescer_of(config);
         self.concurrency = concurrency_of(config);
@@ -418,6 +439,34 @@ impl Replica {
         let room = capacity.is_none_or(|c| self.queue.len() < c as usize);
         let waited_too_long = self.oldest_wait(now).is_some_and(|w| w > timeout);
         self.up && room && !waited_too_long
+    }
+}
+
+impl Replica {
+    /// When its pause ends, if it is paused.
+    pub fn paused_until(&self) -> Option<SimTime> {
+        self.paused_until
+    }
+
+    /// It is paused until `until` (a pause under way is lengthened, never shortened).
+    pub fn pause(&mut self, until: SimTime) {
+        self.paused_until = Some(self.paused_until.map_or(until, |u| u.max(until)));
+    }
+
+    /// Its pause ends at `now`, unless a later pause keeps it stopped; true if it resumes.
+    pub fn resume(&mut self, now: SimTime) -> bool {
+        match self.paused_until {
+            Some(u) if u <= now => {
+                self.paused_until = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Jobs that have left its queue so far.
+    pub fn left_queue(&self) -> u64 {
+        self.left_queue
     }
 }
 

@@ -39,6 +39,9 @@ enum Slot {
     Draining { stop_at: SimTime },
     /// Out of rotation for a deploy, finishing what it holds; restarts cold at `back_at`.
     Redeploying { back_at: SimTime },
+    /// Down and out of rotation after a zone failure or a liveness restart, until its
+    /// restart ([`super::capacity`]).
+    Down,
 }
 
 /// The integrals at one tick.
@@ -205,6 +208,27 @@ impl Scaling {
     /// A crashed replica of slot `r` restarted at `now`: cold, if the service cold-starts.
     pub fn restarted(&mut self, now: SimTime, r: usize) {
         self.started[r] = Some(now);
+    }
+
+    /// Slot `r`, in rotation, goes down at `now` (a zone failure, a liveness restart): out of
+    /// rotation until [`Scaling::revive`].
+    pub fn take_down(&mut self, now: SimTime, r: usize) {
+        debug_assert!(self.in_rotation(r), "only a slot in rotation goes down");
+        self.set_slot(now, r, Slot::Down);
+    }
+
+    /// Whether slot `r` is down after a zone failure or a liveness restart.
+    pub fn is_down(&self, r: usize) -> bool {
+        self.slots[r] == Slot::Down
+    }
+
+    /// Slot `r` restarts at `now` if it is down; true if it was (it is then in rotation).
+    pub fn revive(&mut self, now: SimTime, r: usize) -> bool {
+        if self.slots[r] != Slot::Down {
+            return false;
+        }
+        self.set_slot(now, r, Slot::InRotation);
+        true
     }
 
     /// The integrals at `now`, given the busy workers' integral.
@@ -390,7 +414,7 @@ impl Scaling {
             Slot::Starting { ready_at } => ready_at == now,
             Slot::Draining { stop_at } => stop_at == now,
             Slot::Redeploying { back_at } => back_at == now,
-            Slot::Parked | Slot::InRotation => false,
+            Slot::Parked | Slot::InRotation | Slot::Down => false,
         };
         due.then_some(s)
     }
@@ -457,7 +481,9 @@ impl World {
                 sc.figures.deploy_restarts += 1;
                 self.services[svc].replica(r).restart(now);
             }
-            Slot::Parked | Slot::InRotation => unreachable!("only waiting slots are due"),
+            Slot::Parked | Slot::InRotation | Slot::Down => {
+                unreachable!("only waiting slots are due")
+            }
         }
         self.services[svc].capacity_change(now);
     }

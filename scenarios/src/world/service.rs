@@ -11,6 +11,7 @@
 
 use super::JobKey;
 use super::admission::{Limited, Priority, RateLimits};
+use super::capacity::Capacity;
 use super::client::bucket_mut;
 use super::job::Job;
 use super::outcome::Reason;
@@ -123,6 +124,8 @@ pub struct Service {
     /// Its replica slots in and out of rotation, if it autoscales, cold-starts or is
     /// deployed (`None`: every replica is in rotation).
     scaling: Option<Box<Scaling>>,
+    /// Its pauses, zones and liveness probes, if any ([`super::capacity`]).
+    capacity: Option<Box<Capacity>>,
 }
 
 impl Service {
@@ -226,6 +229,7 @@ impl Service {
             busy_since: SimTime::ZERO,
             sharding: None,
             scaling,
+            capacity: None,
             node,
             config: config.clone(),
         }
@@ -237,6 +241,33 @@ impl Service {
             let n = self.replicas.len();
             self.scaling = Scaling::new(&self.config, n, true, self.bucket).map(Box::new);
         }
+    }
+
+    /// Its capacity events (pauses, zones, liveness probes), given with the world.
+    pub fn set_capacity(&mut self, capacity: Capacity) {
+        self.capacity = Some(Box::new(capacity));
+    }
+
+    /// Its capacity events, if any.
+    pub fn capacity(&self) -> Option<&Capacity> {
+        self.capacity.as_deref()
+    }
+
+    /// Its capacity events, if any, to change.
+    pub fn capacity_mut(&mut self) -> Option<&mut Capacity> {
+        self.capacity.as_deref_mut()
+    }
+
+    /// Whether it has liveness probes.
+    pub fn has_probes(&self) -> bool {
+        self.capacity
+            .as_ref()
+            .is_some_and(|c| c.liveness().is_some())
+    }
+
+    /// The report bucket's width.
+    pub fn bucket(&self) -> SimDuration {
+        self.bucket
     }
 
     /// Its replica slots, if any can leave rotation.
@@ -861,6 +892,18 @@ impl Service {
             blast: self.sharding.as_mut().map(|s| s.figures(end, buckets)),
             refresh: self.refresh.as_ref().map(Refresh::figures),
             scaling: self.scaling.as_mut().map(|s| s.figures(end)),
+            capacity: self.capacity.as_ref().map(|c| {
+                // Pauses that run past the end count up to the end.
+                let beyond: u64 = self
+                    .replicas
+                    .iter()
+                    .filter_map(|r| r.paused_until())
+                    .map(|u| u.saturating_duration_since(end).as_nanos())
+                    .sum();
+                let mut f = c.figures();
+                f.paused_ns = f.paused_ns.saturating_sub(beyond);
+                f
+            }),
         }
     }
 }

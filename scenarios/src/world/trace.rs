@@ -149,6 +149,14 @@ impl World {
                 format!("{}/{replica}", self.services[*service as usize].name()),
             ),
             Msg::DeployBatch { fault } => ("deploy-batch", format!("faults[{fault}]")),
+            Msg::LivenessTick { service, replica } => (
+                "liveness-probe",
+                format!("{}/{replica}", self.services[*service as usize].name()),
+            ),
+            Msg::LivenessDeadline { service, replica } => (
+                "liveness-deadline",
+                format!("{}/{replica}", self.services[*service as usize].name()),
+            ),
             Msg::BulkheadExpire { site, .. } => (
                 "bulkhead-wait-ends",
                 self.sites[*site as usize].path().to_string(),

@@ -424,7 +424,8 @@ fn fault_service(kind: &FaultKind) -> Option<&str> {
         | FaultKind::CacheFlush { service }
         | FaultKind::Poison { service, .. }
         | FaultKind::Deploy { service, .. } => Some(service),
-        FaultKind::LoadSpike { .. } => None,
+        FaultKind::Pause { service, .. } => Some(service),
+        FaultKind::LoadSpike { .. } | FaultKind::ZoneFailure { .. } => None,
     }
 }
 
@@ -441,6 +442,8 @@ fn fault_name(kind: &FaultKind) -> String {
         FaultKind::CacheFlush { .. } => "CacheFlush",
         FaultKind::Poison { .. } => "Poison",
         FaultKind::Deploy { .. } => "Deploy",
+        FaultKind::Pause { .. } => "Pause",
+        FaultKind::ZoneFailure { zone } => return format!("ZoneFailure of zone {zone}"),
     };
     format!("{what} of {}", fault_service(kind).unwrap_or("?"))
 }

@@ -133,6 +133,20 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
                 });
                 continue;
             }
+            // A periodic pause disturbs until the end of the run.
+            FaultKind::Pause { service, every, .. } => {
+                out.push(Trigger {
+                    kind: "pause".to_string(),
+                    label: format!("pause {service}"),
+                    start: f.at,
+                    end: match every {
+                        Some(_) => None,
+                        None => f.duration.map(|d| f.at.saturating_add(d)),
+                    },
+                });
+                continue;
+            }
+            FaultKind::ZoneFailure { zone } => ("zone_failure", format!("zone {zone} fails")),
         };
         out.push(Trigger {
             kind: kind.to_string(),

@@ -59,6 +59,20 @@ pub(super) fn render(report: &Report) -> String {
             );
         }
     }
+    for v in &report.services {
+        if let Some(ce) = &v.capacity_events {
+            let _ = writeln!(
+                o,
+                "capacity {:<9} pauses {} paused {:.1}s zone downs {} probes failed {} liveness restarts {}",
+                v.name,
+                ce.pauses,
+                ce.paused_s,
+                ce.zone_downs,
+                ce.liveness_probe_failures,
+                ce.liveness_restarts
+            );
+        }
+    }
     super::blast::compact(&mut o, report);
     for (c, name) in report.calls.iter().zip(call_names(&report.calls)) {
         let _ = writeln!(

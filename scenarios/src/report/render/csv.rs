@@ -30,6 +30,14 @@ pub(super) fn render(report: &Report) -> String {
         if v.scaling.is_some() {
             let _ = write!(o, ",{n}_replicas_in_rotation_mean");
         }
+        // A service with liveness probes adds the replicas they restarted per bucket.
+        if report.series.first().is_some_and(|r| {
+            r.services
+                .iter()
+                .any(|p| p.name == v.name && p.liveness_restarts.is_some())
+        }) {
+            let _ = write!(o, ",{n}_liveness_restarts");
+        }
     }
     // Per request class (only when a client declares classes): by bucket of offer.
     if let Some(first) = report.series.first() {
@@ -67,6 +75,9 @@ pub(super) fn render(report: &Report) -> String {
             }
             if v.scaling.is_some() {
                 let _ = write!(o, ",{}", cell(p.replicas_in_rotation_mean));
+            }
+            if let Some(n) = p.liveness_restarts {
+                let _ = write!(o, ",{n}");
             }
         }
         for k in &r.classes {

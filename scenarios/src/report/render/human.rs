@@ -230,6 +230,17 @@ fn service(o: &mut String, v: &ServiceReport) {
             sc.lost_at_stop
         ));
     }
+    if let Some(ce) = &v.capacity_events {
+        extra.push(format!(
+            "capacity events: pauses {} ({:.1}s paused), zone downs {}, liveness probes {} (failed {}), liveness restarts {}",
+            ce.pauses,
+            ce.paused_s,
+            ce.zone_downs,
+            ce.liveness_probes,
+            ce.liveness_probe_failures,
+            ce.liveness_restarts
+        ));
+    }
     if let Some(st) = &v.store {
         extra.push(format!(
             "store: {} rows, commits {}, conflicts {} ({} per commit)",

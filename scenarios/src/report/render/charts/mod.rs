@@ -419,6 +419,30 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
             note: None,
         });
     }
+    // A service with liveness probes: the replicas they restarted.
+    if let Some(ce) = &report.services[i].capacity_events
+        && report
+            .series
+            .first()
+            .is_some_and(|r| r.services[i].liveness_restarts.is_some())
+    {
+        let restarts = vec![line(
+            "liveness restarts",
+            0,
+            frame.rate(report, |r| {
+                r.services[i].liveness_restarts.unwrap_or_default()
+            }),
+        )];
+        panels.push(LinePanel {
+            y: linear("restarts/s", &restarts),
+            title: format!(
+                "{title}: liveness restarts ({} in all, {} probes failed)",
+                ce.liveness_restarts, ce.liveness_probe_failures
+            ),
+            lines: restarts,
+            note: None,
+        });
+    }
     stacked(frame, panels)
 }
 
