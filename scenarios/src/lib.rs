@@ -70,6 +70,7 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
+pub mod answers;
 pub mod contention;
 pub mod determinism;
 pub mod distributed;

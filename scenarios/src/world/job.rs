@@ -525,6 +525,7 @@ impl World {
             },
         );
         let source = s.node();
+        let quota = s.quota(ctx.now());
         let Some(target) = self.calls.get(j.call).map(|c| c.source) else {
             return;
         };
@@ -533,6 +534,7 @@ impl World {
             attempt: j.attempt,
             outcome,
             retry_after,
+            quota,
         };
         self.transmit(ctx, source, target, packet);
     }

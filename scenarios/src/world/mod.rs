@@ -48,6 +48,7 @@
 //! checked after every event in debug builds, the jobs every 4096 events and at the end of
 //! every run.
 
+mod adaptive;
 mod admission;
 mod call;
 mod client;
@@ -60,6 +61,7 @@ mod job;
 pub mod msg;
 mod network;
 mod outcome;
+mod pace;
 mod refresh;
 mod replica;
 mod scaling;
@@ -75,6 +77,7 @@ pub use distributed::DistributedFigures;
 pub use msg::{Msg, Net, Packet};
 pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason};
+pub use pace::Quota;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
@@ -430,7 +433,8 @@ impl World {
                 attempt,
                 outcome,
                 retry_after,
-            } => self.on_reply(ctx, call, attempt, outcome, retry_after),
+                quota,
+            } => self.on_reply(ctx, call, attempt, outcome, retry_after, quota),
             Packet::Cancel { job } => self.on_cancel(ctx, job),
         }
     }
@@ -526,6 +530,14 @@ impl World {
                     for (i, b) in site.buckets().iter().enumerate() {
                         bucket_mut(&mut last.buckets, i).absorb(b);
                     }
+                    if let (Some(total), Some(f)) = (&mut last.pace, site.pace_figures()) {
+                        total.absorb(&f);
+                    }
+                    if let (Some(total), Some(f)) =
+                        (&mut last.adaptive_timeout, site.adaptive_figures())
+                    {
+                        total.absorb(&f);
+                    }
                 }
                 _ => {
                     let (caller, from_client) = match site.caller() {
@@ -540,6 +552,8 @@ impl World {
                         counts: site.counts().clone(),
                         breakers: site.breakers().collect(),
                         buckets: site.buckets().to_vec(),
+                        pace: site.pace_figures(),
+                        adaptive_timeout: site.adaptive_figures(),
                     });
                 }
             }
