@@ -51,6 +51,9 @@ pub const LIBRARY: &[Entry] = entries![
     "autoscaler-lag-fast",
     "rolling-deploy",
     "rolling-deploy-headroom",
+    "retry-after-429",
+    "client-errors",
+    "adaptive-timeout",
 ];
 
 /// The scenario `resim` runs when given no file.

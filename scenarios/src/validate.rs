@@ -399,6 +399,7 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
                 if c.stack[..i].iter().any(|l| matches!(l, Layer::Pace(_))) {
                     return Err(err(lpath, "a stack may hold one Pace layer; merge them"));
                 }
+                p.validate().map_err(|e| e.at(&lpath))?;
                 let target = &services[&c.target];
                 if !target
                     .admission
@@ -413,7 +414,6 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
                         ),
                     ));
                 }
-                p.validate().map_err(|e| e.at(&lpath))?
             }
         }
     }

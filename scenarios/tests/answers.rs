@@ -210,3 +210,42 @@ fn an_adaptive_timeout_waits_out_a_dependency_that_hangs() {
     assert!(p99(&adaptive) > 1000.0, "{}", p99(&adaptive));
     assert!(adaptive.summary.successes > fixed.summary.successes);
 }
+
+/// A library scenario, with its variant, as `resim run NAME [--variant V]` runs it.
+fn library(name: &str, variant: Option<&str>) -> Report {
+    let entry = scenarios::library::find(name).expect("a library scenario");
+    let overrides = scenarios::overrides::Overrides {
+        variant: variant.map(str::to_string),
+        sets: Vec::new(),
+    };
+    let limits = scenarios::limits::Limits::default();
+    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+        .unwrap_or_else(|e| panic!("{e}"));
+    run(&s, name, &RunOptions::default()).unwrap().report
+}
+
+#[test]
+fn the_library_scenarios_and_their_variants_meet_their_expectations() {
+    let refused = |r: &Report| r.services[0].failed_by_reason.get("rate_limited").copied().unwrap_or(0);
+    let hammer = library("retry-after-429", None);
+    let honour = library("retry-after-429", Some("retry-after"));
+    let paced = library("retry-after-429", Some("paced"));
+    for r in [&hammer, &honour, &paced] {
+        assert!(r.passed(), "{:?}", r.expectations);
+        assert_eq!(r.summary.successes, 3000, "the limit: 100 a window for 30s");
+    }
+    // One refusal per user per window when the users honour Retry-After (50 users, 30
+    // windows), a few per window when they pace, tens of thousands when they hammer.
+    assert_eq!(refused(&honour), 50 * 30);
+    assert!(refused(&paced) < 50, "{}", refused(&paced));
+    assert!(refused(&hammer) > 40 * refused(&honour), "{}", refused(&hammer));
+    let errors = library("client-errors", None);
+    let server = library("client-errors", Some("server-errors"));
+    assert!(errors.passed() && server.passed());
+    assert!((server.summary.amplification - 1.24).abs() < 0.02, "{:?}", server.summary);
+    let adaptive = library("adaptive-timeout", None);
+    let fixed = library("adaptive-timeout", Some("fixed"));
+    assert!(adaptive.passed() && fixed.passed());
+    let timeouts = |r: &Report| client_call(r).counts.timeouts;
+    assert!(timeouts(&adaptive) * 10 < timeouts(&fixed), "{} vs {}", timeouts(&adaptive), timeouts(&fixed));
+}
