@@ -226,7 +226,13 @@ fn library(name: &str, variant: Option<&str>) -> Report {
 
 #[test]
 fn the_library_scenarios_and_their_variants_meet_their_expectations() {
-    let refused = |r: &Report| r.services[0].failed_by_reason.get("rate_limited").copied().unwrap_or(0);
+    let refused = |r: &Report| {
+        r.services[0]
+            .failed_by_reason
+            .get("rate_limited")
+            .copied()
+            .unwrap_or(0)
+    };
     let hammer = library("retry-after-429", None);
     let honour = library("retry-after-429", Some("retry-after"));
     let paced = library("retry-after-429", Some("paced"));
@@ -238,14 +244,27 @@ fn the_library_scenarios_and_their_variants_meet_their_expectations() {
     // windows), a few per window when they pace, tens of thousands when they hammer.
     assert_eq!(refused(&honour), 50 * 30);
     assert!(refused(&paced) < 50, "{}", refused(&paced));
-    assert!(refused(&hammer) > 40 * refused(&honour), "{}", refused(&hammer));
+    assert!(
+        refused(&hammer) > 40 * refused(&honour),
+        "{}",
+        refused(&hammer)
+    );
     let errors = library("client-errors", None);
     let server = library("client-errors", Some("server-errors"));
     assert!(errors.passed() && server.passed());
-    assert!((server.summary.amplification - 1.24).abs() < 0.02, "{:?}", server.summary);
+    assert!(
+        (server.summary.amplification - 1.24).abs() < 0.02,
+        "{:?}",
+        server.summary
+    );
     let adaptive = library("adaptive-timeout", None);
     let fixed = library("adaptive-timeout", Some("fixed"));
     assert!(adaptive.passed() && fixed.passed());
     let timeouts = |r: &Report| client_call(r).counts.timeouts;
-    assert!(timeouts(&adaptive) * 10 < timeouts(&fixed), "{} vs {}", timeouts(&adaptive), timeouts(&fixed));
+    assert!(
+        timeouts(&adaptive) * 10 < timeouts(&fixed),
+        "{} vs {}",
+        timeouts(&adaptive),
+        timeouts(&fixed)
+    );
 }

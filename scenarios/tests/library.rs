@@ -421,7 +421,10 @@ fn client_errors_are_final_and_counted_apart() {
 fn an_adaptive_timeout_rises_through_the_slowdown() {
     check("adaptive-timeout", |r| {
         let a = r.calls[0].adaptive_timeout.as_ref().unwrap();
-        assert!(a.timeout_ms_max > 150.0 && a.timeout_ms_last < 100.0, "{a:?}");
+        assert!(
+            a.timeout_ms_max > 150.0 && a.timeout_ms_last < 100.0,
+            "{a:?}"
+        );
     });
 }
 

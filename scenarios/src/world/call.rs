@@ -517,6 +517,10 @@ impl World {
             self.wakes.tag(site as u32, Side::Outer);
         }
         self.calls.remove(key);
+        if !self.quotas.is_empty() {
+            // A quota whose reply was lost or is late goes with its call.
+            self.quotas.remove(key);
+        }
         if let Some(race) = race {
             self.end_race(ctx, race);
         }

@@ -529,12 +529,14 @@ impl World {
         let Some(target) = self.calls.get(j.call).map(|c| c.source) else {
             return;
         };
+        if let Some(q) = quota {
+            self.quotas.insert(j.call, (j.attempt, q));
+        }
         let packet = Packet::Reply {
             call: j.call,
             attempt: j.attempt,
             outcome,
             retry_after,
-            quota,
         };
         self.transmit(ctx, source, target, packet);
     }

@@ -38,6 +38,8 @@
 //! | `trace` | the trace window |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
 //! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
+//! | `pace` | the quota a rate-limited service's reply carries, and the `Pace` gate that holds calls until its reset |
+//! | `adaptive` | a call site's adaptive per-attempt timeout and the timeout it gave per bucket |
 //!
 //! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
 //! reused, queues are bounded (or explicitly unbounded) and grow as used, and the figures
@@ -217,6 +219,10 @@ pub struct World {
     store_slots: SecondaryMap<CallKey, distributed::StoreSlot>,
     /// The leaves of each fan-out call, by its shell.
     gathers: SecondaryMap<CallKey, fanout::Gather>,
+    /// The quota a reply of a rate-limited service carries, by call, with the attempt it
+    /// answers, until the reply arrives (kept beside the packet so that a reply without one
+    /// costs no bytes).
+    quotas: SecondaryMap<CallKey, (u32, Quota)>,
 }
 
 impl World {
@@ -296,6 +302,7 @@ impl World {
             distributed,
             store_slots: SecondaryMap::new(),
             gathers: SecondaryMap::new(),
+            quotas: SecondaryMap::new(),
         }
     }
 
@@ -433,8 +440,14 @@ impl World {
                 attempt,
                 outcome,
                 retry_after,
-                quota,
-            } => self.on_reply(ctx, call, attempt, outcome, retry_after, quota),
+            } => {
+                let quota = if self.quotas.is_empty() {
+                    None
+                } else {
+                    self.take_quota(call, attempt)
+                };
+                self.on_reply(ctx, call, attempt, outcome, retry_after, quota)
+            }
             Packet::Cancel { job } => self.on_cancel(ctx, job),
         }
     }

@@ -4,7 +4,6 @@
 //! tells two histories apart even when they differ only in which call an event was for.
 
 use super::outcome::Outcome;
-use super::pace::Quota;
 use super::{CallKey, JobKey, Side};
 use sim_core::{Message, SimDuration};
 use slotmap::Key;
@@ -28,8 +27,6 @@ pub enum Packet {
         outcome: Outcome,
         /// The server's `Retry-After` on an overload refusal.
         retry_after: Option<SimDuration>,
-        /// The server's rate-limit quota, from a service with an admission rate limiter.
-        quota: Option<Quota>,
     },
     /// A cancellation on its way to the replica.
     Cancel {

@@ -9,10 +9,28 @@
 //! `now + reset` (unless that is more than `hold_max` away): those calls would have been
 //! refused. A call held this way goes on through the rest of the stack when the hold ends,
 //! exactly like one a shaping limiter delayed.
+//!
+//! The quota waits beside the reply packet, in the world's table keyed by the call (with the
+//! attempt it answers), and is taken when the reply arrives: a lost reply carries nothing,
+//! and a reply of a service without a limiter costs no bytes on the wire.
 
+use super::{CallKey, World};
 use crate::answers::PaceConfig;
 use crate::figures::PaceFigures;
 use sim_core::{SimDuration, SimTime};
+
+impl World {
+    /// The quota the reply to `attempt` of `call` carries, if its service sent one.
+    pub(super) fn take_quota(&mut self, call: CallKey, attempt: u32) -> Option<Quota> {
+        match self.quotas.get(call) {
+            Some(&(a, q)) if a == attempt => {
+                self.quotas.remove(call);
+                Some(q)
+            }
+            _ => None,
+        }
+    }
+}
 
 /// A service's quota as a reply reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
