@@ -55,10 +55,13 @@ pub enum Reason {
     Conflict,
     /// An optimistic write found its row changed since the attempt read it (409).
     VersionConflict,
+    /// The service answered with a client error (4xx other than 409 and 429: a
+    /// `ClientErrorRate` fault), which no retry policy retries.
+    ClientError,
 }
 
 /// Every reason, in report order.
-pub const REASONS: [Reason; 14] = [
+pub const REASONS: [Reason; 15] = [
     Reason::Timeout,
     Reason::Deadline,
     Reason::QueueFull,
@@ -73,6 +76,7 @@ pub const REASONS: [Reason; 14] = [
     Reason::ClientLimited,
     Reason::Conflict,
     Reason::VersionConflict,
+    Reason::ClientError,
 ];
 
 impl Reason {
@@ -93,6 +97,7 @@ impl Reason {
             Reason::ClientLimited => "client_limited",
             Reason::Conflict => "conflict",
             Reason::VersionConflict => "version_conflict",
+            Reason::ClientError => "client_error",
         }
     }
 }
@@ -554,6 +559,9 @@ pub struct SiteBucket {
     pub budget_exhausted: u64,
     /// Attempts the caller stopped waiting for.
     pub timeouts: u64,
+    /// The longest adaptive timeout given to an attempt sent in it, in nanoseconds (0: none
+    /// sent, or no `AdaptiveTimeout` layer).
+    pub timeout_ns_max: u64,
 }
 
 impl SiteBucket {
@@ -563,6 +571,53 @@ impl SiteBucket {
         self.retries += other.retries;
         self.budget_exhausted += other.budget_exhausted;
         self.timeouts += other.timeouts;
+        self.timeout_ns_max = self.timeout_ns_max.max(other.timeout_ns_max);
+    }
+}
+
+/// What a call site's `Pace` layer did, summed over the instances of the call site.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PaceFigures {
+    /// Calls held back until the target's quota reset.
+    pub held: u64,
+    /// Their time held, in nanoseconds.
+    pub held_ns: u64,
+    /// Replies that said the quota was used up (`remaining` 0).
+    pub exhausted_replies: u64,
+    /// Of those, the ones whose reset was beyond `hold_max` (not waited for).
+    pub resets_too_far: u64,
+}
+
+impl PaceFigures {
+    /// Adds the figures of another instance of the same call site.
+    pub fn absorb(&mut self, other: &PaceFigures) {
+        self.held += other.held;
+        self.held_ns += other.held_ns;
+        self.exhausted_replies += other.exhausted_replies;
+        self.resets_too_far += other.resets_too_far;
+    }
+}
+
+/// A call site's adaptive timeout, over the instances of the call site.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct AdaptiveTimeoutFigures {
+    /// The shortest timeout it reached, in nanoseconds.
+    pub timeout_ns_min: u64,
+    /// The longest.
+    pub timeout_ns_max: u64,
+    /// The timeout at the end of the run (the longest over the instances).
+    pub timeout_ns_last: u64,
+    /// Attempt latencies it learnt from.
+    pub observed: u64,
+}
+
+impl AdaptiveTimeoutFigures {
+    /// Adds the figures of another instance of the same call site.
+    pub fn absorb(&mut self, other: &AdaptiveTimeoutFigures) {
+        self.timeout_ns_min = self.timeout_ns_min.min(other.timeout_ns_min);
+        self.timeout_ns_max = self.timeout_ns_max.max(other.timeout_ns_max);
+        self.timeout_ns_last = self.timeout_ns_last.max(other.timeout_ns_last);
+        self.observed += other.observed;
     }
 }
 
@@ -584,6 +639,10 @@ pub struct CallSiteFigures {
     /// One entry per report bucket, summed over the replicas of the calling service; may be
     /// shorter than the run (missing buckets are all zero).
     pub buckets: Vec<SiteBucket>,
+    /// Its `Pace` layer's figures, if it has one.
+    pub pace: Option<PaceFigures>,
+    /// Its `AdaptiveTimeout` layer's figures, if it has one.
+    pub adaptive_timeout: Option<AdaptiveTimeoutFigures>,
 }
 
 /// One report bucket over all clients.

@@ -71,6 +71,7 @@
 //! ```
 
 pub mod capacity;
+pub mod answers;
 pub mod contention;
 pub mod determinism;
 pub mod distributed;

@@ -58,6 +58,9 @@ pub const LIBRARY: &[Entry] = entries![
     "zone-failure",
     "liveness-death-spiral",
     "liveness-death-spiral-dedicated",
+    "retry-after-429",
+    "client-errors",
+    "adaptive-timeout",
 ];
 
 /// The scenario `resim` runs when given no file.

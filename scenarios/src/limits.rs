@@ -51,6 +51,8 @@ const BREAKER_SECOND_BYTES: u64 = 32;
 const THROTTLE_BUCKET_BYTES: u64 = 24;
 /// A sliding-log limiter, per unit of its limit (an instant and a count).
 const SLIDING_LOG_UNIT_BYTES: u64 = 16;
+/// An adaptive timeout, per latency of its window (a ring and its sorted copy).
+const ADAPTIVE_LATENCY_BYTES: u64 = 16;
 /// A class's or a reported tenant's figures: counters and a compact latency histogram (an
 /// upper estimate: two significant digits up to an hour take about 2 KB).
 const TRAFFIC_FIGURES_BYTES: u64 = 4 << 10;
@@ -386,6 +388,14 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
                     "a window of ",
                 ),
             },
+            Layer::AdaptiveTimeout(a) => (
+                "window",
+                a.window,
+                ADAPTIVE_LATENCY_BYTES,
+                format!("an adaptive timeout window of {} latencies", a.window),
+                "latencies",
+                "a window of ",
+            ),
             Layer::Throttle(t) => (
                 "bucket_count",
                 t.bucket_count,

@@ -18,6 +18,7 @@
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
 //! extension, and [`crate::load`] accepts the older, doubled form too.
 
+pub use crate::answers::{PaceConfig, RetryAfter};
 pub use crate::contention::{KeyDist, Store, StoreOp};
 pub use crate::distributed::{
     DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock,
@@ -36,6 +37,7 @@ pub use patterns::idempotency::IdempotencyConfig;
 pub use patterns::limiter::LimiterConfig;
 pub use patterns::retry::RetryConfig;
 pub use patterns::shedder::{AdaptiveThrottleConfig, PidConfig, PriorityConfig};
+pub use patterns::timeout::AdaptiveTimeoutConfig;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
@@ -309,6 +311,16 @@ pub enum Layer {
     /// Client-side adaptive throttling ([`patterns::shedder::AdaptiveThrottle`], Google SRE):
     /// the client refuses locally a share of requests that grows as the backend accepts fewer.
     Throttle(AdaptiveThrottleConfig),
+    /// An adaptive per-attempt timeout ([`patterns::timeout::AdaptiveTimeoutConfig`]): each
+    /// attempt's timeout is `clamp(multiplier · percentile of the call site's recent attempt
+    /// latencies, floor, ceiling)`, `initial` until `min_samples` were seen. It takes the
+    /// place of the call's `timeout` (set one or the other). Acts on every attempt, wherever
+    /// it is listed.
+    AdaptiveTimeout(AdaptiveTimeoutConfig),
+    /// Client-side pacing on the target's rate-limit figures ([`crate::answers::PaceConfig`]):
+    /// after a reply says the target's quota is used up (`remaining` 0), calls wait at this
+    /// layer until the quota's reset instead of being sent to be refused.
+    Pace(PaceConfig),
 }
 
 /// A service: replicas of a worker pool with a queue, a handler and its dependencies.
@@ -811,6 +823,26 @@ pub enum FaultKind {
     ZoneFailure {
         /// The zone, from 0.
         zone: u32,
+    },
+    /// Requests to `service` fail with a client error (a 4xx such as 400 or 404) with this
+    /// probability after their work: counted as `client_error`, never retried
+    /// ([`crate::answers`]).
+    ClientErrorRate {
+        /// The service.
+        service: String,
+        /// Probability of a client error, in 0–1.
+        error_ratio: f64,
+    },
+    /// `service` refuses this share of arrivals with 429 Too Many Requests before they queue
+    /// (counted as `rate_limited`), with a `Retry-After` the callers' retry policies honour up
+    /// to their `retry_after_max`.
+    TooManyRequests {
+        /// The service.
+        service: String,
+        /// Probability of a 429, in 0–1.
+        refused_ratio: f64,
+        /// The `Retry-After` sent: `After("2s")`, or `Until("30s")` (a time of the run).
+        retry_after: RetryAfter,
     },
 }
 

@@ -378,6 +378,46 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
                 }
                 h.validate().map_err(|e| e.at(&lpath))?
             }
+            Layer::AdaptiveTimeout(a) => {
+                if c.stack[..i]
+                    .iter()
+                    .any(|l| matches!(l, Layer::AdaptiveTimeout(_)))
+                {
+                    return Err(err(
+                        lpath,
+                        "a stack may hold one AdaptiveTimeout layer; merge them",
+                    ));
+                }
+                if let Some(t) = c.timeout {
+                    return Err(err(
+                        lpath,
+                        format!(
+                            "an adaptive timeout takes the place of the call's timeout ({t}); leave `timeout` out or drop the layer"
+                        ),
+                    ));
+                }
+                a.validate().map_err(|e| e.at(&lpath))?
+            }
+            Layer::Pace(p) => {
+                if c.stack[..i].iter().any(|l| matches!(l, Layer::Pace(_))) {
+                    return Err(err(lpath, "a stack may hold one Pace layer; merge them"));
+                }
+                p.validate().map_err(|e| e.at(&lpath))?;
+                let target = &services[&c.target];
+                if !target
+                    .admission
+                    .iter()
+                    .any(|a| matches!(a, Admission::Limiter(_)))
+                {
+                    return Err(err(
+                        lpath,
+                        format!(
+                            "service {:?} has no admission Limiter, so its replies carry no quota to pace on; add `admission: [Limiter(..)]` to it or drop the layer",
+                            c.target
+                        ),
+                    ));
+                }
+            }
         }
     }
     Ok(())
@@ -861,6 +901,22 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
                 ));
             }
             Ok(())
+        }
+        FaultKind::ClientErrorRate {
+            service,
+            error_ratio,
+        } => {
+            svc(service)?;
+            ratio(&format!("{kpath}.error_ratio"), *error_ratio)
+        }
+        FaultKind::TooManyRequests {
+            service,
+            refused_ratio,
+            retry_after,
+        } => {
+            svc(service)?;
+            ratio(&format!("{kpath}.refused_ratio"), *refused_ratio)?;
+            retry_after.validate(&format!("{kpath}.retry_after"), s.duration)
         }
     }
 }

@@ -2191,3 +2191,96 @@ fn the_capacity_chapter_reads_its_pauses_zones_and_probes_right() {
     assert_eq!(events(&dedicated).liveness_restarts, 0);
     claim(page, "the same spike restarts nothing");
 }
+
+/// A library scenario with its variant, as `resim run NAME --variant V` runs it.
+fn variant_run(name: &str, variant: &str) -> Report {
+    let entry = scenarios::library::find(name).unwrap();
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some(variant.to_string()),
+        sets: Vec::new(),
+    };
+    let limits = scenarios::limits::Limits::default();
+    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+        .unwrap();
+    run(&s, name, &RunOptions::default()).unwrap().report
+}
+
+#[test]
+fn the_client_error_adaptive_timeout_and_pacing_sections_are_what_the_library_shows() {
+    let four = library_run("client-errors", None);
+    let five = variant_run("client-errors", "server-errors");
+    claim(
+        "patterns/retries.md",
+        format!(
+            "the amplification is {:.2} and the {} failures are all `client_error`",
+            four.summary.amplification, four.services[0].failed_by_reason["client_error"]
+        ),
+    );
+    assert_eq!(
+        four.summary.failures,
+        four.services[0].failed_by_reason["client_error"]
+    );
+    claim(
+        "patterns/retries.md",
+        format!(
+            "makes {:.2} attempts per request, close to 1 + 0.2 + 0.2² = 1.24, and only {}",
+            five.summary.amplification, five.summary.failures
+        ),
+    );
+    let page = "patterns/timeouts.md";
+    let adaptive = library_run("adaptive-timeout", None);
+    let fixed = variant_run("adaptive-timeout", "fixed");
+    // The first expectation of each is the success ratio during the slowdown.
+    let share = |r: &Report| {
+        let observed = &r.expectations[0].observed;
+        observed.split(' ').next().unwrap().to_string()
+    };
+    claim(
+        page,
+        format!(
+            "{} of the requests succeed under the adaptive timeout and {} under the fixed one: {} attempts time out against {}",
+            share(&adaptive),
+            share(&fixed),
+            adaptive.calls[0].counts.timeouts,
+            fixed.calls[0].counts.timeouts
+        ),
+    );
+    let a = adaptive.calls[0].adaptive_timeout.as_ref().unwrap();
+    claim(
+        page,
+        format!(
+            "went from {}ms to {}ms and was back at {}ms",
+            a.timeout_ms_min, a.timeout_ms_max, a.timeout_ms_last
+        ),
+    );
+    let page = "patterns/rate-limiters.md";
+    let refused = |r: &Report| r.services[0].failed_by_reason["rate_limited"];
+    let hammer = library_run("retry-after-429", None);
+    let honour = variant_run("retry-after-429", "retry-after");
+    let paced = variant_run("retry-after-429", "paced");
+    claim(
+        page,
+        format!(
+            "All three get the limit: {} successes",
+            paced.summary.successes
+        ),
+    );
+    assert!(hammer.summary.successes == paced.summary.successes);
+    assert!(honour.summary.successes == paced.summary.successes);
+    claim(
+        page,
+        format!(
+            "refused {} times; users that retry after the `Retry-After` are refused {} times",
+            refused(&hammer),
+            refused(&honour)
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "users that pace are refused {} times, by the requests already on their way when the quota ran out, and {} of their calls were held",
+            refused(&paced),
+            paced.calls[0].pace.as_ref().unwrap().held
+        ),
+    );
+}

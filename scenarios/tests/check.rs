@@ -606,6 +606,41 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "\"db\": (workers: 2,",
             "\"db\": (liveness: Some((timeout: \"0s\")), workers: 2,",
         ),
+        (
+            "4xx ratio above 1",
+            "kind: Slowdown(service: \"db\", factor: 3.0)",
+            "kind: ClientErrorRate(service: \"db\", error_ratio: 1.5)",
+        ),
+        (
+            "429 Retry-After of zero",
+            "kind: Slowdown(service: \"db\", factor: 3.0)",
+            "kind: TooManyRequests(service: \"db\", refused_ratio: 0.5, retry_after: After(\"0s\"))",
+        ),
+        (
+            "429 Retry-After past the run",
+            "kind: Slowdown(service: \"db\", factor: 3.0)",
+            "kind: TooManyRequests(service: \"db\", refused_ratio: 0.5, retry_after: Until(\"1m\"))",
+        ),
+        (
+            "adaptive timeout beside a timeout",
+            "stack: [Retry(",
+            "stack: [AdaptiveTimeout(), Retry(",
+        ),
+        (
+            "adaptive timeout floor above ceiling",
+            "timeout: \"1s\", stack: [Retry(",
+            "stack: [AdaptiveTimeout(floor: \"5s\", ceiling: \"1s\"), Retry(",
+        ),
+        (
+            "pace on a service without a limiter",
+            "stack: [Retry(",
+            "stack: [Pace(), Retry(",
+        ),
+        (
+            "pace that never holds",
+            "stack: [Retry(",
+            "stack: [Pace(hold_max: \"0s\"), Retry(",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

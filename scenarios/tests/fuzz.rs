@@ -619,17 +619,28 @@ fn limiter() -> BoxedStrategy<String> {
 
 /// A call's stack: up to four layers of different kinds, in any order.
 fn stack() -> BoxedStrategy<String> {
-    prop::sample::subsequence((0..7usize).collect::<Vec<_>>(), 0..4)
+    // A Pace layer is refused unless its target has an admission limiter, which the
+    // generator does not know: it comes in one stack of ten.
+    (
+        prop::sample::subsequence((0..8usize).collect::<Vec<_>>(), 0..4),
+        0..10u32,
+    )
+        .prop_map(|(mut kinds, pace)| {
+            if pace == 0 && kinds.len() < 4 {
+                kinds.push(8);
+            }
+            kinds
+        })
         .prop_shuffle()
         .prop_flat_map(|kinds| kinds.into_iter().map(layer).collect::<Vec<_>>())
         .prop_map(|layers| format!("[{}]", layers.join(", ")))
         .boxed()
 }
 
-/// A layer of kind `kind` (0 to 6: Retry, Breaker, Bulkhead, Limiter, Hedge, Fallback,
-/// Throttle).
+/// A layer of kind `kind` (0 to 8: Retry, Breaker, Bulkhead, Limiter, Hedge, Fallback,
+/// Throttle, AdaptiveTimeout, Pace).
 fn layer(kind: usize) -> BoxedStrategy<String> {
-    let all: [BoxedStrategy<String>; 7] = [
+    let all: [BoxedStrategy<String>; 9] = [
         fields(vec![
             ("max_attempts", count(1..5)),
             ("backoff", backoff()),
@@ -711,8 +722,22 @@ fn layer(kind: usize) -> BoxedStrategy<String> {
                 format!("bucket_count: {b}")
             ]
         )).boxed(),
+        // Small windows keep the runs within the memory budget.
+        fields(vec![
+            ("percentile", float(1.0..100.0)),
+            ("multiplier", float(1.0..3.0)),
+            // Any floor, initial and ceiling drawn here are in order; the mutations try others.
+            ("floor", prop::sample::select(vec!["\"1ms\"", "\"5ms\"", "\"10ms\""]).prop_map(str::to_string).boxed()),
+            ("ceiling", prop::sample::select(vec!["\"1s\"", "\"2s\"", "\"10s\""]).prop_map(str::to_string).boxed()),
+            ("initial", prop::sample::select(vec!["\"10ms\"", "\"100ms\"", "\"1s\""]).prop_map(str::to_string).boxed()),
+            ("window", count(20..100)),
+            ("min_samples", count(1..20)),
+        ])
+        .prop_flat_map(|f| struct_variant("AdaptiveTimeout", f)).boxed(),
+        fields(vec![("hold_max", duration())])
+            .prop_flat_map(|f| struct_variant("Pace", f)).boxed(),
     ];
-    all.into_iter().nth(kind).expect("seven kinds of layer")
+    all.into_iter().nth(kind).expect("nine kinds of layer")
 }
 
 /// A call to one of `targets` (a name that may not exist, now and then).
@@ -751,6 +776,10 @@ fn call(targets: Vec<String>) -> BoxedStrategy<String> {
         stack(),
     )
         .prop_map(|(target, mut f, stack)| {
+            // An adaptive timeout takes the place of the call's timeout.
+            if stack.contains("AdaptiveTimeout") {
+                f.retain(|field| !field.starts_with("timeout:"));
+            }
             f.insert(0, format!("target: {target}"));
             f.push(format!("stack: {stack}"));
             format!("({})", f.join(", "))
@@ -1169,7 +1198,7 @@ fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
             "Deploy(service: {s}, batch: {b}, downtime: {d}, warmup: {w})"
         )),
         (
-            svc,
+            svc.clone(),
             proptest::option::of(count(1..3)),
             proptest::option::of(duration())
         )
@@ -1179,6 +1208,19 @@ fn fault(clients: Vec<String>, services: Vec<String>) -> BoxedStrategy<String> {
                 format!("Pause(service: {s}{r}{every})")
             }),
         count(0..2).prop_map(|z| format!("ZoneFailure(zone: {z})")),
+        (svc.clone(), ratio())
+            .prop_map(|(s, r)| format!("ClientErrorRate(service: {s}, error_ratio: {r})")),
+        (
+            svc,
+            ratio(),
+            prop_oneof![
+                duration().prop_map(|d| format!("After({d})")),
+                duration().prop_map(|d| format!("Until({d})")),
+            ]
+        )
+            .prop_map(|(s, r, a)| format!(
+                "TooManyRequests(service: {s}, refused_ratio: {r}, retry_after: {a})"
+            )),
     ];
     (duration(), proptest::option::of(duration()), kind)
         .prop_map(|(at, d, kind)| match d {

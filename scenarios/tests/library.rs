@@ -469,8 +469,35 @@ fn capacity_events_show_in_the_library_runs() {
 }
 
 #[test]
+fn users_that_pace_on_the_quota_avoid_the_refusals_that_hammering_users_get() {
+    check("retry-after-429", |r| {
+        assert!(failures(r, "rate_limited") > 60_000);
+        assert_eq!(r.summary.successes, 3000);
+    });
+}
+
+#[test]
+fn client_errors_are_final_and_counted_apart() {
+    check("client-errors", |r| {
+        assert_eq!(r.summary.amplification, 1.0);
+        assert_eq!(failures(r, "client_error"), r.summary.failures);
+    });
+}
+
+#[test]
+fn an_adaptive_timeout_rises_through_the_slowdown() {
+    check("adaptive-timeout", |r| {
+        let a = r.calls[0].adaptive_timeout.as_ref().unwrap();
+        assert!(
+            a.timeout_ms_max > 150.0 && a.timeout_ms_last < 100.0,
+            "{a:?}"
+        );
+    });
+}
+
+#[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 40);
+    assert_eq!(LIBRARY.len(), 43);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(

@@ -362,6 +362,8 @@ fn site(path: &str, caller: &str, target: &str) -> CallSiteFigures {
         counts: CallStats::default(),
         breakers: Vec::new(),
         buckets: Vec::new(),
+        pace: None,
+        adaptive_timeout: None,
     }
 }
 

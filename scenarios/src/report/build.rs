@@ -336,6 +336,19 @@ fn call(site: &CallSiteFigures, end: SimTime) -> CallReport {
         counts: site.counts.clone(),
         rejected_by_reason: reasons(&site.counts.rejected),
         breakers: site.breakers.iter().map(|b| breaker(b, end)).collect(),
+        pace: site.pace.map(|p| PaceReport {
+            held: p.held,
+            held_ms: round3(p.held_ns as f64 / 1e6),
+            held_ms_mean: (p.held > 0).then(|| round3(p.held_ns as f64 / 1e6 / p.held as f64)),
+            exhausted_replies: p.exhausted_replies,
+            resets_too_far: p.resets_too_far,
+        }),
+        adaptive_timeout: site.adaptive_timeout.map(|a| AdaptiveTimeoutReport {
+            timeout_ms_min: round3(a.timeout_ns_min as f64 / 1e6),
+            timeout_ms_max: round3(a.timeout_ns_max as f64 / 1e6),
+            timeout_ms_last: round3(a.timeout_ns_last as f64 / 1e6),
+            observed: a.observed,
+        }),
     }
 }
 
@@ -487,6 +500,23 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
                 "poison",
                 service,
                 format!("poison {service} tenant {tenant}"),
+            ),
+            FaultKind::ClientErrorRate {
+                service,
+                error_ratio,
+            } => (
+                "client_error_rate",
+                service,
+                format!("4xx {service} {}%", round3(100.0 * error_ratio)),
+            ),
+            FaultKind::TooManyRequests {
+                service,
+                refused_ratio,
+                ..
+            } => (
+                "too_many_requests",
+                service,
+                format!("429 {service} {}%", round3(100.0 * refused_ratio)),
             ),
             // A flush is an instant: its duration is ignored.
             FaultKind::CacheFlush { service } => {
@@ -660,6 +690,9 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     retries: b.retries,
                     budget_exhausted: b.budget_exhausted,
                     timeouts: b.timeouts,
+                    timeout_ms_max: site.adaptive_timeout.map(|_| {
+                        (b.timeout_ns_max > 0).then(|| round3(b.timeout_ns_max as f64 / 1e6))
+                    }),
                 }
             })
             .collect(),

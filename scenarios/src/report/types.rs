@@ -369,6 +369,40 @@ pub struct CallReport {
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Its breakers, outermost first (one set per replica of the calling service).
     pub breakers: Vec<BreakerReport>,
+    /// Its `Pace` layer: calls held until the target's quota reset (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceReport>,
+    /// Its `AdaptiveTimeout` layer: the timeouts it gave (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive_timeout: Option<AdaptiveTimeoutReport>,
+}
+
+/// What a call site's `Pace` layer did, summed over the instances of the call site.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PaceReport {
+    /// Calls held back until the target's quota reset, instead of being sent to be refused.
+    pub held: u64,
+    /// Their total time held, in milliseconds.
+    pub held_ms: f64,
+    /// Mean time held per held call, in milliseconds (`null` when none was held).
+    pub held_ms_mean: Option<f64>,
+    /// Replies that said the target's quota was used up (`remaining` 0).
+    pub exhausted_replies: u64,
+    /// Of those, the ones whose reset was beyond `hold_max` and was not waited for.
+    pub resets_too_far: u64,
+}
+
+/// A call site's adaptive timeout (over the instances of the call site).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AdaptiveTimeoutReport {
+    /// The shortest timeout it reached, in milliseconds.
+    pub timeout_ms_min: f64,
+    /// The longest, in milliseconds.
+    pub timeout_ms_max: f64,
+    /// The timeout at the end of the run (the longest over the instances), in milliseconds.
+    pub timeout_ms_last: f64,
+    /// Attempt latencies it learnt from (timeouts counted at their timeout).
+    pub observed: u64,
 }
 
 /// Per-service values of one bucket.
@@ -434,6 +468,10 @@ pub struct CallPoint {
     pub budget_exhausted: u64,
     /// Attempts the caller stopped waiting for.
     pub timeouts: u64,
+    /// The longest adaptive timeout given to an attempt sent in the bucket, in milliseconds
+    /// (absent without an `AdaptiveTimeout` layer, `null` when no attempt was sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms_max: Option<Option<f64>>,
 }
 
 /// One report bucket, over all clients.

@@ -19,6 +19,7 @@ use super::client::Requester;
 use super::distributed::StoreOp;
 use super::msg::{Msg, Packet};
 use super::outcome::{Outcome, Reason, Refusal, failure_of};
+use super::pace::Quota;
 use super::site::{Fell, Side};
 use super::stack::{Acquire, Permits, Ticket};
 use super::traffic::Attrs;
@@ -66,11 +67,12 @@ pub enum Attempt {
         gate: usize,
         timer: TimerId,
     },
-    /// Sent to `replica` of the target as `job`; `timer` is its timeout.
+    /// Sent to `replica` of the target as `job` at `sent`; `timer` is its timeout.
     InFlight {
         job: JobKey,
         replica: u32,
         timer: Option<TimerId>,
+        sent: SimTime,
     },
 }
 
@@ -332,6 +334,10 @@ impl World {
             return;
         }
         let attempt_deadline = sp.attempt_deadline(now, call.deadline);
+        if sp.adapts() {
+            let bucket = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+            sp.note_timeout(bucket);
+        }
         let svc = sp.target();
         let replica = self.services[svc].pick_replica(now, call.attrs.tenant);
         self.services[svc].replica(replica).sent();
@@ -344,6 +350,7 @@ impl World {
             job,
             replica: replica as u32,
             timer,
+            sent: now,
         };
         let (source, target) = (call.source, self.services[svc].node());
         if !self.transmit(ctx, source, target, Packet::Deliver { job }) {
@@ -360,18 +367,30 @@ impl World {
         attempt: u32,
         outcome: Outcome,
         retry_after: Option<SimDuration>,
+        quota: Option<Quota>,
     ) {
         let Some(call) = self.calls.get_mut(key) else {
             return;
         };
+        let now = ctx.now();
+        let sp = &mut self.sites[call.site as usize];
+        if let Some(q) = quota {
+            // A late reply still says how much quota is left.
+            sp.observe_quota(now, q);
+        }
         let current =
             matches!(call.attempt, Attempt::InFlight { .. }) && call.attempt_no == attempt;
         if !current {
-            self.sites[call.site as usize].stats().late_replies += 1;
+            sp.stats().late_replies += 1;
             return;
         }
-        if let Attempt::InFlight { timer: Some(t), .. } = call.attempt {
-            ctx.cancel(t);
+        if let Attempt::InFlight { timer, sent, .. } = call.attempt {
+            if let Some(t) = timer {
+                ctx.cancel(t);
+            }
+            if sp.adapts() {
+                sp.observe_latency(now - sent);
+            }
         }
         self.attempt_done(ctx, key, outcome, true, retry_after);
     }
@@ -381,7 +400,7 @@ impl World {
         let Some(call) = self.calls.get_mut(key) else {
             return;
         };
-        let Attempt::InFlight { job, .. } = call.attempt else {
+        let Attempt::InFlight { job, sent, .. } = call.attempt else {
             return;
         };
         if call.attempt_no != attempt {
@@ -389,6 +408,10 @@ impl World {
         }
         let (site, source) = (call.site as usize, call.source);
         let bucket = self.bucket_of(ctx.now());
+        if self.sites[site].adapts() {
+            // A censored sample: the attempt took at least its timeout.
+            self.sites[site].observe_latency(ctx.now() - sent);
+        }
         self.sites[site].stats().timeouts += 1;
         self.sites[site].tally(bucket).timeouts += 1;
         let target = self.sites[site].target();
@@ -494,6 +517,10 @@ impl World {
             self.wakes.tag(site as u32, Side::Outer);
         }
         self.calls.remove(key);
+        if !self.quotas.is_empty() {
+            // A quota whose reply was lost or is late goes with its call.
+            self.quotas.remove(key);
+        }
         if let Some(race) = race {
             self.end_race(ctx, race);
         }

@@ -48,6 +48,10 @@ impl World {
             self.finish_job(ctx, job, Outcome::Fail(Reason::Error));
             return;
         }
+        if self.services[svc].client_error_now() {
+            self.finish_job(ctx, job, Outcome::Fail(Reason::ClientError));
+            return;
+        }
         if !self.distributed.is_empty() {
             self.run_store_op(ctx, job);
         }

@@ -88,7 +88,9 @@ impl World {
             }
             FaultKind::Slowdown { service, .. }
             | FaultKind::ErrorRate { service, .. }
-            | FaultKind::CapacityDrop { service, .. } => {
+            | FaultKind::CapacityDrop { service, .. }
+            | FaultKind::ClientErrorRate { service, .. }
+            | FaultKind::TooManyRequests { service, .. } => {
                 let svc = self.service_index(service);
                 self.services[svc].apply_faults(self.faults.active_kinds());
                 self.services[svc].capacity_change(now);

@@ -564,9 +564,13 @@ impl World {
             },
         );
         let source = s.node();
+        let quota = s.quota(ctx.now());
         let Some(target) = self.calls.get(j.call).map(|c| c.source) else {
             return;
         };
+        if let Some(q) = quota {
+            self.quotas.insert(j.call, (j.attempt, q));
+        }
         let packet = Packet::Reply {
             call: j.call,
             attempt: j.attempt,

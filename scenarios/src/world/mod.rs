@@ -39,6 +39,8 @@
 //! | `trace` | the trace window |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
 //! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
+//! | `pace` | the quota a rate-limited service's reply carries, and the `Pace` gate that holds calls until its reset |
+//! | `adaptive` | a call site's adaptive per-attempt timeout and the timeout it gave per bucket |
 //!
 //! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
 //! reused, queues are bounded (or explicitly unbounded) and grow as used, and the figures
@@ -49,6 +51,7 @@
 //! checked after every event in debug builds, the jobs every 4096 events and at the end of
 //! every run.
 
+mod adaptive;
 mod admission;
 mod call;
 mod capacity;
@@ -62,6 +65,7 @@ mod job;
 pub mod msg;
 mod network;
 mod outcome;
+mod pace;
 mod refresh;
 mod replica;
 mod scaling;
@@ -77,6 +81,7 @@ pub use distributed::DistributedFigures;
 pub use msg::{Msg, Net, Packet};
 pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason};
+pub use pace::Quota;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
@@ -233,6 +238,10 @@ pub struct World {
     store_slots: SecondaryMap<CallKey, distributed::StoreSlot>,
     /// The leaves of each fan-out call, by its shell.
     gathers: SecondaryMap<CallKey, fanout::Gather>,
+    /// The quota a reply of a rate-limited service carries, by call, with the attempt it
+    /// answers, until the reply arrives (kept beside the packet so that a reply without one
+    /// costs no bytes).
+    quotas: SecondaryMap<CallKey, (u32, Quota)>,
 }
 
 impl World {
@@ -313,6 +322,7 @@ impl World {
             distributed,
             store_slots: SecondaryMap::new(),
             gathers: SecondaryMap::new(),
+            quotas: SecondaryMap::new(),
         }
     }
 
@@ -465,7 +475,14 @@ impl World {
                 attempt,
                 outcome,
                 retry_after,
-            } => self.on_reply(ctx, call, attempt, outcome, retry_after),
+            } => {
+                let quota = if self.quotas.is_empty() {
+                    None
+                } else {
+                    self.take_quota(call, attempt)
+                };
+                self.on_reply(ctx, call, attempt, outcome, retry_after, quota)
+            }
             Packet::Cancel { job } => self.on_cancel(ctx, job),
         }
     }
@@ -567,6 +584,14 @@ impl World {
                     for (i, b) in site.buckets().iter().enumerate() {
                         bucket_mut(&mut last.buckets, i).absorb(b);
                     }
+                    if let (Some(total), Some(f)) = (&mut last.pace, site.pace_figures()) {
+                        total.absorb(&f);
+                    }
+                    if let (Some(total), Some(f)) =
+                        (&mut last.adaptive_timeout, site.adaptive_figures())
+                    {
+                        total.absorb(&f);
+                    }
                 }
                 _ => {
                     let (caller, from_client) = match site.caller() {
@@ -581,6 +606,8 @@ impl World {
                         counts: site.counts().clone(),
                         breakers: site.breakers().collect(),
                         buckets: site.buckets().to_vec(),
+                        pace: site.pace_figures(),
+                        adaptive_timeout: site.adaptive_figures(),
                     });
                 }
             }

@@ -62,6 +62,7 @@ pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
         Reason::Dependency => status(502),
         Reason::Conflict => status(409),
         Reason::VersionConflict => Failure::Conflict,
+        Reason::ClientError => status(400),
     }
 }
 

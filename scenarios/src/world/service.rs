@@ -15,12 +15,14 @@ use super::capacity::Capacity;
 use super::client::bucket_mut;
 use super::job::Job;
 use super::outcome::Reason;
+use super::pace::Quota;
 use super::refresh::Refresh;
 use super::replica::Replica;
 use super::scaling::Scaling;
 use super::sharding::{self, Sharding};
 use super::store::StoreState;
 use super::traffic::Attrs;
+use crate::answers::RetryAfter;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
 use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
@@ -49,6 +51,10 @@ struct Faults {
     slowdown: f64,
     error_ratio: f64,
     workers: u32,
+    /// The share of requests failed with a client error (4xx) after their work.
+    client_error_ratio: f64,
+    /// The share of arrivals refused with 429, and the `Retry-After` sent.
+    too_many: Option<(f64, RetryAfter)>,
 }
 
 /// Admission control's answer to an arrival.
@@ -194,6 +200,8 @@ impl Service {
             faults: Faults {
                 slowdown: 1.0,
                 error_ratio: 0.0,
+                client_error_ratio: 0.0,
+                too_many: None,
                 workers: config.workers,
             },
             round_robin: 0,
@@ -413,6 +421,14 @@ impl Service {
     /// `RateLimit` layers decide after the `Limiter` ones. Every limiter charges the
     /// request's class cost.
     pub fn admit(&mut self, now: SimTime, r: usize, attrs: Attrs) -> Admit {
+        // A 429 fault answers before anything else looks at the request, as a gateway in
+        // front of the service would.
+        if let Some((ratio, after)) = self.faults.too_many
+            && bernoulli(&mut self.rng_fault, ratio)
+        {
+            let wait = after.wait(now);
+            return Admit::No(Reason::RateLimited, (!wait.is_zero()).then_some(wait));
+        }
         if let Some(p) = &mut self.priority {
             let replica = &self.replicas[r];
             let in_flight = u64::from(replica.busy()) + replica.queue_len() as u64;
@@ -534,6 +550,34 @@ impl Service {
     /// Whether a job that finished its work fails with an injected error.
     pub fn fails_now(&mut self) -> bool {
         self.faults.error_ratio > 0.0 && bernoulli(&mut self.rng_fault, self.faults.error_ratio)
+    }
+
+    /// The quota a reply at `now` reports (`None` without an admission `Limiter`): the least
+    /// `remaining` over the limiters, and the `reset` of that limiter (see [`super::pace`]).
+    pub fn quota(&self, now: SimTime) -> Option<Quota> {
+        if self.limiters.is_empty() {
+            return None;
+        }
+        let least = self
+            .limiters
+            .iter()
+            .map(|l| l.peek(now, Cost::ONE))
+            .min_by_key(|d| d.remaining)?;
+        let reset = if least.remaining == 0 {
+            least.retry_after.unwrap_or(SimDuration::ZERO)
+        } else {
+            least.reset_at.saturating_duration_since(now)
+        };
+        Some(Quota {
+            remaining: u32::try_from(least.remaining).unwrap_or(u32::MAX),
+            reset,
+        })
+    }
+
+    /// Whether a job that finished its work fails with an injected client error (4xx).
+    pub fn client_error_now(&mut self) -> bool {
+        self.faults.client_error_ratio > 0.0
+            && bernoulli(&mut self.rng_fault, self.faults.client_error_ratio)
     }
 
     /// Which downstream call a request makes under `CallMode::Pick`, at random by weight.
@@ -717,6 +761,8 @@ impl Service {
             slowdown: 1.0,
             error_ratio: 0.0,
             workers: self.config.workers,
+            client_error_ratio: 0.0,
+            too_many: None,
         };
         for kind in active {
             match kind {
@@ -731,6 +777,23 @@ impl Service {
                 }
                 FaultKind::CapacityDrop { service, workers } if *service == self.name => {
                     f.workers = f.workers.min(*workers)
+                }
+                FaultKind::ClientErrorRate {
+                    service,
+                    error_ratio,
+                } if *service == self.name => {
+                    f.client_error_ratio = 1.0 - (1.0 - f.client_error_ratio) * (1.0 - error_ratio)
+                }
+                // Overlapping 429 faults refuse independently; the later one's Retry-After
+                // is sent.
+                FaultKind::TooManyRequests {
+                    service,
+                    refused_ratio,
+                    retry_after,
+                } if *service == self.name => {
+                    let before = f.too_many.map_or(0.0, |(r, _)| r);
+                    let ratio = 1.0 - (1.0 - before) * (1.0 - refused_ratio);
+                    f.too_many = Some((ratio, *retry_after));
                 }
                 _ => {}
             }

@@ -151,7 +151,9 @@ impl Sharding {
 
     /// Replica `r` went down at `now` (`up` says which replicas are up, `r` already not).
     pub fn replica_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
-        for i in 0..self.groups_of[r].len() {
+        // A replica an autoscaler added beyond the file's `replicas` is in no group.
+        let groups = self.groups_of.get(r).map_or(0, Vec::len);
+        for i in 0..groups {
             let g = self.groups_of[r][i] as usize;
             let down = self
                 .replicas_of(g)
@@ -168,7 +170,8 @@ impl Sharding {
 
     /// Replica `r` is up again at `now` (`up` says which replicas are up, `r` already too).
     pub fn replica_up(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
-        for i in 0..self.groups_of[r].len() {
+        let groups = self.groups_of.get(r).map_or(0, Vec::len);
+        for i in 0..groups {
             let g = self.groups_of[r][i] as usize;
             let others_down = self
                 .replicas_of(g)

@@ -7,12 +7,16 @@
 //! fallback); a call ([`super::call`]) owns only what it holds from them (permits, its retry
 //! request).
 
+use super::adaptive::Adaptive;
 use super::client::bucket_mut;
 use super::outcome::{Outcome, primary_failure};
+use super::pace::Quota;
 use super::stack::{
     Acquire, Gate, Held, Permits, Ticket, Wake, acquire_from, expire, leave_queue, release_all,
 };
-use crate::figures::{BreakerFigures, BreakerTransition, CallStats, SiteBucket};
+use crate::figures::{
+    AdaptiveTimeoutFigures, BreakerFigures, BreakerTransition, CallStats, PaceFigures, SiteBucket,
+};
 use crate::schema::{Call, CallSafety, Layer};
 use patterns::budget::RetryBudget;
 use patterns::bulkhead::BulkheadPermit;
@@ -69,6 +73,10 @@ pub struct CallSite {
     stats: CallStats,
     /// Per report bucket: attempts, retries, budget refusals, timeouts.
     buckets: Vec<SiteBucket>,
+    /// The adaptive timeout, in place of `timeout`.
+    adaptive: Option<Adaptive>,
+    /// Whether a gate is a `Pace` layer (replies' quotas are read only then).
+    paces: bool,
 }
 
 /// What a failed call becomes after the fallback chain.
@@ -126,6 +134,11 @@ impl CallSite {
             fan_out: call.fan_out.as_ref().map(|f| (f.n, f.needed())),
             stats: CallStats::default(),
             buckets: Vec::new(),
+            adaptive: call.stack.iter().find_map(|l| match l {
+                Layer::AdaptiveTimeout(c) => Some(Adaptive::new(c)),
+                _ => None,
+            }),
+            paces: call.stack.iter().any(|l| matches!(l, Layer::Pace(_))),
         }
     }
 
@@ -190,9 +203,65 @@ impl CallSite {
     /// When the caller stops waiting for an attempt sent at `now` of a call due at
     /// `call_deadline`.
     pub fn attempt_deadline(&self, now: SimTime, call_deadline: SimTime) -> SimTime {
-        self.timeout
+        let timeout = match &self.adaptive {
+            Some(a) => Some(a.timeout()),
+            None => self.timeout,
+        };
+        timeout
             .map_or(SimTime::MAX, |t| now.saturating_add(t))
             .min(call_deadline)
+    }
+
+    /// Records the adaptive timeout given to an attempt sent in report bucket `bucket`.
+    #[inline]
+    pub fn note_timeout(&mut self, bucket: usize) {
+        if let Some(a) = &self.adaptive {
+            let t = a.timeout().as_nanos();
+            let b = bucket_mut(&mut self.buckets, bucket);
+            b.timeout_ns_max = b.timeout_ns_max.max(t);
+        }
+    }
+
+    /// Whether the site learns from attempt latencies (it has an adaptive timeout).
+    #[inline]
+    pub fn adapts(&self) -> bool {
+        self.adaptive.is_some()
+    }
+
+    /// Learns the latency of a finished attempt (its timeout, if it timed out).
+    pub fn observe_latency(&mut self, latency: SimDuration) {
+        if let Some(a) = &mut self.adaptive {
+            a.observe(latency);
+        }
+    }
+
+    /// Reads the quota a reply carried, at `now`, if the stack paces.
+    #[inline]
+    pub fn observe_quota(&mut self, now: SimTime, quota: Quota) {
+        if !self.paces {
+            return;
+        }
+        for g in self.outer.iter_mut().chain(&mut self.inner) {
+            if let Gate::Pace(p) = g {
+                p.observe(now, quota);
+            }
+        }
+    }
+
+    /// Its `Pace` layer's figures, if it has one.
+    pub fn pace_figures(&self) -> Option<PaceFigures> {
+        let mut total: Option<PaceFigures> = None;
+        for g in self.outer.iter().chain(&self.inner) {
+            if let Gate::Pace(p) = g {
+                total.get_or_insert_default().absorb(&p.figures());
+            }
+        }
+        total
+    }
+
+    /// Its adaptive timeout's figures, if it has one.
+    pub fn adaptive_figures(&self) -> Option<AdaptiveTimeoutFigures> {
+        self.adaptive.as_ref().map(Adaptive::figures)
     }
 
     fn gates(&mut self, side: Side) -> &mut Vec<Gate> {
@@ -227,6 +296,8 @@ impl CallSite {
         let acquired = acquire_from(gates, from, now, held, &mut self.gate_rng, ticket, wakes);
         match acquired {
             Acquire::Refused(refusal) => self.stats.rejected.add(refusal.reason),
+            // A pace gate counts its own holds.
+            Acquire::Delay { gate, .. } if matches!(gates[gate], Gate::Pace(_)) => {}
             Acquire::Delay { .. } => self.stats.shaped += 1,
             Acquire::Wait { .. } => self.stats.bulkhead_waits += 1,
             Acquire::Done => {}

@@ -17,6 +17,7 @@
 //! [`Wake`]s, which the world acts on once the release is done.
 
 use super::outcome::{Outcome, Reason, Refusal, accepted_by_backend};
+use super::pace::Pace;
 use crate::schema::Layer;
 use crate::validate::LAYERS_MAX;
 use patterns::breaker::{Breaker, BreakerDecision, Permit};
@@ -36,6 +37,8 @@ pub enum Gate {
     Limiter(Limiter),
     /// Client-side adaptive throttling (Google SRE).
     Throttle(AdaptiveThrottle),
+    /// Pacing on the target's rate-limit quota.
+    Pace(Pace),
 }
 
 /// What a call holds from a gate that admitted it.
@@ -113,12 +116,16 @@ impl Permits {
 }
 
 impl Gate {
-    /// The gate of a layer; `None` for `Retry`, `Hedge` and `Fallback`, which are not gates.
+    /// The gate of a layer; `None` for `Retry`, `Hedge`, `Fallback` and `AdaptiveTimeout`,
+    /// which are not gates.
     pub fn of(layer: &Layer) -> Option<Gate> {
         // Configs were validated with the file, so building cannot fail here.
         let built = "pattern configs are validated with the scenario";
         match layer {
-            Layer::Retry(_) | Layer::Hedge(_) | Layer::Fallback(_) => None,
+            Layer::Retry(_) | Layer::Hedge(_) | Layer::Fallback(_) | Layer::AdaptiveTimeout(_) => {
+                None
+            }
+            Layer::Pace(c) => Some(Gate::Pace(Pace::new(c))),
             Layer::Breaker(c) => Some(Gate::Breaker(Box::new(Breaker::new(c).expect(built)))),
             Layer::Bulkhead(c) => Some(Gate::Bulkhead(Bulkhead::new(c).expect(built))),
             Layer::Limiter(c) => Some(Gate::Limiter(Limiter::new(c).expect(built))),
@@ -153,6 +160,10 @@ impl Gate {
                     refuse(Reason::ClientLimited, None)
                 }
             }
+            Gate::Pace(p) => match p.hold(now) {
+                Some(wait) => Answer::AdmitAfter(wait),
+                None => Answer::Admit(Held::Nothing),
+            },
             Gate::Limiter(l) => {
                 let d = l.acquire(now, ticket.cost);
                 if !d.allowed() {

@@ -423,7 +423,9 @@ fn fault_service(kind: &FaultKind) -> Option<&str> {
         | FaultKind::Partition { service }
         | FaultKind::CacheFlush { service }
         | FaultKind::Poison { service, .. }
-        | FaultKind::Deploy { service, .. } => Some(service),
+        | FaultKind::Deploy { service, .. }
+        | FaultKind::ClientErrorRate { service, .. }
+        | FaultKind::TooManyRequests { service, .. } => Some(service),
         FaultKind::Pause { service, .. } => Some(service),
         FaultKind::LoadSpike { .. } | FaultKind::ZoneFailure { .. } => None,
     }
@@ -444,6 +446,8 @@ fn fault_name(kind: &FaultKind) -> String {
         FaultKind::Deploy { .. } => "Deploy",
         FaultKind::Pause { .. } => "Pause",
         FaultKind::ZoneFailure { zone } => return format!("ZoneFailure of zone {zone}"),
+        FaultKind::ClientErrorRate { .. } => "ClientErrorRate",
+        FaultKind::TooManyRequests { .. } => "TooManyRequests",
     };
     format!("{what} of {}", fault_service(kind).unwrap_or("?"))
 }
@@ -457,6 +461,8 @@ fn layer_name(layer: &Layer) -> &'static str {
         Layer::Hedge(_) => "Hedge",
         Layer::Fallback(_) => "Fallback",
         Layer::Throttle(_) => "Throttle",
+        Layer::AdaptiveTimeout(_) => "AdaptiveTimeout",
+        Layer::Pace(_) => "Pace",
     }
 }
 

@@ -106,6 +106,12 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
             FaultKind::Poison { service, tenant } => {
                 ("poison", format!("poison {service} tenant {tenant}"))
             }
+            FaultKind::ClientErrorRate { service, .. } => {
+                ("client_error_rate", format!("4xx {service}"))
+            }
+            FaultKind::TooManyRequests { service, .. } => {
+                ("too_many_requests", format!("429 {service}"))
+            }
             FaultKind::CacheFlush { service } => {
                 out.push(Trigger {
                     kind: "cache_flush".to_string(),

@@ -46,6 +46,10 @@ pub(super) fn render(report: &Report) -> String {
             let _ = write!(o, ",{n}_offered,{n}_successes");
         }
     }
+    // Per call site with an adaptive timeout: the longest timeout given in the bucket.
+    for c in report.calls.iter().filter(|c| c.adaptive_timeout.is_some()) {
+        let _ = write!(o, ",{}_timeout_ms_max", c.path);
+    }
     o.push('\n');
     for r in &report.series {
         let _ = write!(
@@ -82,6 +86,11 @@ pub(super) fn render(report: &Report) -> String {
         }
         for k in &r.classes {
             let _ = write!(o, ",{},{}", k.offered, k.successes);
+        }
+        for p in &r.calls {
+            if let Some(t) = p.timeout_ms_max {
+                let _ = write!(o, ",{}", cell(t));
+            }
         }
         o.push('\n');
     }

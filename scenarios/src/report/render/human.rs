@@ -292,6 +292,20 @@ fn call(o: &mut String, c: &CallReport, name: &str) {
     if n.bulkhead_waits > 0 {
         notes.push(format!("waited for a bulkhead slot: {}", n.bulkhead_waits));
     }
+    if let Some(p) = &c.pace {
+        notes.push(format!(
+            "paced on the target's quota: {} held, {}s in all ({} replies with none left)",
+            p.held,
+            decimal1(Some(p.held_ms / 1000.0)),
+            p.exhausted_replies
+        ));
+    }
+    if let Some(a) = &c.adaptive_timeout {
+        notes.push(format!(
+            "adaptive timeout: {}ms at the end, from {}ms to {}ms",
+            a.timeout_ms_last, a.timeout_ms_min, a.timeout_ms_max
+        ));
+    }
     if !c.rejected_by_reason.is_empty() {
         notes.push(format!(
             "rejected by the stack: {}",

@@ -462,7 +462,24 @@ fn calls<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
             ),
             line("timeouts", 0, frame.rate(report, |r| r.calls[i].timeouts)),
         ];
-        if !lines.iter().any(|l| any(&l.values)) {
+        // A call site with an adaptive timeout also draws the timeout it gave.
+        let adaptive = report.calls[i].adaptive_timeout.as_ref().map(|a| {
+            let timeout = vec![line(
+                "adaptive timeout",
+                2,
+                frame.max(report, |r| r.calls[i].timeout_ms_max.flatten()),
+            )];
+            LinePanel {
+                y: linear("ms", &timeout),
+                title: format!(
+                    "{title}: {name}: adaptive timeout ({}ms to {}ms)",
+                    a.timeout_ms_min, a.timeout_ms_max
+                ),
+                lines: timeout,
+                note: None,
+            }
+        });
+        if !lines.iter().any(|l| any(&l.values)) && adaptive.is_none() {
             quiet += 1;
             continue;
         }
@@ -472,6 +489,7 @@ fn calls<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
             lines,
             note: None,
         });
+        panels.extend(adaptive);
     }
     let active = panels.len();
     panels.truncate(CALL_PANELS_MAX);

@@ -1,0 +1,92 @@
+//! Pacing on a service's rate-limit figures: the [`Quota`] a reply carries from a service with
+//! an admission rate limiter (what the IETF draft's `RateLimit: r=.., t=..` header says), and
+//! the `Pace` gate of a call site that holds calls back while that quota is used up.
+//!
+//! A reply says `remaining` (requests the service's limiters would still admit now, the least
+//! over its `Limiter` layers) and `reset` (how long until the quota is back: when the limiter
+//! with the least left admits its next request if it has none left, else when it is full
+//! again). After a reply with nothing left, the gate delays every call that reaches it until
+//! `now + reset` (unless that is more than `hold_max` away): those calls would have been
+//! refused. A call held this way goes on through the rest of the stack when the hold ends,
+//! exactly like one a shaping limiter delayed.
+//!
+//! The quota waits beside the reply packet, in the world's table keyed by the call (with the
+//! attempt it answers), and is taken when the reply arrives: a lost reply carries nothing,
+//! and a reply of a service without a limiter costs no bytes on the wire.
+
+use super::{CallKey, World};
+use crate::answers::PaceConfig;
+use crate::figures::PaceFigures;
+use sim_core::{SimDuration, SimTime};
+
+impl World {
+    /// The quota the reply to `attempt` of `call` carries, if its service sent one.
+    pub(super) fn take_quota(&mut self, call: CallKey, attempt: u32) -> Option<Quota> {
+        match self.quotas.get(call) {
+            Some(&(a, q)) if a == attempt => {
+                self.quotas.remove(call);
+                Some(q)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A service's quota as a reply reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quota {
+    /// Requests the service would still admit at the time of the reply.
+    pub remaining: u32,
+    /// How long until it admits again (with nothing left) or is full again.
+    pub reset: SimDuration,
+}
+
+/// The `Pace` gate.
+#[derive(Debug)]
+pub struct Pace {
+    hold_max: SimDuration,
+    /// Calls reaching the gate before this wait until then.
+    until: SimTime,
+    figures: PaceFigures,
+}
+
+impl Pace {
+    /// The gate of `config` (validated with the scenario).
+    pub fn new(config: &PaceConfig) -> Pace {
+        Pace {
+            hold_max: config.hold_max,
+            until: SimTime::ZERO,
+            figures: PaceFigures::default(),
+        }
+    }
+
+    /// How long a call reaching the gate at `now` waits (`None`: it goes on at once); a wait
+    /// is counted.
+    pub fn hold(&mut self, now: SimTime) -> Option<SimDuration> {
+        if now >= self.until {
+            return None;
+        }
+        let wait = self.until - now;
+        self.figures.held += 1;
+        self.figures.held_ns += wait.as_nanos();
+        Some(wait)
+    }
+
+    /// Reads the quota of a reply that arrived at `now`.
+    pub fn observe(&mut self, now: SimTime, quota: Quota) {
+        if quota.remaining > 0 {
+            return;
+        }
+        self.figures.exhausted_replies += 1;
+        if quota.reset > self.hold_max {
+            self.figures.resets_too_far += 1;
+            return;
+        }
+        self.until = self.until.max(now.saturating_add(quota.reset));
+    }
+
+    /// Its figures.
+    pub fn figures(&self) -> PaceFigures {
+        self.figures
+    }
+}
