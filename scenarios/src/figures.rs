@@ -55,10 +55,14 @@ pub enum Reason {
     Conflict,
     /// An optimistic write found its row changed since the attempt read it (409).
     VersionConflict,
+    /// No connection of the caller's pool became free within its `checkout_timeout`.
+    PoolTimeout,
+    /// The target refused a new connection: it was at its `max_connections`.
+    ConnectionRefused,
 }
 
 /// Every reason, in report order.
-pub const REASONS: [Reason; 14] = [
+pub const REASONS: [Reason; 16] = [
     Reason::Timeout,
     Reason::Deadline,
     Reason::QueueFull,
@@ -73,6 +77,8 @@ pub const REASONS: [Reason; 14] = [
     Reason::ClientLimited,
     Reason::Conflict,
     Reason::VersionConflict,
+    Reason::PoolTimeout,
+    Reason::ConnectionRefused,
 ];
 
 impl Reason {
@@ -93,6 +99,8 @@ impl Reason {
             Reason::ClientLimited => "client_limited",
             Reason::Conflict => "conflict",
             Reason::VersionConflict => "version_conflict",
+            Reason::PoolTimeout => "pool_timeout",
+            Reason::ConnectionRefused => "connection_refused",
         }
     }
 }
@@ -419,6 +427,9 @@ pub struct ServiceFigures {
     /// Its replicas in rotation over time and the scaler's and deploys' actions, if it
     /// autoscales, cold-starts or is deployed.
     pub scaling: Option<ScalingFigures>,
+    /// Its connections from callers' pools, if some pool calls it or it sets
+    /// `max_connections`.
+    pub connections: Option<ConnectionFigures>,
 }
 
 /// The blast radius at a service: how many caller units (tenant keys) lost their replicas
@@ -558,6 +569,52 @@ pub struct CallSiteFigures {
     /// One entry per report bucket, summed over the replicas of the calling service; may be
     /// shorter than the run (missing buckets are all zero).
     pub buckets: Vec<SiteBucket>,
+    /// Its connection pools' figures, if the call has a pool.
+    pub pool: Option<PoolFigures>,
+}
+
+/// The connection pools of one call site (one per replica of the calling service), summed
+/// ([`crate::pool`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PoolFigures {
+    /// Connections per pool, at most.
+    pub size: u32,
+    /// Pools: replicas of the calling service.
+    pub pools: u32,
+    /// Attempts that asked for a connection.
+    pub checkouts: u64,
+    /// Of those, the ones that found no idle connection and waited.
+    pub waits: u64,
+    /// The 99th percentile of the time to get a connection, over the checkouts that got one
+    /// (zero for those that found one idle); `None` when none did.
+    pub wait_p99: Option<SimDuration>,
+    /// Waits that ended with `pool_timeout`.
+    pub checkout_timeouts: u64,
+    /// Connections opened (accepted by the target).
+    pub opened: u64,
+    /// Opens the target refused (it was at its `max_connections`).
+    pub refused_opens: u64,
+    /// Connections closed after `idle_timeout`.
+    pub closed_idle: u64,
+    /// The most connections open (or opening) at once, over the site's pools together.
+    pub connections_open_max: u32,
+    /// The most connections one pool held or was opening at once (never above `size`).
+    pub pool_held_max: u32,
+    /// Per report bucket, the most connections open at once over the site's pools.
+    pub open_by_bucket: Vec<u32>,
+}
+
+/// The connections a service held open for the pools toward it ([`crate::pool`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ConnectionFigures {
+    /// Its limit, if it has one.
+    pub max_connections: Option<u32>,
+    /// The most connections open (or opening) at once, over every pool toward it.
+    pub open_max: u32,
+    /// Opens it refused for being at its limit.
+    pub refused: u64,
+    /// Per report bucket, the most connections open at once.
+    pub open_by_bucket: Vec<u32>,
 }
 
 /// One report bucket over all clients.

@@ -23,6 +23,7 @@
 //! |---|---|
 //! | [`schema`] | the serde types of a scenario file |
 //! | [`traffic`] | request classes, priorities, tenants, and the admission layers that read them |
+//! | [`pool`] | connection pools on service calls, and a service's `max_connections` |
 //! | [`isolation`] | blast-radius isolation: cells and shuffle sharding of a service's replicas per caller unit |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
 //! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
@@ -81,6 +82,7 @@ pub mod library;
 pub mod limits;
 pub mod load;
 pub mod overrides;
+pub mod pool;
 pub mod report;
 pub mod run;
 pub mod scaling;

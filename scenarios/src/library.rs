@@ -51,6 +51,7 @@ pub const LIBRARY: &[Entry] = entries![
     "autoscaler-lag-fast",
     "rolling-deploy",
     "rolling-deploy-headroom",
+    "pool-exhaustion",
 ];
 
 /// The scenario `resim` runs when given no file.

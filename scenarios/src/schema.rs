@@ -258,6 +258,11 @@ pub struct Call {
     /// `quorum` of them (all by default) succeed ([`FanOut`]).
     #[serde(default)]
     pub fan_out: Option<FanOut>,
+    /// A pool of connections toward the target, one per calling replica
+    /// ([`crate::pool::Pool`]): each attempt checks a connection out before it is sent.
+    /// Service calls only.
+    #[serde(default)]
+    pub pool: Option<crate::pool::Pool>,
 }
 
 /// Whether an operation may run twice.
@@ -385,6 +390,11 @@ pub struct Service {
     /// ([`crate::scaling::ColdStart`]).
     #[serde(default)]
     pub cold_start: Option<crate::scaling::ColdStart>,
+    /// The most connections the service accepts from every caller's pools together
+    /// ([`crate::pool`]); an open beyond it is refused (`connection_refused`). Unlimited
+    /// when absent.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
 }
 
 fn default_one() -> u32 {

@@ -316,6 +316,11 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             lost_at_stop: f.lost_at_stop,
             cold_jobs: f.cold_jobs,
         }),
+        connections: s.connections.as_ref().map(|c| ConnectionsReport {
+            max_connections: c.max_connections,
+            open_max: c.open_max,
+            refused: c.refused,
+        }),
     }
 }
 
@@ -328,6 +333,19 @@ fn call(site: &CallSiteFigures, end: SimTime) -> CallReport {
         counts: site.counts.clone(),
         rejected_by_reason: reasons(&site.counts.rejected),
         breakers: site.breakers.iter().map(|b| breaker(b, end)).collect(),
+        pool: site.pool.as_ref().map(|p| PoolReport {
+            size: p.size,
+            pools: p.pools,
+            checkouts: p.checkouts,
+            waits: p.waits,
+            wait_ms_p99: p.wait_p99.map(ms),
+            checkout_timeouts: p.checkout_timeouts,
+            opened: p.opened,
+            refused_opens: p.refused_opens,
+            closed_idle: p.closed_idle,
+            connections_open_max: p.connections_open_max,
+            pool_held_max: p.pool_held_max,
+        }),
     }
 }
 
@@ -607,6 +625,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                         .blast
                         .as_ref()
                         .map(|f| f.units_down_max.get(i).copied().unwrap_or_default()),
+                    connections_open_max: sv
+                        .connections
+                        .as_ref()
+                        .map(|c| c.open_by_bucket.get(i).copied().unwrap_or_default()),
                 }
             })
             .collect(),
@@ -621,6 +643,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     retries: b.retries,
                     budget_exhausted: b.budget_exhausted,
                     timeouts: b.timeouts,
+                    connections_open_max: site
+                        .pool
+                        .as_ref()
+                        .map(|p| p.open_by_bucket.get(i).copied().unwrap_or_default()),
                 }
             })
             .collect(),

@@ -213,6 +213,49 @@ pub struct ServiceReport {
     /// is deployed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scaling: Option<ScalingReport>,
+    /// Connections its callers' pools held open to it (absent unless some pool calls it or
+    /// it sets `max_connections`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionsReport>,
+}
+
+/// The connections a service held for the pools toward it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConnectionsReport {
+    /// Its limit (`null`: unlimited).
+    pub max_connections: Option<u32>,
+    /// The most connections open (or opening) at once, over every pool toward it.
+    pub open_max: u32,
+    /// Opens it refused for being at its limit.
+    pub refused: u64,
+}
+
+/// A call site's connection pools, one per replica of the calling service, summed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PoolReport {
+    /// Connections per pool, at most.
+    pub size: u32,
+    /// Pools (replicas of the calling service).
+    pub pools: u32,
+    /// Attempts that asked for a connection.
+    pub checkouts: u64,
+    /// Of those, the ones that found none idle and waited.
+    pub waits: u64,
+    /// The 99th percentile of the time to get a connection, over the checkouts that got one
+    /// (`null` when none did).
+    pub wait_ms_p99: Option<f64>,
+    /// Waits that failed with `pool_timeout`.
+    pub checkout_timeouts: u64,
+    /// Connections opened (accepted by the target).
+    pub opened: u64,
+    /// Opens the target refused (`connection_refused`).
+    pub refused_opens: u64,
+    /// Connections closed after their idle timeout.
+    pub closed_idle: u64,
+    /// The most connections open at once over the site's pools.
+    pub connections_open_max: u32,
+    /// The most connections one pool held or was opening at once (at most `size`).
+    pub pool_held_max: u32,
 }
 
 /// The blast radius at a service: caller units (tenant keys) and the replicas they lost
@@ -348,6 +391,9 @@ pub struct CallReport {
     pub rejected_by_reason: BTreeMap<String, u64>,
     /// Its breakers, outermost first (one set per replica of the calling service).
     pub breakers: Vec<BreakerReport>,
+    /// Its connection pools (absent unless the call has a `pool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolReport>,
 }
 
 /// Per-service values of one bucket.
@@ -381,6 +427,10 @@ pub struct ServicePoint {
     /// unless the service reports its blast radius).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub units_without_replicas_max: Option<u64>,
+    /// The most connections open to it at once during the bucket, over every pool toward it
+    /// (absent unless it reports its connections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_open_max: Option<u32>,
 }
 
 /// Per-client values of one bucket (by bucket of offer).
@@ -409,6 +459,10 @@ pub struct CallPoint {
     pub budget_exhausted: u64,
     /// Attempts the caller stopped waiting for.
     pub timeouts: u64,
+    /// The most connections its pools held open at once during the bucket (absent unless
+    /// the call has a pool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_open_max: Option<u32>,
 }
 
 /// One report bucket, over all clients.

@@ -32,6 +32,7 @@
 //! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
+//! | `pool` | connection pools of pooled call sites (idle, in use, opening, FIFO waiters) and each target's open connections |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
@@ -60,6 +61,7 @@ mod job;
 pub mod msg;
 mod network;
 mod outcome;
+mod pool;
 mod refresh;
 mod replica;
 mod scaling;
@@ -214,6 +216,8 @@ pub struct World {
     store_slots: SecondaryMap<CallKey, distributed::StoreSlot>,
     /// The leaves of each fan-out call, by its shell.
     gathers: SecondaryMap<CallKey, fanout::Gather>,
+    /// The connection pools of pooled call sites (empty without any).
+    pools: pool::Pools,
 }
 
 impl World {
@@ -273,6 +277,25 @@ impl World {
         // Store call sites come after every other site, so a scenario without distributed
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);
+        let pooled = s.services.values().flat_map(|sv| {
+            let slots = crate::scaling::slots(sv) as usize;
+            sv.calls
+                .iter()
+                .flat_map(move |c| std::iter::repeat_n(c, slots))
+        });
+        // Service call sites come right after the clients', in the same order as `pooled`.
+        let pools = pool::Pools::new(
+            s,
+            sites[s.clients.len()..]
+                .iter()
+                .zip(pooled)
+                .enumerate()
+                .map(|(k, (site, c))| {
+                    let n = (s.clients.len() + k) as u32;
+                    (n, site.path(), site.target() as u32, c.pool.as_ref())
+                }),
+            bucket,
+        );
         World {
             clients,
             services,
@@ -293,6 +316,7 @@ impl World {
             distributed,
             store_slots: SecondaryMap::new(),
             gathers: SecondaryMap::new(),
+            pools,
         }
     }
 
@@ -477,7 +501,7 @@ impl World {
                 .sum()
         };
         let nodes = &self.nodes;
-        let services = self
+        let mut services: Vec<_> = self
             .services
             .iter_mut()
             .map(|s| {
@@ -486,7 +510,16 @@ impl World {
             })
             .collect();
         let (trace, trace_left_out) = self.trace.take().map_or((Vec::new(), 0), Trace::finish);
-        let call_sites = self.call_site_figures();
+        let mut call_sites = self.call_site_figures();
+        if !self.pools.is_empty() {
+            for (path, f) in self.pools.figures(end) {
+                let site = call_sites.iter_mut().find(|c| c.path == path);
+                site.expect("a pool belongs to a call site").pool = Some(f);
+            }
+        }
+        for (i, s) in services.iter_mut().enumerate() {
+            s.connections = self.pools.connections(i, end);
+        }
         let distributed = self.distributed_figures(buckets);
         Figures {
             end,
@@ -540,6 +573,7 @@ impl World {
                         counts: site.counts().clone(),
                         breakers: site.breakers().collect(),
                         buckets: site.buckets().to_vec(),
+                        pool: None,
                     });
                 }
             }
@@ -581,9 +615,17 @@ impl Entity for World {
             Msg::BulkheadExpire { site, side, gate } => {
                 self.on_bulkhead_expire(ctx, site, side, gate as usize)
             }
+            Msg::PoolOpened { site, refused } => self.on_pool_opened(ctx, site, refused),
+            Msg::CheckoutTimeout { call, attempt } => self.on_checkout_timeout(ctx, call, attempt),
+            Msg::PoolEvict { site } => self.on_pool_evict(ctx, site),
         }
         // Bulkhead slots given back during the event go to their waiters now, after it.
         self.process_wakes(ctx);
+        // So do the connections of pools, and their opens and evictions are scheduled.
+        while self.pools.has_effects() {
+            self.process_pool_effects(ctx);
+            self.process_wakes(ctx);
+        }
         if cfg!(debug_assertions) {
             self.events += 1;
             for s in &self.services {

@@ -142,6 +142,25 @@ pub enum Msg {
         /// The gate's index in its list.
         gate: u8,
     },
+    /// A connection pool's open ends (accepted, or refused by the target).
+    PoolOpened {
+        /// The call site instance that owns the pool.
+        site: u32,
+        /// Whether the target refused it.
+        refused: bool,
+    },
+    /// A waiting attempt's checkout timeout at its connection pool.
+    CheckoutTimeout {
+        /// The call.
+        call: CallKey,
+        /// The attempt number.
+        attempt: u32,
+    },
+    /// A connection pool's oldest idle connection may have timed out.
+    PoolEvict {
+        /// The call site instance that owns the pool.
+        site: u32,
+    },
 }
 
 impl From<sim_net::Delivery<Packet>> for Msg {
@@ -182,6 +201,9 @@ impl Message for Msg {
                 (17, (u64::from(service) << 32) | u64::from(replica))
             }
             Msg::DeployBatch { fault } => (18, u64::from(fault)),
+            Msg::PoolOpened { site, refused } => (19, (u64::from(site) << 1) | u64::from(refused)),
+            Msg::CheckoutTimeout { call, attempt } => (20, call_attempt(call, attempt)),
+            Msg::PoolEvict { site } => (21, u64::from(site)),
         };
         (tag << 56) | key(word)
     }

@@ -62,6 +62,8 @@ pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
         Reason::Dependency => status(502),
         Reason::Conflict => status(409),
         Reason::VersionConflict => Failure::Conflict,
+        // A connection that could not be had looks like one that could not be made.
+        Reason::PoolTimeout | Reason::ConnectionRefused => Failure::ConnectionError,
     }
 }
 
@@ -82,6 +84,8 @@ pub fn accepted_by_backend(outcome: Outcome) -> bool {
                 | Reason::BreakerOpen
                 | Reason::BulkheadFull
                 | Reason::ClientLimited
+                | Reason::PoolTimeout
+                | Reason::ConnectionRefused
         ),
     }
 }

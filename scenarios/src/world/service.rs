@@ -817,6 +817,7 @@ impl Service {
             blast: self.sharding.as_mut().map(|s| s.figures(end, buckets)),
             refresh: self.refresh.as_ref().map(Refresh::figures),
             scaling: self.scaling.as_mut().map(|s| s.figures(end)),
+            connections: None,
         }
     }
 }

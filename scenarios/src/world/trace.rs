@@ -149,6 +149,21 @@ impl World {
                 format!("{}/{replica}", self.services[*service as usize].name()),
             ),
             Msg::DeployBatch { fault } => ("deploy-batch", format!("faults[{fault}]")),
+            Msg::PoolOpened { site, refused } => (
+                if *refused {
+                    "pool-refused"
+                } else {
+                    "pool-opened"
+                },
+                self.sites[*site as usize].path().to_string(),
+            ),
+            Msg::CheckoutTimeout { call, attempt } => (
+                "checkout-timeout",
+                format!("{} attempt {attempt}", self.call_name(*call)),
+            ),
+            Msg::PoolEvict { site } => {
+                ("pool-evict", self.sites[*site as usize].path().to_string())
+            }
             Msg::BulkheadExpire { site, .. } => (
                 "bulkhead-wait-ends",
                 self.sites[*site as usize].path().to_string(),

@@ -1,6 +1,8 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one
-//! that reports its blast radius `_units_without_replicas_max`). The columns are the JSON series' keys; as there, outcomes and
+//! that reports its blast radius `_units_without_replicas_max`, one that reports the
+//! connections of the pools toward it `_connections_open_max`; a pooled call site adds
+//! `PATH_connections_open_max`). The columns are the JSON series' keys; as there, outcomes and
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one whose replicas join and leave rotation `_replicas_in_rotation_mean`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
@@ -30,6 +32,14 @@ pub(super) fn render(report: &Report) -> String {
         if v.scaling.is_some() {
             let _ = write!(o, ",{n}_replicas_in_rotation_mean");
         }
+        // A service that reports its connections adds the most open per bucket.
+        if v.connections.is_some() {
+            let _ = write!(o, ",{n}_connections_open_max");
+        }
+    }
+    // A pooled call site adds the most connections its pools held open per bucket.
+    for c in report.calls.iter().filter(|c| c.pool.is_some()) {
+        let _ = write!(o, ",{}_connections_open_max", c.path);
     }
     // Per request class (only when a client declares classes): by bucket of offer.
     if let Some(first) = report.series.first() {
@@ -67,6 +77,14 @@ pub(super) fn render(report: &Report) -> String {
             }
             if v.scaling.is_some() {
                 let _ = write!(o, ",{}", cell(p.replicas_in_rotation_mean));
+            }
+            if v.connections.is_some() {
+                let _ = write!(o, ",{}", p.connections_open_max.unwrap_or_default());
+            }
+        }
+        for (p, c) in r.calls.iter().zip(&report.calls) {
+            if c.pool.is_some() {
+                let _ = write!(o, ",{}", p.connections_open_max.unwrap_or_default());
             }
         }
         for k in &r.classes {
