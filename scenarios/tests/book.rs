@@ -2042,3 +2042,42 @@ fn the_capacity_chapter_reads_its_runs_right() {
     assert_eq!(headroom.summary.failures, 0);
     claim(page, "costs nothing a user would see");
 }
+
+#[test]
+fn the_connection_pools_section_is_what_the_library_shows() {
+    let page = "failures/contention.md";
+    let r = library_run("pool-exhaustion", None);
+    let pool = call(&r, "services.api.calls[0]").pool.clone().unwrap();
+    let db = service(&r, "db");
+    claim(
+        page,
+        format!(
+            "{} opens were refused and {} requests failed, with the database at {:.0}% of its workers",
+            pool.refused_opens,
+            r.summary.failures,
+            100.0 * db.utilisation
+        ),
+    );
+    assert_eq!(
+        r.summary.failures_by_reason.get("dependency").copied(),
+        Some(r.summary.failures)
+    );
+    let entry = scenarios::library::find("pool-exhaustion").unwrap();
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some("sized".to_string()),
+        sets: Vec::new(),
+    };
+    let limits = scenarios::limits::Limits::default();
+    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+        .unwrap();
+    let sized = run(&s, entry.name, &RunOptions::default()).unwrap().report;
+    let pool = call(&sized, "services.api.calls[0]").pool.clone().unwrap();
+    assert_eq!((pool.refused_opens, sized.summary.failures), (0, 0));
+    claim(
+        page,
+        format!(
+            "{:.1} ms at the 99th percentile of the checkouts",
+            pool.wait_ms_p99.unwrap()
+        ),
+    );
+}

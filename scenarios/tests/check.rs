@@ -531,6 +531,31 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "duration: \"1s\", kind: Slowdown(service: \"db\", factor: 3.0)",
             "duration: \"1s\", kind: Deploy(service: \"db\", batch: 1, downtime: \"5s\")",
         ),
+        (
+            "pool of size 0",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"db\", pool: (size: 0))]",
+        ),
+        (
+            "pool checkout timeout of zero",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"db\", pool: (checkout_timeout: \"0s\"))]",
+        ),
+        (
+            "pool with an unknown field",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"db\", pool: (maximumPoolSize: 10))]",
+        ),
+        (
+            "pool on a client's call",
+            "call: (target: \"api\", timeout: \"1s\",",
+            "call: (target: \"api\", pool: (size: 4), timeout: \"1s\",",
+        ),
+        (
+            "max_connections of 0",
+            "\"db\": (workers: 2,",
+            "\"db\": (max_connections: 0, workers: 2,",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

@@ -728,8 +728,18 @@ fn layer(kind: usize) -> BoxedStrategy<String> {
     all.into_iter().nth(kind).expect("seven kinds of layer")
 }
 
-/// A call to one of `targets` (a name that may not exist, now and then).
-fn call(targets: Vec<String>) -> BoxedStrategy<String> {
+/// A call to one of `targets` (a name that may not exist, now and then); a service's call
+/// (`pooled`) may have a connection pool.
+fn call(targets: Vec<String>, pooled: bool) -> BoxedStrategy<String> {
+    let pool = if pooled {
+        (count(1..6), duration(), duration(), duration())
+            .prop_map(|(n, c, t, i)| {
+                format!("(size: {n}, checkout_timeout: {c}, connect_time: {t}, idle_timeout: {i})")
+            })
+            .boxed()
+    } else {
+        Just(String::new()).boxed()
+    };
     let target = usual_or_extreme(
         prop::sample::select(targets).prop_map(|t| quoted(&t)),
         vec!["\"nowhere\"", "\"\"", "nowhere"],
@@ -760,6 +770,7 @@ fn call(targets: Vec<String>) -> BoxedStrategy<String> {
                     .prop_map(str::to_string)
                     .boxed(),
             ),
+            ("pool", pool),
         ]),
         stack(),
     )
@@ -810,7 +821,7 @@ fn client(services: Vec<String>) -> BoxedStrategy<String> {
             format!(", classes: [{}]", named.join(", "))
         }),
     ];
-    (load, call(services), classes)
+    (load, call(services, false), classes)
         .prop_map(|(load, call, classes)| format!("(load: {load}, call: {call}{classes})"))
         .boxed()
 }
@@ -987,11 +998,11 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
         below
     };
     let calls = if index + 1 < names.len() {
-        prop::collection::vec(call(targets), 0..3).boxed()
+        prop::collection::vec(call(targets, true), 0..3).boxed()
     } else {
         prop_oneof![
             30 => Just(Vec::new()),
-            1 => prop::collection::vec(call(names.clone()), 1..2),
+            1 => prop::collection::vec(call(names.clone(), true), 1..2),
         ]
         .boxed()
     };
@@ -1092,6 +1103,7 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                     ))
                     .boxed(),
             ),
+            ("max_connections", count(1..20)),
             (
                 "cold_start",
                 (float(1.0..5.0), duration())

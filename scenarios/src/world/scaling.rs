@@ -470,9 +470,9 @@ impl World {
             .expect("a scaled service")
             .figures
             .lost_at_stop += held;
-        if held > 0 {
-            self.lose_jobs(ctx, svc, r);
-        }
+        // Jobs a shaping limiter holds back are neither busy nor queued, but they hold the
+        // replica's concurrency slots, which the crash below renews: they are lost too.
+        self.lose_jobs(ctx, svc, r);
         let s = &mut self.services[svc];
         let config = s.config().clone();
         s.replica(r).crash(&config);
