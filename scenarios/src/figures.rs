@@ -59,10 +59,12 @@ pub enum Reason {
     PoolTimeout,
     /// The target refused a new connection: it was at its `max_connections`.
     ConnectionRefused,
+    /// A row's lock did not come within the store's `wait_timeout` (or its queue was full).
+    LockTimeout,
 }
 
 /// Every reason, in report order.
-pub const REASONS: [Reason; 16] = [
+pub const REASONS: [Reason; 17] = [
     Reason::Timeout,
     Reason::Deadline,
     Reason::QueueFull,
@@ -79,6 +81,7 @@ pub const REASONS: [Reason; 16] = [
     Reason::VersionConflict,
     Reason::PoolTimeout,
     Reason::ConnectionRefused,
+    Reason::LockTimeout,
 ];
 
 impl Reason {
@@ -101,6 +104,7 @@ impl Reason {
             Reason::VersionConflict => "version_conflict",
             Reason::PoolTimeout => "pool_timeout",
             Reason::ConnectionRefused => "connection_refused",
+            Reason::LockTimeout => "lock_timeout",
         }
     }
 }
@@ -502,6 +506,28 @@ pub struct StoreFigures {
     pub conflicts: u64,
     /// Commits to the most written row (its version at the end).
     pub hottest_row_commits: u64,
+    /// Its locks, if its op is `Locked`.
+    pub locks: Option<LockFigures>,
+}
+
+/// The row locks of a store whose op is `Locked`.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LockFigures {
+    /// Locks taken.
+    pub acquired: u64,
+    /// Of those, the ones that waited for another attempt's lock.
+    pub waits: u64,
+    /// The total time attempts waited for locks (those that got them).
+    pub wait_total: SimDuration,
+    /// The 99th percentile of the wait for a lock, over the locks taken (zero for those
+    /// taken at once); `None` when none was.
+    pub wait_p99: Option<SimDuration>,
+    /// Waits that ended with `lock_timeout` (full queues included).
+    pub timeouts: u64,
+    /// Of those, the attempts that found the row's queue full.
+    pub queue_full: u64,
+    /// The most attempts waiting for one row's lock at once.
+    pub queue_max_seen: u32,
 }
 
 /// A breaker's change of state.

@@ -2081,3 +2081,42 @@ fn the_connection_pools_section_is_what_the_library_shows() {
         ),
     );
 }
+
+#[test]
+fn the_locks_section_is_what_the_library_shows() {
+    let page = "failures/contention.md";
+    let entry = scenarios::library::find("occ-contention").unwrap();
+    let runs = |variant: Option<&str>| {
+        let overrides = scenarios::overrides::Overrides {
+            variant: variant.map(str::to_string),
+            sets: Vec::new(),
+        };
+        let limits = scenarios::limits::Limits::default();
+        let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+            .unwrap();
+        run(&s, entry.name, &RunOptions::default()).unwrap().report
+    };
+    let locked = runs(Some("locked"));
+    let optimistic = runs(None);
+    let locks = locked.services[0]
+        .store
+        .as_ref()
+        .unwrap()
+        .locks
+        .clone()
+        .unwrap();
+    claim(
+        page,
+        format!(
+            "{} attempts for 20 writers, where optimistic writes with full jitter needed {}",
+            locked.summary.attempts, optimistic.summary.attempts
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "{} of the 20 writers waited, {:.1}s of waiting in all",
+            locks.waits, locks.wait_s
+        ),
+    );
+}

@@ -552,6 +552,16 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "call: (target: \"api\", pool: (size: 4), timeout: \"1s\",",
         ),
         (
+            "lock wait timeout of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (op: Locked(wait_timeout: \"0s\")), workers: 2,",
+        ),
+        (
+            "lock queue of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (op: Locked(queue_max: 0)), workers: 2,",
+        ),
+        (
             "max_connections of 0",
             "\"db\": (workers: 2,",
             "\"db\": (max_connections: 0, workers: 2,",

@@ -1074,14 +1074,19 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ("retry_after", duration()),
             (
                 "store",
-                (count(1..100), float(0.0..3.0), boolean())
-                    .prop_map(|(rows, exponent, zipf)| {
+                (count(1..100), float(0.0..3.0), boolean(), (boolean(), duration(), count(1..20)))
+                    .prop_map(|(rows, exponent, zipf, (locked, wait, queue))| {
                         let key = if zipf == "true" {
                             format!("Zipf(exponent: {exponent})")
                         } else {
                             "Uniform".to_string()
                         };
-                        format!("(rows: {rows}, key: {key}, op: OccUpdate)")
+                        let op = if locked == "true" {
+                            format!("Locked(wait_timeout: {wait}, queue_max: {queue})")
+                        } else {
+                            "OccUpdate".to_string()
+                        };
+                        format!("(rows: {rows}, key: {key}, op: {op})")
                     })
                     .boxed(),
             ),

@@ -362,6 +362,7 @@ fn site(path: &str, caller: &str, target: &str) -> CallSiteFigures {
         counts: CallStats::default(),
         breakers: Vec::new(),
         buckets: Vec::new(),
+        pool: None,
     }
 }
 
@@ -426,6 +427,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         refresh: None,
         blast: None,
         scaling: None,
+        connections: None,
     }
 }
 

@@ -286,6 +286,15 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             conflicts_per_commit: (st.commits > 0)
                 .then(|| round3(st.conflicts as f64 / st.commits as f64)),
             hottest_row_commits: st.hottest_row_commits,
+            locks: st.locks.as_ref().map(|l| LockReport {
+                acquired: l.acquired,
+                waits: l.waits,
+                wait_s: round3(l.wait_total.as_secs_f64()),
+                wait_ms_p99: l.wait_p99.map(ms),
+                timeouts: l.timeouts,
+                queue_full: l.queue_full,
+                queue_max_seen: l.queue_max_seen,
+            }),
         }),
         cache_refresh: s.refresh.as_ref().map(|f| RefreshReport {
             expired_misses: f.expired_misses,

@@ -23,9 +23,9 @@ mod verdicts;
 pub use render::Format;
 pub use types::{
     BlastReport, BreakerReport, CallPoint, CallReport, ClassPoint, ClassReport, ClientPoint,
-    ClientReport, ConnectionsReport, ExpectationResult, LatencyMs, PoolReport, RefreshReport,
-    Report, ScalingReport, SeriesRow, ServicePoint, ServiceReport, StateSpan, StoreReport, Summary,
-    TenantReport, Threshold, TimelineWindow, TrafficReport, Transition,
+    ClientReport, ConnectionsReport, ExpectationResult, LatencyMs, LockReport, PoolReport,
+    RefreshReport, Report, ScalingReport, SeriesRow, ServicePoint, ServiceReport, StateSpan,
+    StoreReport, Summary, TenantReport, Threshold, TimelineWindow, TrafficReport, Transition,
 };
 
 use crate::figures::ReasonCounts;

@@ -332,6 +332,28 @@ pub struct StoreReport {
     pub conflicts_per_commit: Option<f64>,
     /// Commits to the most written row.
     pub hottest_row_commits: u64,
+    /// Its row locks (absent unless its op is `Locked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locks: Option<LockReport>,
+}
+
+/// The row locks of a `Locked` store.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LockReport {
+    /// Locks taken.
+    pub acquired: u64,
+    /// Of those, the ones that waited for another attempt's lock.
+    pub waits: u64,
+    /// The total time attempts waited for the locks they got, in seconds.
+    pub wait_s: f64,
+    /// The 99th percentile of the wait for a lock, over the locks taken (`null` without).
+    pub wait_ms_p99: Option<f64>,
+    /// Waits that failed with `lock_timeout` (full queues included).
+    pub timeouts: u64,
+    /// Of those, the attempts that found the row's queue full.
+    pub queue_full: u64,
+    /// The most attempts waiting for one row's lock at once.
+    pub queue_max_seen: u32,
 }
 
 /// A breaker transition.

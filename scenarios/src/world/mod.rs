@@ -32,6 +32,7 @@
 //! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
+//! | `locks` | row locks of `Locked` stores: a job's wait for its row, the grants, the timeouts |
 //! | `pool` | connection pools of pooled call sites (idle, in use, opening, FIFO waiters) and each target's open connections |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
@@ -58,6 +59,7 @@ mod fanout;
 mod faults;
 mod hedge;
 mod job;
+mod locks;
 pub mod msg;
 mod network;
 mod outcome;
@@ -218,6 +220,8 @@ pub struct World {
     gathers: SecondaryMap<CallKey, fanout::Gather>,
     /// The connection pools of pooled call sites (empty without any).
     pools: pool::Pools,
+    /// Jobs given their row's lock during the event, whose work starts after it.
+    lock_grants: Vec<JobKey>,
 }
 
 impl World {
@@ -317,6 +321,7 @@ impl World {
             store_slots: SecondaryMap::new(),
             gathers: SecondaryMap::new(),
             pools,
+            lock_grants: Vec::new(),
         }
     }
 
@@ -618,6 +623,7 @@ impl Entity for World {
             Msg::PoolOpened { site, refused } => self.on_pool_opened(ctx, site, refused),
             Msg::CheckoutTimeout { call, attempt } => self.on_checkout_timeout(ctx, call, attempt),
             Msg::PoolEvict { site } => self.on_pool_evict(ctx, site),
+            Msg::LockTimeout { job } => self.on_lock_timeout(ctx, job),
         }
         // Bulkhead slots given back during the event go to their waiters now, after it.
         self.process_wakes(ctx);
@@ -625,6 +631,10 @@ impl Entity for World {
         while self.pools.has_effects() {
             self.process_pool_effects(ctx);
             self.process_wakes(ctx);
+        }
+        // And the row locks given back during it start their next holders' work.
+        if !self.lock_grants.is_empty() {
+            self.process_lock_grants(ctx);
         }
         if cfg!(debug_assertions) {
             self.events += 1;

@@ -161,6 +161,11 @@ pub enum Msg {
         /// The call site instance that owns the pool.
         site: u32,
     },
+    /// A job waiting for its row's lock times out.
+    LockTimeout {
+        /// The job.
+        job: JobKey,
+    },
 }
 
 impl From<sim_net::Delivery<Packet>> for Msg {
@@ -204,6 +209,7 @@ impl Message for Msg {
             Msg::PoolOpened { site, refused } => (19, (u64::from(site) << 1) | u64::from(refused)),
             Msg::CheckoutTimeout { call, attempt } => (20, call_attempt(call, attempt)),
             Msg::PoolEvict { site } => (21, u64::from(site)),
+            Msg::LockTimeout { job } => (22, job.data().as_ffi()),
         };
         (tag << 56) | key(word)
     }

@@ -64,6 +64,8 @@ pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
         Reason::VersionConflict => Failure::Conflict,
         // A connection that could not be had looks like one that could not be made.
         Reason::PoolTimeout | Reason::ConnectionRefused => Failure::ConnectionError,
+        // MySQL's lock wait timeout (1205) is an error the server answers; retried as one.
+        Reason::LockTimeout => status(503),
     }
 }
 

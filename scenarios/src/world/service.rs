@@ -262,6 +262,11 @@ impl Service {
         self.store.as_mut()
     }
 
+    /// Its keyed store, if it has one, to read.
+    pub fn store_ref(&self) -> Option<&StoreState> {
+        self.store.as_ref()
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name

@@ -161,6 +161,7 @@ impl World {
                 "checkout-timeout",
                 format!("{} attempt {attempt}", self.call_name(*call)),
             ),
+            Msg::LockTimeout { job } => ("lock-timeout", self.job_name(*job)),
             Msg::PoolEvict { site } => {
                 ("pool-evict", self.sites[*site as usize].path().to_string())
             }

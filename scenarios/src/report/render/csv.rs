@@ -1,8 +1,8 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one
 //! that reports its blast radius `_units_without_replicas_max`, one that reports the
-//! connections of the pools toward it `_connections_open_max`; a pooled call site adds
-//! `PATH_connections_open_max`). The columns are the JSON series' keys; as there, outcomes and
+//! connections of the pools toward it `_connections_open_max`, a locking store `_lock_timeouts`;
+//! a pooled call site adds `PATH_connections_open_max`). The columns are the JSON series' keys; as there, outcomes and
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one whose replicas join and leave rotation `_replicas_in_rotation_mean`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
@@ -23,6 +23,10 @@ pub(super) fn render(report: &Report) -> String {
         // A service with a keyed store adds its version conflicts per bucket.
         if v.store.is_some() {
             let _ = write!(o, ",{n}_version_conflicts");
+        }
+        // A locking store adds its lock timeouts per bucket.
+        if v.store.as_ref().is_some_and(|s| s.locks.is_some()) {
+            let _ = write!(o, ",{n}_lock_timeouts");
         }
         // A service that reports its blast radius adds the units left without a replica.
         if v.blast_radius.is_some() {
@@ -71,6 +75,10 @@ pub(super) fn render(report: &Report) -> String {
             if v.store.is_some() {
                 let conflicts = p.failed_by_reason.get("version_conflict").unwrap_or(&0);
                 let _ = write!(o, ",{conflicts}");
+            }
+            if v.store.as_ref().is_some_and(|s| s.locks.is_some()) {
+                let timeouts = p.failed_by_reason.get("lock_timeout").unwrap_or(&0);
+                let _ = write!(o, ",{timeouts}");
             }
             if v.blast_radius.is_some() {
                 let _ = write!(o, ",{}", p.units_without_replicas_max.unwrap_or_default());

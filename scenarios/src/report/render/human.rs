@@ -238,6 +238,18 @@ fn service(o: &mut String, v: &ServiceReport) {
             st.conflicts,
             decimal1(st.conflicts_per_commit)
         ));
+        if let Some(l) = &st.locks {
+            extra.push(format!(
+                "locks: taken {}, waited {} ({:.1}s in all, p99 {} ms), timeouts {} (queue full {}), longest queue {}",
+                l.acquired,
+                l.waits,
+                l.wait_s,
+                decimal1(l.wait_ms_p99),
+                l.timeouts,
+                l.queue_full,
+                l.queue_max_seen
+            ));
+        }
     }
     if let Some(b) = &v.blast_radius {
         extra.push(super::blast::human(b));
