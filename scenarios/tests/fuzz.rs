@@ -115,6 +115,17 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "budget 268435456",
         "fan-out-heap-over-budget-events.ron",
     ),
+    // An isolated (one cell), autoscaled service whose replicas crash: a replica coming up
+    // again takes more units off `units_down` than were counted down. Found when the pool
+    // and lock fields shifted the generator's inputs; the file has them removed and still
+    // panics, so it is the blast-radius and scaling bookkeeping's, not theirs. The file is
+    // under `tests/fuzz-pending/`, not `fuzz-found/`: the found files' loop does not catch
+    // a panic, so it moves to `fuzz-found/` with its fix.
+    (
+        "attempt to subtract with overflow",
+        "sharding.rs:178",
+        "isolation-autoscale-crash-units-down.ron",
+    ),
 ];
 
 /// The known panic `failure` is, if it is one.
