@@ -58,10 +58,16 @@ pub enum Reason {
     /// The service answered with a client error (4xx other than 409 and 429: a
     /// `ClientErrorRate` fault), which no retry policy retries.
     ClientError,
+    /// No connection of the caller's pool became free within its `checkout_timeout`.
+    PoolTimeout,
+    /// The target refused a new connection: it was at its `max_connections`.
+    ConnectionRefused,
+    /// A row's lock did not come within the store's `wait_timeout` (or its queue was full).
+    LockTimeout,
 }
 
 /// Every reason, in report order.
-pub const REASONS: [Reason; 15] = [
+pub const REASONS: [Reason; 18] = [
     Reason::Timeout,
     Reason::Deadline,
     Reason::QueueFull,
@@ -77,6 +83,9 @@ pub const REASONS: [Reason; 15] = [
     Reason::Conflict,
     Reason::VersionConflict,
     Reason::ClientError,
+    Reason::PoolTimeout,
+    Reason::ConnectionRefused,
+    Reason::LockTimeout,
 ];
 
 impl Reason {
@@ -98,6 +107,9 @@ impl Reason {
             Reason::Conflict => "conflict",
             Reason::VersionConflict => "version_conflict",
             Reason::ClientError => "client_error",
+            Reason::PoolTimeout => "pool_timeout",
+            Reason::ConnectionRefused => "connection_refused",
+            Reason::LockTimeout => "lock_timeout",
         }
     }
 }
@@ -427,6 +439,9 @@ pub struct ServiceFigures {
     /// Its pauses, zone failures and liveness restarts, if a pause aims at it, it has
     /// liveness probes, or it spreads over zones in a scenario with a zone failure.
     pub capacity: Option<CapacityFigures>,
+    /// Its connections from callers' pools, if some pool calls it or it sets
+    /// `max_connections`.
+    pub connections: Option<ConnectionFigures>,
 }
 
 /// The blast radius at a service: how many caller units (tenant keys) lost their replicas
@@ -522,6 +537,28 @@ pub struct StoreFigures {
     pub conflicts: u64,
     /// Commits to the most written row (its version at the end).
     pub hottest_row_commits: u64,
+    /// Its locks, if its op is `Locked`.
+    pub locks: Option<LockFigures>,
+}
+
+/// The row locks of a store whose op is `Locked`.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LockFigures {
+    /// Locks taken.
+    pub acquired: u64,
+    /// Of those, the ones that waited for another attempt's lock.
+    pub waits: u64,
+    /// The total time attempts waited for locks (those that got them).
+    pub wait_total: SimDuration,
+    /// The 99th percentile of the wait for a lock, over the locks taken (zero for those
+    /// taken at once); `None` when none was.
+    pub wait_p99: Option<SimDuration>,
+    /// Waits that ended with `lock_timeout` (full queues included).
+    pub timeouts: u64,
+    /// Of those, the attempts that found the row's queue full.
+    pub queue_full: u64,
+    /// The most attempts waiting for one row's lock at once.
+    pub queue_max_seen: u32,
 }
 
 /// A breaker's change of state.
@@ -643,6 +680,52 @@ pub struct CallSiteFigures {
     pub pace: Option<PaceFigures>,
     /// Its `AdaptiveTimeout` layer's figures, if it has one.
     pub adaptive_timeout: Option<AdaptiveTimeoutFigures>,
+    /// Its connection pools' figures, if the call has a pool.
+    pub pool: Option<PoolFigures>,
+}
+
+/// The connection pools of one call site (one per replica of the calling service), summed
+/// ([`crate::pool`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PoolFigures {
+    /// Connections per pool, at most.
+    pub size: u32,
+    /// Pools: replicas of the calling service.
+    pub pools: u32,
+    /// Attempts that asked for a connection.
+    pub checkouts: u64,
+    /// Of those, the ones that found no idle connection and waited.
+    pub waits: u64,
+    /// The 99th percentile of the time to get a connection, over the checkouts that got one
+    /// (zero for those that found one idle); `None` when none did.
+    pub wait_p99: Option<SimDuration>,
+    /// Waits that ended with `pool_timeout`.
+    pub checkout_timeouts: u64,
+    /// Connections opened (accepted by the target).
+    pub opened: u64,
+    /// Opens the target refused (it was at its `max_connections`).
+    pub refused_opens: u64,
+    /// Connections closed after `idle_timeout`.
+    pub closed_idle: u64,
+    /// The most connections open (or opening) at once, over the site's pools together.
+    pub connections_open_max: u32,
+    /// The most connections one pool held or was opening at once (never above `size`).
+    pub pool_held_max: u32,
+    /// Per report bucket, the most connections open at once over the site's pools.
+    pub open_by_bucket: Vec<u32>,
+}
+
+/// The connections a service held open for the pools toward it ([`crate::pool`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ConnectionFigures {
+    /// Its limit, if it has one.
+    pub max_connections: Option<u32>,
+    /// The most connections open (or opening) at once, over every pool toward it.
+    pub open_max: u32,
+    /// Opens it refused for being at its limit.
+    pub refused: u64,
+    /// Per report bucket, the most connections open at once.
+    pub open_by_bucket: Vec<u32>,
 }
 
 /// One report bucket over all clients.

@@ -23,6 +23,7 @@
 //! |---|---|
 //! | [`schema`] | the serde types of a scenario file |
 //! | [`traffic`] | request classes, priorities, tenants, and the admission layers that read them |
+//! | [`pool`] | connection pools on service calls, and a service's `max_connections` |
 //! | [`isolation`] | blast-radius isolation: cells and shuffle sharding of a service's replicas per caller unit |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
 //! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
@@ -70,8 +71,8 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
-pub mod capacity;
 pub mod answers;
+pub mod capacity;
 pub mod contention;
 pub mod determinism;
 pub mod distributed;
@@ -83,6 +84,7 @@ pub mod library;
 pub mod limits;
 pub mod load;
 pub mod overrides;
+pub mod pool;
 pub mod report;
 pub mod run;
 pub mod scaling;

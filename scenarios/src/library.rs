@@ -61,6 +61,7 @@ pub const LIBRARY: &[Entry] = entries![
     "retry-after-429",
     "client-errors",
     "adaptive-timeout",
+    "pool-exhaustion",
 ];
 
 /// The scenario `resim` runs when given no file.

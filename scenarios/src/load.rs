@@ -723,6 +723,7 @@ fn thing(name: &str) -> String {
         "Client" => "a client",
         "Call" => "a call",
         "Service" => "a service",
+        "Pool" => "a connection pool",
         "QueueConfig" => "a queue",
         "Outlier" => "outlier ejection",
         "HealthCheck" => "a health check",

@@ -264,6 +264,11 @@ pub struct Call {
     /// `quorum` of them (all by default) succeed ([`FanOut`]).
     #[serde(default)]
     pub fan_out: Option<FanOut>,
+    /// A pool of connections toward the target, one per calling replica
+    /// ([`crate::pool::Pool`]): each attempt checks a connection out before it is sent.
+    /// Service calls only.
+    #[serde(default)]
+    pub pool: Option<crate::pool::Pool>,
 }
 
 /// Whether an operation may run twice.
@@ -410,6 +415,11 @@ pub struct Service {
     /// ([`crate::capacity::Liveness`]).
     #[serde(default)]
     pub liveness: Option<crate::capacity::Liveness>,
+    /// The most connections the service accepts from every caller's pools together
+    /// ([`crate::pool`]); an open beyond it is refused (`connection_refused`). Unlimited
+    /// when absent.
+    #[serde(default)]
+    pub max_connections: Option<u32>,
 }
 
 fn default_one() -> u32 {

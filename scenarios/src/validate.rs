@@ -198,6 +198,12 @@ pub fn validate(s: &Scenario) -> Check {
         let path = format!("clients.{name}");
         load(&format!("{path}.load"), &client.load)?;
         call(&format!("{path}.call"), &client.call, &s.services)?;
+        if client.call.pool.is_some() {
+            return Err(err(
+                format!("{path}.call.pool"),
+                "a client's call has no connection pool: put the pool on a service's call",
+            ));
+        }
         crate::traffic::validate_classes(&format!("{path}.classes"), &client.classes)?;
         if let Some(z) = client.zone {
             zone_in_range(&format!("{path}.zone"), z, s)?;
@@ -348,6 +354,13 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
     if let Some(f) = &c.fan_out {
         crate::distributed::validate_fan_out(&format!("{path}.fan_out"), f)?;
     }
+    if let Some(p) = &c.pool {
+        let ppath = format!("{path}.pool");
+        p.validate().map_err(|e| e.at(&ppath))?;
+        clock(&format!("{ppath}.checkout_timeout"), p.checkout_timeout)?;
+        clock(&format!("{ppath}.connect_time"), p.connect_time)?;
+        clock(&format!("{ppath}.idle_timeout"), p.idle_timeout)?;
+    }
     let mut retries = 0;
     for (i, layer) in c.stack.iter().enumerate() {
         let lpath = format!("{path}.stack[{i}]");
@@ -485,6 +498,9 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     }
     for (i, c) in s.calls.iter().enumerate() {
         call(&format!("{path}.calls[{i}]"), c, services)?;
+    }
+    if let Some(m) = s.max_connections {
+        at_least_one(&format!("{path}.max_connections"), m)?;
     }
     if s.call_mode == CallMode::Pick && !s.calls.is_empty() {
         let total: f64 = s.calls.iter().map(|c| c.weight).sum();

@@ -2284,3 +2284,81 @@ fn the_client_error_adaptive_timeout_and_pacing_sections_are_what_the_library_sh
         ),
     );
 }
+
+#[test]
+fn the_connection_pools_section_is_what_the_library_shows() {
+    let page = "failures/contention.md";
+    let r = library_run("pool-exhaustion", None);
+    let pool = call(&r, "services.api.calls[0]").pool.clone().unwrap();
+    let db = service(&r, "db");
+    claim(
+        page,
+        format!(
+            "{} opens were refused and {} requests failed, with the database at {:.0}% of its workers",
+            pool.refused_opens,
+            r.summary.failures,
+            100.0 * db.utilisation
+        ),
+    );
+    assert_eq!(
+        r.summary.failures_by_reason.get("dependency").copied(),
+        Some(r.summary.failures)
+    );
+    let entry = scenarios::library::find("pool-exhaustion").unwrap();
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some("sized".to_string()),
+        sets: Vec::new(),
+    };
+    let limits = scenarios::limits::Limits::default();
+    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+        .unwrap();
+    let sized = run(&s, entry.name, &RunOptions::default()).unwrap().report;
+    let pool = call(&sized, "services.api.calls[0]").pool.clone().unwrap();
+    assert_eq!((pool.refused_opens, sized.summary.failures), (0, 0));
+    claim(
+        page,
+        format!(
+            "{:.1} ms at the 99th percentile of the checkouts",
+            pool.wait_ms_p99.unwrap()
+        ),
+    );
+}
+
+#[test]
+fn the_locks_section_is_what_the_library_shows() {
+    let page = "failures/contention.md";
+    let entry = scenarios::library::find("occ-contention").unwrap();
+    let runs = |variant: Option<&str>| {
+        let overrides = scenarios::overrides::Overrides {
+            variant: variant.map(str::to_string),
+            sets: Vec::new(),
+        };
+        let limits = scenarios::limits::Limits::default();
+        let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+            .unwrap();
+        run(&s, entry.name, &RunOptions::default()).unwrap().report
+    };
+    let locked = runs(Some("locked"));
+    let optimistic = runs(None);
+    let locks = locked.services[0]
+        .store
+        .as_ref()
+        .unwrap()
+        .locks
+        .clone()
+        .unwrap();
+    claim(
+        page,
+        format!(
+            "{} attempts for 20 writers, where optimistic writes with full jitter needed {}",
+            locked.summary.attempts, optimistic.summary.attempts
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "{} of the 20 writers waited, {:.1}s of waiting in all",
+            locks.waits, locks.wait_s
+        ),
+    );
+}

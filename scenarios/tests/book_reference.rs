@@ -108,6 +108,7 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("StoreClock", Enum, probe::<s::StoreClock>),
         ("OnStoreFailure", Enum, probe::<s::OnStoreFailure>),
         ("FanOut", Struct, probe::<s::FanOut>),
+        ("Pool", Struct, probe::<scenarios::pool::Pool>),
         ("Balancer", Enum, probe::<s::Balancer>),
         ("Outlier", Struct, probe::<s::Outlier>),
         ("HealthCheck", Struct, probe::<s::HealthCheck>),

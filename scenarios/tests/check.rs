@@ -641,6 +641,41 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "stack: [Retry(",
             "stack: [Pace(hold_max: \"0s\"), Retry(",
         ),
+        (
+            "pool of size 0",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"db\", pool: (size: 0))]",
+        ),
+        (
+            "pool checkout timeout of zero",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"db\", pool: (checkout_timeout: \"0s\"))]",
+        ),
+        (
+            "pool with an unknown field",
+            "calls: [(target: \"db\")]",
+            "calls: [(target: \"db\", pool: (maximumPoolSize: 10))]",
+        ),
+        (
+            "pool on a client's call",
+            "call: (target: \"api\", timeout: \"1s\",",
+            "call: (target: \"api\", pool: (size: 4), timeout: \"1s\",",
+        ),
+        (
+            "lock wait timeout of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (op: Locked(wait_timeout: \"0s\")), workers: 2,",
+        ),
+        (
+            "lock queue of zero",
+            "\"db\": (workers: 2,",
+            "\"db\": (store: (op: Locked(queue_max: 0)), workers: 2,",
+        ),
+        (
+            "max_connections of 0",
+            "\"db\": (workers: 2,",
+            "\"db\": (max_connections: 0, workers: 2,",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

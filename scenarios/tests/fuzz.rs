@@ -620,10 +620,10 @@ fn limiter() -> BoxedStrategy<String> {
 /// A call's stack: up to four layers of different kinds, in any order.
 fn stack() -> BoxedStrategy<String> {
     // A Pace layer is refused unless its target has an admission limiter, which the
-    // generator does not know: it comes in one stack of ten.
+    // generator does not know: it comes in one stack of forty.
     (
         prop::sample::subsequence((0..8usize).collect::<Vec<_>>(), 0..4),
-        0..10u32,
+        0..40u32,
     )
         .prop_map(|(mut kinds, pace)| {
             if pace == 0 && kinds.len() < 4 {
@@ -740,8 +740,18 @@ fn layer(kind: usize) -> BoxedStrategy<String> {
     all.into_iter().nth(kind).expect("nine kinds of layer")
 }
 
-/// A call to one of `targets` (a name that may not exist, now and then).
-fn call(targets: Vec<String>) -> BoxedStrategy<String> {
+/// A call to one of `targets` (a name that may not exist, now and then); a service's call
+/// (`pooled`) may have a connection pool.
+fn call(targets: Vec<String>, pooled: bool) -> BoxedStrategy<String> {
+    let pool = if pooled {
+        (count(1..6), duration(), duration(), duration())
+            .prop_map(|(n, c, t, i)| {
+                format!("(size: {n}, checkout_timeout: {c}, connect_time: {t}, idle_timeout: {i})")
+            })
+            .boxed()
+    } else {
+        Just(String::new()).boxed()
+    };
     let target = usual_or_extreme(
         prop::sample::select(targets).prop_map(|t| quoted(&t)),
         vec!["\"nowhere\"", "\"\"", "nowhere"],
@@ -772,6 +782,7 @@ fn call(targets: Vec<String>) -> BoxedStrategy<String> {
                     .prop_map(str::to_string)
                     .boxed(),
             ),
+            ("pool", pool),
         ]),
         stack(),
     )
@@ -826,7 +837,7 @@ fn client(services: Vec<String>) -> BoxedStrategy<String> {
             format!(", classes: [{}]", named.join(", "))
         }),
     ];
-    (load, call(services), classes)
+    (load, call(services, false), classes)
         .prop_map(|(load, call, classes)| format!("(load: {load}, call: {call}{classes})"))
         .boxed()
 }
@@ -1012,11 +1023,11 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
         below
     };
     let calls = if index + 1 < names.len() {
-        prop::collection::vec(call(targets), 0..3).boxed()
+        prop::collection::vec(call(targets, true), 0..3).boxed()
     } else {
         prop_oneof![
             30 => Just(Vec::new()),
-            1 => prop::collection::vec(call(names.clone()), 1..2),
+            1 => prop::collection::vec(call(names.clone(), true), 1..2),
         ]
         .boxed()
     };
@@ -1027,7 +1038,12 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
         (duration(), duration(), boolean())
             .prop_map(|(t, i, a)| format!("CoDel(target: {t}, interval: {i}, adaptive_lifo: {a})")),
         Just("Priority".to_string()),
-        (duration(), duration()).prop_map(|(t, i)| format!("CoDelRfc(target: {t}, interval: {i})")),
+        // Target below interval, as validation wants (the mutations try the others).
+        (
+            prop::sample::select(vec!["\"1ms\"", "\"5ms\"", "\"20ms\""]),
+            prop::sample::select(vec!["\"50ms\"", "\"100ms\"", "\"1s\""]),
+        )
+            .prop_map(|(t, i)| format!("CoDelRfc(target: {t}, interval: {i})")),
     ];
     let queue = (
         usual_or_extreme(
@@ -1090,14 +1106,19 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ("retry_after", duration()),
             (
                 "store",
-                (count(1..100), float(0.0..3.0), boolean())
-                    .prop_map(|(rows, exponent, zipf)| {
+                (count(1..100), float(0.0..3.0), boolean(), (boolean(), duration(), count(1..20)))
+                    .prop_map(|(rows, exponent, zipf, (locked, wait, queue))| {
                         let key = if zipf == "true" {
                             format!("Zipf(exponent: {exponent})")
                         } else {
                             "Uniform".to_string()
                         };
-                        format!("(rows: {rows}, key: {key}, op: OccUpdate)")
+                        let op = if locked == "true" {
+                            format!("Locked(wait_timeout: {wait}, queue_max: {queue})")
+                        } else {
+                            "OccUpdate".to_string()
+                        };
+                        format!("(rows: {rows}, key: {key}, op: {op})")
                     })
                     .boxed(),
             ),
@@ -1119,6 +1140,7 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                     ))
                     .boxed(),
             ),
+            ("max_connections", count(1..20)),
             (
                 "cold_start",
                 (float(1.0..5.0), duration())
@@ -1140,10 +1162,14 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
                 ]
                 .boxed(),
             ),
-            // Mostly one zone, which fits any number of replicas.
+            // Mostly no zones or one, which fits any number of replicas.
             (
                 "zones",
-                prop_oneof![3 => Just("Some(1)".to_string()), 1 => count(1..3).prop_map(|z| format!("Some({z})"))]
+                prop_oneof![
+                    6 => Just(String::new()),
+                    3 => Just("Some(1)".to_string()),
+                    1 => count(1..3).prop_map(|z| format!("Some({z})")),
+                ]
                     .boxed(),
             ),
             (

@@ -497,7 +497,7 @@ fn an_adaptive_timeout_rises_through_the_slowdown() {
 
 #[test]
 fn every_library_scenario_parses_and_says_what_it_shows() {
-    assert_eq!(LIBRARY.len(), 43);
+    assert_eq!(LIBRARY.len(), 44);
     for entry in LIBRARY {
         let s = parse(entry.name, entry.text).unwrap();
         assert_eq!(
@@ -549,4 +549,35 @@ fn every_library_scenario_replays_to_the_same_digest() {
         digests.dedup();
         assert_eq!(digests.len(), 3, "{}: seeds change the history", entry.name);
     }
+}
+
+#[test]
+fn pools_sized_beyond_the_database_limit_are_refused() {
+    check("pool-exhaustion", |r| {
+        // The pools together hold the database's 20 connections, never more; the next open
+        // a replica's burst needs is refused and its request fails.
+        let db = service(r, "db")
+            .connections
+            .as_ref()
+            .expect("db connections");
+        assert_eq!((db.max_connections, db.open_max), (Some(20), 20));
+        let pool = call(r, "services.api.calls[0]")
+            .pool
+            .as_ref()
+            .expect("a pool");
+        assert_eq!(
+            (pool.size, pool.pools, pool.connections_open_max),
+            (10, 4, 20)
+        );
+        assert!(pool.pool_held_max <= 10);
+        assert_eq!(pool.refused_opens, db.refused);
+        assert!(pool.refused_opens > 100, "{} refused", pool.refused_opens);
+        assert!(
+            failures(r, "dependency") > 100,
+            "{:?}",
+            r.summary.failures_by_reason
+        );
+        // The database itself is far from busy: the failures are the pools', not its own.
+        assert!(service(r, "db").utilisation < 0.3);
+    });
 }

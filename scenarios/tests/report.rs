@@ -364,6 +364,7 @@ fn site(path: &str, caller: &str, target: &str) -> CallSiteFigures {
         buckets: Vec::new(),
         pace: None,
         adaptive_timeout: None,
+        pool: None,
     }
 }
 
@@ -429,6 +430,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         blast: None,
         scaling: None,
         capacity: None,
+        connections: None,
     }
 }
 

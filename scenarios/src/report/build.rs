@@ -286,6 +286,15 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             conflicts_per_commit: (st.commits > 0)
                 .then(|| round3(st.conflicts as f64 / st.commits as f64)),
             hottest_row_commits: st.hottest_row_commits,
+            locks: st.locks.as_ref().map(|l| LockReport {
+                acquired: l.acquired,
+                waits: l.waits,
+                wait_s: round3(l.wait_total.as_secs_f64()),
+                wait_ms_p99: l.wait_p99.map(ms),
+                timeouts: l.timeouts,
+                queue_full: l.queue_full,
+                queue_max_seen: l.queue_max_seen,
+            }),
         }),
         cache_refresh: s.refresh.as_ref().map(|f| RefreshReport {
             expired_misses: f.expired_misses,
@@ -324,6 +333,11 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             liveness_probe_failures: f.probe_failures,
             liveness_restarts: f.liveness_restarts,
         }),
+        connections: s.connections.as_ref().map(|c| ConnectionsReport {
+            max_connections: c.max_connections,
+            open_max: c.open_max,
+            refused: c.refused,
+        }),
     }
 }
 
@@ -348,6 +362,19 @@ fn call(site: &CallSiteFigures, end: SimTime) -> CallReport {
             timeout_ms_max: round3(a.timeout_ns_max as f64 / 1e6),
             timeout_ms_last: round3(a.timeout_ns_last as f64 / 1e6),
             observed: a.observed,
+        }),
+        pool: site.pool.as_ref().map(|p| PoolReport {
+            size: p.size,
+            pools: p.pools,
+            checkouts: p.checkouts,
+            waits: p.waits,
+            wait_ms_p99: p.wait_p99.map(ms),
+            checkout_timeouts: p.checkout_timeouts,
+            opened: p.opened,
+            refused_opens: p.refused_opens,
+            closed_idle: p.closed_idle,
+            connections_open_max: p.connections_open_max,
+            pool_held_max: p.pool_held_max,
         }),
     }
 }
@@ -676,6 +703,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                         .as_ref()
                         .filter(|f| f.liveness)
                         .map(|f| f.restarts_per_bucket.get(i).copied().unwrap_or_default()),
+                    connections_open_max: sv
+                        .connections
+                        .as_ref()
+                        .map(|c| c.open_by_bucket.get(i).copied().unwrap_or_default()),
                 }
             })
             .collect(),
@@ -693,6 +724,10 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                     timeout_ms_max: site.adaptive_timeout.map(|_| {
                         (b.timeout_ns_max > 0).then(|| round3(b.timeout_ns_max as f64 / 1e6))
                     }),
+                    connections_open_max: site
+                        .pool
+                        .as_ref()
+                        .map(|p| p.open_by_bucket.get(i).copied().unwrap_or_default()),
                 }
             })
             .collect(),

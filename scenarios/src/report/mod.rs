@@ -23,9 +23,10 @@ mod verdicts;
 pub use render::Format;
 pub use types::{
     BlastReport, BreakerReport, CallPoint, CallReport, CapacityEventsReport, ClassPoint,
-    ClassReport, ClientPoint, ClientReport, ExpectationResult, LatencyMs, RefreshReport, Report,
-    ScalingReport, SeriesRow, ServicePoint, ServiceReport, StateSpan, StoreReport, Summary,
-    TenantReport, Threshold, TimelineWindow, TrafficReport, Transition,
+    ClassReport, ClientPoint, ClientReport, ConnectionsReport, ExpectationResult, LatencyMs,
+    LockReport, PoolReport, RefreshReport, Report, ScalingReport, SeriesRow, ServicePoint,
+    ServiceReport, StateSpan, StoreReport, Summary, TenantReport, Threshold, TimelineWindow,
+    TrafficReport, Transition,
 };
 
 use crate::figures::ReasonCounts;

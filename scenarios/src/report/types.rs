@@ -217,6 +217,10 @@ pub struct ServiceReport {
     /// liveness probes, or it spreads over zones in a scenario with a zone failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_events: Option<CapacityEventsReport>,
+    /// Connections its callers' pools held open to it (absent unless some pool calls it or
+    /// it sets `max_connections`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionsReport>,
 }
 
 /// Capacity events at a service ([`crate::capacity`]).
@@ -234,6 +238,45 @@ pub struct CapacityEventsReport {
     pub liveness_probe_failures: u64,
     /// Replicas restarted by their liveness probes.
     pub liveness_restarts: u64,
+}
+
+/// The connections a service held for the pools toward it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConnectionsReport {
+    /// Its limit (`null`: unlimited).
+    pub max_connections: Option<u32>,
+    /// The most connections open (or opening) at once, over every pool toward it.
+    pub open_max: u32,
+    /// Opens it refused for being at its limit.
+    pub refused: u64,
+}
+
+/// A call site's connection pools, one per replica of the calling service, summed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PoolReport {
+    /// Connections per pool, at most.
+    pub size: u32,
+    /// Pools (replicas of the calling service).
+    pub pools: u32,
+    /// Attempts that asked for a connection.
+    pub checkouts: u64,
+    /// Of those, the ones that found none idle and waited.
+    pub waits: u64,
+    /// The 99th percentile of the time to get a connection, over the checkouts that got one
+    /// (`null` when none did).
+    pub wait_ms_p99: Option<f64>,
+    /// Waits that failed with `pool_timeout`.
+    pub checkout_timeouts: u64,
+    /// Connections opened (accepted by the target).
+    pub opened: u64,
+    /// Opens the target refused (`connection_refused`).
+    pub refused_opens: u64,
+    /// Connections closed after their idle timeout.
+    pub closed_idle: u64,
+    /// The most connections open at once over the site's pools.
+    pub connections_open_max: u32,
+    /// The most connections one pool held or was opening at once (at most `size`).
+    pub pool_held_max: u32,
 }
 
 /// The blast radius at a service: caller units (tenant keys) and the replicas they lost
@@ -310,6 +353,28 @@ pub struct StoreReport {
     pub conflicts_per_commit: Option<f64>,
     /// Commits to the most written row.
     pub hottest_row_commits: u64,
+    /// Its row locks (absent unless its op is `Locked`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locks: Option<LockReport>,
+}
+
+/// The row locks of a `Locked` store.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LockReport {
+    /// Locks taken.
+    pub acquired: u64,
+    /// Of those, the ones that waited for another attempt's lock.
+    pub waits: u64,
+    /// The total time attempts waited for the locks they got, in seconds.
+    pub wait_s: f64,
+    /// The 99th percentile of the wait for a lock, over the locks taken (`null` without).
+    pub wait_ms_p99: Option<f64>,
+    /// Waits that failed with `lock_timeout` (full queues included).
+    pub timeouts: u64,
+    /// Of those, the attempts that found the row's queue full.
+    pub queue_full: u64,
+    /// The most attempts waiting for one row's lock at once.
+    pub queue_max_seen: u32,
 }
 
 /// A breaker transition.
@@ -375,6 +440,9 @@ pub struct CallReport {
     /// Its `AdaptiveTimeout` layer: the timeouts it gave (absent without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adaptive_timeout: Option<AdaptiveTimeoutReport>,
+    /// Its connection pools (absent unless the call has a `pool`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolReport>,
 }
 
 /// What a call site's `Pace` layer did, summed over the instances of the call site.
@@ -440,6 +508,10 @@ pub struct ServicePoint {
     /// probes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liveness_restarts: Option<u64>,
+    /// The most connections open to it at once during the bucket, over every pool toward it
+    /// (absent unless it reports its connections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_open_max: Option<u32>,
 }
 
 /// Per-client values of one bucket (by bucket of offer).
@@ -472,6 +544,10 @@ pub struct CallPoint {
     /// (absent without an `AdaptiveTimeout` layer, `null` when no attempt was sent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms_max: Option<Option<f64>>,
+    /// The most connections its pools held open at once during the bucket (absent unless
+    /// the call has a pool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_open_max: Option<u32>,
 }
 
 /// One report bucket, over all clients.

@@ -74,6 +74,9 @@ pub enum Attempt {
         timer: Option<TimerId>,
         sent: SimTime,
     },
+    /// Past its gates, waiting for a connection of its call site's pool (`world::pool`);
+    /// `timer` is its checkout timeout.
+    Checkout { timer: TimerId },
 }
 
 /// One logical call.
@@ -212,7 +215,7 @@ impl World {
                     }
                     self.start_attempt(ctx, key);
                 }
-                Side::Inner => self.send_attempt(ctx, key),
+                Side::Inner => self.send_attempt(ctx, key, false),
             },
             Acquire::Wait { gate, deadline } => {
                 self.calls[key].attempt = Attempt::Waiting { side, gate };
@@ -314,8 +317,9 @@ impl World {
         self.continue_call(ctx, key, Side::Inner, 0);
     }
 
-    /// Sends an attempt that passed its gates to a replica chosen by the balancer.
-    fn send_attempt(&mut self, ctx: C, key: CallKey) {
+    /// Sends an attempt that passed its gates to a replica chosen by the balancer
+    /// (`connected`: it holds a connection of its call site's pool already).
+    pub(super) fn send_attempt(&mut self, ctx: C, key: CallKey, connected: bool) {
         let now = ctx.now();
         let call = &mut self.calls[key];
         let site = call.site;
@@ -330,9 +334,18 @@ impl World {
                 &mut self.wakes.buf,
             );
             self.wakes.tag(site, Side::Inner);
+            if connected {
+                self.checkin(now, site);
+            }
             self.attempt_done(ctx, key, Outcome::Fail(Reason::Deadline), false, None);
             return;
         }
+        // A pooled call's attempt is sent once it holds a connection.
+        if !connected && !self.pools.is_empty() && self.checkout(ctx, key) {
+            return;
+        }
+        let call = &mut self.calls[key];
+        let sp = &mut self.sites[site as usize];
         let attempt_deadline = sp.attempt_deadline(now, call.deadline);
         if sp.adapts() {
             let bucket = (now.as_nanos() / self.bucket.as_nanos()) as usize;
@@ -357,6 +370,23 @@ impl World {
             // Lost at once: the caller learns it only from its timeout.
             self.drop_job(job);
         }
+    }
+
+    /// The attempt of `key`, past its gates but not sent, fails with `reason` (its inner
+    /// gates give their permits back unused).
+    pub(super) fn fail_unsent(&mut self, ctx: C, key: CallKey, reason: Reason) {
+        let now = ctx.now();
+        let call = &mut self.calls[key];
+        let site = call.site;
+        self.sites[site as usize].release(
+            Side::Inner,
+            now,
+            &mut call.permits,
+            None,
+            &mut self.wakes.buf,
+        );
+        self.wakes.tag(site, Side::Inner);
+        self.attempt_done(ctx, key, Outcome::Fail(reason), false, None);
     }
 
     /// A reply reaches its caller.
@@ -462,6 +492,9 @@ impl World {
             self.wakes.tag(site as u32, Side::Inner);
             let r = replica.expect("a sent attempt has a replica");
             self.services[sp.target()].observe(now, r, outcome == Outcome::Ok);
+            if !self.pools.is_empty() {
+                self.checkin(now, site as u32);
+            }
         }
         let call = &mut self.calls[key];
         let sp = &mut self.sites[site];
@@ -589,7 +622,12 @@ impl World {
                     ctx.cancel(t);
                 }
             }
+            Attempt::Checkout { timer } => {
+                ctx.cancel(timer);
+                self.leave_pool(site, key);
+            }
         }
+        let sp = &mut self.sites[site as usize];
         // Gates not reached hold nothing, so releasing whole lists is always right.
         for side in [Side::Outer, Side::Inner] {
             sp.release(side, now, &mut call.permits, None, &mut self.wakes.buf);
@@ -600,6 +638,10 @@ impl World {
             policy.abandon(now, request);
         }
         if let Attempt::InFlight { job, replica, .. } = call.attempt {
+            if !self.pools.is_empty() {
+                self.checkin(now, site);
+            }
+            let sp = &mut self.sites[site as usize];
             let svc = sp.target();
             self.services[svc].replica(replica as usize).answered();
             self.abandon_job(ctx, svc, call.source, job);

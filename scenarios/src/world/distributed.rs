@@ -260,6 +260,7 @@ fn store_call(store: &str, d: &DistributedLimiter) -> Call {
         weight: 1.0,
         safety: CallSafety::Unsafe,
         fan_out: None,
+        pool: None,
     }
 }
 

@@ -61,6 +61,12 @@ impl World {
             self.finish_job(ctx, job, Outcome::Fail(Reason::VersionConflict));
             return;
         }
+        // A locked row's lock is given back with the write.
+        if let Some(store) = self.services[svc].store()
+            && let Some(next) = store.unlock(job, ctx.now(), false)
+        {
+            self.lock_grants.push(next);
+        }
         if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
             return;
         }

@@ -48,6 +48,13 @@ pub enum Stage {
     /// Waiting for the decision of distributed limiter `limiter` (index in the world's
     /// list): its store `call`, or a lease when `call` is null.
     Admitting { limiter: u32, call: CallKey },
+    /// Holding a worker since `since`, waiting for its row's lock (`world::locks`) until
+    /// `timer` (its lock wait timeout) fires; then it works for `work`.
+    Locking {
+        since: SimTime,
+        timer: TimerId,
+        work: SimDuration,
+    },
 }
 
 impl Stage {
@@ -56,7 +63,8 @@ impl Stage {
         match *self {
             Stage::Working { since, .. }
             | Stage::Calling { since, .. }
-            | Stage::Following { since } => Some(since),
+            | Stage::Following { since }
+            | Stage::Locking { since, .. } => Some(since),
             Stage::Transit | Stage::Shaping { .. } | Stage::Queued | Stage::Admitting { .. } => {
                 None
             }
@@ -343,11 +351,17 @@ impl World {
         }
         let s = &mut self.services[svc];
         let work = s.work_time(r, now);
+        let mut locking = false;
         if let Some(store) = s.store() {
             store.read(job);
+            locking = store.locking();
         }
         s.replica(r).take_worker();
         s.busy_change(now, 1);
+        if locking {
+            self.lock_row(ctx, job, work);
+            return;
+        }
         let timer = ctx.timer_self(work, Msg::WorkDone { job });
         let until = now + work;
         self.jobs[job].stage = Stage::Working {
@@ -493,6 +507,11 @@ impl World {
     fn take_job(&mut self, now: SimTime, job: JobKey, outcome: Option<Outcome>) -> Option<Job> {
         let mut j = self.jobs.remove(job)?;
         let s = &mut self.services[j.service()];
+        if let Some(store) = s.store()
+            && let Some(next) = store.unlock(job, now, false)
+        {
+            self.lock_grants.push(next);
+        }
         if let Some(key) = j.idempotency_key.take()
             && let Some(store) = s.idempotency()
         {
@@ -612,6 +631,10 @@ impl World {
             Stage::Admitting { limiter, call } => {
                 self.leave_admission(ctx, job, limiter, call, r);
             }
+            Stage::Locking { timer, .. } => {
+                ctx.cancel(timer);
+                self.stop_holding(ctx, &j);
+            }
         }
     }
 
@@ -637,6 +660,11 @@ impl World {
             let Some(j) = self.jobs.remove(job) else {
                 continue;
             };
+            if let Some(store) = self.services[svc].store()
+                && let Some(next) = store.unlock(job, now, false)
+            {
+                self.lock_grants.push(next);
+            }
             // The store outlives the replica (it is the service's database): the operation
             // did not finish, so a retry may run it.
             if let Some(key) = j.idempotency_key
@@ -645,7 +673,9 @@ impl World {
                 store.abort(now, &key);
             }
             match j.stage {
-                Stage::Shaping { timer } | Stage::Working { timer, .. } => {
+                Stage::Shaping { timer }
+                | Stage::Working { timer, .. }
+                | Stage::Locking { timer, .. } => {
                     ctx.cancel(timer);
                 }
                 Stage::Calling { calls, .. } => {
@@ -692,6 +722,7 @@ impl World {
                 );
             }
         }
+        self.check_locks();
         for (i, s) in self.services.iter().enumerate() {
             for r in 0..s.replica_count() {
                 let replica = s.replica_ref(r);

@@ -32,6 +32,8 @@
 //! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
+//! | `locks` | row locks of `Locked` stores: a job's wait for its row, the grants, the timeouts |
+//! | `pool` | connection pools of pooled call sites (idle, in use, opening, FIFO waiters) and each target's open connections |
 //! | `faults` | the fault timeline, crashes and restarts, controller ticks |
 //! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes and their restarts |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
@@ -62,10 +64,12 @@ mod fanout;
 mod faults;
 mod hedge;
 mod job;
+mod locks;
 pub mod msg;
 mod network;
 mod outcome;
 mod pace;
+mod pool;
 mod refresh;
 mod replica;
 mod scaling;
@@ -242,6 +246,10 @@ pub struct World {
     /// answers, until the reply arrives (kept beside the packet so that a reply without one
     /// costs no bytes).
     quotas: SecondaryMap<CallKey, (u32, Quota)>,
+    /// The connection pools of pooled call sites (empty without any).
+    pools: pool::Pools,
+    /// Jobs given their row's lock during the event, whose work starts after it.
+    lock_grants: Vec<JobKey>,
 }
 
 impl World {
@@ -302,6 +310,25 @@ impl World {
         // Store call sites come after every other site, so a scenario without distributed
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);
+        let pooled = s.services.values().flat_map(|sv| {
+            let slots = crate::scaling::slots(sv) as usize;
+            sv.calls
+                .iter()
+                .flat_map(move |c| std::iter::repeat_n(c, slots))
+        });
+        // Service call sites come right after the clients', in the same order as `pooled`.
+        let pools = pool::Pools::new(
+            s,
+            sites[s.clients.len()..]
+                .iter()
+                .zip(pooled)
+                .enumerate()
+                .map(|(k, (site, c))| {
+                    let n = (s.clients.len() + k) as u32;
+                    (n, site.path(), site.target() as u32, c.pool.as_ref())
+                }),
+            bucket,
+        );
         World {
             clients,
             services,
@@ -323,6 +350,8 @@ impl World {
             store_slots: SecondaryMap::new(),
             gathers: SecondaryMap::new(),
             quotas: SecondaryMap::new(),
+            pools,
+            lock_grants: Vec::new(),
         }
     }
 
@@ -535,7 +564,7 @@ impl World {
                 .sum()
         };
         let nodes = &self.nodes;
-        let services = self
+        let mut services: Vec<_> = self
             .services
             .iter_mut()
             .map(|s| {
@@ -544,7 +573,16 @@ impl World {
             })
             .collect();
         let (trace, trace_left_out) = self.trace.take().map_or((Vec::new(), 0), Trace::finish);
-        let call_sites = self.call_site_figures();
+        let mut call_sites = self.call_site_figures();
+        if !self.pools.is_empty() {
+            for (path, f) in self.pools.figures(end) {
+                let site = call_sites.iter_mut().find(|c| c.path == path);
+                site.expect("a pool belongs to a call site").pool = Some(f);
+            }
+        }
+        for (i, s) in services.iter_mut().enumerate() {
+            s.connections = self.pools.connections(i, end);
+        }
         let distributed = self.distributed_figures(buckets);
         Figures {
             end,
@@ -608,6 +646,7 @@ impl World {
                         buckets: site.buckets().to_vec(),
                         pace: site.pace_figures(),
                         adaptive_timeout: site.adaptive_figures(),
+                        pool: None,
                     });
                 }
             }
@@ -655,9 +694,22 @@ impl Entity for World {
             Msg::BulkheadExpire { site, side, gate } => {
                 self.on_bulkhead_expire(ctx, site, side, gate as usize)
             }
+            Msg::PoolOpened { site, refused } => self.on_pool_opened(ctx, site, refused),
+            Msg::CheckoutTimeout { call, attempt } => self.on_checkout_timeout(ctx, call, attempt),
+            Msg::PoolEvict { site } => self.on_pool_evict(ctx, site),
+            Msg::LockTimeout { job } => self.on_lock_timeout(ctx, job),
         }
         // Bulkhead slots given back during the event go to their waiters now, after it.
         self.process_wakes(ctx);
+        // So do the connections of pools, and their opens and evictions are scheduled.
+        while self.pools.has_effects() {
+            self.process_pool_effects(ctx);
+            self.process_wakes(ctx);
+        }
+        // And the row locks given back during it start their next holders' work.
+        if !self.lock_grants.is_empty() {
+            self.process_lock_grants(ctx);
+        }
         if cfg!(debug_assertions) {
             self.events += 1;
             for s in &self.services {

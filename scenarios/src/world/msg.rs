@@ -156,6 +156,30 @@ pub enum Msg {
         /// The gate's index in its list.
         gate: u8,
     },
+    /// A connection pool's open ends (accepted, or refused by the target).
+    PoolOpened {
+        /// The call site instance that owns the pool.
+        site: u32,
+        /// Whether the target refused it.
+        refused: bool,
+    },
+    /// A waiting attempt's checkout timeout at its connection pool.
+    CheckoutTimeout {
+        /// The call.
+        call: CallKey,
+        /// The attempt number.
+        attempt: u32,
+    },
+    /// A connection pool's oldest idle connection may have timed out.
+    PoolEvict {
+        /// The call site instance that owns the pool.
+        site: u32,
+    },
+    /// A job waiting for its row's lock times out.
+    LockTimeout {
+        /// The job.
+        job: JobKey,
+    },
 }
 
 impl From<sim_net::Delivery<Packet>> for Msg {
@@ -202,6 +226,10 @@ impl Message for Msg {
             Msg::LivenessDeadline { service, replica } => {
                 (20, (u64::from(service) << 32) | u64::from(replica))
             }
+            Msg::PoolOpened { site, refused } => (21, (u64::from(site) << 1) | u64::from(refused)),
+            Msg::CheckoutTimeout { call, attempt } => (22, call_attempt(call, attempt)),
+            Msg::PoolEvict { site } => (23, u64::from(site)),
+            Msg::LockTimeout { job } => (24, job.data().as_ffi()),
         };
         (tag << 56) | key(word)
     }

@@ -63,6 +63,10 @@ pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
         Reason::Conflict => status(409),
         Reason::VersionConflict => Failure::Conflict,
         Reason::ClientError => status(400),
+        // A connection that could not be had looks like one that could not be made.
+        Reason::PoolTimeout | Reason::ConnectionRefused => Failure::ConnectionError,
+        // MySQL's lock wait timeout (1205) is an error the server answers; retried as one.
+        Reason::LockTimeout => status(503),
     }
 }
 
@@ -83,6 +87,8 @@ pub fn accepted_by_backend(outcome: Outcome) -> bool {
                 | Reason::BreakerOpen
                 | Reason::BulkheadFull
                 | Reason::ClientLimited
+                | Reason::PoolTimeout
+                | Reason::ConnectionRefused
         ),
     }
 }

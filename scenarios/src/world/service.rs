@@ -305,6 +305,11 @@ impl Service {
         self.store.as_mut()
     }
 
+    /// Its keyed store, if it has one, to read.
+    pub fn store_ref(&self) -> Option<&StoreState> {
+        self.store.as_ref()
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         &self.name
@@ -746,7 +751,7 @@ impl Service {
         };
         let replicas = &self.replicas;
         if replicas[r].is_up() {
-            s.replica_up(now, r, |i| replicas[i].is_up());
+            s.replica_up(now, r);
         } else {
             s.replica_down(now, r, |i| replicas[i].is_up());
         }
@@ -967,6 +972,7 @@ impl Service {
                 f.paused_ns = f.paused_ns.saturating_sub(beyond);
                 f
             }),
+            connections: None,
         }
     }
 }

@@ -43,6 +43,11 @@ pub struct Sharding {
     unit_counts: Vec<u64>,
     /// Per group, the most of its replicas down at once so far.
     down_max: Vec<u32>,
+    /// Per group, whether all its replicas are down now (its units counted in `units_down`).
+    /// Kept rather than recounted on the way up: a replica may change state without its
+    /// group being told (one an autoscaler added, a crash of a replica already down), so
+    /// "the others are down" does not say the group was counted.
+    group_down: Vec<bool>,
     /// Units whose every replica is down now, and over time.
     units_down: u64,
     units_down_series: GaugeSeries,
@@ -75,6 +80,7 @@ impl Sharding {
             groups_of: vec![Vec::new(); n],
             unit_counts: Vec::new(),
             down_max: Vec::new(),
+            group_down: Vec::new(),
             units_down: 0,
             units_down_series: GaugeSeries::new(bucket),
             poison: Vec::new(),
@@ -126,6 +132,7 @@ impl Sharding {
         }
         let groups = sharding.members.len() / sharding.size.max(1);
         sharding.down_max = vec![0; groups];
+        sharding.group_down = vec![false; groups];
         Some(sharding)
     }
 
@@ -161,23 +168,21 @@ impl Sharding {
                 .filter(|&&x| !up(x as usize))
                 .count() as u32;
             self.down_max[g] = self.down_max[g].max(down);
-            if down as usize == self.size {
+            if down as usize == self.size && !self.group_down[g] {
+                self.group_down[g] = true;
                 self.units_down += self.units_in(g);
             }
         }
         self.units_down_series.set(now, self.units_down as f64);
     }
 
-    /// Replica `r` is up again at `now` (`up` says which replicas are up, `r` already too).
-    pub fn replica_up(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
+    /// Replica `r` is up again at `now`: the groups it is in that were all down are not.
+    pub fn replica_up(&mut self, now: SimTime, r: usize) {
         let groups = self.groups_of.get(r).map_or(0, Vec::len);
         for i in 0..groups {
             let g = self.groups_of[r][i] as usize;
-            let others_down = self
-                .replicas_of(g)
-                .iter()
-                .all(|&x| x as usize == r || !up(x as usize));
-            if others_down {
+            if self.group_down[g] {
+                self.group_down[g] = false;
                 self.units_down -= self.units_in(g);
             }
         }

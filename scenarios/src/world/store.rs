@@ -6,13 +6,50 @@
 //! is still the one the job read. A job that never writes (lost in a crash, cancelled) leaves
 //! its read behind in a secondary map keyed by the job's slot, where the next job of that slot
 //! replaces it: nothing grows with the number of requests.
+//!
+//! Under `Locked` the job also takes its row's lock when its work would start
+//! ([`StoreState::lock`]): at once if the row is free, else it waits in the row's FIFO queue
+//! (holding its worker). The lock is given back when the work ends or the job goes
+//! ([`StoreState::unlock`], called wherever a job is removed), and passes to the first
+//! waiter, whose work the world then starts. Only locked rows have an entry, so the table
+//! grows with the rows in use, not with the rows of the store.
 
 use super::JobKey;
-use crate::contention::{KeyDist, Store};
-use crate::figures::StoreFigures;
+use crate::contention::{KeyDist, Store, StoreOp};
+use crate::figures::{LockFigures, StoreFigures};
+use sim_core::metrics::LatencyHistogram;
 use sim_core::sample::{uniform_below, unit_f64};
-use sim_core::{RngStream, Seed};
+use sim_core::{RngStream, Seed, SimDuration, SimTime};
 use slotmap::SecondaryMap;
+use std::collections::{BTreeMap, VecDeque};
+
+/// A job's request for its row's lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// It holds the lock.
+    Held,
+    /// It waits in the row's queue, at most this long.
+    Wait(SimDuration),
+    /// The row's queue is full: it fails at once.
+    Full,
+}
+
+/// A locked row: its holder and the jobs waiting for it, with when they started waiting.
+#[derive(Debug)]
+struct RowLock {
+    holder: JobKey,
+    waiters: VecDeque<(JobKey, SimTime)>,
+}
+
+/// The row locks of a `Locked` store.
+#[derive(Debug)]
+struct Locks {
+    wait_timeout: SimDuration,
+    queue_max: u32,
+    rows: BTreeMap<u32, RowLock>,
+    wait: LatencyHistogram,
+    figures: LockFigures,
+}
 
 /// A read in flight: the row and the version it saw.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +77,8 @@ pub struct StoreState {
     picker: Picker,
     rng: RngStream,
     figures: StoreFigures,
+    /// Its row locks, if its op is `Locked`.
+    locks: Option<Locks>,
 }
 
 impl StoreState {
@@ -71,6 +110,95 @@ impl StoreState {
                 rows: config.rows,
                 ..StoreFigures::default()
             },
+            locks: match config.op {
+                StoreOp::OccUpdate => None,
+                StoreOp::Locked {
+                    wait_timeout,
+                    queue_max,
+                } => Some(Locks {
+                    wait_timeout,
+                    queue_max,
+                    rows: BTreeMap::new(),
+                    wait: LatencyHistogram::compact(),
+                    figures: LockFigures::default(),
+                }),
+            },
+        }
+    }
+
+    /// Whether its writers take locks.
+    #[inline]
+    pub fn locking(&self) -> bool {
+        self.locks.is_some()
+    }
+
+    /// `job`, which has read its row, asks for the row's lock.
+    pub fn lock(&mut self, job: JobKey, now: SimTime) -> Lock {
+        let row = self.reads[job].row;
+        let locks = self.locks.as_mut().expect("a locking store");
+        let Some(held) = locks.rows.get_mut(&row) else {
+            locks.rows.insert(
+                row,
+                RowLock {
+                    holder: job,
+                    waiters: VecDeque::new(),
+                },
+            );
+            locks.figures.acquired += 1;
+            locks.wait.record(SimDuration::ZERO);
+            return Lock::Held;
+        };
+        if held.waiters.len() as u32 >= locks.queue_max {
+            locks.figures.queue_full += 1;
+            return Lock::Full;
+        }
+        held.waiters.push_back((job, now));
+        locks.figures.waits += 1;
+        let queued = held.waiters.len() as u32;
+        locks.figures.queue_max_seen = locks.figures.queue_max_seen.max(queued);
+        Lock::Wait(locks.wait_timeout)
+    }
+
+    /// `job` gives back its row's lock, or leaves the row's queue (`timed_out`: its wait
+    /// timed out), if it holds or waits for one; the job the lock passes to, if any.
+    pub fn unlock(&mut self, job: JobKey, now: SimTime, timed_out: bool) -> Option<JobKey> {
+        let locks = self.locks.as_mut()?;
+        let row = self.reads.get(job)?.row;
+        let held = locks.rows.get_mut(&row)?;
+        if held.holder != job {
+            let k = held.waiters.iter().position(|(w, _)| *w == job)?;
+            held.waiters.remove(k);
+            if timed_out {
+                locks.figures.timeouts += 1;
+            }
+            return None;
+        }
+        match held.waiters.pop_front() {
+            Some((next, since)) => {
+                held.holder = next;
+                let waited = now - since;
+                locks.figures.acquired += 1;
+                locks.figures.wait_total += waited;
+                locks.wait.record(waited);
+                Some(next)
+            }
+            None => {
+                locks.rows.remove(&row);
+                None
+            }
+        }
+    }
+
+    /// Asserts that every lock holder and waiter is a live job (`live`): no lock leaks.
+    pub fn check_locks(&self, live: impl Fn(JobKey, bool) -> bool) {
+        let Some(locks) = &self.locks else {
+            return;
+        };
+        for (row, l) in &locks.rows {
+            assert!(live(l.holder, true), "row {row}: its lock holder is gone");
+            for (w, _) in &l.waiters {
+                assert!(live(*w, false), "row {row}: a waiter for its lock is gone");
+            }
         }
     }
 
@@ -92,8 +220,16 @@ impl StoreState {
         self.figures.reads += 1;
     }
 
-    /// `job`'s work is done: its write commits (true) or conflicts (false).
+    /// `job`'s work is done: its write commits (true) or conflicts (false). A locked row
+    /// cannot have moved since its holder read it: the write commits, and the read stays
+    /// until the lock is given back ([`StoreState::unlock`] finds the row by it).
     pub fn write(&mut self, job: JobKey) -> bool {
+        if self.locks.is_some() {
+            let row = self.reads[job].row;
+            self.versions[row as usize] += 1;
+            self.figures.commits += 1;
+            return true;
+        }
         let read = self
             .reads
             .remove(job)
@@ -118,6 +254,11 @@ impl StoreState {
     pub fn figures(&self) -> StoreFigures {
         let mut f = self.figures.clone();
         f.hottest_row_commits = self.versions.iter().copied().max().unwrap_or(0);
+        f.locks = self.locks.as_ref().map(|l| LockFigures {
+            wait_p99: (l.wait.count() > 0).then(|| l.wait.quantile(0.99)),
+            timeouts: l.figures.timeouts + l.figures.queue_full,
+            ..l.figures.clone()
+        });
         f
     }
 }

@@ -157,6 +157,22 @@ impl World {
                 "liveness-deadline",
                 format!("{}/{replica}", self.services[*service as usize].name()),
             ),
+            Msg::PoolOpened { site, refused } => (
+                if *refused {
+                    "pool-refused"
+                } else {
+                    "pool-opened"
+                },
+                self.sites[*site as usize].path().to_string(),
+            ),
+            Msg::CheckoutTimeout { call, attempt } => (
+                "checkout-timeout",
+                format!("{} attempt {attempt}", self.call_name(*call)),
+            ),
+            Msg::LockTimeout { job } => ("lock-timeout", self.job_name(*job)),
+            Msg::PoolEvict { site } => {
+                ("pool-evict", self.sites[*site as usize].path().to_string())
+            }
             Msg::BulkheadExpire { site, .. } => (
                 "bulkhead-wait-ends",
                 self.sites[*site as usize].path().to_string(),

@@ -1,6 +1,8 @@
 //! The time series as CSV: one row per report bucket, the totals first, then each service's
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one
-//! that reports its blast radius `_units_without_replicas_max`). The columns are the JSON series' keys; as there, outcomes and
+//! that reports its blast radius `_units_without_replicas_max`, one that reports the
+//! connections of the pools toward it `_connections_open_max`, a locking store `_lock_timeouts`;
+//! a pooled call site adds `PATH_connections_open_max`). The columns are the JSON series' keys; as there, outcomes and
 //! columns prefixed by its name (a service with a keyed store adds `_version_conflicts`, one whose replicas join and leave rotation `_replicas_in_rotation_mean`). The columns are the JSON series' keys; as there, outcomes and
 //! ratios are by bucket of offer and `goodput_per_s` by bucket of completion.
 
@@ -22,6 +24,10 @@ pub(super) fn render(report: &Report) -> String {
         if v.store.is_some() {
             let _ = write!(o, ",{n}_version_conflicts");
         }
+        // A locking store adds its lock timeouts per bucket.
+        if v.store.as_ref().is_some_and(|s| s.locks.is_some()) {
+            let _ = write!(o, ",{n}_lock_timeouts");
+        }
         // A service that reports its blast radius adds the units left without a replica.
         if v.blast_radius.is_some() {
             let _ = write!(o, ",{n}_units_without_replicas_max");
@@ -38,6 +44,14 @@ pub(super) fn render(report: &Report) -> String {
         }) {
             let _ = write!(o, ",{n}_liveness_restarts");
         }
+        // A service that reports its connections adds the most open per bucket.
+        if v.connections.is_some() {
+            let _ = write!(o, ",{n}_connections_open_max");
+        }
+    }
+    // A pooled call site adds the most connections its pools held open per bucket.
+    for c in report.calls.iter().filter(|c| c.pool.is_some()) {
+        let _ = write!(o, ",{}_connections_open_max", c.path);
     }
     // Per request class (only when a client declares classes): by bucket of offer.
     if let Some(first) = report.series.first() {
@@ -74,6 +88,10 @@ pub(super) fn render(report: &Report) -> String {
                 let conflicts = p.failed_by_reason.get("version_conflict").unwrap_or(&0);
                 let _ = write!(o, ",{conflicts}");
             }
+            if v.store.as_ref().is_some_and(|s| s.locks.is_some()) {
+                let timeouts = p.failed_by_reason.get("lock_timeout").unwrap_or(&0);
+                let _ = write!(o, ",{timeouts}");
+            }
             if v.blast_radius.is_some() {
                 let _ = write!(o, ",{}", p.units_without_replicas_max.unwrap_or_default());
             }
@@ -82,6 +100,14 @@ pub(super) fn render(report: &Report) -> String {
             }
             if let Some(n) = p.liveness_restarts {
                 let _ = write!(o, ",{n}");
+            }
+            if v.connections.is_some() {
+                let _ = write!(o, ",{}", p.connections_open_max.unwrap_or_default());
+            }
+        }
+        for (p, c) in r.calls.iter().zip(&report.calls) {
+            if c.pool.is_some() {
+                let _ = write!(o, ",{}", p.connections_open_max.unwrap_or_default());
             }
         }
         for k in &r.classes {

@@ -249,9 +249,30 @@ fn service(o: &mut String, v: &ServiceReport) {
             st.conflicts,
             decimal1(st.conflicts_per_commit)
         ));
+        if let Some(l) = &st.locks {
+            extra.push(format!(
+                "locks: taken {}, waited {} ({:.1}s in all, p99 {} ms), timeouts {} (queue full {}), longest queue {}",
+                l.acquired,
+                l.waits,
+                l.wait_s,
+                decimal1(l.wait_ms_p99),
+                l.timeouts,
+                l.queue_full,
+                l.queue_max_seen
+            ));
+        }
     }
     if let Some(b) = &v.blast_radius {
         extra.push(super::blast::human(b));
+    }
+    if let Some(c) = &v.connections {
+        let limit = c
+            .max_connections
+            .map_or_else(|| "unlimited".to_string(), |m| m.to_string());
+        extra.push(format!(
+            "connections open max {} of max_connections {limit}, refused opens {}",
+            c.open_max, c.refused
+        ));
     }
     if !extra.is_empty() {
         let _ = writeln!(o, "  {:<16} {}", "", extra.join("  "));
@@ -328,6 +349,22 @@ fn call(o: &mut String, c: &CallReport, name: &str) {
             b.state,
             b.transitions_total,
             first.join(", ")
+        ));
+    }
+    if let Some(p) = &c.pool {
+        notes.push(format!(
+            "pool: size {} × {} pools, connections open max {} (one pool {}), checkouts {}, waited {} (p99 {} ms), checkout timeouts {}, opened {}, refused opens {}, closed idle {}",
+            p.size,
+            p.pools,
+            p.connections_open_max,
+            p.pool_held_max,
+            p.checkouts,
+            p.waits,
+            decimal1(p.wait_ms_p99),
+            p.checkout_timeouts,
+            p.opened,
+            p.refused_opens,
+            p.closed_idle
         ));
     }
     for note in notes {

@@ -443,6 +443,32 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
             note: None,
         });
     }
+    // A service that reports its connections: those open to it against its limit.
+    if let Some(c) = &report.services[i].connections {
+        let mut lines = vec![line(
+            "connections open (most at once)",
+            0,
+            frame.max(report, |r| {
+                r.services[i].connections_open_max.map(f64::from)
+            }),
+        )];
+        if let Some(m) = c.max_connections {
+            lines.push(line(
+                "max_connections",
+                1,
+                frame.max(report, |_| Some(f64::from(m))),
+            ));
+        }
+        panels.push(LinePanel {
+            y: linear("connections", &lines),
+            title: format!(
+                "{title}: connections from callers' pools ({} opens refused)",
+                c.refused
+            ),
+            lines,
+            note: None,
+        });
+    }
     stacked(frame, panels)
 }
 

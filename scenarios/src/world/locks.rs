@@ -1,0 +1,95 @@
+//! Row locks of a `Locked` store (see [`crate::contention::StoreOp::Locked`]), the world's
+//! side: a job that has read its row takes the row's lock before its work, or waits for it
+//! holding its worker; a lock given back (by [`super::store::StoreState::unlock`], wherever
+//! a job ends its work or is removed) passes to the first waiter, whose work starts after
+//! the event; a wait that outlasts the store's `wait_timeout` fails with `lock_timeout`.
+
+use super::job::Stage;
+use super::msg::Msg;
+use super::outcome::{Outcome, Reason};
+use super::store::Lock;
+use super::{C, JobKey, World};
+use sim_core::SimDuration;
+
+impl World {
+    /// `job`, holding a worker since now and due to work for `work`, takes its row's lock
+    /// or waits for it.
+    pub(super) fn lock_row(&mut self, ctx: C, job: JobKey, work: SimDuration) {
+        let now = ctx.now();
+        let svc = self.jobs[job].service();
+        let store = self.services[svc].store().expect("a locking store");
+        let stage = match store.lock(job, now) {
+            Lock::Held => Stage::Working {
+                since: now,
+                until: now + work,
+                timer: ctx.timer_self(work, Msg::WorkDone { job }),
+            },
+            // A full queue times the wait out at once.
+            Lock::Wait(wait) => Stage::Locking {
+                since: now,
+                timer: ctx.timer_self(wait, Msg::LockTimeout { job }),
+                work,
+            },
+            Lock::Full => Stage::Locking {
+                since: now,
+                timer: ctx.timer_self(SimDuration::ZERO, Msg::LockTimeout { job }),
+                work,
+            },
+        };
+        self.jobs[job].set_stage(stage);
+    }
+
+    /// The jobs given their row's lock during the event start their work.
+    pub(super) fn process_lock_grants(&mut self, ctx: C) {
+        for job in std::mem::take(&mut self.lock_grants) {
+            // A job removed since its grant gave the lock on as it went.
+            let Some(j) = self.jobs.get(job) else {
+                continue;
+            };
+            let Stage::Locking { since, timer, work } = *j.stage() else {
+                panic!("a lock granted to a job that was not waiting for it");
+            };
+            ctx.cancel(timer);
+            let timer = ctx.timer_self(work, Msg::WorkDone { job });
+            let until = ctx.now() + work;
+            self.jobs[job].set_stage(Stage::Working {
+                since,
+                until,
+                timer,
+            });
+        }
+    }
+
+    /// A job's wait for its row's lock timed out: it leaves the queue and fails.
+    pub(super) fn on_lock_timeout(&mut self, ctx: C, job: JobKey) {
+        let Some(j) = self.jobs.get(job) else {
+            return;
+        };
+        if !matches!(j.stage(), Stage::Locking { .. }) {
+            return;
+        }
+        let svc = j.service();
+        let store = self.services[svc].store().expect("a locking store");
+        if let Some(next) = store.unlock(job, ctx.now(), true) {
+            self.lock_grants.push(next);
+        }
+        self.finish_job(ctx, job, Outcome::Fail(Reason::LockTimeout));
+    }
+
+    /// Asserts that no lock leaks: every holder of a row's lock is a live working job and
+    /// every waiter a live job waiting for it.
+    pub(super) fn check_locks(&self) {
+        let jobs = &self.jobs;
+        for s in &self.services {
+            if let Some(store) = s.store_ref() {
+                store.check_locks(|k, holder| {
+                    jobs.get(k).is_some_and(|j| match j.stage() {
+                        Stage::Working { .. } => holder,
+                        Stage::Locking { .. } => !holder,
+                        _ => false,
+                    })
+                });
+            }
+        }
+    }
+}
