@@ -323,21 +323,12 @@ impl World {
         let now = ctx.now();
         let call = &mut self.calls[key];
         let site = call.site;
-        let sp = &mut self.sites[site as usize];
         if now >= call.deadline {
             // A wait at a gate outlasted the call's deadline: nothing is sent.
-            sp.release(
-                Side::Inner,
-                now,
-                &mut call.permits,
-                None,
-                &mut self.wakes.buf,
-            );
-            self.wakes.tag(site, Side::Inner);
             if connected {
                 self.checkin(now, site);
             }
-            self.attempt_done(ctx, key, Outcome::Fail(Reason::Deadline), false, None);
+            self.fail_unsent(ctx, key, Reason::Deadline);
             return;
         }
         // A pooled call's attempt is sent once it holds a connection.
