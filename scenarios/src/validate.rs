@@ -44,6 +44,19 @@ fn err(field: impl Into<String>, reason: impl Into<String>) -> ConfigError {
     ConfigError::new(field, reason)
 }
 
+/// An admission layer of a kind a service may have once (`what`), refused when one of
+/// the `earlier` layers is of the same kind.
+fn only_one(earlier: &[Admission], layer: &Admission, field: &str, what: &str) -> Check {
+    let kind = std::mem::discriminant(layer);
+    if earlier.iter().any(|e| std::mem::discriminant(e) == kind) {
+        return Err(err(
+            field,
+            format!("a service may have one {what}; merge them"),
+        ));
+    }
+    Ok(())
+}
+
 fn at_least_one(field: &str, value: u32) -> Check {
     if value == 0 {
         return Err(err(field, "must be at least 1, got 0"));
@@ -516,15 +529,7 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
         match a {
             Admission::Limiter(l) => l.validate().map_err(|e| e.at(&apath))?,
             Admission::Concurrency(c) => {
-                if s.admission[..i]
-                    .iter()
-                    .any(|a| matches!(a, Admission::Concurrency(_)))
-                {
-                    return Err(err(
-                        apath,
-                        "a service may have one Concurrency limit; merge them",
-                    ));
-                }
+                only_one(&s.admission[..i], a, &apath, "Concurrency limit")?;
                 c.validate().map_err(|e| e.at(&apath))?
             }
             Admission::Pid {
@@ -542,15 +547,7 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
                 crate::distributed::validate_limiter(&apath, own_name(path), d, services)?
             }
             Admission::TenantBulkhead(b) => {
-                if s.admission[..i]
-                    .iter()
-                    .any(|a| matches!(a, Admission::TenantBulkhead(_)))
-                {
-                    return Err(err(
-                        apath,
-                        "a service may have one TenantBulkhead; merge them",
-                    ));
-                }
+                only_one(&s.admission[..i], a, &apath, "TenantBulkhead")?;
                 b.validate().map_err(|e| e.at(&apath))?
             }
         }
