@@ -57,6 +57,18 @@ fn only_one(earlier: &[Admission], layer: &Admission, field: &str, what: &str) -
     Ok(())
 }
 
+/// A fault's count of replicas: at least one, at most the service's `total`.
+fn replicas_of(field: &str, n: u32, total: u32) -> Check {
+    at_least_one(field, n)?;
+    if n > total {
+        return Err(err(
+            field,
+            format!("the service has {total} replicas, got {n}"),
+        ));
+    }
+    Ok(())
+}
+
 fn at_least_one(field: &str, value: u32) -> Check {
     if value == 0 {
         return Err(err(field, "must be at least 1, got 0"));
@@ -803,14 +815,11 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
         FaultKind::Crash { service, replicas } => {
             svc(service)?;
             if let Some(n) = replicas {
-                let total = s.services[service].replicas;
-                at_least_one(&format!("{kpath}.replicas"), *n)?;
-                if *n > total {
-                    return Err(err(
-                        format!("{kpath}.replicas"),
-                        format!("the service has {total} replicas, got {n}"),
-                    ));
-                }
+                replicas_of(
+                    &format!("{kpath}.replicas"),
+                    *n,
+                    s.services[service].replicas,
+                )?;
             }
             Ok(())
         }
@@ -890,14 +899,11 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
                 ));
             };
             if let Some(n) = replicas {
-                let total = s.services[service].replicas;
-                at_least_one(&format!("{kpath}.replicas"), *n)?;
-                if *n > total {
-                    return Err(err(
-                        format!("{kpath}.replicas"),
-                        format!("the service has {total} replicas, got {n}"),
-                    ));
-                }
+                replicas_of(
+                    &format!("{kpath}.replicas"),
+                    *n,
+                    s.services[service].replicas,
+                )?;
             }
             if let Some(p) = every {
                 clock(&format!("{kpath}.every"), *p)?;
