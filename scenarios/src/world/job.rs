@@ -583,7 +583,8 @@ impl World {
             },
         );
         let source = s.node();
-        let quota = s.quota(ctx.now());
+        // Only a `Pace` layer reads a quota: without one, none is worked out or kept.
+        let quota = if self.paced { s.quota(ctx.now()) } else { None };
         let Some(target) = self.calls.get(j.call).map(|c| c.source) else {
             return;
         };

@@ -246,6 +246,8 @@ pub struct World {
     /// answers, until the reply arrives (kept beside the packet so that a reply without one
     /// costs no bytes).
     quotas: SecondaryMap<CallKey, (u32, Quota)>,
+    /// Whether some call site has a `Pace` layer: without one, no reply carries a quota.
+    paced: bool,
     /// The connection pools of pooled call sites (empty without any).
     pools: pool::Pools,
     /// Jobs given their row's lock during the event, whose work starts after it.
@@ -329,6 +331,7 @@ impl World {
                 }),
             bucket,
         );
+        let paced = sites.iter().any(|sp| sp.paces());
         World {
             clients,
             services,
@@ -350,6 +353,7 @@ impl World {
             store_slots: SecondaryMap::new(),
             gathers: SecondaryMap::new(),
             quotas: SecondaryMap::new(),
+            paced,
             pools,
             lock_grants: Vec::new(),
         }

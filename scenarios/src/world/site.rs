@@ -235,6 +235,11 @@ impl CallSite {
         }
     }
 
+    /// Whether its stack has a `Pace` layer.
+    pub fn paces(&self) -> bool {
+        self.paces
+    }
+
     /// Reads the quota a reply carried, at `now`, if the stack paces.
     #[inline]
     pub fn observe_quota(&mut self, now: SimTime, quota: Quota) {
