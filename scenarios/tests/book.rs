@@ -1413,6 +1413,72 @@ fn the_network_faults_chapter_is_what_its_scenario_shows() {
     }
 }
 
+/// Runs a book scenario (relative to `book/src/scenarios`) with one of its variants.
+fn book_variant_run(file: &str, variant: &str) -> Report {
+    let text = std::fs::read_to_string(src().join("scenarios").join(file)).unwrap();
+    let overrides = scenarios::overrides::Overrides {
+        variant: Some(variant.to_string()),
+        sets: Vec::new(),
+    };
+    let limits = scenarios::limits::Limits::default();
+    let s = scenarios::overrides::parse_overridden(file, &text, &limits, &overrides)
+        .unwrap_or_else(|e| panic!("{e}"));
+    run(&s, file, &RunOptions::default()).unwrap().report
+}
+
+#[test]
+fn the_head_of_line_section_is_what_its_scenario_shows() {
+    let page = "patterns/network-faults.md";
+    let many = book_run("head-of-line.ron");
+    let one = book_variant_run("head-of-line.ron", "one-connection");
+    let to_api = |r: &Report| {
+        r.network
+            .iter()
+            .find(|l| l.source == "users" && l.target == "api")
+            .unwrap()
+            .clone()
+    };
+    let (many_link, one_link) = (to_api(&many), to_api(&one));
+    // A draw per message delivers what is declared; one connection delivers far later.
+    assert!((many_link.latency_ms_p50 / many_link.declared_latency_ms_p50 - 1.0).abs() < 0.02);
+    assert!((many_link.latency_ms_p99 / many_link.declared_latency_ms_p99 - 1.0).abs() < 0.05);
+    assert!(one_link.latency_ms_p50 > 4.0 * one_link.declared_latency_ms_p50);
+    claim(
+        page,
+        format!(
+            "p50 {:.1} and p99 {:.1} delivered to the api, against {:.1} and {:.1} declared",
+            many_link.latency_ms_p50,
+            many_link.latency_ms_p99,
+            many_link.declared_latency_ms_p50,
+            many_link.declared_latency_ms_p99
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "deliver p50 {:.1} and p99 {:.1}",
+            one_link.latency_ms_p50, one_link.latency_ms_p99
+        ),
+    );
+    let p50 = |r: &Report| r.summary.latency_ms.as_ref().unwrap().p50;
+    claim(
+        page,
+        format!(
+            "Users wait {:.1}ms at the median instead of {:.1}ms",
+            p50(&one),
+            p50(&many)
+        ),
+    );
+    assert_eq!(service(&many, "api").queue_depth_max, 0);
+    claim(
+        page,
+        format!(
+            "holds up to {} requests at once",
+            service(&one, "api").queue_depth_max
+        ),
+    );
+}
+
 #[test]
 fn the_coalescing_chapter_is_what_its_scenario_shows() {
     let page = "patterns/coalescing.md";

@@ -671,10 +671,12 @@ fn a_link_that_delivered_nothing_has_no_latency() {
         latency_ms_p50: 0.0,
         latency_ms_p99: 0.0,
         latency_ms_max: 0.0,
+        declared_latency_ms_p50: 5.0,
+        declared_latency_ms_p99: 50.0,
     }];
     let human = Format::Human.render(&check("", &f));
     assert!(
-        line(&human, "c → api").ends_with("latency ms p50 – p99 –"),
+        line(&human, "c → api").ends_with("latency ms p50 – p99 –  declared p50 5.0 p99 50.0"),
         "{human}"
     );
 }

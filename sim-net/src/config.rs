@@ -47,7 +47,9 @@ pub struct LinkConfig {
     /// Share of transmitted messages that arrive twice (the copy draws its own latency).
     /// Default 0.
     pub duplicate_ratio: f64,
-    /// Whether a later message may overtake an earlier one. Default: [`LinkOrder::Fifo`].
+    /// Whether a later message may overtake an earlier one. Default:
+    /// [`LinkOrder::Independent`], so each message's latency is a draw of `latency` and
+    /// nothing else; [`LinkOrder::Fifo`] is the choice "as on one TCP connection".
     pub order: LinkOrder,
     /// Limited bandwidth with a bounded send queue; absent means unlimited. Default: absent.
     pub bandwidth: Option<BandwidthConfig>,
@@ -59,14 +61,15 @@ impl Default for LinkConfig {
             latency: Dist::constant(SimDuration::from_millis(1)),
             loss_ratio: 0.0,
             duplicate_ratio: 0.0,
-            order: LinkOrder::Fifo,
+            order: LinkOrder::Independent,
             bandwidth: None,
         }
     }
 }
 
 impl LinkConfig {
-    /// A link with the given latency and nothing else (no loss, FIFO, unlimited bandwidth).
+    /// A link with the given latency and nothing else (each message draws its own delay, no
+    /// loss, unlimited bandwidth).
     pub fn with_latency(latency: Dist) -> Self {
         LinkConfig {
             latency,
@@ -100,10 +103,14 @@ impl LinkConfig {
 pub enum LinkOrder {
     /// Messages arrive in the order they were sent: a message whose latency draw would make
     /// it overtake an earlier one waits for it (its arrival is clamped to the link's last
-    /// arrival), as on a TCP connection.
+    /// arrival), as on one TCP connection. Under load this is head-of-line blocking: with
+    /// many messages in flight each one waits for the slowest earlier draw, so the delivered
+    /// latency is much longer than the declared one (with a varying latency only; a constant
+    /// one never reorders).
     Fifo,
-    /// Each message's latency is drawn on its own and nothing is clamped, so jitter alone
-    /// may reorder messages, as with UDP datagrams.
+    /// Each message's latency is drawn on its own and nothing is clamped, so the delivered
+    /// latency is the declared distribution, and jitter alone may reorder messages, as with
+    /// datagrams or requests spread over many connections. The default.
     Independent,
     /// Like `Independent`, and in addition a share of the messages is held back by an extra
     /// random delay (a route change, a retransmission below us).

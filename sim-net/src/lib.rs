@@ -33,9 +33,10 @@
 //! drops it; an active partition drops it; the rules judge it; the link's loss (combined
 //! with any degradation's) may drop it; a link with limited bandwidth queues it (or drops
 //! it when the queue is full) and adds its serialization delay; then a latency is drawn
-//! (degraded, plus any reordering delay and rule delays), clamped on FIFO links so it does
-//! not overtake an earlier message, and the link may duplicate it (the copy draws its own
-//! latency). At arrival time: a crash of either end since the send drops it (even if the
+//! (degraded, plus any reordering delay and rule delays), clamped only on links whose
+//! `order` is `Fifo` so it does not overtake an earlier message (links draw each message's
+//! delay on its own by default: what is declared is what a message gets), and the link may
+//! duplicate it (the copy draws its own latency). At arrival time: a crash of either end since the send drops it (even if the
 //! node restarted: its incarnation changed), an active partition drops it, a clog on the
 //! link or a paused target holds it; otherwise it is handed over. Held messages are handed
 //! over in arrival order when the block ends, each with an event of its own.

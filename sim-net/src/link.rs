@@ -198,11 +198,18 @@ pub struct LinkReport {
     pub latency_ms_p99: f64,
     /// Largest latency in milliseconds.
     pub latency_ms_max: f64,
+    /// The median of the link's declared `latency` distribution in milliseconds: what each
+    /// message draws, before any degradation, reordering delay, rule delay, send queue or
+    /// FIFO wait adds to it.
+    pub declared_latency_ms_p50: f64,
+    /// The 99th percentile of the declared `latency` distribution in milliseconds.
+    pub declared_latency_ms_p99: f64,
 }
 
 impl LinkStats {
-    /// These counters as a [`LinkReport`] for `source → target`.
-    pub fn report(&self, source: &str, target: &str) -> LinkReport {
+    /// These counters as a [`LinkReport`] for `source → target`, whose declared latency
+    /// is `declared`.
+    pub fn report(&self, source: &str, target: &str, declared: &Sampler) -> LinkReport {
         let ms = |d: SimDuration| d.as_millis_f64();
         let (p50, p99, max) = match self.latency() {
             Some(h) => (ms(h.quantile(0.5)), ms(h.quantile(0.99)), ms(h.max())),
@@ -224,6 +231,8 @@ impl LinkStats {
             latency_ms_p50: p50,
             latency_ms_p99: p99,
             latency_ms_max: max,
+            declared_latency_ms_p50: declared.quantile_nanos(0.5) / 1e6,
+            declared_latency_ms_p99: declared.quantile_nanos(0.99) / 1e6,
         }
     }
 }

@@ -476,8 +476,13 @@ impl<P> Network<P> {
     /// A report of every link that has carried something, in the order of
     /// [`Network::links`].
     pub fn report(&self) -> Vec<LinkReport> {
-        self.links()
-            .map(|(s, t, stats)| stats.report(self.node_name(s), self.node_name(t)))
+        self.link_index
+            .iter()
+            .map(|(&(s, t), id)| {
+                let link = &self.links[id.0 as usize];
+                let (source, target) = (self.node_name(s), self.node_name(t));
+                link.stats.report(source, target, &link.params.latency)
+            })
             .collect()
     }
 

@@ -113,7 +113,7 @@ fn loss_duplication_and_latency_match_the_configuration() {
     };
     let world = World {
         net: Network::with_default_link(Seed(2024), &config).unwrap(),
-        q99_theory_nanos: sampler.quantile_nanos(0.99).unwrap(),
+        q99_theory_nanos: sampler.quantile_nanos(0.99),
         count: 0,
         sum: 0.0,
         sum_squares: 0.0,
@@ -181,7 +181,7 @@ fn loss_duplication_and_latency_match_the_configuration() {
     // quantile is sqrt(q(1-q)/n) / f(x_q); for a log-normal, x·f(x) = φ(z)/σ.
     let sigma = (100.0f64 / 10.0).ln() / Z_P99;
     let phi = (-Z_P99 * Z_P99 / 2.0).exp() / (2.0 * std::f64::consts::PI).sqrt();
-    let q99_theory = sampler.quantile_nanos(0.99).unwrap();
+    let q99_theory = sampler.quantile_nanos(0.99);
     let relative_se = se(0.99, count) * sigma / phi;
     let histogram = stats.latency().unwrap();
     // A link's histogram keeps two significant digits: it adds up to 1% of its own error.

@@ -434,13 +434,15 @@ fn network(o: &mut String, report: &Report) {
         let latency = |x: f64| decimal1((l.delivered > 0).then_some(x));
         let _ = writeln!(
             o,
-            "  {:<24} sent {:>8}  delivered {:>8}  dropped {:>6}  latency ms p50 {} p99 {}",
+            "  {:<24} sent {:>8}  delivered {:>8}  dropped {:>6}  latency ms p50 {} p99 {}  declared p50 {} p99 {}",
             format!("{} → {}", l.source, l.target),
             l.sent,
             l.delivered,
             dropped,
             latency(l.latency_ms_p50),
-            latency(l.latency_ms_p99)
+            latency(l.latency_ms_p99),
+            decimal1(Some(l.declared_latency_ms_p50)),
+            decimal1(Some(l.declared_latency_ms_p99))
         );
     }
 }
