@@ -229,65 +229,6 @@ impl CallStats {
     }
 }
 
-/// Latencies of one report bucket in log bins: four per power of two from 1µs to about an
-/// hour (a bin's width is a quarter of its lower bound), for percentiles over time at a fixed,
-/// small cost per bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LatencyBins(pub [u32; LATENCY_BINS]);
-
-/// Bins per [`LatencyBins`].
-pub const LATENCY_BINS: usize = 128;
-
-impl Default for LatencyBins {
-    fn default() -> Self {
-        LatencyBins([0; LATENCY_BINS])
-    }
-}
-
-impl LatencyBins {
-    /// The bin of a latency.
-    pub fn bin(latency: SimDuration) -> usize {
-        let ns = latency.as_nanos().max(1);
-        let octave = 63 - ns.leading_zeros() as usize;
-        if octave < 10 {
-            return 0;
-        }
-        let sub = ((ns >> (octave - 2)) & 3) as usize;
-        ((octave - 10) * 4 + sub).min(LATENCY_BINS - 1)
-    }
-
-    /// The upper bound of bin `i`.
-    pub fn upper(i: usize) -> SimDuration {
-        let octave = i / 4 + 10;
-        let sub = (i % 4) as u64;
-        SimDuration::from_nanos((5 + sub) << (octave - 2))
-    }
-
-    /// Counts one latency.
-    #[inline]
-    pub fn record(&mut self, latency: SimDuration) {
-        let bin = &mut self.0[Self::bin(latency)];
-        *bin = bin.saturating_add(1);
-    }
-
-    /// The upper bound of the bin that holds quantile `q`; `None` when empty.
-    pub fn quantile(&self, q: f64) -> Option<SimDuration> {
-        let total: u64 = self.0.iter().map(|&c| u64::from(c)).sum();
-        if total == 0 {
-            return None;
-        }
-        let rank = libm::ceil(q * total as f64).max(1.0) as u64;
-        let mut seen = 0;
-        for (i, &c) in self.0.iter().enumerate() {
-            seen += u64::from(c);
-            if seen >= rank {
-                return Some(Self::upper(i));
-            }
-        }
-        Some(Self::upper(LATENCY_BINS - 1))
-    }
-}
-
 /// One report bucket of a client, by the bucket in which each request was offered.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ClientBucket {
@@ -385,8 +326,6 @@ pub struct ServiceCounts {
     pub marked_unhealthy: u64,
     /// Messages to or from the service lost in the network.
     pub messages_lost: u64,
-    /// Largest queue length of one replica.
-    pub queue_depth_max: u64,
     /// Requests its shadow-mode rate limits would have refused (all were admitted).
     pub shadow_refusals: u64,
 }
@@ -398,8 +337,10 @@ pub struct ServiceBucket {
     pub arrivals: u64,
     /// Attempts answered with success.
     pub ok: u64,
-    /// Queue length over the replicas (time-weighted mean and maximum).
+    /// Queued jobs summed over the replicas (time-weighted mean and maximum).
     pub queue: GaugeBucket,
+    /// The longest queue of one replica at any instant of the bucket.
+    pub queue_replica_max: u64,
     /// Busy workers over the replicas (time-weighted mean and maximum).
     pub busy: GaugeBucket,
     /// Workers of the replicas that are up, under any capacity drop (time-weighted mean and
@@ -729,12 +670,22 @@ pub struct ConnectionFigures {
 }
 
 /// One report bucket over all clients.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct RunBucket {
-    /// Latencies of the successes among the requests offered in the bucket.
-    pub latency: LatencyBins,
+    /// Latencies of the successes among the requests offered in the bucket, within 1% (two
+    /// significant digits), in a histogram that grows with the largest of them.
+    pub latency: LatencyHistogram,
     /// The longest of them, in nanoseconds (0 without successes).
     pub latency_max_ns: u64,
+}
+
+impl Default for RunBucket {
+    fn default() -> Self {
+        RunBucket {
+            latency: LatencyHistogram::compact(),
+            latency_max_ns: 0,
+        }
+    }
 }
 
 impl RunBucket {

@@ -29,6 +29,7 @@
 //! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
 //! | [`validate`] | semantic checks with field paths |
 //! | [`limits`] | the memory budget and rate limit of a run, and what a scenario needs |
+//! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio) |
 //! | [`error`] | [`ScenarioError`] |
 //! | [`world`] | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
 //! | [`world::stack`] | a call's gates (breaker, bulkhead, limiter, throttle) over the patterns |
@@ -91,6 +92,7 @@ pub mod scaling;
 pub mod schema;
 pub mod traffic;
 pub mod validate;
+pub mod warnings;
 pub mod world;
 
 pub use error::ScenarioError;

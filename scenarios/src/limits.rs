@@ -23,11 +23,11 @@ use patterns::limiter::LimiterConfig;
 use sim_core::{Rate, SimDuration};
 use std::fmt;
 
-/// Report series, per bucket, whatever the topology (the row of the report).
-const SERIES_BUCKET_BYTES: u64 = 192;
-/// Report series, per bucket and client (four counts and a latency histogram of 128 bins,
-/// the report's point).
-const SERIES_CLIENT_BUCKET_BYTES: u64 = 704;
+/// Report series, per bucket, whatever the topology (the row of the report, and the
+/// latency histogram's own fields: its counts are [`latency_bucket_bytes`]).
+const SERIES_BUCKET_BYTES: u64 = 320;
+/// Report series, per bucket and client (four counts, the report's point).
+const SERIES_CLIENT_BUCKET_BYTES: u64 = 192;
 /// Report series, per bucket and service (three gauges, two counts, refusals by reason, the
 /// report's point).
 const SERIES_SERVICE_BUCKET_BYTES: u64 = 512;
@@ -68,6 +68,15 @@ const TENANT_KEY_BYTES: u64 = 256;
 const STORE_ROW_BYTES: u64 = 16;
 /// An entry of a cache with a `ttl`, per replica: its expiry (counted, not measured).
 const CACHE_ENTRY_BYTES: u64 = 8;
+
+/// The counts of one bucket's latency histogram (two significant digits, growing with its
+/// largest value): at most those of a latency as long as the run, capped at the histogram's
+/// hour.
+fn latency_bucket_bytes(duration: SimDuration) -> u64 {
+    let mut histogram = sim_core::metrics::LatencyHistogram::compact();
+    histogram.record(duration.min(sim_core::metrics::LATENCY_MAX));
+    histogram.heap_bytes()
+}
 
 /// What a run may use. The defaults fit a 2-core machine with 24 GB of memory running a few
 /// runs side by side; the command line raises them (`--max-memory`, `--max-rate`).
@@ -183,6 +192,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         )
     });
     let bytes_per_bucket = SERIES_BUCKET_BYTES
+        .saturating_add(latency_bucket_bytes(s.duration))
         .saturating_add(clients.saturating_mul(SERIES_CLIENT_BUCKET_BYTES))
         .saturating_add(services.saturating_mul(SERIES_SERVICE_BUCKET_BYTES))
         .saturating_add(sites.saturating_mul(SERIES_CALL_BUCKET_BYTES))

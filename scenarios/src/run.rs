@@ -100,23 +100,31 @@ pub fn run(
     // One event of a fan-out starts up to `n` calls: checks come `n` times as often.
     let slice = (MEMORY_CHECK_EVENTS / crate::distributed::fan_out_max(&s)).max(1)
         + (s.clients.len() + s.services.len()) as u64;
+    // What the run held at the last check: the growth since then is expected again before
+    // the next one.
+    let mut held_last = 0;
     let (stop, stop_detail) = loop {
         if let Some(reason) = sim.run_events(slice) {
             break (reason, None);
         }
         let pending = sim.events_pending();
-        let events_reserved = sim.events_reserved(crate::world::GROWTH_MARGIN);
+        let events = (
+            sim.events_reserved(0),
+            sim.events_reserved(crate::world::GROWTH_MARGIN),
+        );
         let (world, net) = sim.entity_and_shared(id);
         let live = world.live();
         let held = net.held_now();
-        if let Some(detail) = over_memory(
+        match over_memory(
             &live,
-            (pending, events_reserved),
+            (pending, events),
             held,
+            held_last,
             allowance,
             &s.limits,
         ) {
-            break (StopReason::MemoryLimit, Some(detail));
+            Ok(now) => held_last = now,
+            Err(detail) => break (StopReason::MemoryLimit, Some(detail)),
         }
     };
     let end = sim.now().min(SimTime::ZERO + s.duration);
@@ -173,34 +181,68 @@ mod cost {
     pub const IDEMPOTENCY_KEY: u64 = 128;
 }
 
-/// Why a run must stop now, if what it holds is over `allowance` bytes: the figure that
-/// reached the limit, in the user's words, with the fix.
+/// What a run holds now, in bytes, if it may go on: if neither what it holds plus as much
+/// again as it grew since the last check (`held_last`), nor what it will hold while one of
+/// its tables grows before the next check, passes `allowance` bytes. Otherwise why it must
+/// stop: the figure that reached the limit, in the user's words, with the fix.
+///
+/// A table grows by doubling, and while it moves its entries the old and the new allocation
+/// both exist: three times what it held. So a run stops at the last check before such a
+/// growth would pass the allowance, having used at least half of the allowance by then (its
+/// previous growth fitted).
 fn over_memory(
     live: &Live,
-    (pending, events_reserved): (usize, u64),
+    (pending, (events_allocated, events_reserved)): (usize, (u64, u64)),
     held: usize,
+    held_last: u64,
     allowance: u64,
     limits: &crate::limits::Limits,
-) -> Option<String> {
+) -> Result<u64, String> {
     let n = |x: usize| x as u64;
-    let parts = [
-        (n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE)
-            .max(live.reserved),
-        (n(pending) * cost::EVENT).max(events_reserved),
-        n(held) * cost::HELD,
-        n(live.idempotency_keys) * cost::IDEMPOTENCY_KEY,
-    ];
-    let total: u64 = parts.iter().sum();
-    if total <= allowance {
-        return None;
+    let priced = n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE;
+    let parts = |tables: u64, events: u64| {
+        [
+            priced.max(tables),
+            (n(pending) * cost::EVENT).max(events),
+            n(held) * cost::HELD,
+            n(live.idempotency_keys) * cost::IDEMPOTENCY_KEY,
+        ]
+    };
+    let now = parts(live.allocated, events_allocated);
+    let growing = parts(live.reserved, events_reserved);
+    let now_total: u64 = now.iter().sum();
+    let growing_total = growing
+        .iter()
+        .sum::<u64>()
+        .max(now_total + now_total.saturating_sub(held_last));
+    if growing_total <= allowance {
+        return Ok(now_total);
     }
     let budget = format!(
-        "the memory budget of {} less the {} that the program and what the file fixes take",
+        "the {} that the memory budget of {} leaves beside the program and what the file fixes ({})",
+        Bytes(allowance),
         Bytes(limits.memory_max),
         Bytes(limits.memory_max - allowance)
     );
-    let largest = (0..parts.len()).max_by_key(|&i| parts[i]).unwrap_or(0);
-    let (figure, fix) = match largest {
+    let largest = (0..growing.len()).max_by_key(|&i| growing[i]).unwrap_or(0);
+    let (figure, fix) = figure_and_fix(largest, live, pending, held);
+    let amount = if now_total > allowance {
+        format!("hold about {}, more than {budget}", Bytes(now_total))
+    } else {
+        format!(
+            "hold about {} and would need about {} as they grow, more than {budget}",
+            Bytes(now_total),
+            Bytes(growing_total)
+        )
+    };
+    Err(format!(
+        "{figure} {amount}; {fix}, or raise the budget with --max-memory"
+    ))
+}
+
+/// What part `largest` of a run's memory is (the parts of [`over_memory`]), and its fix.
+fn figure_and_fix(largest: usize, live: &Live, pending: usize, held: usize) -> (String, String) {
+    match largest {
         0 => {
             let figure = format!(
                 "requests in flight ({} calls and {} jobs",
@@ -255,11 +297,7 @@ fn over_memory(
             format!("idempotency keys ({})", thousands(live.idempotency_keys)),
             "use a smaller idempotency capacity".to_string(),
         ),
-    };
-    Some(format!(
-        "{figure} reached about {}, {budget}; {fix}, or raise the budget with --max-memory",
-        Bytes(total)
-    ))
+    }
 }
 
 /// `1234567` as `1,234,567`.

@@ -135,9 +135,11 @@ struct OutputBlock {
 }
 
 #[test]
-fn every_output_in_the_book_is_what_resim_prints() {
+fn every_output_in_the_book_and_the_readme_is_what_resim_prints() {
     let mut blocks = Vec::new();
-    for file in files(&src(), "md") {
+    let mut pages = files(&src(), "md");
+    pages.push(root().join("README.md"));
+    for file in pages {
         let text = read(&file);
         for f in fences(&text) {
             let body = &text[f.body.clone()];
@@ -201,7 +203,7 @@ fn every_output_in_the_book_is_what_resim_prints() {
     }
     assert!(
         update || drifted.is_empty(),
-        "{} output block(s) in the book have drifted; refresh them all with \
+        "{} output block(s) in the book or the README have drifted; refresh them all with \
          `UPDATE_BOOK=1 cargo test -p scenarios --test book`, then read the prose around \
          them:\n\n{}",
         drifted.len(),
@@ -535,14 +537,14 @@ fn first_scenario_says_what_each_step_shows() {
         ),
     );
     assert_eq!(
-        service(&one, "api").queue_depth_max + service(&one, "db").queue_depth_max,
+        service(&one, "api").queue_depth_replica_max + service(&one, "db").queue_depth_replica_max,
         0
     );
 
     let two = book_run("first-2-slowdown.ron");
     let s = &two.summary;
     let api = service(&two, "api");
-    assert_eq!(api.queue_depth_max, 1000);
+    assert_eq!(api.queue_depth_replica_max, 1000);
     claim(page, "fills up to its capacity of 1000 (`max 1000`)");
     claim(
         page,
@@ -606,13 +608,13 @@ fn the_retry_storm_story_is_what_the_library_shows() {
             db.load_factor
         ),
     );
-    assert_eq!(db.queue_depth_max, 1000);
+    assert_eq!(db.queue_depth_replica_max, 1000);
     // Full from the slowdown to the end: every bucket from 12s on has a full queue at its peak.
     assert!(
         r.series
             .iter()
             .filter(|b| b.t_s >= 12.0)
-            .all(|b| b.services[1].queue_max >= 999.0)
+            .all(|b| b.services[1].queue_total_max >= 999)
     );
     claim(
         page,
@@ -721,7 +723,7 @@ fn the_metastable_story_is_what_the_library_shows() {
         ),
     );
     let api = service(&r, "api");
-    assert_eq!(api.queue_depth_max, 500);
+    assert_eq!(api.queue_depth_replica_max, 500);
     claim(
         page,
         format!(
@@ -787,13 +789,14 @@ fn the_thundering_herd_story_is_what_the_library_shows() {
         ),
     );
     // The waves: from 10s, a full bucket then an empty one, five times.
-    let queue: Vec<f64> = r.series.iter().map(|b| b.services[0].queue_max).collect();
+    let queue: Vec<u64> = r
+        .series
+        .iter()
+        .map(|b| b.services[0].queue_total_max)
+        .collect();
     for wave in 0..5 {
         let at = 20 + 2 * wave;
-        assert!(
-            queue[at] >= 20.0 && queue[at + 1] < 5.0,
-            "{wave}: {queue:?}"
-        );
+        assert!(queue[at] >= 20 && queue[at + 1] < 5, "{wave}: {queue:?}");
     }
     let jitter = library_run("thundering-herd-full-jitter", None);
     claim(
@@ -811,7 +814,7 @@ fn the_thundering_herd_story_is_what_the_library_shows() {
         format!(
             "the database's queue climbs to {}, api workers pile up waiting on it, and between \
              10s and 14s only {} of the requests succeed",
-            service(&cache, "db").queue_depth_max,
+            service(&cache, "db").queue_depth_replica_max,
             ratio_percent(&cache, 10.0, 14.0)
         ),
     );
@@ -822,7 +825,7 @@ fn the_thundering_herd_story_is_what_the_library_shows() {
             "Between 10s and 14s, {} of the requests succeed, and the database's queue never \
              holds more than {} requests",
             ratio_percent(&coalesced, 10.0, 14.0),
-            service(&coalesced, "db").queue_depth_max
+            service(&coalesced, "db").queue_depth_replica_max
         ),
     );
 }
@@ -950,7 +953,7 @@ fn the_circuit_breakers_chapter_is_what_its_scenario_shows() {
         format!(
             "the first api's queue grows to {} requests, {} requests time out at the client, and \
              the client's p99 is {}",
-            service(&r, "api-a").queue_depth_max,
+            service(&r, "api-a").queue_depth_replica_max,
             plain.failures_by_reason["timeout"],
             p99(plain)
         ),
@@ -1106,7 +1109,7 @@ fn the_verification_chapter_agrees_with_queueing_theory() {
             ),
         );
         // Little's law on the queue.
-        assert!((s.queue_depth_mean - lambda * wq_ms / 1000.0).abs() < 0.1);
+        assert!((s.queue_depth_total_mean - lambda * wq_ms / 1000.0).abs() < 0.1);
     }
 }
 
@@ -1153,14 +1156,14 @@ fn the_replay_chapter_is_what_the_runs_show() {
     let peak = r
         .series
         .iter()
-        .max_by(|a, b| a.services[0].queue_max.total_cmp(&b.services[0].queue_max))
+        .max_by_key(|b| b.services[0].queue_total_max)
         .unwrap();
     assert!((4.0..5.0).contains(&peak.t_s), "{}", peak.t_s);
     claim(
         page,
         format!(
             "the queue peaks at {} requests in the buckets from 4s to 5s",
-            api.queue_depth_max
+            api.queue_depth_replica_max
         ),
     );
 }
@@ -1265,13 +1268,13 @@ fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
         page,
         format!("the fixed limit's mean wait is {}", wait("api-fixed")),
     );
-    assert!(service(&r, "api-fixed").queue_depth_max <= 10);
+    assert!(service(&r, "api-fixed").queue_depth_replica_max <= 10);
     claim(page, format!("holds the wait at {}", wait("api-gradient2")));
     claim(
         page,
         format!("at a concurrency of 3, at {}", wait("api-envoy")),
     );
-    assert!(service(&r, "api-aimd").queue_depth_max > 180);
+    assert!(service(&r, "api-aimd").queue_depth_replica_max > 180);
     claim(
         page,
         format!(
@@ -1469,12 +1472,12 @@ fn the_head_of_line_section_is_what_its_scenario_shows() {
             p50(&many)
         ),
     );
-    assert_eq!(service(&many, "api").queue_depth_max, 0);
+    assert_eq!(service(&many, "api").queue_depth_replica_max, 0);
     claim(
         page,
         format!(
             "holds up to {} requests at once",
-            service(&one, "api").queue_depth_max
+            service(&one, "api").queue_depth_replica_max
         ),
     );
 }
@@ -1490,7 +1493,7 @@ fn the_coalescing_chapter_is_what_its_scenario_shows() {
             "From 5s to 10s, only {} of the plain api's requests succeed: its database's queue \
              climbs to {} and waits there reach {:.1}ms at the p99",
             observed(&r, "plain success ratio from 5s to 10s"),
-            db.queue_depth_max,
+            db.queue_depth_replica_max,
             db.wait_ms_p99.unwrap()
         ),
     );
@@ -1504,7 +1507,7 @@ fn the_coalescing_chapter_is_what_its_scenario_shows() {
              requests",
             observed(&r, "hot-keys success ratio from 5s to 10s"),
             hot.coalesced,
-            service(&r, "db-hot").queue_depth_max
+            service(&r, "db-hot").queue_depth_replica_max
         ),
     );
     assert_eq!(service(&r, "api-many").coalesced, 0);
@@ -1558,7 +1561,7 @@ fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() 
     let md1 = service(&r, "md1");
     let wq_theory = 1000.0 * md1_mean_wait(250.0, 0.002);
     let wq = md1.wait_ms_mean.unwrap();
-    let lq = per_bucket("md1", &|p| p.queue_mean * 1000.0 / 250.0);
+    let lq = per_bucket("md1", &|p| p.queue_total_mean * 1000.0 / 250.0);
     check("M/D/1 W_q", wq, wq_theory, lq, 0.03);
     claim(
         page,
@@ -1575,7 +1578,7 @@ fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() 
     let b = lost as f64 / mm44.arrivals as f64;
     let batches = per_bucket("mm44", &|p| 1.0 - p.ok as f64 / p.arrivals as f64);
     check("Erlang B", b, b_theory, batches, 0.03);
-    assert_eq!(mm44.queue_depth_max, 0);
+    assert_eq!(mm44.queue_depth_replica_max, 0);
     claim(
         page,
         format!(
@@ -1753,7 +1756,9 @@ fn the_failure_stories_read_their_charts_right() {
         format!("climb to its capacity of {capacity} within two seconds"),
     );
     assert!(full.t_s >= 10.0 && full.t_s < 12.0, "full at {}", full.t_s);
-    let queue = mean_over(&r, 14.0, 29.0, |row| service_point(row, "api").queue_mean);
+    let queue = mean_over(&r, 14.0, 29.0, |row| {
+        service_point(row, "api").queue_total_mean
+    });
     claim(
         page,
         format!(
@@ -1762,18 +1767,25 @@ fn the_failure_stories_read_their_charts_right() {
         ),
     );
     assert_eq!(
-        max_over(&r, 33.0, 45.0, |row| service_point(row, "api").queue_max),
+        max_over(
+            &r,
+            33.0,
+            45.0,
+            |row| service_point(row, "api").queue_total_max as f64
+        ),
         0.0
     );
 
     let page = "failures/thundering-herd.md";
     let r = library_run("thundering-herd-cache", None);
     charts_are_current("thundering-herd-cache", &r);
-    let stampede = max_over(&r, 10.0, 20.0, |row| service_point(row, "db").queue_max);
+    let stampede = max_over(&r, 10.0, 20.0, |row| {
+        service_point(row, "db").queue_total_max as f64
+    });
     let long = r
         .series
         .iter()
-        .filter(|row| service_point(row, "db").queue_max >= stampede * 0.9)
+        .filter(|row| service_point(row, "db").queue_total_max as f64 >= stampede * 0.9)
         .count() as f64
         * r.bucket_s;
     claim(
@@ -1785,7 +1797,9 @@ fn the_failure_stories_read_their_charts_right() {
     );
     let r = library_run("thundering-herd-cache-coalesced", None);
     charts_are_current("thundering-herd-cache-coalesced", &r);
-    let coalesced = max_over(&r, 0.0, 30.0, |row| service_point(row, "db").queue_max);
+    let coalesced = max_over(&r, 0.0, 30.0, |row| {
+        service_point(row, "db").queue_total_max as f64
+    });
     claim(page, format!("with it, never more than {coalesced:.0}"));
 }
 

@@ -189,3 +189,57 @@ fn the_html_page_is_self_contained() {
     assert!(page.contains("<h2>Metastability</h2>"));
     assert!(page.contains(&r.replay_command()));
 }
+
+/// The numbers of a chart's y-axis tick labels (the right-aligned texts left of the plot).
+fn y_ticks(svg: &str) -> Vec<f64> {
+    svg.split("<text")
+        .filter(|t| t.contains("text-anchor=\"end\""))
+        .filter_map(|t| t.split('>').nth(1)?.split('<').next()?.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_log_latency_axis_starts_well_below_every_line() {
+    // A p50 just above 10ms and a tail of 1s: a log axis whose lowest decade was the
+    // floor of the smallest value started at 10ms and drew the p50 along the axis.
+    let text = r#"Scenario(
+        name: "axis",
+        duration: "10s",
+        clients: { "c": (load: Open(rate: Constant("500/s")), call: (target: "api")) },
+        services: { "api": (workers: 1000, work: Mixture(components: [
+            (weight: 97, dist: Uniform(low: "10.5ms", high: "11ms")),
+            (weight: 3, dist: Constant(value: "1s")),
+        ])) },
+    )"#;
+    let scenario = parse("axis.ron", text).unwrap();
+    let r = run(&scenario, "axis.ron", &RunOptions::default())
+        .unwrap()
+        .report;
+    let p50_min = r
+        .series
+        .iter()
+        .filter_map(|b| b.latency_ms_p50)
+        .fold(f64::MAX, f64::min);
+    assert!((10.5..11.2).contains(&p50_min), "{p50_min}");
+    let charts = render::charts(&r).unwrap();
+    let latency = &charts.iter().find(|c| c.name == "latency").unwrap().svg;
+    assert!(latency.contains("log scale"));
+    let lowest = y_ticks(latency).into_iter().fold(f64::MAX, f64::min);
+    assert!(
+        lowest <= p50_min / 2.0,
+        "the axis starts at {lowest}ms, the p50 is {p50_min}ms"
+    );
+}
+
+#[test]
+fn the_service_chart_names_summed_and_per_replica_queues() {
+    let r = report("cascading-failure");
+    let charts = render::charts(&r).unwrap();
+    let api = &charts.iter().find(|c| c.name == "service-api").unwrap().svg;
+    // api has three replicas: the summed queue and the longest queue of one of them (db has one).
+    assert!(api.contains("all replicas (mean)"), "{api}");
+    assert!(api.contains("all replicas (max)"));
+    assert!(api.contains("one replica (max)"));
+    let db = &charts.iter().find(|c| c.name == "service-db").unwrap().svg;
+    assert!(!db.contains("one replica (max)"), "db has one replica");
+}

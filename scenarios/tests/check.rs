@@ -833,7 +833,7 @@ fn raised_limits_let_a_scenario_through_and_stay_with_it() {
     let text = BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1);
     assert!(parse("big.ron", &text).is_err());
     let limits = Limits {
-        memory_max: 8 << 40,
+        memory_max: 64 << 40,
         ..Limits::default()
     };
     let s = scenarios::load::parse_with("big.ron", &text, &limits).unwrap();
@@ -846,7 +846,7 @@ fn raised_limits_let_a_scenario_through_and_stay_with_it() {
     let e = scenarios::run(&s, "big.ron", &options)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("more than the memory budget of 8 TiB"), "{e}");
+    assert!(e.contains("more than the memory budget of 64 TiB"), "{e}");
 }
 
 #[test]
@@ -895,7 +895,7 @@ fn the_command_line_raises_the_limits() {
     let (code, _, err) = resim(&["check", &long]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("raise the budget with --max-memory"), "{err}");
-    let (code, out, err) = resim(&["check", &long, "--max-memory", "8TiB"]);
+    let (code, out, err) = resim(&["check", &long, "--max-memory", "64TiB"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(": ok ("), "{out}");
 

@@ -483,7 +483,7 @@ fn messages_held_by_a_clog_stop_the_run_at_the_memory_budget() {
     assert_eq!(v["stop_reason"], "memory_limit");
     let detail = v["stop_detail"].as_str().unwrap();
     assert!(
-        detail.contains(" messages held by clogs and paused nodes) reached about ")
+        detail.contains(" messages held by clogs and paused nodes) hold about ")
             && detail.contains("end the clog or pause sooner"),
         "{detail}"
     );

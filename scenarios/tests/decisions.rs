@@ -127,3 +127,29 @@ fn a_setting_upstream_accepts_with_a_warning_runs_and_is_reported() {
     let human = scenarios::report::Format::Human.render(&r);
     assert!(human.contains("\nwarnings\n"), "{human}");
 }
+
+#[test]
+fn a_percentage_written_as_a_ratio_runs_and_is_reported_with_both_readings() {
+    // resilience4j's `failureRateThreshold` is a percentage: 0.5 is half a percent, which
+    // opens the breaker on almost any failure. Accepted, as upstream accepts it, and named.
+    let r = check(&scenario(
+        "50/s",
+        "Breaker((failure_rate_threshold: 0.5))",
+        r#"workers: 10, work: Constant(value: "1ms")"#,
+        "",
+    ));
+    assert_eq!(
+        r.warnings,
+        [
+            "clients.c.call.stack[0].failure_rate_threshold: 0.5 is a percentage, read as 0.5%; \
+          if 50% was meant, write 50"
+        ]
+    );
+    let human = scenarios::report::Format::Human.render(&r);
+    assert!(
+        human.contains("\nwarnings\n  clients.c.call.stack[0].failure_rate_threshold: 0.5"),
+        "{human}"
+    );
+    let json = scenarios::report::Format::Json.render(&r);
+    assert!(json.contains("read as 0.5%"), "{json}");
+}

@@ -157,13 +157,13 @@ fn a_cache_stampede_needs_coalescing() {
     check("thundering-herd-cache", |r| {
         assert!(r.goodput_ratio_between(10.0, 14.0) < 0.3);
         assert!(r.goodput_ratio_between(0.0, 10.0) > 0.99);
-        assert!(service(r, "db").queue_depth_max >= 300);
+        assert!(service(r, "db").queue_depth_replica_max >= 300);
     });
     check("thundering-herd-cache-coalesced", |r| {
         assert!(r.goodput_ratio_between(10.0, 14.0) > 0.95);
         assert!(service(r, "api").coalesced > 1000);
         // At most one fetch per hot key per replica: 10 keys × 2 replicas.
-        assert!(service(r, "db").queue_depth_max <= 20);
+        assert!(service(r, "db").queue_depth_replica_max <= 20);
     });
 }
 
@@ -317,7 +317,7 @@ fn cache_entries_expiring_together_stampede() {
         let refresh = service(r, "api").cache_refresh.as_ref().unwrap();
         assert_eq!(refresh.early_refreshes, 0);
         assert!(refresh.expired_misses > 100, "{refresh:?}");
-        assert!(service(r, "db").queue_depth_max > 100);
+        assert!(service(r, "db").queue_depth_replica_max > 100);
         assert!(failures(r, "timeout") > 100);
     });
 }

@@ -136,7 +136,7 @@ fn rfc_codel_drops_on_its_control_law() {
     // Dropping starts about an interval after the overload does (5.1s) and lasts until the
     // queue drains after 25s: its length then (its maximum) leaves at the 2,000/s the workers
     // serve plus the drop rate the law has reached, t / (2·interval²) after t seconds.
-    let queue_max = api.queue_depth_max as f64;
+    let queue_max = api.queue_depth_replica_max as f64;
     let interval = 0.1;
     let drop_rate = 19.9 / (2.0 * interval * interval);
     let dropping_s = 19.9 + queue_max / (2000.0 + drop_rate);

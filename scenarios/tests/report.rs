@@ -680,3 +680,105 @@ fn a_link_that_delivered_nothing_has_no_latency() {
         "{human}"
     );
 }
+
+/// A service `api` of `replicas` replicas whose buckets have these summed queue means and
+/// maxima and these longest queues of one replica.
+fn queued_service(replicas: u32, buckets: &[(f64, f64, u64)]) -> ServiceFigures {
+    let mut api = service("api", 100);
+    api.replicas = replicas;
+    api.counts.queued = 10;
+    api.buckets = buckets
+        .iter()
+        .map(|&(mean, max, one)| scenarios::figures::ServiceBucket {
+            queue: sim_core::metrics::GaugeBucket { mean, max },
+            queue_replica_max: one,
+            ..Default::default()
+        })
+        .collect();
+    api
+}
+
+#[test]
+fn queue_figures_say_whether_they_are_summed_or_per_replica() {
+    // Eight replicas, each holding up to 200: 1,600 at once over all of them. A report used
+    // to print the summed mean beside one replica's max ("queue mean 282.1 max 200").
+    let buckets = [(240.0, 1600.0, 200), (320.0, 1600.0, 200)];
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(100), offered(100)]);
+    f.services = vec![queued_service(8, &buckets)];
+    let r = check("", &f);
+    let api = &json(&r)["services"][0];
+    assert_eq!(api["queue_depth_total_mean"], 280.0);
+    assert_eq!(api["queue_depth_total_max"], 1600);
+    assert_eq!(api["queue_depth_replica_mean"], 35.0);
+    assert_eq!(api["queue_depth_replica_max"], 200);
+    let human = Format::Human.render(&r);
+    assert!(
+        line(&human, "api").contains("queue mean   280.0 max  1600"),
+        "{human}"
+    );
+    assert!(
+        human.contains("queue: jobs waiting, summed over replicas"),
+        "{human}"
+    );
+    assert!(
+        line(&human, "queued").ends_with("per replica: queue mean 35.0 max 200"),
+        "{human}"
+    );
+    let point = &json(&r)["series"][1]["services"][0];
+    assert_eq!(point["queue_total_mean"], 320.0);
+    assert_eq!(point["queue_total_max"], 1600);
+    assert_eq!(point["queue_replica_mean"], 40.0);
+    assert_eq!(point["queue_replica_max"], 200);
+    let csv = Format::Csv.render(&r);
+    assert!(
+        csv.lines().next().unwrap().contains(
+            "api_queue_total_mean,api_queue_total_max,api_queue_replica_mean,api_queue_replica_max"
+        ),
+        "{csv}"
+    );
+    assert!(
+        csv.lines().nth(2).unwrap().contains(",320,1600,40,200,"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn a_sparkline_peak_reads_what_its_bars_show() {
+    // A queue whose mean peaks at 0.4: its bars reach the top, so its peak cannot read 0.
+    let buckets = [(0.0, 0.0, 0), (0.2, 1.0, 1), (0.4, 1.0, 1)];
+    let mut f = figures(
+        SimDuration::from_secs(1),
+        vec![offered(10), offered(10), offered(10)],
+    );
+    f.services = vec![queued_service(1, &buckets)];
+    let human = Format::Human.render(&check("", &f));
+    assert!(human.contains("  api      ▁▅█  (peak 0.40)\n"), "{human}");
+}
+
+#[test]
+fn a_sparkline_says_how_many_buckets_a_character_stands_for() {
+    // 90 buckets of 1s do not fit 60 characters: each character is 2 buckets, 45 in all,
+    // and the report says so.
+    let mut f = figures(SimDuration::from_secs(1), vec![offered(10); 90]);
+    f.services = vec![queued_service(1, &[(1.0, 1.0, 1); 90])];
+    let r = check("", &f);
+    let human = Format::Human.render(&r);
+    assert!(
+        human.contains("over time, one character per 2s (2 buckets of 1s)"),
+        "{human}"
+    );
+    let success = line(&human, "success ")
+        .trim()
+        .trim_start_matches("success")
+        .trim();
+    assert_eq!(success.chars().count(), 45, "{success}");
+    let compact = Format::Compact.render(&r);
+    assert!(compact.contains("success per 2 buckets "), "{compact}");
+    // 60 buckets fit: one character each.
+    let f = figures(SimDuration::from_secs(1), vec![offered(10); 60]);
+    let human = Format::Human.render(&check("", &f));
+    assert!(
+        human.contains("over time, one character per bucket of 1s"),
+        "{human}"
+    );
+}

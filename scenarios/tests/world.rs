@@ -322,7 +322,7 @@ fn a_capacity_drop_builds_a_queue() {
         r#""api": (workers: 2, queue: (capacity: 10000), work: Constant(value: "10ms"))"#,
         r#"(at: "10s", duration: "10s", kind: CapacityDrop(service: "api", workers: 1))"#,
     ));
-    let queue = |t: usize| r.series[t].services[0].queue_mean;
+    let queue = |t: usize| r.series[t].services[0].queue_total_mean;
     assert!(queue(5) < 1.0);
     // One worker serves 100/s of 150/s: the queue grows by about 50 per second.
     assert!(queue(19) > 300.0, "{}", queue(19));
@@ -689,29 +689,21 @@ fn a_bulkhead_can_make_calls_wait_for_a_slot() {
 }
 
 #[test]
-fn latency_bins_bound_their_values_within_a_quarter() {
-    use scenarios::figures::LatencyBins;
-    // Below about a microsecond everything shares the first bin.
-    assert_eq!(
-        LatencyBins::bin(sim_core::SimDuration::from_nanos(1_000)),
-        0
-    );
-    for ns in [
-        1_024u64,
-        1_500,
-        9_999,
-        1_000_000,
-        12_345_678,
-        999_999_999,
-        3_600_000_000_000,
-    ] {
-        let d = sim_core::SimDuration::from_nanos(ns);
-        let upper = LatencyBins::upper(LatencyBins::bin(d));
-        assert!(upper >= d, "{ns}: {upper}");
-        assert!(
-            upper.as_nanos() as f64 <= ns as f64 * 1.25 + 1.0,
-            "{ns}: {upper}"
-        );
+fn per_bucket_percentiles_are_within_one_percent() {
+    // Work uniform on [8ms, 9.8ms], no network: every request's latency is its work. About
+    // 1,000 successes a bucket put the sample median within 0.3% of 8.9ms and the sample p99
+    // within 0.1% of 9.782ms; the buckets' histograms keep two significant digits (1%).
+    let r = check(&open(
+        "1000/s",
+        "",
+        "10s",
+        r#""api": (workers: 100, work: Uniform(low: "8ms", high: "9.8ms"))"#,
+        "",
+    ));
+    for b in &r.series {
+        let (p50, p99) = (b.latency_ms_p50.unwrap(), b.latency_ms_p99.unwrap());
+        assert!(close(p50, 8.9, 0.013), "{b:?}");
+        assert!(close(p99, 9.782, 0.011), "{b:?}");
     }
     // The p99 of each bucket reflects its slow requests: 2% at 100ms, about 20 of the 1000 a
     // second brings, so the 99th percentile is one of them.
@@ -724,8 +716,7 @@ fn latency_bins_bound_their_values_within_a_quarter() {
     ));
     for b in &r.series {
         assert!(
-            b.latency_ms_p99
-                .is_some_and(|p99| (100.0..=125.0).contains(&p99)),
+            b.latency_ms_p99.is_some_and(|p99| close(p99, 100.0, 0.01)),
             "{b:?}"
         );
     }
@@ -871,7 +862,7 @@ fn a_request_cancelled_while_queued_leaves_the_queue() {
     let api = service(&r, "api");
     assert_eq!(failed(&r, "queue_full"), 0, "{:?}", r.summary);
     // Little's law: 20/s waiting at most 150ms (less, for those served) holds under three.
-    assert!(api.queue_depth_mean < 3.0, "{api:?}");
+    assert!(api.queue_depth_total_mean < 3.0, "{api:?}");
     assert!(api.cancelled > 500, "{api:?}");
 }
 

@@ -150,6 +150,14 @@ impl LatencyHistogram {
         }
     }
 
+    /// The bytes its counts take on the heap (they grow with the largest value recorded).
+    pub fn heap_bytes(&self) -> u64 {
+        match &self.counts {
+            Counts::Wide(h) => h.distinct_values() as u64 * 8,
+            Counts::Narrow(h) => h.distinct_values() as u64 * 4,
+        }
+    }
+
     /// Values above [`LATENCY_MAX`], recorded as the maximum.
     pub fn clamped(&self) -> u64 {
         self.clamped
@@ -373,9 +381,131 @@ impl GaugeSeries {
     }
 }
 
+/// The largest value any one of several step functions (one queue per replica) reaches in
+/// each bucket: what a [`GaugeSeries`] of their sum cannot say.
+///
+/// Each source remembers its level, the bucket of its last change and its peak there, so a
+/// change costs no scan of the other sources: a source that moves on to a later bucket
+/// hands its peak to the bucket it leaves, and its level (constant meanwhile) to every
+/// bucket it skipped. A source's level at the start of a bucket counts in that bucket.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeakSeries {
+    width: u64,
+    /// Per bucket: the largest level handed in so far.
+    peaks: Vec<u64>,
+    sources: Vec<PeakSource>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PeakSource {
+    level: u64,
+    bucket: usize,
+    peak: u64,
+}
+
+impl PeakSeries {
+    /// `sources` step functions at zero from time zero, with buckets of `width` (must be
+    /// positive).
+    pub fn new(width: SimDuration, sources: usize) -> Self {
+        assert!(!width.is_zero(), "series bucket width must be positive");
+        PeakSeries {
+            width: width.as_nanos(),
+            peaks: Vec::new(),
+            sources: vec![
+                PeakSource {
+                    level: 0,
+                    bucket: 0,
+                    peak: 0,
+                };
+                sources
+            ],
+        }
+    }
+
+    /// Raises bucket `i`'s peak to at least `value`.
+    fn hand_in(&mut self, i: usize, value: u64) {
+        if value == 0 {
+            return;
+        }
+        if i >= self.peaks.len() {
+            self.peaks.resize(i + 1, 0);
+        }
+        self.peaks[i] = self.peaks[i].max(value);
+    }
+
+    /// Moves source `s` on to bucket `to`: its peak goes to the bucket it leaves, its
+    /// level to every bucket it skips.
+    fn move_on(&mut self, s: usize, to: usize) {
+        let source = self.sources[s];
+        if to == source.bucket {
+            return;
+        }
+        assert!(to > source.bucket, "peak series moved back in time");
+        self.hand_in(source.bucket, source.peak);
+        if source.level > 0 {
+            for i in source.bucket + 1..to {
+                self.hand_in(i, source.level);
+            }
+        }
+        self.sources[s] = PeakSource {
+            level: source.level,
+            bucket: to,
+            peak: source.level,
+        };
+    }
+
+    /// Source `s` is at `level` from `now` on.
+    #[inline]
+    pub fn set(&mut self, now: SimTime, s: usize, level: u64) {
+        let bucket = (now.as_nanos() / self.width) as usize;
+        self.move_on(s, bucket);
+        let source = &mut self.sources[s];
+        source.level = level;
+        source.peak = source.peak.max(level);
+    }
+
+    /// Closes the series at `end` and returns the peak of each bucket from zero to `end`.
+    pub fn finish(&mut self, end: SimTime) -> Vec<u64> {
+        let buckets_total = (end.as_nanos().div_ceil(self.width) as usize).max(1);
+        for s in 0..self.sources.len() {
+            // Every bucket up to the last is handed in: moving on to one past it.
+            let to = buckets_total.max(self.sources[s].bucket + 1);
+            self.move_on(s, to);
+        }
+        let mut peaks = self.peaks.clone();
+        peaks.resize(buckets_total, 0);
+        peaks.truncate(buckets_total);
+        peaks
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_series_keeps_the_largest_source_per_bucket() {
+        // Buckets of 10ns; two sources.
+        let mut p = PeakSeries::new(SimDuration::from_nanos(10), 2);
+        let t = SimTime::from_nanos;
+        p.set(t(1), 0, 3); // bucket 0: source 0 reaches 3
+        p.set(t(2), 0, 1);
+        p.set(t(5), 1, 2); // bucket 0: source 1 reaches 2
+        p.set(t(35), 1, 0); // source 1 held 2 through buckets 1 and 2, and into 3
+        p.set(t(41), 0, 7); // source 0 held 1 through buckets 1 to 3, reaches 7 in 4
+        p.set(t(42), 0, 0);
+        assert_eq!(p.finish(t(60)), [3, 2, 2, 2, 7, 0]);
+    }
+
+    #[test]
+    fn a_peak_series_counts_a_level_held_across_buckets_and_to_the_end() {
+        let mut p = PeakSeries::new(SimDuration::from_nanos(10), 1);
+        p.set(SimTime::from_nanos(15), 0, 4);
+        // A partial last bucket counts; nothing past the end does.
+        assert_eq!(p.finish(SimTime::from_nanos(33)), [0, 4, 4, 4]);
+        let mut empty = PeakSeries::new(SimDuration::from_nanos(10), 3);
+        assert_eq!(empty.finish(SimTime::ZERO), [0]);
+    }
 
     #[test]
     fn histogram_quantiles_are_within_precision() {

@@ -38,22 +38,6 @@ fn network(scenario: &Scenario, figures: &Figures) -> Vec<sim_net::LinkReport> {
     }
 }
 
-/// The warnings of the settings that the upstream library accepts with one (the concurrency
-/// limits' builders), each with its field path.
-fn warnings(scenario: &Scenario) -> Vec<String> {
-    let mut out = Vec::new();
-    for (name, service) in &scenario.services {
-        for (i, a) in service.admission.iter().enumerate() {
-            if let crate::schema::Admission::Concurrency(c) = a {
-                for w in c.warnings() {
-                    out.push(format!("services.{name}.admission[{i}].{w}"));
-                }
-            }
-        }
-    }
-    out
-}
-
 /// How many breaker transitions a report lists (the count is always complete).
 const TRANSITIONS_LISTED: usize = 32;
 
@@ -107,7 +91,7 @@ impl Report {
             network: network(scenario, figures),
             limiters: figures.distributed.clone(),
             trace,
-            warnings: warnings(scenario),
+            warnings: crate::warnings::warnings(scenario),
         }
     }
 }
@@ -253,8 +237,22 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
         utilisation: round3(
             c.busy_ns as f64 / (workers_total * figures.end.as_nanos().max(1) as f64),
         ),
-        queue_depth_mean: round3(run_mean(s, figures, |b| b.queue.mean)),
-        queue_depth_max: c.queue_depth_max,
+        queue_depth_total_mean: round3(run_mean(s, figures, |b| b.queue.mean)),
+        queue_depth_total_max: s
+            .buckets
+            .iter()
+            .map(|b| b.queue.max as u64)
+            .max()
+            .unwrap_or(0),
+        queue_depth_replica_mean: round3(
+            run_mean(s, figures, |b| b.queue.mean) / replicas.max(f64::MIN_POSITIVE),
+        ),
+        queue_depth_replica_max: s
+            .buckets
+            .iter()
+            .map(|b| b.queue_replica_max)
+            .max()
+            .unwrap_or(0),
         queued: c.queued,
         waited_ratio: (c.arrivals > 0).then(|| round3(c.queued as f64 / c.arrivals as f64)),
         wait_ms_mean: (s.wait.count() > 0).then(|| ms(s.wait.mean())),
@@ -621,9 +619,9 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
                 t.completed_ok += b.completed_ok;
                 t
             });
-    let run_bucket = figures.buckets.get(i).copied().unwrap_or_default();
-    let bins = run_bucket.latency;
-    let latency_max = SimDuration::from_nanos(run_bucket.latency_max_ns);
+    let run_bucket = figures.buckets.get(i);
+    let latencies = run_bucket.map(|b| &b.latency).filter(|h| h.count() > 0);
+    let latency_max = SimDuration::from_nanos(run_bucket.map_or(0, |b| b.latency_max_ns));
     // The last bucket may end early, with the run.
     let start = figures.bucket * i as u64;
     let length = (figures.end - SimTime::ZERO)
@@ -645,8 +643,8 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         latency_ms_mean: (total.successes > 0)
             .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
         // A bin's upper edge can lie above every latency in it: no quantile exceeds the max.
-        latency_ms_p50: bins.quantile(0.5).map(|q| ms(q.min(latency_max))),
-        latency_ms_p99: bins.quantile(0.99).map(|q| ms(q.min(latency_max))),
+        latency_ms_p50: latencies.map(|h| ms(h.quantile(0.5).min(latency_max))),
+        latency_ms_p99: latencies.map(|h| ms(h.quantile(0.99).min(latency_max))),
         latency_ms_max: (total.successes > 0).then(|| ms(latency_max)),
         clients: figures
             .clients
@@ -680,19 +678,23 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
             .iter()
             .map(|sv| {
                 let b = sv.buckets.get(i).copied().unwrap_or_default();
+                let in_rotation = sv
+                    .scaling
+                    .as_ref()
+                    .map(|f| round3(f.replicas.get(i).map_or(0.0, |b| b.mean)));
+                let replicas = in_rotation.unwrap_or(f64::from(sv.replicas));
                 ServicePoint {
                     name: sv.name.clone(),
                     arrivals: b.arrivals,
                     ok: b.ok,
-                    queue_mean: round3(b.queue.mean),
-                    queue_max: round3(b.queue.max),
+                    queue_total_mean: round3(b.queue.mean),
+                    queue_total_max: b.queue.max as u64,
+                    queue_replica_mean: round3(b.queue.mean / replicas.max(f64::MIN_POSITIVE)),
+                    queue_replica_max: b.queue_replica_max,
                     busy_workers_mean: round3(b.busy.mean),
                     busy_workers_max: round3(b.busy.max),
                     capacity_workers_mean: round3(b.capacity.mean),
-                    replicas_in_rotation_mean: sv
-                        .scaling
-                        .as_ref()
-                        .map(|f| round3(f.replicas.get(i).map_or(0.0, |b| b.mean))),
+                    replicas_in_rotation_mean: in_rotation,
                     failed_by_reason: reasons(&b.failed),
                     units_without_replicas_max: sv
                         .blast

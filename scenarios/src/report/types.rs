@@ -143,10 +143,15 @@ pub struct ServiceReport {
     pub load_factor: f64,
     /// Mean busy fraction of all workers.
     pub utilisation: f64,
-    /// Mean total queue length.
-    pub queue_depth_mean: f64,
-    /// Largest queue length of one replica.
-    pub queue_depth_max: u64,
+    /// Jobs waiting in the queues, summed over the replicas: the time-weighted mean.
+    pub queue_depth_total_mean: f64,
+    /// The most jobs waiting at once, summed over the replicas.
+    pub queue_depth_total_max: u64,
+    /// Jobs waiting in one replica's queue: the summed mean divided by the replicas (those
+    /// in rotation, time-weighted, when replicas join and leave it).
+    pub queue_depth_replica_mean: f64,
+    /// The longest queue of one replica at any instant.
+    pub queue_depth_replica_max: u64,
     /// Attempts that found every worker busy and waited in the queue.
     pub queued: u64,
     /// The share of arrivals that waited in the queue, `queued / arrivals` (`null` without
@@ -482,10 +487,15 @@ pub struct ServicePoint {
     pub arrivals: u64,
     /// Attempts answered with success.
     pub ok: u64,
-    /// Mean total queue length.
-    pub queue_mean: f64,
-    /// Largest total queue length.
-    pub queue_max: f64,
+    /// Jobs waiting, summed over the replicas: the time-weighted mean over the bucket.
+    pub queue_total_mean: f64,
+    /// The most jobs waiting at once in the bucket, summed over the replicas.
+    pub queue_total_max: u64,
+    /// Jobs waiting in one replica's queue: the summed mean divided by the replicas (in
+    /// rotation, when they join and leave it).
+    pub queue_replica_mean: f64,
+    /// The longest queue of one replica at any instant of the bucket.
+    pub queue_replica_max: u64,
     /// Mean busy workers over the replicas, time-weighted.
     pub busy_workers_mean: f64,
     /// Most busy workers over the replicas at any instant of the bucket.

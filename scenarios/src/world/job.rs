@@ -298,16 +298,14 @@ impl World {
                 // A less important job makes room: it leaves the queue as a refusal would
                 // have sent it away (the queue's length is unchanged).
                 let hint = s.config().retry_after;
-                s.queue_change(now, -1);
+                s.queue_change(now, r, -1);
                 self.reply(ctx, victim, Outcome::Fail(Reason::QueueFull), hint);
             }
         }
         let s = &mut self.services[svc];
-        let depth = s.replica_ref(r).queue_len() as u64;
         let counts = s.counts();
-        counts.queue_depth_max = counts.queue_depth_max.max(depth);
         counts.queued += 1;
-        s.queue_change(now, 1);
+        s.queue_change(now, r, 1);
         self.jobs[job].stage = Stage::Queued;
     }
 
@@ -417,7 +415,7 @@ impl World {
             let s = &mut self.services[svc];
             let out = s.replica(r).dequeue(now);
             for &job in &out.shed {
-                self.services[svc].queue_change(now, -1);
+                self.services[svc].queue_change(now, r, -1);
                 let hint = self.services[svc].config().retry_after;
                 self.reply(ctx, job, Outcome::Fail(Reason::Shed), hint);
             }
@@ -426,7 +424,7 @@ impl World {
             };
             assert!(self.jobs.contains_key(job), "every queued job is live");
             let s = &mut self.services[svc];
-            s.queue_change(now, -1);
+            s.queue_change(now, r, -1);
             s.record_wait(now - since, true);
             self.start_work(ctx, job);
         }
@@ -616,7 +614,7 @@ impl World {
             Stage::Queued => {
                 let removed = self.services[svc].replica(r).remove_queued(job);
                 assert!(removed, "a queued job is in its queue");
-                self.services[svc].queue_change(now, -1);
+                self.services[svc].queue_change(now, r, -1);
             }
             Stage::Working { timer, .. } => {
                 ctx.cancel(timer);
@@ -653,6 +651,7 @@ impl World {
         let now = ctx.now();
         let mut lost = std::mem::take(&mut self.scratch);
         lost.clear();
+        let mut queued = 0;
         lost.extend(self.jobs.iter().filter_map(|(k, j)| {
             (j.service() == svc && j.replica() == r && !matches!(j.stage, Stage::Transit))
                 .then_some(k)
@@ -684,7 +683,8 @@ impl World {
                         self.cancel_call(ctx, child);
                     }
                 }
-                Stage::Queued => self.services[svc].queue_change(now, -1),
+                // Its queue is emptied at once below.
+                Stage::Queued => queued += 1,
                 Stage::Admitting { limiter, call } => {
                     self.leave_admission(ctx, job, limiter, call, r);
                 }
@@ -694,6 +694,12 @@ impl World {
             self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable), None);
         }
         self.scratch = lost;
+        assert_eq!(
+            queued,
+            self.services[svc].replica_ref(r).queue_len(),
+            "every job in a queue is a live queued job"
+        );
+        self.services[svc].clear_queue(now, r);
         let jobs = &self.jobs;
         self.services[svc].forget_followers(|k| jobs.contains_key(k));
     }

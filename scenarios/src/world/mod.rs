@@ -169,6 +169,8 @@ pub struct Live {
     /// fan-out's gathers, the slots of calls to a limiter's store, a store's reads, a cache's
     /// fetches) grow with them and are counted at their size once in use.
     pub reserved: u64,
+    /// Bytes the same tables hold now: their capacity, before any growth.
+    pub allocated: u64,
     /// The service with the most queued jobs, if any are queued.
     pub queued_most: Option<Queued>,
 }
@@ -177,11 +179,11 @@ pub struct Live {
 /// thousand events (fewer with a fan-out) and an event starts at most a few calls per leaf.
 pub const GROWTH_MARGIN: usize = 16_384;
 
-/// The bytes `table` may hold until the next memory check (see [`Live::reserved`]).
-fn reserved<K: slotmap::Key, V>(table: &SlotMap<K, V>) -> u64 {
+/// The bytes `table` may hold before `margin` more entries arrive (see [`Live::reserved`]).
+fn reserved<K: slotmap::Key, V>(table: &SlotMap<K, V>, margin: usize) -> u64 {
     // A slot holds the value and its version.
     let slot = std::mem::size_of::<V>() + std::mem::size_of::<u32>();
-    sim_core::queue::reserved_bytes(table.len(), table.capacity(), slot, GROWTH_MARGIN)
+    sim_core::queue::reserved_bytes(table.len(), table.capacity(), slot, margin)
 }
 
 /// The bytes a side table keyed by `T`'s keys may hold until the next memory check: its
@@ -190,13 +192,14 @@ fn reserved<K: slotmap::Key, V>(table: &SlotMap<K, V>) -> u64 {
 pub(super) fn reserved_beside<K: slotmap::Key, T, V>(
     side: &SecondaryMap<K, V>,
     keys: &SlotMap<K, T>,
+    margin: usize,
 ) -> u64 {
     if side.capacity() == 0 {
         return 0;
     }
     let slot = std::mem::size_of::<Option<V>>() + std::mem::size_of::<u32>();
     let capacity = side.capacity().max(keys.capacity());
-    sim_core::queue::reserved_bytes(keys.len(), capacity, slot, GROWTH_MARGIN)
+    sim_core::queue::reserved_bytes(keys.len(), capacity, slot, margin)
 }
 
 /// The longest queue of a service, over its replicas.
@@ -441,15 +444,23 @@ impl World {
             races: self.races.len(),
             ..Live::default()
         };
-        live.reserved = reserved(&self.calls)
-            + reserved(&self.jobs)
-            + reserved(&self.races)
-            + reserved_beside(&self.gathers, &self.calls)
-            + reserved_beside(&self.store_slots, &self.calls);
+        let tables = |margin| {
+            reserved(&self.calls, margin)
+                + reserved(&self.jobs, margin)
+                + reserved(&self.races, margin)
+                + reserved_beside(&self.gathers, &self.calls, margin)
+                + reserved_beside(&self.store_slots, &self.calls, margin)
+                + self
+                    .services
+                    .iter()
+                    .map(|s| s.reserved_beside(&self.jobs, margin))
+                    .sum::<u64>()
+        };
+        live.reserved = tables(GROWTH_MARGIN);
+        live.allocated = tables(0);
         let mut most: Option<&Service> = None;
         for s in &self.services {
             live.idempotency_keys += s.idempotency_keys();
-            live.reserved += s.reserved_beside(&self.jobs);
             if s.queued() > most.map_or(0, Service::queued) {
                 most = Some(s);
             }

@@ -302,6 +302,14 @@ impl Replica {
             .map(|t| now.saturating_duration_since(t))
     }
 
+    /// Empties its queue, whose jobs are lost with it; returns how many it held.
+    pub fn clear_queue(&mut self, config: &Service) -> usize {
+        let held = self.queue.len();
+        self.left_queue += held as u64;
+        self.queue = Queue::new(&config.queue);
+        held
+    }
+
     /// It crashed: everything it held is gone (the caller has already taken its jobs and
     /// freed their workers), and it will restart with fresh flights and admission state.
     pub fn crash(&mut self, config: &Service) {
@@ -311,8 +319,7 @@ impl Replica {
         );
         self.up = false;
         self.paused_until = None;
-        self.left_queue += self.queue.len() as u64;
-        self.queue = Queue::new(&config.queue);
+        self.clear_queue(config);
         self.coalescer = coalescer_of(config);
         self.concurrency = concurrency_of(config);
         self.tenant_bulkhead = tenant_bulkhead_of(config);

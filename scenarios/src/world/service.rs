@@ -29,7 +29,7 @@ use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::shedder::PidShedder;
-use sim_core::metrics::{GaugeSeries, LatencyHistogram};
+use sim_core::metrics::{GaugeSeries, LatencyHistogram, PeakSeries};
 use sim_core::sample::{SAMPLE_MAX, bernoulli, uniform_below, unit_f64};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 use slotmap::SlotMap;
@@ -117,7 +117,10 @@ pub struct Service {
     /// have none, and arrivals stay on a small entry.
     failed_series: Vec<ReasonCounts>,
     bucket: SimDuration,
+    /// Queued jobs over the replicas.
     queue_series: GaugeSeries,
+    /// The longest queue of one replica, per bucket.
+    queue_peaks: PeakSeries,
     busy_series: GaugeSeries,
     /// Workers of the replicas that are up: changes only with faults.
     capacity_series: GaugeSeries,
@@ -230,6 +233,7 @@ impl Service {
             failed_series: Vec::new(),
             bucket,
             queue_series: GaugeSeries::new(bucket),
+            queue_peaks: PeakSeries::new(bucket, slots as usize),
             busy_series: GaugeSeries::new(bucket),
             capacity_series,
             busy_total: 0,
@@ -367,14 +371,14 @@ impl Service {
 
     /// The bytes its side tables of the jobs (the store's reads, the cache's fetches) may
     /// hold until the next memory check.
-    pub fn reserved_beside(&self, jobs: &SlotMap<JobKey, Job>) -> u64 {
+    pub fn reserved_beside(&self, jobs: &SlotMap<JobKey, Job>, margin: usize) -> u64 {
         self.store
             .as_ref()
-            .map_or(0, |s| super::reserved_beside(s.reads(), jobs))
+            .map_or(0, |s| super::reserved_beside(s.reads(), jobs, margin))
             + self
                 .refresh
                 .as_ref()
-                .map_or(0, |r| super::reserved_beside(r.fetches(), jobs))
+                .map_or(0, |r| super::reserved_beside(r.fetches(), jobs, margin))
     }
 
     /// Keys in its idempotency store (0 without one).
@@ -886,12 +890,22 @@ impl Service {
         self.busy_series.set(now, f64::from(self.busy_total));
     }
 
-    /// Queued jobs over the replicas change by `delta` at `now`.
-    pub fn queue_change(&mut self, now: SimTime, delta: i32) {
+    /// Replica `r` loses every job in its queue at `now` (their callers are told by the
+    /// caller of this).
+    pub fn clear_queue(&mut self, now: SimTime, r: usize) {
+        let held = self.replicas[r].clear_queue(&self.config);
+        let held = i32::try_from(held).expect("a queue's length fits the gauge");
+        self.queue_change(now, r, -held);
+    }
+
+    /// The queue of replica `r` has just changed by `delta` jobs at `now`.
+    pub fn queue_change(&mut self, now: SimTime, r: usize, delta: i32) {
         self.queued_total = self
             .queued_total
             .checked_add_signed(delta)
             .expect("queue count");
+        let depth = self.replicas[r].queue_len() as u64;
+        self.queue_peaks.set(now, r, depth);
         if let Some(s) = &mut self.scaling {
             s.queue_change(now, self.queued_total);
         }
@@ -927,6 +941,7 @@ impl Service {
     pub fn figures(&mut self, end: SimTime, buckets: usize, messages_lost: u64) -> ServiceFigures {
         self.busy_change(end, 0);
         let queue = self.queue_series.finish(end);
+        let queue_peaks = self.queue_peaks.finish(end);
         let busy = self.busy_series.finish(end);
         let capacity = self.capacity_series.finish(end);
         let mut counts = self.counts.clone();
@@ -950,6 +965,7 @@ impl Service {
                         arrivals: t.arrivals,
                         ok: t.ok,
                         queue: queue.get(i).copied().unwrap_or_default(),
+                        queue_replica_max: queue_peaks.get(i).copied().unwrap_or_default(),
                         busy: busy.get(i).copied().unwrap_or_default(),
                         capacity: capacity.get(i).copied().unwrap_or_default(),
                         failed: self.failed_series.get(i).copied().unwrap_or_default(),

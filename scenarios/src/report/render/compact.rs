@@ -2,7 +2,7 @@
 //! library's snapshots. It names things as the human report does.
 
 use super::super::{LatencyMs, Report};
-use super::{call_names, decimal1, join_reasons, sparkline};
+use super::{Merge, buckets_per_column, call_names, decimal1, join_reasons, sparkline};
 use std::fmt::Write as _;
 
 /// The compact summary of `report`.
@@ -33,13 +33,14 @@ pub(super) fn render(report: &Report) -> String {
     for v in &report.services {
         let _ = writeln!(
             o,
-            "service {:<10} load {:>6.2} util {:>5.1}% busy {:>7.1} queue mean {:>7.1} max {:>5} wait ms mean {:>6} wasted {:>7.1}s ejections {}",
+            "service {:<10} load {:>6.2} util {:>5.1}% busy {:>7.1} queue mean {:>7.1} max {:>5} (replica max {}) wait ms mean {:>6} wasted {:>7.1}s ejections {}",
             v.name,
             v.load_factor,
             100.0 * v.utilisation,
             v.busy_workers_mean,
-            v.queue_depth_mean,
-            v.queue_depth_max,
+            v.queue_depth_total_mean,
+            v.queue_depth_total_max,
+            v.queue_depth_replica_max,
             decimal1(v.wait_ms_mean),
             v.wasted_work_s,
             v.ejections
@@ -89,8 +90,16 @@ pub(super) fn render(report: &Report) -> String {
     super::classes::compact(&mut o, report);
     let _ = writeln!(
         o,
-        "success per bucket {}",
-        sparkline(report.series.iter().map(|r| r.goodput_ratio), 1.0)
+        "success per {} {}",
+        match buckets_per_column(report.series.len()) {
+            1 => "bucket".to_string(),
+            k => format!("{k} buckets"),
+        },
+        sparkline(
+            report.series.iter().map(|r| r.goodput_ratio),
+            1.0,
+            Merge::Mean
+        )
     );
     for e in &report.expectations {
         let verdict = if e.pass { "PASS" } else { "FAIL" };

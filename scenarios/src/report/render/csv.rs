@@ -18,7 +18,7 @@ pub(super) fn render(report: &Report) -> String {
         let n = &v.name;
         let _ = write!(
             o,
-            ",{n}_arrivals,{n}_ok,{n}_queue_mean,{n}_queue_max,{n}_busy_workers_mean"
+            ",{n}_arrivals,{n}_ok,{n}_queue_total_mean,{n}_queue_total_max,{n}_queue_replica_mean,{n}_queue_replica_max,{n}_busy_workers_mean"
         );
         // A service with a keyed store adds its version conflicts per bucket.
         if v.store.is_some() {
@@ -81,8 +81,14 @@ pub(super) fn render(report: &Report) -> String {
         for (p, v) in r.services.iter().zip(&report.services) {
             let _ = write!(
                 o,
-                ",{},{},{},{},{}",
-                p.arrivals, p.ok, p.queue_mean, p.queue_max, p.busy_workers_mean
+                ",{},{},{},{},{},{},{}",
+                p.arrivals,
+                p.ok,
+                p.queue_total_mean,
+                p.queue_total_max,
+                p.queue_replica_mean,
+                p.queue_replica_max,
+                p.busy_workers_mean
             );
             if v.store.is_some() {
                 let conflicts = p.failed_by_reason.get("version_conflict").unwrap_or(&0);

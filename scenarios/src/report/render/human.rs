@@ -4,7 +4,7 @@
 //! Writing to a `String` cannot fail, so the results of `writeln!` are ignored.
 
 use super::super::{CallReport, LatencyMs, Report, ServiceReport, ratio};
-use super::{call_names, decimal1, join_reasons, short, sparkline};
+use super::{Merge, call_names, decimal1, join_reasons, peak, short, sparkline, sparkline_unit};
 use std::fmt::Write as _;
 
 /// The readable report of `report`.
@@ -24,7 +24,7 @@ pub(super) fn render(report: &Report) -> String {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "services (load: attempts arriving per request offered by the clients; busy: mean busy workers; wait: time in queue)"
+        "services (load: attempts arriving per request offered by the clients; busy: mean busy workers; queue: jobs waiting, summed over replicas; wait: time in queue)"
     );
     for v in &report.services {
         service(&mut o, v);
@@ -165,15 +165,24 @@ fn service(o: &mut String, v: &ServiceReport) {
         v.load_factor,
         100.0 * v.utilisation,
         v.busy_workers_mean,
-        v.queue_depth_mean,
-        v.queue_depth_max,
+        v.queue_depth_total_mean,
+        v.queue_depth_total_max,
         v.arrivals,
         v.ok
     );
     if v.queued > 0 {
+        // Each replica has a queue of its own: with several, say what one of them held.
+        let per_replica = if v.replicas > 1 {
+            format!(
+                "  per replica: queue mean {:.1} max {}",
+                v.queue_depth_replica_mean, v.queue_depth_replica_max
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "  {:<16} queued {} ({:.1}% of arrivals)  wait ms mean {} p99 {}",
+            "  {:<16} queued {} ({:.1}% of arrivals)  wait ms mean {} p99 {}{per_replica}",
             "",
             v.queued,
             100.0 * v.waited_ratio.unwrap_or_default(),
@@ -377,12 +386,17 @@ fn series(o: &mut String, report: &Report) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "over time, per bucket (success and p99: of the requests offered in it; goodput: successes completed in it; queues)"
+        "over time, {} (success and p99: of the requests offered in it; goodput: successes completed in it; queues: jobs waiting, summed over replicas)",
+        sparkline_unit(report)
     );
     let _ = writeln!(
         o,
         "  success  {}",
-        sparkline(report.series.iter().map(|r| r.goodput_ratio), 1.0)
+        sparkline(
+            report.series.iter().map(|r| r.goodput_ratio),
+            1.0,
+            Merge::Mean
+        )
     );
     let goodput_peak = report
         .series
@@ -391,8 +405,13 @@ fn series(o: &mut String, report: &Report) {
         .fold(0.0, f64::max);
     let _ = writeln!(
         o,
-        "  goodput  {}  (peak {goodput_peak:.0}/s)",
-        sparkline(report.series.iter().map(|r| r.goodput_per_s), goodput_peak)
+        "  goodput  {}  (peak {}/s)",
+        sparkline(
+            report.series.iter().map(|r| r.goodput_per_s),
+            goodput_peak,
+            Merge::Mean
+        ),
+        peak(goodput_peak)
     );
     let p99_peak = report
         .series
@@ -406,17 +425,24 @@ fn series(o: &mut String, report: &Report) {
         .map(|r| r.latency_ms_p99.unwrap_or(f64::NAN));
     let _ = writeln!(
         o,
-        "  p99      {}  (peak {p99_peak:.0}ms)",
-        sparkline(p99, p99_peak)
+        "  p99      {}  (peak {}ms)",
+        sparkline(p99, p99_peak, Merge::Max),
+        peak(p99_peak)
     );
     for (i, v) in report.services.iter().enumerate() {
-        let queue = || report.series.iter().map(move |r| r.services[i].queue_mean);
-        let peak = queue().fold(0.0, f64::max);
+        let queue = || {
+            report
+                .series
+                .iter()
+                .map(move |r| r.services[i].queue_total_mean)
+        };
+        let top = queue().fold(0.0, f64::max);
         let _ = writeln!(
             o,
-            "  {:<8} {}  (peak {peak:.0})",
+            "  {:<8} {}  (peak {})",
             short(&v.name),
-            sparkline(queue(), peak)
+            sparkline(queue(), top, Merge::Mean),
+            peak(top)
         );
     }
 }

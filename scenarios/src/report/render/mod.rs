@@ -94,34 +94,83 @@ fn join_reasons(m: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// One character per value (at most 60, neighbouring values averaged into one column); NaN
-/// values are left out, and a column of only NaN is blank.
-fn sparkline(values: impl Iterator<Item = f64>, top: f64) -> String {
+/// The most characters a sparkline takes.
+const SPARKLINE_COLUMNS_MAX: usize = 60;
+
+/// How many buckets one character of a sparkline stands for: one, or as many as it takes to
+/// fit [`SPARKLINE_COLUMNS_MAX`] characters (the same number for every character).
+fn buckets_per_column(buckets: usize) -> usize {
+    buckets.div_ceil(SPARKLINE_COLUMNS_MAX).max(1)
+}
+
+/// How a sparkline merges the buckets of one character.
+#[derive(Clone, Copy)]
+enum Merge {
+    /// Their mean: ratios, rates, gauges' means.
+    Mean,
+    /// The largest: quantiles and maxima, which a mean would hide.
+    Max,
+}
+
+/// One character per bucket, or per [`buckets_per_column`] buckets merged by `merge`, scaled
+/// to `top`; NaN values are left out, and a character of only NaN is blank.
+fn sparkline(values: impl Iterator<Item = f64>, top: f64, merge: Merge) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let v: Vec<f64> = values.collect();
-    if v.is_empty() {
-        return String::new();
-    }
-    let columns = v.len().min(60);
-    (0..columns)
-        .map(|c| {
-            let from = c * v.len() / columns;
-            let to = ((c + 1) * v.len() / columns).max(from + 1);
-            let known: Vec<f64> = v[from..to]
-                .iter()
-                .copied()
-                .filter(|x| !x.is_nan())
-                .collect();
-            if known.is_empty() {
+    v.chunks(buckets_per_column(v.len()))
+        .map(|chunk| {
+            let known = chunk.iter().copied().filter(|x| !x.is_nan());
+            let count = known.clone().count();
+            if count == 0 {
                 return ' ';
             }
-            let mean = known.iter().sum::<f64>() / known.len() as f64;
+            let value = match merge {
+                Merge::Mean => known.sum::<f64>() / count as f64,
+                Merge::Max => known.fold(f64::MIN, f64::max),
+            };
             let x = if top > 0.0 {
-                (mean / top).clamp(0.0, 1.0)
+                (value / top).clamp(0.0, 1.0)
             } else {
                 0.0
             };
             BARS[libm::round(x * 7.0) as usize]
         })
         .collect()
+}
+
+/// A sparkline's peak as its label prints it: two significant digits below 10, so that a
+/// full bar never stands beside a peak that reads 0.
+fn peak(value: f64) -> String {
+    if value >= 10.0 || value == 0.0 {
+        format!("{value:.0}")
+    } else if value >= 1.0 {
+        format!("{value:.1}")
+    } else {
+        let decimals = 1 - libm::floor(libm::log10(value)) as i32;
+        format!("{value:.*}", decimals.clamp(1, 9) as usize)
+    }
+}
+
+/// What one character of the sparklines stands for: "per bucket of 1s", or "per 2s (2
+/// buckets of 1s)" when a run has more buckets than a line has characters.
+fn sparkline_unit(report: &Report) -> String {
+    let k = buckets_per_column(report.series.len());
+    let bucket = seconds(report.bucket_s);
+    if k == 1 {
+        format!("one character per bucket of {bucket}")
+    } else {
+        format!(
+            "one character per {} ({k} buckets of {bucket})",
+            seconds(report.bucket_s * k as f64)
+        )
+    }
+}
+
+/// Seconds as a report prints a duration: `1s`, `250ms`, `2.5s`.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{}s", libm::round(s * 1e3) / 1e3)
+    } else {
+        format!("{}ms", libm::round(s * 1e6) / 1e3)
+    }
 }

@@ -306,14 +306,28 @@ fn latency<'r>(title: &str, report: &Report, frame: &'r Frame) -> Drawing<'r> {
 }
 
 fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Drawing<'r> {
-    let queue = vec![
-        line("mean", 0, frame.mean(report, |r| r.services[i].queue_mean)),
+    let mut queue = vec![
         line(
-            "max",
+            "all replicas (mean)",
+            0,
+            frame.mean(report, |r| r.services[i].queue_total_mean),
+        ),
+        line(
+            "all replicas (max)",
             6,
-            frame.max(report, |r| Some(r.services[i].queue_max)),
+            frame.max(report, |r| Some(r.services[i].queue_total_max as f64)),
         ),
     ];
+    // With several replicas, each has its own queue: the longest of one of them.
+    if report.services[i].replicas > 1 {
+        let mut one = line(
+            "one replica (max)",
+            3,
+            frame.max(report, |r| Some(r.services[i].queue_replica_max as f64)),
+        );
+        one.dashed = true;
+        queue.push(one);
+    }
     let mut capacity = line(
         "capacity (workers of replicas up)",
         7,
@@ -362,7 +376,7 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
     let mut panels = vec![
         LinePanel {
             y: linear("requests waiting", &queue),
-            title: format!("{title}: queue depth over its replicas{merged}"),
+            title: format!("{title}: jobs waiting in its queues{merged}"),
             lines: queue,
             note: None,
         },

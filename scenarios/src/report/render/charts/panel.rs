@@ -293,7 +293,9 @@ pub fn panel<'a, 'b>(
             (0.0, *ticks.last().unwrap_or(&1.0), ticks.len())
         }
         Scale::Log => {
-            let lo = libm::floor(libm::log10(y.min.max(1e-6)));
+            // At least a factor of two below the smallest value, so that no line lies
+            // along the axis.
+            let lo = libm::floor(libm::log10(y.min.max(1e-6) / 2.0));
             let hi = libm::ceil(libm::log10(y.max.max(y.min * 10.0)) - 1e-9);
             let hi = hi.max(lo + 1.0);
             (lo, hi, (hi - lo) as usize + 1)
