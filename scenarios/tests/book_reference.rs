@@ -238,3 +238,47 @@ fn the_reference_names_every_field_and_variant_and_no_other() {
         problems.join("\n")
     );
 }
+
+/// The cells of the rows of the table of section `### {name}`, by the name in the row's
+/// first cell.
+fn rows(reference: &str, name: &str) -> Vec<(String, Vec<String>)> {
+    let heading = format!("### {name}");
+    let start = reference
+        .lines()
+        .position(|l| l.trim_end() == heading)
+        .unwrap_or_else(|| panic!("the reference has no section `{heading}`"));
+    let mut out = Vec::new();
+    for line in reference.lines().skip(start + 1) {
+        if line.starts_with('#') {
+            break;
+        }
+        let Some(row) = line.strip_prefix('|') else {
+            continue;
+        };
+        let cells: Vec<String> = row.split('|').map(|c| c.trim().to_string()).collect();
+        if let Some(name) = cells[0].strip_prefix('`').and_then(|c| c.strip_suffix('`')) {
+            out.push((name.to_string(), cells.clone()));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_reference_gives_each_failure_reason_the_status_a_retry_policy_sees() {
+    use patterns::retry::Failure;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/src/reference.md");
+    let reference = std::fs::read_to_string(path).expect("book/src/reference.md exists");
+    let table = rows(&reference, "Failure reasons");
+    let listed: Vec<&str> = table.iter().map(|(n, _)| n.as_str()).collect();
+    let reasons: Vec<&str> = scenarios::world::REASONS.iter().map(|r| r.name()).collect();
+    assert_eq!(listed, reasons, "one row per reason, in the report's order");
+    for (reason, (name, cells)) in scenarios::world::REASONS.iter().zip(&table) {
+        let status = match scenarios::world::failure_of(*reason, None) {
+            Failure::Timeout => "none: no answer".to_string(),
+            Failure::ConnectionError => "a connection error".to_string(),
+            Failure::Status { code, .. } => code.to_string(),
+            Failure::Conflict => "409".to_string(),
+        };
+        assert_eq!(cells[2], status, "{name}: the status a retry policy sees");
+    }
+}

@@ -84,7 +84,7 @@ pub mod traffic;
 pub use distributed::DistributedFigures;
 pub use msg::{Msg, Net, Packet};
 pub use network::client_node;
-pub use outcome::{Outcome, REASONS, Reason};
+pub use outcome::{Outcome, REASONS, Reason, failure_of};
 pub use pace::Quota;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
