@@ -457,8 +457,12 @@ impl PeakSeries {
     /// Source `s` is at `level` from `now` on.
     #[inline]
     pub fn set(&mut self, now: SimTime, s: usize, level: u64) {
-        let bucket = (now.as_nanos() / self.width) as usize;
-        self.move_on(s, bucket);
+        let source = &self.sources[s];
+        // Most changes fall in the bucket of the source's last one: no division.
+        let bucket_end = (source.bucket as u64 + 1).saturating_mul(self.width);
+        if now.as_nanos() >= bucket_end {
+            self.move_on(s, (now.as_nanos() / self.width) as usize);
+        }
         let source = &mut self.sources[s];
         source.level = level;
         source.peak = source.peak.max(level);
