@@ -702,7 +702,11 @@ fn malformed_files_get_one_line_with_location_and_fix() {
     let cycle = parse("chain.ron", &chain(25_000, true)).unwrap_err();
     let line = located(&cycle, "chain.ron");
     all.push_str(&format!("{:<36} {line}\n", "cycle through 25000 services"));
-    for (what, file) in [("not UTF-8", "not-utf8.ron"), ("UTF-16", "utf16.ron")] {
+    for (what, file) in [
+        ("not UTF-8", "not-utf8.ron"),
+        ("UTF-16", "utf16.ron"),
+        ("a variant's value out of range", "variant-ratio.ron"),
+    ] {
         let line = check_file(file);
         all.push_str(&format!("{what:<36} {line}\n"));
     }
