@@ -580,7 +580,8 @@ impl Duplicate {
     pub(crate) fn message(&self, (line, column): (usize, usize)) -> String {
         format!(
             "{} {} is defined twice (first at line {line}, column {column}); rename one or merge them",
-            self.what, self.key
+            self.what,
+            crate::overrides::one_line(&self.key)
         )
     }
 }

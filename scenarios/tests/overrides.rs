@@ -541,3 +541,21 @@ fn a_variants_map_whose_brackets_go_wrong_says_where() {
         "m.ron:47:2: unexpected `)` after the end of the scenario; remove it, or check the brackets before it"
     );
 }
+
+#[test]
+fn a_name_that_cannot_be_a_field_is_refused_on_one_line() {
+    assert_eq!(
+        error("retry-storm", &["services.api.work ers=3"]),
+        "retry-storm: --set services.api.work ers=3: `services.api` has no field `work ers`, and no field is called so: a field name is letters, digits and `_`"
+    );
+    // Found by the fuzz campaign: a variant's path may hold a line break (a RON string can);
+    // the message still takes one line.
+    let file = "tests/fuzz-found/variant-path-with-a-line-break.ron";
+    let e = scenarios::load::load(file).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "{file}:52:13: variants.\"exponential\".expec ations: the top level has no field `expec ations`, and no field is called so: a field name is letters, digits and `_`"
+        )
+    );
+}

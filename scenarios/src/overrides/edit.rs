@@ -337,7 +337,7 @@ impl<'a> Build<'a> {
         self.values.push(value);
         let mut anchor = self.root();
         for (n, step) in steps.iter().enumerate() {
-            let walked = super::path_text(&steps[..n]);
+            let walked = super::one_line(&super::path_text(&steps[..n]));
             let place = if n == 0 {
                 "the top level".to_string()
             } else {
@@ -407,6 +407,23 @@ impl<'a> Build<'a> {
         value: Place,
         place: &str,
     ) -> Result<(), String> {
+        // The name is written into the text as it is: it must read as one.
+        let name = |k: &str| {
+            k.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if let Some(bad) = std::iter::once(k)
+            .chain(rest.iter().filter_map(|s| match s {
+                Step::Key(key) => Some(key.as_str()),
+                _ => None,
+            }))
+            .find(|k| !name(k))
+        {
+            return Err(format!(
+                "{place} has no field `{}`, and no field is called so: a field name is letters, digits and `_`",
+                super::one_line(bad)
+            ));
+        }
         if rest.iter().any(|s| matches!(s, Step::Index(_))) {
             let written: Vec<String> = self
                 .entries(text, open, close)
@@ -453,7 +470,12 @@ impl<'a> Build<'a> {
         match why {
             Nowhere::NoName { names } => {
                 let Step::Key(k) = step else { unreachable!() };
-                format!("{place} has no `{k}`; its names are: {}", names.join(", "))
+                let names: Vec<String> = names.iter().map(|n| super::one_line(n)).collect();
+                format!(
+                    "{place} has no `{}`; its names are: {}",
+                    super::one_line(k),
+                    names.join(", ")
+                )
             }
             Nowhere::Index { len } => format!(
                 "{place} has {len} entries, so the index must be below {len}; `[+]` adds one"
@@ -474,7 +496,7 @@ impl<'a> Build<'a> {
                     Shape::Scalar => "a single value",
                 };
                 let step = match step {
-                    Step::Key(k) => format!("`.{k}`"),
+                    Step::Key(k) => format!("`.{}`", super::one_line(k)),
                     Step::Index(i) => format!("`[{i}]`"),
                     Step::Append => "`[+]`".to_string(),
                 };

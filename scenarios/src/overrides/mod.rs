@@ -114,7 +114,7 @@ impl FromStr for Override {
 
 impl fmt::Display for Override {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={}", self.path, one_line(&self.value))
+        write!(f, "{}={}", one_line(&self.path), one_line(&self.value))
     }
 }
 
@@ -461,7 +461,8 @@ impl Source {
             }
         };
         let name = format!("variants.{}", quoted(&variant.name));
-        let under = |path: &str| format!("{name}.{path}");
+        // A path is a string of the file, which may hold a line break.
+        let under = |path: &str| format!("{name}.{}", one_line(path));
         if let Some(over) = variant.entries.get(OVERRIDES_MAX) {
             return Err(located(
                 over.at,
