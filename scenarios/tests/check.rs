@@ -1076,6 +1076,7 @@ fn checking_a_file_costs_its_size_once_and_one_scenario_per_variant() {
     );
     // Twice the variants, twice the work.
     let half = cost(&with_variants(500));
+    println!("500 variants: {half:?}");
     for (all, half) in [
         (w.bytes_lexed, half.bytes_lexed),
         (w.bytes_parsed, half.bytes_parsed),
