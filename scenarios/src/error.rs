@@ -6,7 +6,8 @@ use std::fmt;
 /// A scenario file that cannot be run. Every variant displays as one line that starts with
 /// the file and says where and what: `file:line:column: message` for syntax errors,
 /// `file: field.path: reason` for values that parse but make no sense, `file: --set
-/// PATH=VALUE: reason` for an override.
+/// PATH=VALUE: reason` for an override on the command line, `file:line:column:
+/// variants."NAME".field.path: reason` for a value in one of the file's variants.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ScenarioError {
     /// The file could not be read.
@@ -35,14 +36,28 @@ pub enum ScenarioError {
         /// The field and the fix.
         error: ConfigError,
     },
-    /// An override (`--set PATH=VALUE`, or one of the file's `variants`) that cannot be
+    /// A command-line override (`--set`, `--grid`, `--x`, `--y`, `--variant`) that cannot be
     /// applied, or whose value does not parse or validate.
     Override {
         /// The path as given.
         file: String,
-        /// The override as the user wrote it: `--set PATH=VALUE`, or
-        /// `variant "NAME": PATH=VALUE`.
+        /// The flag and its text as typed (`--set duration=30s`), or all of them when the
+        /// error comes from no one of them alone.
         set: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A value in one of the file's `variants` that cannot be applied, or does not parse or
+    /// validate, at the token in the `variants` map.
+    Variant {
+        /// The path as given.
+        file: String,
+        /// 1-based line of the token.
+        line: usize,
+        /// 1-based column of the token.
+        column: usize,
+        /// The field path within the variant: `variants."per-tenant".expectations[1].max_ratio`.
+        path: String,
         /// What is wrong and how to fix it.
         message: String,
     },
@@ -62,6 +77,13 @@ impl fmt::Display for ScenarioError {
             ScenarioError::Override { file, set, message } => {
                 write!(f, "{file}: {set}: {message}")
             }
+            ScenarioError::Variant {
+                file,
+                line,
+                column,
+                path,
+                message,
+            } => write!(f, "{file}:{line}:{column}: {path}: {message}"),
         }
     }
 }

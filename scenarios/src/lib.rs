@@ -26,7 +26,7 @@
 //! | [`pool`] | connection pools on service calls, and a service's `max_connections` |
 //! | [`isolation`] | blast-radius isolation: cells and shuffle sharding of a service's replicas per caller unit |
 //! | [`load`] | parsing (RON with implicit `Some`) and reading files |
-//! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied to its text before it is read |
+//! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied as edits on its tokens before it is read; [`overrides::Source`], a file read once |
 //! | [`validate`] | semantic checks with field paths |
 //! | [`limits`] | the memory budget and rate limit of a run, and what a scenario needs |
 //! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio) |

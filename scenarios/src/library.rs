@@ -82,16 +82,36 @@ pub fn headline(entry: &Entry) -> String {
 }
 
 /// A file on disk, else the library scenario of that name, with `overrides` applied and
-/// validated against `limits`: what every `resim` command that takes a scenario reads.
+/// validated against `limits` (every variant of the file checked first): what every `resim`
+/// command that takes a scenario reads.
 pub fn resolve(
     file: &str,
     limits: &crate::limits::Limits,
     overrides: &crate::overrides::Overrides,
 ) -> Result<crate::Scenario, crate::ScenarioError> {
+    Ok(resolve_each(file, limits, std::slice::from_ref(overrides))?.remove(0))
+}
+
+/// [`resolve`] for several sets of overrides (the points of a grid): the file is read and
+/// checked once.
+pub fn resolve_each(
+    file: &str,
+    limits: &crate::limits::Limits,
+    each: &[crate::overrides::Overrides],
+) -> Result<Vec<crate::Scenario>, crate::ScenarioError> {
+    let source = open(file)?;
+    let checked = source.check(limits)?;
+    each.iter()
+        .map(|overrides| source.apply(&checked, limits, overrides))
+        .collect()
+}
+
+/// A file on disk, else the library scenario of that name, read (not yet checked).
+pub fn open(file: &str) -> Result<crate::overrides::Source, crate::ScenarioError> {
     if !std::path::Path::new(file).exists()
         && let Some(entry) = find(file)
     {
-        return crate::overrides::parse_overridden(entry.name, entry.text, limits, overrides);
+        return crate::overrides::Source::read(entry.name, entry.text);
     }
-    crate::load::load_bytes(file, limits, overrides)
+    crate::load::read_source(file)
 }

@@ -19,7 +19,7 @@
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
-use crate::overrides::Overrides;
+use crate::overrides::{Overrides, Source};
 use crate::schema::Scenario;
 use crate::validate::validate;
 use ron::error::{Error as RonError, Position, SpannedError};
@@ -41,44 +41,68 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 }
 
 /// Parses scenario text and validates it against `limits`, which the scenario keeps
-/// ([`Scenario::limits`]) for the validation of a run's overrides. The file's `variants` are
-/// checked for shape and named in [`Scenario::variants`]; none is applied (see
-/// [`crate::overrides`] for that).
+/// ([`Scenario::limits`]) for the validation of a run's overrides. Each of the file's
+/// `variants` is applied, parsed and validated too (as `resim check` and `resim run` do), and
+/// named in [`Scenario::variants`]; the scenario returned is the file as written (see
+/// [`crate::overrides`] for the variants).
 pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
     crate::overrides::parse_overridden(file, text, limits, &Overrides::default())
 }
 
-/// Parses scenario text (whose `variants` field is already blanked) into a [`Scenario`],
-/// without validating it: syntax errors carry the line and column.
+/// Parses scenario text (without a `variants` field) into a [`Scenario`], without validating
+/// it: syntax errors carry the line and column.
 pub(crate) fn parse_syntax(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    let tokens = lex(text);
-    let pairs = pair_brackets(&tokens);
-    let normal = unwrap_doubled(text, &tokens, &pairs);
-    let duplicate = duplicate_key(text, &tokens, &pairs);
-    let syntax = |line: usize, column: usize, message: String| ScenarioError::Syntax {
+    parse_text(file, &Text::new(text))
+}
+
+/// Parses text already lexed (whose `variants` field is blanked) into a [`Scenario`], without
+/// validating it: syntax errors carry the line and column.
+pub(crate) fn parse_text(file: &str, t: &Text) -> Result<Scenario, ScenarioError> {
+    let duplicate = duplicate_key(t, 0..t.tokens.len());
+    let syntax = |(line, column): (usize, usize), message: String| ScenarioError::Syntax {
         file: file.to_string(),
         line,
         column,
         message,
     };
-    let scenario = match deserialize(&normal) {
+    let at = |byte: usize| line_column(&t.text, byte);
+    let duplicate = duplicate.map(|d| (at(d.second), d.message(at(d.first))));
+    let scenario = match deserialize(&t.text) {
         Ok(s) => s,
         Err(e) => {
-            let at = (e.span.start.line, e.span.start.col);
-            if let Some(d) = duplicate
-                && d.at <= at
+            let position = (e.span.start.line, e.span.start.col);
+            if let Some((d, message)) = duplicate
+                && d <= position
             {
-                return Err(syntax(d.at.0, d.at.1, d.message));
+                return Err(syntax(d, message));
             }
-            let message = one_line(&explain(&normal, &tokens, &e));
-            let at = name_position(&normal, &tokens, &e).unwrap_or(at);
-            return Err(syntax(at.0, at.1, message));
+            let (byte, message) = ron_error(t, &e, &|b| at(b).0);
+            return Err(syntax(at(byte), message));
         }
     };
-    if let Some(d) = duplicate {
-        return Err(syntax(d.at.0, d.at.1, d.message));
+    if let Some((d, message)) = duplicate {
+        return Err(syntax(d, message));
     }
     Ok(scenario)
+}
+
+/// RON's error in the scenario's words, and the byte of `t` where it is; `line_of` says
+/// which line of the file a byte of `t` is on.
+pub(crate) fn ron_error(
+    t: &Text,
+    e: &SpannedError,
+    line_of: &dyn Fn(usize) -> usize,
+) -> (usize, String) {
+    let message = one_line(&explain(&t.text, &t.tokens, e, line_of));
+    let byte =
+        name_position(&t.text, &t.tokens, e).unwrap_or_else(|| offset_of(&t.text, e.span.start));
+    (byte, message)
+}
+
+/// Parses a scenario out of text that is not a file (an overridden scenario made of pieces):
+/// `Ok`, or RON's error, to be explained with [`ron_error`] on the text lexed.
+pub(crate) fn deserialize_scenario(text: &str) -> Result<Scenario, SpannedError> {
+    deserialize(text)
 }
 
 /// Validates a parsed scenario against `limits`, which it keeps.
@@ -88,6 +112,7 @@ pub(crate) fn validate_with(
     limits: &Limits,
 ) -> Result<Scenario, ScenarioError> {
     scenario.limits = limits.clone();
+    count(|w| w.validations += 1);
     validate(&scenario).map_err(|error| ScenarioError::Invalid {
         file: file.to_string(),
         error,
@@ -95,19 +120,15 @@ pub(crate) fn validate_with(
     Ok(scenario)
 }
 
-/// Parses and validates the bytes of a scenario file: text that is not UTF-8 is an error with
-/// the line and column of the first byte that is not.
+/// Parses and validates the bytes of a scenario file (and each of its variants): text that is
+/// not UTF-8 is an error with the line and column of the first byte that is not.
 pub fn parse_bytes(file: &str, bytes: &[u8], limits: &Limits) -> Result<Scenario, ScenarioError> {
-    parse_bytes_overridden(file, bytes, limits, &Overrides::default())
+    crate::overrides::parse_overridden(file, utf8(file, bytes)?, limits, &Overrides::default())
 }
 
-fn parse_bytes_overridden(
-    file: &str,
-    bytes: &[u8],
-    limits: &Limits,
-    overrides: &Overrides,
-) -> Result<Scenario, ScenarioError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
+/// The bytes as text, or an error at the first byte that is not UTF-8.
+fn utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, ScenarioError> {
+    std::str::from_utf8(bytes).map_err(|e| {
         let good = &bytes[..e.valid_up_to()];
         let good = std::str::from_utf8(good).unwrap_or_default();
         let (line, column) = line_column(good, good.len());
@@ -120,28 +141,35 @@ fn parse_bytes_overridden(
                 bytes[e.valid_up_to()]
             ),
         }
-    })?;
-    crate::overrides::parse_overridden(file, text, limits, overrides)
+    })
 }
 
-/// Reads, parses and validates the scenario file at `path` against the default [`Limits`]
-/// (the only file reading in resim).
+/// Reads, parses and validates the scenario file at `path` (and each of its variants) against
+/// the default [`Limits`].
 pub fn load(path: &str) -> Result<Scenario, ScenarioError> {
     load_with(path, &Limits::default())
 }
 
-/// Reads, parses and validates the scenario file at `path` against `limits`.
+/// Reads, parses and validates the scenario file at `path` (and each of its variants) against
+/// `limits`.
 pub fn load_with(path: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
     load_bytes(path, limits, &Overrides::default())
 }
 
-/// Reads the scenario file at `path`, applies `overrides`, and validates the result against
-/// `limits`.
+/// Reads the scenario file at `path`, checks it and each of its variants, applies
+/// `overrides`, and validates the result against `limits`.
 pub fn load_bytes(
     path: &str,
     limits: &Limits,
     overrides: &Overrides,
 ) -> Result<Scenario, ScenarioError> {
+    let source = read_source(path)?;
+    let checked = source.check(limits)?;
+    source.apply(&checked, limits, overrides)
+}
+
+/// Reads the scenario file at `path` (the only file reading in resim) and lexes it.
+pub fn read_source(path: &str) -> Result<Source, ScenarioError> {
     let read = |reason: String| ScenarioError::Read {
         file: path.to_string(),
         reason,
@@ -157,10 +185,42 @@ pub fn load_bytes(
             FILE_BYTES_MAX >> 20
         )));
     }
-    parse_bytes_overridden(path, &bytes, limits, overrides)
+    Source::read(path, utf8(path, &bytes)?)
+}
+
+/// What reading scenario text has cost on this thread: the measure of the work that checking a
+/// file takes, which a test can hold to a bound (reading runs on one thread, so the counts of
+/// one check are exact whatever else runs beside it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Bytes the lexer read.
+    pub bytes_lexed: u64,
+    /// Bytes RON parsed into a scenario.
+    pub bytes_parsed: u64,
+    /// Scenarios validated.
+    pub validations: u64,
+}
+
+thread_local! {
+    static WORK: std::cell::Cell<Work> = const { std::cell::Cell::new(Work { bytes_lexed: 0, bytes_parsed: 0, validations: 0 }) };
+}
+
+/// The reading work done on this thread so far (see [`Work`]); a check's cost is the
+/// difference of two readings.
+pub fn work() -> Work {
+    WORK.with(std::cell::Cell::get)
+}
+
+fn count(f: impl FnOnce(&mut Work)) {
+    WORK.with(|w| {
+        let mut now = w.get();
+        f(&mut now);
+        w.set(now);
+    });
 }
 
 fn deserialize(text: &str) -> Result<Scenario, SpannedError> {
+    count(|w| w.bytes_parsed += text.len() as u64);
     use ron::extensions::Extensions;
     ron::Options::default()
         .with_default_extension(Extensions::IMPLICIT_SOME | Extensions::UNWRAP_VARIANT_NEWTYPES)
@@ -190,9 +250,87 @@ pub(crate) struct Token {
     pub(crate) end: usize,
 }
 
+/// RON text read once: the text with the doubled parentheses of pattern layers blanked (see
+/// [`unwrap_doubled`]; every byte stays where it was), its tokens, and for each opening bracket
+/// the token that closes it.
+#[derive(Debug, Clone)]
+pub(crate) struct Text {
+    pub(crate) text: String,
+    pub(crate) tokens: Vec<Token>,
+    pub(crate) pairs: Vec<Option<usize>>,
+}
+
+impl Text {
+    /// Lexes `text` (once) and blanks its doubled parentheses.
+    pub(crate) fn new(text: &str) -> Text {
+        let tokens = lex(text);
+        let pairs = pair_brackets(&tokens);
+        let (text, blanked) = unwrap_doubled(text, &tokens, &pairs);
+        if blanked.is_empty() {
+            return Text {
+                text,
+                tokens,
+                pairs,
+            };
+        }
+        let tokens: Vec<Token> = tokens
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| blanked.binary_search(i).is_err())
+            .map(|(_, t)| t)
+            .collect();
+        let pairs = pair_brackets(&tokens);
+        Text {
+            text,
+            tokens,
+            pairs,
+        }
+    }
+
+    /// This text with the bytes `lo..hi` blanked (newlines kept, so positions stay) and their
+    /// tokens gone.
+    pub(crate) fn blanked(&self, lo: usize, hi: usize) -> Text {
+        let mut text = String::with_capacity(self.text.len());
+        text.push_str(&self.text[..lo]);
+        text.extend(
+            self.text[lo..hi]
+                .chars()
+                .map(|c| if c == '\n' || c == '\r' { c } else { ' ' }),
+        );
+        text.push_str(&self.text[hi..]);
+        // Characters of several bytes became one space each (so columns stay): the bytes
+        // after them move back.
+        let region = text.len() - lo - (self.text.len() - hi);
+        let shift = (hi - lo) - region;
+        let tokens: Vec<Token> = self
+            .tokens
+            .iter()
+            .filter(|t| t.end <= lo || t.start >= hi)
+            .map(|t| {
+                if t.start >= hi {
+                    Token {
+                        kind: t.kind,
+                        start: t.start - shift,
+                        end: t.end - shift,
+                    }
+                } else {
+                    *t
+                }
+            })
+            .collect();
+        let pairs = pair_brackets(&tokens);
+        Text {
+            text,
+            tokens,
+            pairs,
+        }
+    }
+}
+
 /// The tokens of RON text, skipping whitespace and comments. Malformed text (an unclosed
 /// string or comment) ends the list; the parser reports it.
 pub(crate) fn lex(text: &str) -> Vec<Token> {
+    count(|w| w.bytes_lexed += text.len() as u64);
     let b = text.as_bytes();
     let mut tokens = Vec::new();
     let mut i = 0;
@@ -392,9 +530,15 @@ pub(crate) fn pair_brackets(tokens: &[Token]) -> Vec<Option<usize>> {
 
 /// `Name((…))` → `Name( … )`: the doubled form of a newtype variant (a pattern layer, a
 /// budget) read as the single one, which is what `unwrap_variant_newtypes` expects. Only a
-/// pair that is the whole content of the outer one is blanked, so tuples stay tuples.
-pub(crate) fn unwrap_doubled(text: &str, tokens: &[Token], pairs: &[Option<usize>]) -> String {
+/// pair that is the whole content of the outer one is blanked, so tuples stay tuples. Also
+/// returns the blanked tokens, in order.
+pub(crate) fn unwrap_doubled(
+    text: &str,
+    tokens: &[Token],
+    pairs: &[Option<usize>],
+) -> (String, Vec<usize>) {
     let mut bytes = text.as_bytes().to_vec();
+    let mut blanked = Vec::new();
     for i in 2..tokens.len() {
         if tokens[i - 2].kind != Kind::Name
             || tokens[i - 1].kind != Kind::Open(b'(')
@@ -410,24 +554,45 @@ pub(crate) fn unwrap_doubled(text: &str, tokens: &[Token], pairs: &[Option<usize
         if whole {
             bytes[tokens[i].start] = b' ';
             bytes[tokens[inner].start] = b' ';
+            blanked.push(i);
+            blanked.push(inner);
         }
     }
+    blanked.sort_unstable();
     // Only ASCII parentheses were replaced, by ASCII spaces.
-    String::from_utf8(bytes).unwrap_or_else(|_| text.to_string())
+    let text = String::from_utf8(bytes).unwrap_or_else(|_| text.to_string());
+    (text, blanked)
 }
 
 /// A name given twice in one map.
-struct Duplicate {
-    /// Line and column of the second.
-    at: (usize, usize),
-    message: String,
+pub(crate) struct Duplicate {
+    /// The byte where the second starts.
+    pub(crate) second: usize,
+    /// The byte where the first starts.
+    pub(crate) first: usize,
+    /// What the name is (`service`, `client`, `key`) and the name as written.
+    what: &'static str,
+    key: String,
 }
 
-/// The first key (in the order of the text) given twice in one `{ … }` map, if any.
-fn duplicate_key(text: &str, tokens: &[Token], pairs: &[Option<usize>]) -> Option<Duplicate> {
+impl Duplicate {
+    /// The message, given where the first is.
+    pub(crate) fn message(&self, (line, column): (usize, usize)) -> String {
+        format!(
+            "{} {} is defined twice (first at line {line}, column {column}); rename one or merge them",
+            self.what,
+            crate::overrides::one_line(&self.key)
+        )
+    }
+}
+
+/// The first key (in the order of the text) given twice in one `{ … }` map among the tokens
+/// `range` of `t`, if any.
+pub(crate) fn duplicate_key(t: &Text, range: std::ops::Range<usize>) -> Option<Duplicate> {
+    let (text, tokens, pairs) = (&t.text, &t.tokens, &t.pairs);
     let mut found: Option<(usize, usize, usize)> = None; // (second, first, map)
-    for (o, t) in tokens.iter().enumerate() {
-        let (Kind::Open(b'{'), Some(close)) = (t.kind, pairs[o]) else {
+    for o in range {
+        let (Kind::Open(b'{'), Some(close)) = (tokens[o].kind, pairs[o]) else {
             continue;
         };
         let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
@@ -466,13 +631,11 @@ fn duplicate_key(text: &str, tokens: &[Token], pairs: &[Option<usize>]) -> Optio
         Some("clients") => "client",
         _ => "key",
     };
-    let key = &text[tokens[second].start..tokens[second].end];
-    let (line, column) = line_column(text, tokens[first].start);
     Some(Duplicate {
-        at: line_column(text, tokens[second].start),
-        message: format!(
-            "{what} {key} is defined twice (first at line {line}, column {column}); rename one or merge them"
-        ),
+        second: tokens[second].start,
+        first: tokens[first].start,
+        what,
+        key: text[tokens[second].start..tokens[second].end].to_string(),
     })
 }
 
@@ -503,8 +666,8 @@ pub(crate) fn offset_of(text: &str, p: Position) -> usize {
     text.len()
 }
 
-/// Where a name RON did not want starts: RON may point at the whitespace before it.
-fn name_position(text: &str, tokens: &[Token], e: &SpannedError) -> Option<(usize, usize)> {
+/// The byte where a name RON did not want starts: RON may point at the whitespace before it.
+fn name_position(text: &str, tokens: &[Token], e: &SpannedError) -> Option<usize> {
     if !matches!(
         e.code,
         RonError::ExpectedIdentifier
@@ -515,11 +678,16 @@ fn name_position(text: &str, tokens: &[Token], e: &SpannedError) -> Option<(usiz
     }
     let at = offset_of(text, e.span.start);
     let t = tokens.get(tokens.partition_point(|t| t.end <= at))?;
-    Some(line_column(text, t.start.max(at)))
+    Some(t.start.max(at))
 }
 
 /// RON's error in the scenario's words, with the fix where one can be told.
-fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
+fn explain(
+    text: &str,
+    tokens: &[Token],
+    e: &SpannedError,
+    line_of: &dyn Fn(usize) -> usize,
+) -> String {
     let at = offset_of(text, e.span.start);
     let k = tokens.partition_point(|t| t.end <= at);
     let token = tokens.get(k);
@@ -562,7 +730,7 @@ fn explain(text: &str, tokens: &[Token], e: &SpannedError) -> String {
             let before = k.checked_sub(1).map(|p| tokens[p]);
             match before {
                 Some(b) if b.kind == Kind::Text && text[b.start..b.end].contains('\n') => {
-                    let (line, _) = line_column(text, b.start);
+                    let line = line_of(b.start);
                     format!(
                         "expected a comma here; the string that opens on line {line} ends only here: is its closing quote missing?"
                     )
@@ -812,8 +980,37 @@ mod tests {
         let tokens = lex(text);
         let pairs = pair_brackets(&tokens);
         assert_eq!(
-            unwrap_doubled(text, &tokens, &pairs),
+            unwrap_doubled(text, &tokens, &pairs).0,
             r#"[Retry( max_attempts: 3 ), Retry( a: 1 ,), Pair((1, 2), 3), Some( "x" )]"#
+        );
+        // The text read once has the same tokens as the blanked text lexed again.
+        let once = Text::new(text);
+        let again = lex(&once.text);
+        assert_eq!(
+            once.tokens
+                .iter()
+                .map(|t| (t.start, t.end))
+                .collect::<Vec<_>>(),
+            again.iter().map(|t| (t.start, t.end)).collect::<Vec<_>>()
+        );
+        assert_eq!(once.pairs, pair_brackets(&again));
+    }
+
+    #[test]
+    fn a_blanked_region_keeps_the_columns_after_it() {
+        let text = "(a: \"µµ\", b: (1))";
+        let t = Text::new(text);
+        let lo = text.find('\"').unwrap();
+        let hi = text.find(',').unwrap();
+        let b = t.blanked(lo, hi);
+        assert_eq!(b.text, "(a:     , b: (1))");
+        let again = lex(&b.text);
+        assert_eq!(
+            b.tokens
+                .iter()
+                .map(|t| (t.start, t.end))
+                .collect::<Vec<_>>(),
+            again.iter().map(|t| (t.start, t.end)).collect::<Vec<_>>()
         );
     }
 

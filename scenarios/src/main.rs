@@ -14,7 +14,7 @@ use scenarios::experiment::{GridAxis, Partition, phase, shrink};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::limits::{Bytes, Limits};
-use scenarios::overrides::{Override, Overrides};
+use scenarios::overrides::{Flag, Override, Overrides, one_line};
 use scenarios::report::{Format, render};
 use scenarios::{Report, RunOptions, Scenario, ScenarioError, run};
 use sim_core::{Rate, SimDuration};
@@ -73,7 +73,7 @@ enum Command {
         variants: Vec<String>,
         /// Change a value on both sides (as for `run`).
         #[arg(long = "set", value_name = "PATH=VALUE")]
-        sets: Vec<Override>,
+        sets: Vec<String>,
         /// The seeds, e.g. "1..20" (both ends included).
         #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..20")]
         seeds: (u64, u64),
@@ -106,10 +106,13 @@ enum Command {
         #[arg(required = true, value_name = "FILE.jsonl")]
         files: Vec<String>,
     },
-    /// Validate a scenario without running it.
+    /// Validate a scenario and each of its variants without running it (with `--variant` and
+    /// `--set`, also what they make).
     Check {
         /// A `.ron` file, or the name of a library scenario.
         file: String,
+        #[command(flatten)]
+        overrides: OverrideArgs,
     },
     /// List the library scenarios with what each shows.
     List,
@@ -118,22 +121,38 @@ enum Command {
 /// Changes to a scenario before it runs: one of its variants, then `--set` overrides.
 #[derive(Args, Default, Clone)]
 struct OverrideArgs {
-    /// Change a value before the run, e.g. `services.api.workers=32` (the path as errors name
-    /// it, the value in the file's RON syntax); repeatable, a later one wins.
+    /// Change a value before the run, e.g. `services.api.workers=32` or `duration=30s` (the
+    /// path as errors name it, the value in the file's RON syntax, where a duration or a rate
+    /// may go without quotes); `faults[+]=(…)` appends to a list; repeatable, a later one wins.
     #[arg(long = "set", value_name = "PATH=VALUE")]
-    sets: Vec<Override>,
+    sets: Vec<String>,
     /// Apply one of the file's named `variants` (before any --set).
     #[arg(long, value_name = "NAME")]
     variant: Option<String>,
 }
 
 impl OverrideArgs {
-    fn overrides(&self) -> Overrides {
-        Overrides {
+    /// The overrides, or the one-line error about the first `--set` that is malformed.
+    fn overrides(&self, file: &str) -> Result<Overrides, String> {
+        Ok(Overrides {
             variant: self.variant.clone(),
-            sets: self.sets.clone(),
-        }
+            sets: parse_sets(file, &self.sets)?,
+        })
     }
+}
+
+/// `--set` texts as overrides, or the one-line error about the first malformed one.
+fn parse_sets(file: &str, sets: &[String]) -> Result<Vec<Override>, String> {
+    sets.iter()
+        .map(|text| {
+            Override::parse(Flag::Set, text).map_err(|m| flag_error(file, Flag::Set, text, &m))
+        })
+        .collect()
+}
+
+/// An error about a flag: the file, the flag and its text as typed, and what is wrong.
+fn flag_error(file: &str, flag: Flag, text: &str, message: &str) -> String {
+    format!("{file}: {flag} {}: {message}", one_line(text))
 }
 
 /// What `resim sweep` takes.
@@ -152,7 +171,7 @@ struct SweepArgs {
     /// Run every seed for each of these values, e.g. `services.db.workers=16,32`; repeatable
     /// (the grid is every combination).
     #[arg(long, value_name = "PATH=V1,V2,…")]
-    grid: Vec<GridAxis>,
+    grid: Vec<String>,
     /// Runs at once (default: one per core); the output is the same whatever it is.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     jobs: Option<u16>,
@@ -172,11 +191,11 @@ struct PhaseArgs {
     file: String,
     /// The columns: `PATH=V1,V2,…` or `PATH=START..END:STEP`, e.g.
     /// `clients.users.call.stack[0].max_attempts=1..4:1`.
-    #[arg(long, value_name = "PATH=VALUES", value_parser = phase::parse_axis)]
-    x: GridAxis,
+    #[arg(long, value_name = "PATH=VALUES")]
+    x: String,
     /// The rows, as for `--x`.
-    #[arg(long, value_name = "PATH=VALUES", value_parser = phase::parse_axis)]
-    y: GridAxis,
+    #[arg(long, value_name = "PATH=VALUES")]
+    y: String,
     /// The seeds of every cell, e.g. "1..5" (both ends included).
     #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..5")]
     seeds: (u64, u64),
@@ -286,34 +305,48 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Sweep(args) => {
-            let command = Sweep {
-                file: args.file,
-                seeds: args.seeds,
-                duration: args.duration,
-                overrides: args.overrides.overrides(),
-                grid: args.grid,
-                jobs: args.jobs.map(usize::from),
-                out: args.out,
-                partition: args.partition,
-            };
-            report_outcome(sweep(&command, &limits))
+            let file = args.file.clone();
+            let grid: Result<Vec<GridAxis>, String> = args
+                .grid
+                .iter()
+                .map(|text| {
+                    GridAxis::parse(Flag::Grid, text)
+                        .map_err(|m| flag_error(&file, Flag::Grid, text, &m))
+                })
+                .collect();
+            let command = args.overrides.overrides(&file).and_then(|overrides| {
+                Ok(Sweep {
+                    file: args.file,
+                    seeds: args.seeds,
+                    duration: args.duration,
+                    overrides,
+                    grid: grid?,
+                    jobs: args.jobs.map(usize::from),
+                    out: args.out,
+                    partition: args.partition,
+                })
+            });
+            report_outcome(command.and_then(|c| sweep(&c, &limits)))
         }
         Command::Phase(args) => {
-            let command = phase::Phase {
-                file: args.file,
-                x: args.x,
-                y: args.y,
-                seeds: args.seeds,
-                overrides: args.overrides.overrides(),
-                jobs: args.jobs.map(usize::from),
+            let file = args.file.clone();
+            let axis = |flag: Flag, text: &str| {
+                phase::parse_axis_of(flag, text).map_err(|m| flag_error(&file, flag, text, &m))
             };
+            let command = (|| {
+                Ok(phase::Phase {
+                    x: axis(Flag::X, &args.x)?,
+                    y: axis(Flag::Y, &args.y)?,
+                    overrides: args.overrides.overrides(&file)?,
+                    file: args.file.clone(),
+                    seeds: args.seeds,
+                    jobs: args.jobs.map(usize::from),
+                })
+            })();
             let json = args.format == PhaseFormat::Json;
-            report_outcome(phase::phase_command(
-                &command,
-                json,
-                args.svg.as_deref(),
-                &limits,
-            ))
+            report_outcome(
+                command.and_then(|c| phase::phase_command(&c, json, args.svg.as_deref(), &limits)),
+            )
         }
         Command::Merge { files } => report_outcome(merge_files(&files)),
         Command::Shrink(args) => shrink_file(&args, &limits),
@@ -327,27 +360,32 @@ fn main() -> ExitCode {
             format,
             svg,
             html,
-        } => report_outcome(compare_command(
-            &files,
-            &variants,
-            &sets,
-            (seeds, duration, jobs.map(usize::from)),
-            &limits,
-            &CompareOutput {
-                json: format == "json",
-                svg,
-                html,
-            },
-        )),
-        Command::Check { file } => match check(&file, &limits) {
-            Ok(s) => {
+        } => report_outcome(parse_sets(&files[0], &sets).and_then(|sets| {
+            compare_command(
+                &files,
+                &variants,
+                &sets,
+                (seeds, duration, jobs.map(usize::from)),
+                &limits,
+                &CompareOutput {
+                    json: format == "json",
+                    svg,
+                    html,
+                },
+            )
+        })),
+        Command::Check { file, overrides } => match overrides
+            .overrides(&file)
+            .and_then(|o| check(&file, &limits, &o).map_err(|e| e.to_string()))
+        {
+            Ok((s, words)) => {
                 let variants = if s.variants.is_empty() {
                     String::new()
                 } else {
                     format!(", variants {}", s.variants.join(", "))
                 };
                 emit(&format!(
-                    "{file}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})\n",
+                    "{file}{words}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})\n",
                     s.name,
                     s.clients.len(),
                     s.services.len(),
@@ -365,17 +403,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// `resim check`: the file, then each of its variants, parses and validates.
-fn check(file: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    let scenario = resolve(file, limits, &Overrides::default())?;
-    for name in &scenario.variants {
-        let variant = Overrides {
-            variant: Some(name.clone()),
-            sets: Vec::new(),
-        };
-        resolve(file, limits, &variant)?;
-    }
-    Ok(scenario)
+/// `resim check`: the file and each of its variants parse and validate, and so does what the
+/// overrides make of it. The scenario as overridden, with the names of the file's variants,
+/// and the command-line words of the overrides.
+fn check(
+    file: &str,
+    limits: &Limits,
+    overrides: &Overrides,
+) -> Result<(Scenario, String), ScenarioError> {
+    Ok((resolve(file, limits, overrides)?, overrides.command_line()))
 }
 
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
@@ -395,7 +431,13 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         trace_capacity: 0,
         trace_window: args.trace,
     };
-    let overrides = args.overrides.overrides();
+    let overrides = match args.overrides.overrides(&file) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     if args.check_determinism {
         return match resolve(&file, limits, &overrides).and_then(|s| {
             Ok((
@@ -462,8 +504,10 @@ fn shrink_file(args: &ShrinkArgs, limits: &Limits) -> ExitCode {
         expectation: args.expectation.clone(),
         budget: args.budget,
     };
-    let shrunk = resolve(&args.file, limits, &args.overrides.overrides())
-        .map_err(|e| e.to_string())
+    let shrunk = args
+        .overrides
+        .overrides(&args.file)
+        .and_then(|o| resolve(&args.file, limits, &o).map_err(|e| e.to_string()))
         .and_then(|s| shrink::shrink(&s, &args.file, &options));
     let written = shrunk.and_then(|s| match &args.out {
         Some(path) => std::fs::write(path, &s.text)

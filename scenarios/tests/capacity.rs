@@ -26,6 +26,7 @@ fn check(
             .map(|(path, value)| Override {
                 path: path.to_string(),
                 value: value.to_string(),
+                ..Override::default()
             })
             .collect(),
     };

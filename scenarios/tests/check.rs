@@ -73,6 +73,15 @@ fn located(e: &ScenarioError, file: &str) -> String {
                 "{line}"
             );
         }
+        ScenarioError::Variant {
+            line: l, column, ..
+        } => {
+            assert!(*l >= 1 && *column >= 1, "{line}");
+            assert!(
+                line.starts_with(&format!("{file}:{l}:{column}: variants.")),
+                "{line}"
+            );
+        }
         ScenarioError::Read { .. } | ScenarioError::Override { .. } => {
             panic!("not a problem of the text: {line}")
         }
@@ -693,7 +702,11 @@ fn malformed_files_get_one_line_with_location_and_fix() {
     let cycle = parse("chain.ron", &chain(25_000, true)).unwrap_err();
     let line = located(&cycle, "chain.ron");
     all.push_str(&format!("{:<36} {line}\n", "cycle through 25000 services"));
-    for (what, file) in [("not UTF-8", "not-utf8.ron"), ("UTF-16", "utf16.ron")] {
+    for (what, file) in [
+        ("not UTF-8", "not-utf8.ron"),
+        ("UTF-16", "utf16.ron"),
+        ("a variant's value out of range", "variant-ratio.ron"),
+    ] {
         let line = check_file(file);
         all.push_str(&format!("{what:<36} {line}\n"));
     }
@@ -994,4 +1007,83 @@ fn a_variant_path_without_a_value_is_refused_with_its_place() {
             "{file}:47:13: a path needs a value after its colon; write variants as {{ \"name\": {{ \"path\": value, … }}, … }}"
         )
     );
+}
+
+/// `BASE` with `n` variants, each about 340 bytes: a change of workers, of the stack and of
+/// the expectations.
+fn with_variants(n: usize) -> String {
+    let variants: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"        "v{i}": {{
+            "services.api.workers": {},
+            "clients.web.call.stack[0]": Retry(max_attempts: {}, backoff: (jitter: Full)),
+            "expectations": [
+                GoodputAtLeast(client: "web", after: "{}s", min_ratio: 0.{}),
+                P99AtMost(client: "web", max: "{}ms"),
+            ],
+        }},
+"#,
+                1 + i % 64,
+                1 + i % 5,
+                1 + i % 9,
+                10 + i % 89,
+                100 + i
+            )
+        })
+        .collect();
+    let text = BASE.replacen(
+        "    expectations: [",
+        &format!(
+            "    variants: {{\n{}    }},\n    expectations: [",
+            variants.concat()
+        ),
+        1,
+    );
+    assert!(text.len() > n * 300, "{}", text.len());
+    text
+}
+
+#[test]
+fn checking_a_file_costs_its_size_once_and_one_scenario_per_variant() {
+    use scenarios::load::{Work, work};
+    let cost = |text: &str| -> Work {
+        let before = work();
+        let s = parse("variants.ron", text).unwrap_or_else(|e| panic!("{e}"));
+        let after = work();
+        assert_eq!(s.variants.len(), text.matches("\"v").count());
+        Work {
+            bytes_lexed: after.bytes_lexed - before.bytes_lexed,
+            bytes_parsed: after.bytes_parsed - before.bytes_parsed,
+            validations: after.validations - before.validations,
+        }
+    };
+    let text = with_variants(1000);
+    let w = cost(&text);
+    let file = text.len() as u64;
+    let base = BASE.len() as u64;
+    println!("{} bytes, 1000 variants: {w:?}", text.len());
+    // The file and each of its variants are validated once.
+    assert_eq!(w.validations, 1001, "{w:?}");
+    // Each byte of the file is lexed once.
+    assert!(w.bytes_lexed <= file, "{w:?} for a file of {file} bytes");
+    // RON parses the file without its variants once, and each variant's scenario once: the
+    // base and that variant's own bytes, not the other variants'.
+    let variant_max = 400;
+    assert!(
+        w.bytes_parsed <= 1001 * (base + variant_max),
+        "{w:?} for a base of {base} bytes"
+    );
+    // Twice the variants, twice the work.
+    let half = cost(&with_variants(500));
+    println!("500 variants: {half:?}");
+    for (all, half) in [
+        (w.bytes_lexed, half.bytes_lexed),
+        (w.bytes_parsed, half.bytes_parsed),
+    ] {
+        assert!(
+            all <= 2 * half + half / 50,
+            "{w:?} against {half:?} for half the variants"
+        );
+    }
 }

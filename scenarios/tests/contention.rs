@@ -35,6 +35,7 @@ fn measure(variant: Option<&str>, writers: u32, seeds: u64) -> (f64, f64) {
         sets: vec![Override {
             path: "clients.writers.load.users".to_string(),
             value: writers.to_string(),
+            ..Override::default()
         }],
     };
     let scenario = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
@@ -177,6 +178,7 @@ fn spread_writers_do_not_conflict() {
         sets: vec![Override {
             path: "clients.writers.load".to_string(),
             value: "OneShot(users: 5, spread: \"50s\")".to_string(),
+            ..Override::default()
         }],
     };
     let scenario =

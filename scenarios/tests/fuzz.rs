@@ -1,6 +1,6 @@
 //! Fuzzing `resim check` and bounded runs with whole scenario files.
 //!
-//! Three generators feed one property:
+//! Five generators feed one property:
 //!
 //! - **structured**: scenario files generated from the schema (proptest), with every layer,
 //!   fault, balancer, queue discipline, admission control, distribution and the network
@@ -10,12 +10,22 @@
 //!   repeated;
 //! - **tokens**: the library files with numbers, names and strings replaced by extreme ones,
 //!   tokens deleted, repeated or swapped, parentheses doubled, and stray text inserted (quotes,
-//!   escapes, comment marks, characters of several bytes).
+//!   escapes, comment marks, characters of several bytes);
+//! - **variants**: the library files that name variants, with the tokens of their `variants`
+//!   map (names, paths and values) edited as above, and replaced by paths, durations and rates
+//!   without quotes and whole values;
+//! - **sets**: library files with command-line overrides, written as first lines of the file
+//!   (`// --set PATH=VALUE`, which the property applies as `--set` would): paths that lead
+//!   somewhere, nowhere or into a list (`faults[+]`), values as a user types them (`30s`,
+//!   `Constant(3000/s)`) and extreme ones.
 //!
-//! The property, for each input: reading it (what `resim check` does) either fails with one
-//! line that says where (`file:line:column: ` or `file: field.path: `), the exit code 2, or
+//! The property, for each input: reading it (what `resim check` does: the file and each of
+//! its variants) either fails with one line that says where (`file:line:column: `, `file:
+//! field.path: `, `file:line:column: variants."NAME".field.path: ` for a value in a variant,
+//! `file: --set PATH=VALUE: ` for a command-line override, as typed), the exit code 2, or
 //! succeeds; a scenario that reads is run twice within a small event budget, both runs give
-//! the same digest (or the same located error) and the report renders; nothing panics. Those
+//! the same digest (or the same located error) and the report renders, and so does one of its
+//! variants (chosen by the input's hash); nothing panics. Those
 //! are exits 0, 1 and 2 and nothing else. The heap's peak while an input is read and run
 //! (counted by a global allocator) stays within the input's memory budget: 256 MiB, or for
 //! one input in eight a budget so small that runs stop at it while running (`memory_limit`,
@@ -28,8 +38,7 @@
 //! Knobs (environment variables):
 //!
 //! - `RESIM_FUZZ_CASES=N`: inputs per generator (default 4000 structured with few extremes,
-//!   2000 structured with many, 2000 of each mutation kind: 10,000 inputs in about 20 seconds
-//!   in debug);
+//!   2000 structured with many, 2000 of each mutation kind: 14,000 inputs);
 //! - `RESIM_FUZZ_SEED=N`: another sequence of inputs (a long campaign runs several);
 //! - `RESIM_FUZZ_LOG=FILE`: write each input to FILE before it runs, so an input that kills
 //!   the process (a stack overflow or an allocation failure, which no test can catch) is left
@@ -49,6 +58,7 @@ use scenarios::ScenarioError;
 use scenarios::library::LIBRARY;
 use scenarios::limits::Limits;
 use scenarios::load::parse_bytes;
+use scenarios::overrides::{Flag, Override, Overrides, parse_overridden};
 use scenarios::report::Format;
 use scenarios::{RunOptions, run};
 use std::cell::RefCell;
@@ -124,8 +134,9 @@ enum Outcome {
     Ran { passed: bool, memory: bool },
 }
 
-/// Checks that an error is one line that starts with the file and a place.
-fn located(e: &ScenarioError, file: &str) -> Result<(), String> {
+/// Checks that an error is one line that starts with the file and a place; `sets` are the
+/// input's command-line overrides, which an error about them names as typed.
+fn located(e: &ScenarioError, file: &str, sets: &[Override]) -> Result<(), String> {
     let line = e.to_string();
     if line.contains('\n') {
         return Err(format!("an error of more than one line: {line:?}"));
@@ -137,7 +148,23 @@ fn located(e: &ScenarioError, file: &str) -> Result<(), String> {
         ScenarioError::Invalid { error, .. } => {
             !error.field.is_empty() && line.starts_with(&format!("{file}: {}: ", error.field))
         }
-        ScenarioError::Read { .. } | ScenarioError::Override { .. } => false,
+        ScenarioError::Variant {
+            line: l,
+            column,
+            path,
+            ..
+        } => {
+            *l >= 1
+                && *column >= 1
+                && path.starts_with("variants.")
+                && line.starts_with(&format!("{file}:{l}:{column}: {path}: "))
+        }
+        ScenarioError::Override { set, .. } => {
+            let all: Vec<String> = sets.iter().map(Override::label).collect();
+            (sets.iter().any(|o| *set == o.label()) || *set == all.join(" "))
+                && line.starts_with(&format!("{file}: {set}: "))
+        }
+        ScenarioError::Read { .. } => false,
     };
     if !ok {
         return Err(format!("an error that does not say where: {line:?}"));
@@ -165,21 +192,64 @@ fn property(file: &str, bytes: &[u8]) -> Result<Outcome, String> {
     Ok(outcome)
 }
 
-/// Reading `bytes` and running what reads, twice.
+/// The command-line overrides an input starts with: one `// --set PATH=VALUE` line each.
+fn header_sets(bytes: &[u8]) -> Vec<Override> {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines()
+        .map_while(|l| l.strip_prefix("// --set "))
+        .filter_map(|o| Override::parse(Flag::Set, o).ok())
+        .collect()
+}
+
+/// Reading `bytes` (with the overrides of its first lines) and running what reads, twice, and
+/// one of its variants.
 fn checked(file: &str, bytes: &[u8], limits: &Limits) -> Result<Outcome, String> {
-    let scenario = match parse_bytes(file, bytes, limits) {
+    let sets = header_sets(bytes);
+    let read = if sets.is_empty() {
+        parse_bytes(file, bytes, limits)
+    } else {
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("a set input not UTF-8: {e}"))?;
+        let overrides = Overrides {
+            variant: None,
+            sets: sets.clone(),
+        };
+        parse_overridden(file, text, limits, &overrides)
+    };
+    let scenario = match read {
         Ok(s) => s,
         Err(e) => {
-            located(&e, file)?;
+            located(&e, file, &sets)?;
             return Ok(Outcome::Refused(what_was_wrong(&e)));
         }
     };
+    let outcome = ran(&scenario, file)?;
+    // A variant that checks runs as the file does.
+    if sets.is_empty() && !scenario.variants.is_empty() {
+        let pick = bytes.len() % scenario.variants.len();
+        let text = std::str::from_utf8(bytes).map_err(|e| format!("read but not UTF-8: {e}"))?;
+        let overrides = Overrides {
+            variant: Some(scenario.variants[pick].clone()),
+            sets: Vec::new(),
+        };
+        let variant = parse_overridden(file, text, limits, &overrides).map_err(|e| {
+            format!(
+                "the variant {:?} checks, but does not read when chosen: {e}",
+                scenario.variants[pick]
+            )
+        })?;
+        ran(&variant, file)?;
+    }
+    Ok(outcome)
+}
+
+/// Runs a scenario that reads, twice: the same digest, reports that render.
+fn ran(scenario: &scenarios::Scenario, file: &str) -> Result<Outcome, String> {
     let options = RunOptions {
         max_events: Some(EVENTS_MAX),
         ..RunOptions::default()
     };
-    let first = run(&scenario, file, &options);
-    let second = run(&scenario, file, &options);
+    let first = run(scenario, file, &options);
+    let second = run(scenario, file, &options);
     match (first, second) {
         (Ok(a), Ok(b)) => {
             if a.report.digest != b.report.digest {
@@ -206,7 +276,7 @@ fn checked(file: &str, bytes: &[u8], limits: &Limits) -> Result<Outcome, String>
             })
         }
         (Err(a), Err(b)) => {
-            located(&a, file)?;
+            located(&a, file, &[])?;
             if a != b {
                 return Err(format!("two runs, two errors: {a} and {b}"));
             }
@@ -227,7 +297,9 @@ fn what_was_wrong(e: &ScenarioError) -> String {
         ScenarioError::Invalid { error, .. } => format!("{}: {}", error.field, error.reason),
         ScenarioError::Syntax { message, .. } => message.clone(),
         ScenarioError::Read { reason, .. } => reason.clone(),
-        ScenarioError::Override { message, .. } => message.clone(),
+        ScenarioError::Override { message, .. } | ScenarioError::Variant { message, .. } => {
+            message.clone()
+        }
     };
     text.chars().take(70).collect()
 }
@@ -1580,8 +1652,13 @@ enum TokenEdit {
 }
 
 fn token_edit() -> impl Strategy<Value = TokenEdit> {
+    token_edit_of(EXTREMES.len())
+}
+
+/// A token edit whose `Replace` picks one of `extremes` values.
+fn token_edit_of(extremes: usize) -> impl Strategy<Value = TokenEdit> {
     prop_oneof![
-        3 => (any::<u16>(), 0..EXTREMES.len()).prop_map(|(a, v)| TokenEdit::Replace(a, v)),
+        3 => (any::<u16>(), 0..extremes).prop_map(|(a, v)| TokenEdit::Replace(a, v)),
         1 => (any::<u16>(), 1u8..8).prop_map(|(a, n)| TokenEdit::Delete(a, n)),
         1 => (any::<u16>(), 1u8..40).prop_map(|(a, n)| TokenEdit::Repeat(a, n)),
         1 => (any::<u16>(), any::<u16>()).prop_map(|(a, b)| TokenEdit::Swap(a, b)),
@@ -1592,6 +1669,11 @@ fn token_edit() -> impl Strategy<Value = TokenEdit> {
 }
 
 fn apply_tokens(text: &str, edits: &[TokenEdit]) -> Vec<u8> {
+    apply_tokens_of(text, edits, EXTREMES)
+}
+
+/// [`apply_tokens`] with `extremes` as the values a `Replace` puts in.
+fn apply_tokens_of(text: &str, edits: &[TokenEdit], extremes: &[&str]) -> Vec<u8> {
     let mut t = tokens(text);
     // Edits aim at the tokens that carry meaning, not at whitespace.
     let meaningful = |t: &[String]| -> Vec<usize> {
@@ -1606,7 +1688,7 @@ fn apply_tokens(text: &str, edits: &[TokenEdit]) -> Vec<u8> {
         match e {
             TokenEdit::Replace(a, v) => {
                 let i = pick(*a);
-                t[i] = EXTREMES[*v].to_string();
+                t[i] = extremes[*v % extremes.len()].to_string();
             }
             TokenEdit::Delete(a, n) => {
                 let i = pick(*a);
@@ -1651,6 +1733,156 @@ fn apply_tokens(text: &str, edits: &[TokenEdit]) -> Vec<u8> {
     }
     t.concat().into_bytes()
 }
+
+/// What a mutated variant may get where a token was: the extremes, paths (that lead somewhere,
+/// nowhere, or into a list), values as a user types them, whole values.
+const VARIANT_EXTREMES: &[&str] = &[
+    "0",
+    "-1",
+    "4294967296",
+    "1e308",
+    "NaN",
+    "\"0s\"",
+    "\"100y\"",
+    "\"1/ns\"",
+    "\"\"",
+    "None",
+    "()",
+    "[]",
+    "{}",
+    "\"api\"",
+    "30s",
+    "500/s",
+    "Constant(3000/s)",
+    "Exponential(mean: 5ms)",
+    "(at: \"5s\", duration: \"1s\", kind: Crash(service: \"api\"))",
+    "Retry(max_attempts: 0)",
+    "[GoodputAtLeast(client: \"users\", after: \"0s\", min_ratio: 1.5)]",
+    "\"duration\"",
+    "\"bucket\"",
+    "\"variants\"",
+    "\"faults\"",
+    "\"faults[+]\"",
+    "\"faults[9]\"",
+    "\"faults[+].at\"",
+    "\"expectations[0]\"",
+    "\"expectations[+]\"",
+    "\"services.api.workers\"",
+    "\"services.api[+]\"",
+    "\"services.nowhere.workers\"",
+    "\"clients.users.call.stack[0].max_attempts\"",
+    "\"clients.users.call.stack[+]\"",
+    "\"clients.users.load.rate\"",
+    "\"a..b\"",
+    "\"x[\"",
+    "\"services\"",
+];
+
+/// The library files that name variants, each with the byte range of its `variants` map.
+fn variant_files() -> Vec<(usize, std::ops::Range<usize>)> {
+    LIBRARY
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let start = e.text.find("variants: {")? + "variants: ".len();
+            let b = e.text.as_bytes();
+            let (mut depth, mut j, mut quoted) = (0usize, start, false);
+            while j < b.len() {
+                match b[j] {
+                    b'\\' if quoted => j += 1,
+                    b'"' => quoted = !quoted,
+                    b'{' if !quoted => depth += 1,
+                    b'}' if !quoted => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some((i, start..j + 1));
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            None
+        })
+        .collect()
+}
+
+/// Paths a `--set` may name: ones that lead somewhere in most library files, into a list,
+/// nowhere, or are malformed.
+const SET_PATHS: &[&str] = &[
+    "duration",
+    "bucket",
+    "seed",
+    "name",
+    "faults",
+    "faults[+]",
+    "faults[0]",
+    "faults[0].at",
+    "faults[3]",
+    "expectations",
+    "expectations[+]",
+    "expectations[0]",
+    "services.api.workers",
+    "services.api.queue",
+    "services.api.queue.capacity",
+    "services.api.calls[+]",
+    "services.api.work",
+    "services.db.workers",
+    "services.api[+]",
+    "clients.users.load",
+    "clients.users.load.rate",
+    "clients.users.call.timeout",
+    "clients.users.call.stack",
+    "clients.users.call.stack[0]",
+    "clients.users.call.stack[0].max_attempts",
+    "clients.users.call.stack[+]",
+    "network",
+    "variants",
+    "verdict.sustain",
+    "x..y",
+];
+
+/// Values as a user types them on a command line.
+const SET_VALUES: &[&str] = &[
+    "30s",
+    "1.5s",
+    "1m30s",
+    "250ms",
+    "0s",
+    "-1s",
+    "100y",
+    "500/s",
+    "1/ns",
+    "0/s",
+    "Constant(3000/s)",
+    "Exponential(mean: 5ms)",
+    "Open(rate: Constant(100/s))",
+    "32",
+    "0",
+    "-1",
+    "1e3",
+    "0x10",
+    "4294967296",
+    "NaN",
+    "\"30s\"",
+    "(at: 5s, duration: 1s, kind: Crash(service: \"api\"))",
+    "(at: 5s, kind: Slowdown(service: \"db\", factor: 3.0))",
+    "(target: \"db\", timeout: 1s)",
+    "GoodputAtLeast(client: \"users\", after: 0s, min_ratio: 0.5)",
+    "Retry(max_attempts: 2)",
+    "Bulkhead(max_concurrent_calls: 3)",
+    "(capacity: 10)",
+    "[]",
+    "{}",
+    "storm",
+    "\"api\"",
+    "3, 4",
+    "(",
+    "))",
+    "µs",
+    "1µs",
+    "5 s",
+];
 
 #[test]
 fn fuzzed_files_exit_0_1_or_2_with_a_located_message_and_replay() {
@@ -1729,6 +1961,50 @@ fn fuzzed_files_exit_0_1_or_2_with_a_located_message_and_replay() {
                 mutated,
                 seed,
                 |(file, edits)| apply_tokens(LIBRARY[*file].text, edits),
+            ),
+        ),
+        (
+            "variants",
+            campaign(
+                "variants",
+                (
+                    0..variant_files().len(),
+                    prop::collection::vec(token_edit_of(VARIANT_EXTREMES.len()), 1..4),
+                ),
+                mutated,
+                seed,
+                |(k, edits)| {
+                    let (file, range) = variant_files().swap_remove(*k);
+                    let text = LIBRARY[file].text;
+                    let mut out = text.as_bytes()[..range.start].to_vec();
+                    out.extend(apply_tokens_of(
+                        &text[range.clone()],
+                        edits,
+                        VARIANT_EXTREMES,
+                    ));
+                    out.extend(&text.as_bytes()[range.end..]);
+                    out
+                },
+            ),
+        ),
+        (
+            "sets",
+            campaign(
+                "sets",
+                (
+                    library(),
+                    prop::collection::vec((0..SET_PATHS.len(), 0..SET_VALUES.len()), 1..4),
+                ),
+                mutated,
+                seed,
+                |(file, sets)| {
+                    let mut out: String = sets
+                        .iter()
+                        .map(|(p, v)| format!("// --set {}={}\n", SET_PATHS[*p], SET_VALUES[*v]))
+                        .collect();
+                    out.push_str(LIBRARY[*file].text);
+                    out.into_bytes()
+                },
             ),
         ),
     ];

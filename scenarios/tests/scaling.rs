@@ -21,6 +21,7 @@ fn check(name: &str, variant: Option<&str>, sets: &[(&str, &str)]) -> (Report, V
             .map(|(path, value)| Override {
                 path: path.to_string(),
                 value: value.to_string(),
+                ..Override::default()
             })
             .collect(),
     };

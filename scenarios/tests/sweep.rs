@@ -144,9 +144,10 @@ fn bad_arguments_are_errors_before_any_run() {
         "services.api.workers=8,x",
     ]);
     assert_eq!(code, 2);
+    // The flag as given: the grid's value, not a `--set`.
     assert_eq!(
         err,
-        "retry-storm: --set services.api.workers=x: expected integer\n"
+        "retry-storm: --grid services.api.workers=x: expected integer\n"
     );
     let (code, _, err) = resim(&[
         "sweep",

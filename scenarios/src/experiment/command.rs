@@ -4,7 +4,7 @@
 
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
-use crate::library::resolve;
+use crate::library::resolve_each;
 use crate::limits::Limits;
 use crate::overrides::Overrides;
 use sim_core::SimDuration;
@@ -44,14 +44,17 @@ pub struct Outcome {
 /// one line for stderr (exit code 2).
 pub fn sweep(command: &Sweep, limits: &Limits) -> Result<Outcome, String> {
     let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
-    let mut scenarios = Vec::with_capacity(plan.points.len());
-    let mut words = Vec::with_capacity(plan.points.len());
-    for point in &plan.points {
-        let mut overrides = command.overrides.clone();
-        overrides.sets.extend(point.iter().cloned());
-        scenarios.push(resolve(&command.file, limits, &overrides).map_err(|e| e.to_string())?);
-        words.push(overrides.command_line());
-    }
+    let each: Vec<Overrides> = plan
+        .points
+        .iter()
+        .map(|point| {
+            let mut overrides = command.overrides.clone();
+            overrides.sets.extend(point.iter().cloned());
+            overrides
+        })
+        .collect();
+    let scenarios = resolve_each(&command.file, limits, &each).map_err(|e| e.to_string())?;
+    let words: Vec<String> = each.iter().map(Overrides::command_line).collect();
     let setup = SweepSetup {
         file: &command.file,
         scenarios: &scenarios,

@@ -10,9 +10,9 @@
 use super::command::Outcome;
 use super::plan::{GridAxis, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
-use crate::library::resolve;
+use crate::library::resolve_each;
 use crate::limits::Limits;
-use crate::overrides::Overrides;
+use crate::overrides::{Flag, Overrides};
 use crate::report::metastability::{Verdict, window};
 use crate::report::render::charts::heatmap::{HeatMap, heatmap};
 use serde::Serialize;
@@ -48,30 +48,37 @@ impl Class {
 const LETTERS: [char; 3] = ['S', 'M', 'C'];
 
 /// `--x` or `--y`: `PATH=V1,V2,…` as for `--grid`, or a numeric range `PATH=START..END:STEP`
-/// (both ends included when the steps reach them).
+/// (both ends included when the steps reach them). The axis is an `--x`; the error is the
+/// reason alone.
 pub fn parse_axis(text: &str) -> Result<GridAxis, String> {
+    parse_axis_of(Flag::X, text)
+}
+
+/// [`parse_axis`] for the axis `flag` (`--x` or `--y`), which errors about its values name.
+pub fn parse_axis_of(flag: Flag, text: &str) -> Result<GridAxis, String> {
+    let list = || GridAxis::parse(flag, text);
     let Some((path, values)) = text.split_once('=') else {
-        return text.parse();
+        return list();
     };
     let Some((range, step)) = values.split_once(':') else {
-        return text.parse();
+        return list();
     };
     let Some((start, end)) = range.split_once("..") else {
-        return text.parse();
+        return list();
     };
     let number = |t: &str| t.trim().parse::<f64>().ok().filter(|x| x.is_finite());
     let (Some(a), Some(b), Some(s)) = (number(start), number(end), number(step)) else {
-        return text.parse();
+        return list();
     };
     if s <= 0.0 || b < a {
         return Err(format!(
-            "{text:?}: a range goes up by a positive step, e.g. {path}=1..3:0.5"
+            "a range goes up by a positive step, e.g. {path}=1..3:1"
         ));
     }
     let count = libm::floor((b - a) / s + 1e-9) as usize + 1;
     if count > AXIS_VALUES_MAX {
         return Err(format!(
-            "{text:?}: {count} values; at most {AXIS_VALUES_MAX} per axis"
+            "{count} values; at most {AXIS_VALUES_MAX} per axis"
         ));
     }
     // Integers stay integers (a count field refuses `2.0`); other values get the decimals
@@ -92,7 +99,7 @@ pub fn parse_axis(text: &str) -> Result<GridAxis, String> {
             }
         })
         .collect();
-    format!("{path}={}", values.join(",")).parse()
+    GridAxis::parse(flag, &format!("{path}={}", values.join(",")))
 }
 
 /// A value as a reader reads it: a RON string without its quotes (`2000/s`), anything else
@@ -189,22 +196,26 @@ pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
         ));
     }
     let plan = Plan::new(&[command.y.clone(), command.x.clone()], command.seeds, None)?;
-    let mut scenarios = Vec::with_capacity(plan.points.len());
-    let mut words = Vec::with_capacity(plan.points.len());
-    for (i, point) in plan.points.iter().enumerate() {
-        let mut overrides = command.overrides.clone();
-        overrides.sets.extend(point.iter().cloned());
-        let s = resolve(&command.file, limits, &overrides).map_err(|e| e.to_string())?;
-        window(&s, s.duration).map_err(|why| {
+    let each: Vec<Overrides> = plan
+        .points
+        .iter()
+        .map(|point| {
+            let mut overrides = command.overrides.clone();
+            overrides.sets.extend(point.iter().cloned());
+            overrides
+        })
+        .collect();
+    let scenarios = resolve_each(&command.file, limits, &each).map_err(|e| e.to_string())?;
+    for (i, s) in scenarios.iter().enumerate() {
+        window(s, s.duration).map_err(|why| {
             format!(
                 "{}: at {}: no metastability verdict: {why}",
                 command.file,
                 plan.label(i)
             )
         })?;
-        scenarios.push(s);
-        words.push(overrides.command_line());
     }
+    let words: Vec<String> = each.iter().map(Overrides::command_line).collect();
     let setup = SweepSetup {
         file: &command.file,
         scenarios: &scenarios,

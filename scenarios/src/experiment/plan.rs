@@ -3,43 +3,54 @@
 //! every seed. Every run has a stable index, `point × seeds + seed offset`, which is the order
 //! of the output and what [`Partition`] splits on.
 
-use crate::overrides::Override;
+use crate::overrides::{Flag, Override};
 use std::fmt;
 use std::str::FromStr;
 
 /// The most runs one sweep makes (grid points × seeds).
 pub const RUNS_MAX: u64 = 100_000;
 
-/// One `--grid PATH=V1,V2,…`: the values an override path takes in turn.
+/// One `--grid PATH=V1,V2,…` (or `resim phase`'s `--x` or `--y`): the values an override path
+/// takes in turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GridAxis {
     /// The path, as for `--set`.
     pub path: String,
-    /// The values, RON text each.
+    /// The values as typed, RON each (a duration or a rate may go without quotes).
     pub values: Vec<String>,
+    /// The flag that gave the axis, which errors about its values name.
+    pub flag: Flag,
+}
+
+impl GridAxis {
+    /// `PATH=V1,V2,…` as given to `flag`; the error is the reason alone (the caller names the
+    /// flag and the text).
+    pub fn parse(flag: Flag, text: &str) -> Result<GridAxis, String> {
+        let (path, values) = text.split_once('=').ok_or_else(|| {
+            "write an axis as PATH=V1,V2,…, e.g. services.api.workers=8,16,32".to_string()
+        })?;
+        let values = split_top_level(values);
+        if values.iter().any(String::is_empty) {
+            return Err("a grid value is empty".to_string());
+        }
+        // Each value must make a valid override.
+        for v in &values {
+            Override::parse(flag, &format!("{path}={v}"))?;
+        }
+        Ok(GridAxis {
+            path: path.trim().to_string(),
+            values,
+            flag,
+        })
+    }
 }
 
 impl FromStr for GridAxis {
     type Err = String;
 
+    /// A `--grid` axis.
     fn from_str(text: &str) -> Result<Self, String> {
-        let (path, values) = text.split_once('=').ok_or_else(|| {
-            format!(
-                "{text:?}: write a grid axis as PATH=V1,V2,…, e.g. services.api.workers=8,16,32"
-            )
-        })?;
-        let values = split_top_level(values);
-        if values.iter().any(String::is_empty) {
-            return Err(format!("{text:?}: a grid value is empty"));
-        }
-        // Each value must make a valid override.
-        for v in &values {
-            format!("{path}={v}").parse::<Override>()?;
-        }
-        Ok(GridAxis {
-            path: path.trim().to_string(),
-            values,
-        })
+        GridAxis::parse(Flag::Grid, text)
     }
 }
 
@@ -152,6 +163,7 @@ impl Plan {
                     q.push(Override {
                         path: axis.path.clone(),
                         value: v.clone(),
+                        flag: axis.flag,
                     });
                     next.push(q);
                 }
