@@ -751,6 +751,9 @@ pub struct RunMeta {
     /// What reached a limit, in the user's words, when that is more than the reason says
     /// (the figure that reached the memory limit).
     pub stop_detail: Option<String>,
+    /// The command-line words after `--seed N` that replay the run (` --duration 30s`),
+    /// empty when the file's own settings ran.
+    pub replay_flags: String,
 }
 
 /// The requests of one class of a client, or of one tenant of a class: what was offered, what

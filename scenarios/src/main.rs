@@ -42,6 +42,18 @@ struct LimitArgs {
 }
 
 impl LimitArgs {
+    /// The flags as command-line words (` --max-memory 1073741824`), exact, for a replay.
+    fn command_line(&self) -> String {
+        let mut words = String::new();
+        if let Some(Bytes(m)) = self.max_memory {
+            words.push_str(&format!(" --max-memory {m}"));
+        }
+        if let Some(r) = self.max_rate {
+            words.push_str(&format!(" --max-rate {r}"));
+        }
+        words
+    }
+
     fn limits(&self) -> Limits {
         let mut limits = Limits::default();
         if let Some(Bytes(m)) = self.max_memory {
@@ -392,6 +404,11 @@ fn main() -> ExitCode {
                     s.faults.len(),
                     s.expectations.len()
                 ));
+                // Accepted settings that may not mean what their author meant, as the
+                // report's `warnings` lists them.
+                for w in scenarios::warnings::warnings(&s) {
+                    eprintln!("{file}{words}: warning: {w}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -399,7 +416,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Run(args) => run_file(args, &limits),
+        Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
     }
 }
 
@@ -416,7 +433,7 @@ fn check(
 
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
 /// asked, and exit code 1 with the replay command when an expectation failed.
-fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
+fn run_file(args: RunArgs, limits: &Limits, limit_flags: &str) -> ExitCode {
     let format = if args.json {
         Format::Json
     } else {
@@ -458,13 +475,20 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
             }
         };
     }
-    let report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options)) {
+    let mut report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options))
+    {
         Ok(o) => o.report,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
+    // The report's replay command carries every flag that shaped the run.
+    report.replay_flags = format!(
+        "{}{limit_flags}{}",
+        report.replay_flags,
+        overrides.command_line()
+    );
     if let Some(dir) = args.csv
         && let Err(e) = write_csv(&dir, &Format::Csv.render(&report))
     {
@@ -487,10 +511,9 @@ fn run_file(args: RunArgs, limits: &Limits) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         eprintln!(
-            "expectation failed for seed {}; replay: {}{}",
+            "expectation failed for seed {}; replay: {}",
             report.seed,
             report.replay_command(),
-            overrides.command_line()
         );
         ExitCode::from(1)
     }

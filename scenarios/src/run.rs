@@ -49,6 +49,19 @@ pub struct RunOutput {
     pub requests_in_flight: u64,
 }
 
+/// The command-line words after `--seed N` that give a run `options`' duration and event
+/// budget (the report's replay command ends with them).
+fn replay_flags(options: &RunOptions) -> String {
+    let mut words = String::new();
+    if let Some(d) = options.duration {
+        words.push_str(&format!(" --duration {d}"));
+    }
+    if let Some(n) = options.max_events {
+        words.push_str(&format!(" --max-events {n}"));
+    }
+    words
+}
+
 /// Runs `scenario` (read from `file`) with the overrides in `options`. Overrides are
 /// validated like the file itself: a duration shorter than a fault's start is an error.
 pub fn run(
@@ -66,8 +79,10 @@ pub fn run(
     if let Some(m) = options.max_events {
         s.max_events = m;
     }
+    // The file was checked as written: what fails now, the flags made so, and the message
+    // names them as typed.
     validate(&s).map_err(|error| ScenarioError::Invalid {
-        file: file.to_string(),
+        file: format!("{file}{}", replay_flags(options)),
         error,
     })?;
     let seed = options.seed.unwrap_or(s.seed);
@@ -135,6 +150,7 @@ pub fn run(
         events: sim.events_executed(),
         stop,
         stop_detail,
+        replay_flags: replay_flags(options),
     };
     let trace = sim.trace().to_vec();
     let (world, net) = sim.entity_and_shared(id);

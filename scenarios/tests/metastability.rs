@@ -210,7 +210,7 @@ fn the_expectations_judge_the_verdict_and_say_why_they_fail() {
         .to_string();
     assert_eq!(
         e,
-        "cut.ron: expectations[0]: needs a verdict, but the trigger `load spike users ×2` ends at 15s, not before the end of the run; run longer or end it earlier (or judge a window with GoodputAtLeast or GoodputAtMost)"
+        "cut.ron --duration 12s: expectations[0]: needs a verdict, but the trigger `load spike users ×2` ends at 15s, not before the end of the run; run longer or end it earlier (or judge a window with GoodputAtLeast or GoodputAtMost)"
     );
 }
 

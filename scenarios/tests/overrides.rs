@@ -226,17 +226,6 @@ fn a_bad_variant_is_an_error_at_its_line() {
 
 #[test]
 fn the_command_line_takes_set_and_variant_and_exits_2_on_a_bad_one() {
-    let resim = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_resim"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            o.status.code().unwrap(),
-            String::from_utf8(o.stdout).unwrap(),
-            String::from_utf8(o.stderr).unwrap(),
-        )
-    };
     let (code, _, err) = resim(&["run", "retry-storm", "--set", "services.api.workers=x"]);
     assert_eq!(
         (code, err.as_str()),
@@ -558,4 +547,86 @@ fn a_name_that_cannot_be_a_field_is_refused_on_one_line() {
             "{file}:52:13: variants.\"exponential\".expec ations: the top level has no field `expec ations`, and no field is called so: a field name is letters, digits and `_`"
         )
     );
+}
+
+/// The report's replay command is every flag that shaped the run, and running it gives the
+/// same run.
+#[test]
+fn the_replay_command_carries_every_flag_of_the_run() {
+    let (code, out, err) = resim(&[
+        "run",
+        "metastable-retry",
+        "--seed",
+        "3",
+        "--duration",
+        "20s",
+        "--max-memory",
+        "1GiB",
+        "--variant",
+        "budget",
+        "--set",
+        "services.api.workers=9",
+    ]);
+    assert!(code < 2, "{err}");
+    let replay = out
+        .lines()
+        .find_map(|l| l.strip_prefix("replay: "))
+        .unwrap_or_else(|| panic!("no replay line in {out}"));
+    assert_eq!(
+        replay,
+        "resim run metastable-retry --seed 3 --duration 20s --max-memory 1073741824 \
+         --variant budget --set 'services.api.workers=9'"
+    );
+    // The words as the shell passes them on (the quotes around the `--set` value removed).
+    let words: Vec<String> = replay
+        .split(' ')
+        .skip(1)
+        .map(|w| w.trim_matches('\'').to_string())
+        .collect();
+    let digest = |args: &[&str]| {
+        let (_, json, err) = resim(&[args, &["--format", "json"]].concat());
+        let report: serde_json::Value =
+            serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {err}"));
+        (report["digest"].clone(), report["replay_flags"].clone())
+    };
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let first = digest(&[
+        "run",
+        "metastable-retry",
+        "--seed",
+        "3",
+        "--duration",
+        "20s",
+        "--max-memory",
+        "1GiB",
+        "--variant",
+        "budget",
+        "--set",
+        "services.api.workers=9",
+    ]);
+    assert_eq!(digest(&words), first);
+    // Without the flags the run is another one.
+    assert_ne!(
+        digest(&["run", "metastable-retry", "--seed", "3"]).0,
+        first.0
+    );
+}
+
+/// `check` says what the report's warnings say: a percent field given a ratio is accepted,
+/// and named with both readings.
+#[test]
+fn check_warns_about_a_percent_written_as_a_ratio() {
+    let set = "services.api.calls[0].stack[1].failure_rate_threshold=0.5";
+    let (code, out, err) = resim(&["check", "cascading-failure-mitigated", "--set", set]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(": ok ("), "{out}");
+    assert!(
+        err.starts_with(&format!(
+            "cascading-failure-mitigated --set '{set}': warning: services.api.calls[0].stack[1].failure_rate_threshold"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("0.5"), "{err}");
+    let (_, _, err) = resim(&["check", "cascading-failure-mitigated"]);
+    assert_eq!(err, "");
 }

@@ -61,6 +61,7 @@ fn check(expectations: &str, figures: &Figures) -> Report {
         events: 0,
         stop: StopReason::TimeLimit,
         stop_detail: None,
+        replay_flags: String::new(),
     };
     Report::build(&scenario, &meta, figures)
 }

@@ -115,9 +115,6 @@ fn one_run(setup: &SweepSetup<'_>, spec: &RunSpec) -> Result<Report, ScenarioErr
 
 fn record(setup: &SweepSetup<'_>, plan: &Plan, spec: &RunSpec, report: &Report) -> RunRecord {
     let s = &report.summary;
-    let duration = setup
-        .duration
-        .map_or(String::new(), |d| format!(" --duration {d}"));
     RunRecord {
         index: spec.index,
         runs: plan.runs(),
@@ -136,11 +133,7 @@ fn record(setup: &SweepSetup<'_>, plan: &Plan, spec: &RunSpec, report: &Report) 
         goodput_per_s: s.goodput_per_s,
         p99_ms: s.latency_ms.as_ref().map(|l| l.p99),
         amplification: s.amplification,
-        replay: format!(
-            "{}{duration}{}",
-            report.replay_command(),
-            setup.overrides[spec.point]
-        ),
+        replay: format!("{}{}", report.replay_command(), setup.overrides[spec.point]),
     }
 }
 

@@ -68,6 +68,7 @@ impl Report {
             events: meta.events,
             stop_reason: meta.stop.as_str().to_string(),
             stop_detail: meta.stop_detail.clone(),
+            replay_flags: meta.replay_flags.clone(),
             simulated_s: round3(figures.end.as_secs_f64()),
             bucket_s: round3(figures.bucket.as_secs_f64()),
             summary,

@@ -687,6 +687,11 @@ pub struct Report {
     /// (`memory_limit`: which figure, and how much).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_detail: Option<String>,
+    /// The command-line words after `--seed N` that replay the run: the duration, event
+    /// budget, memory budget, variant and overrides it was run with, as flags
+    /// (` --variant budget --set 'duration=30s'`); absent when the file ran as written.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub replay_flags: String,
     /// Simulated seconds.
     pub simulated_s: f64,
     /// Report bucket width in seconds.
@@ -744,9 +749,12 @@ impl Report {
         ratio(ok, offered)
     }
 
-    /// The command that replays this run.
+    /// The command that replays this run, with the flags it was run with.
     pub fn replay_command(&self) -> String {
-        format!("resim run {} --seed {}", self.file, self.seed)
+        format!(
+            "resim run {} --seed {}{}",
+            self.file, self.seed, self.replay_flags
+        )
     }
 }
 
