@@ -42,11 +42,16 @@ struct LimitArgs {
 }
 
 impl LimitArgs {
-    /// The flags as command-line words (` --max-memory 1073741824`), exact, for a replay.
+    /// The flags as command-line words (` --max-memory 1GiB`), exact, for a replay.
     fn command_line(&self) -> String {
         let mut words = String::new();
         if let Some(Bytes(m)) = self.max_memory {
-            words.push_str(&format!(" --max-memory {m}"));
+            // In the largest binary unit that holds it exactly, as a user would type it.
+            let (n, unit) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+                .into_iter()
+                .find(|(size, _)| m > 0 && m.is_multiple_of(*size))
+                .map_or((m, ""), |(size, unit)| (m / size, unit));
+            words.push_str(&format!(" --max-memory {n}{unit}"));
         }
         if let Some(r) = self.max_rate {
             words.push_str(&format!(" --max-rate {r}"));

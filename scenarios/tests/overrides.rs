@@ -574,7 +574,7 @@ fn the_replay_command_carries_every_flag_of_the_run() {
         .unwrap_or_else(|| panic!("no replay line in {out}"));
     assert_eq!(
         replay,
-        "resim run metastable-retry --seed 3 --duration 20s --max-memory 1073741824 \
+        "resim run metastable-retry --seed 3 --duration 20s --max-memory 1GiB \
          --variant budget --set 'services.api.workers=9'"
     );
     // The words as the shell passes them on (the quotes around the `--set` value removed).
