@@ -326,6 +326,18 @@ fn a_capacity_drop_builds_a_queue() {
     assert!(queue(5) < 1.0);
     // One worker serves 100/s of 150/s: the queue grows by about 50 per second.
     assert!(queue(19) > 300.0, "{}", queue(19));
+    // One replica: its longest queue is the total's, bucket by bucket and over the run.
+    for b in &r.series {
+        let s = &b.services[0];
+        assert_eq!(s.queue_replica_max, s.queue_total_max, "at {}s", b.t_s);
+    }
+    let api = service(&r, "api");
+    assert_eq!(api.queue_depth_replica_max, api.queue_depth_total_max);
+    assert!(
+        api.queue_depth_replica_max > 400,
+        "{}",
+        api.queue_depth_replica_max
+    );
 }
 
 #[test]

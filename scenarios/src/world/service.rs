@@ -119,8 +119,9 @@ pub struct Service {
     bucket: SimDuration,
     /// Queued jobs over the replicas.
     queue_series: GaugeSeries,
-    /// The longest queue of one replica, per bucket.
-    queue_peaks: PeakSeries,
+    /// The longest queue of one replica, per bucket; `None` with one replica slot, whose
+    /// queue is the total (so a one-replica service pays nothing for it).
+    queue_peaks: Option<PeakSeries>,
     busy_series: GaugeSeries,
     /// Workers of the replicas that are up: changes only with faults.
     capacity_series: GaugeSeries,
@@ -233,7 +234,7 @@ impl Service {
             failed_series: Vec::new(),
             bucket,
             queue_series: GaugeSeries::new(bucket),
-            queue_peaks: PeakSeries::new(bucket, slots as usize),
+            queue_peaks: (slots > 1).then(|| PeakSeries::new(bucket, slots as usize)),
             busy_series: GaugeSeries::new(bucket),
             capacity_series,
             busy_total: 0,
@@ -904,8 +905,9 @@ impl Service {
             .queued_total
             .checked_add_signed(delta)
             .expect("queue count");
-        let depth = self.replicas[r].queue_len() as u64;
-        self.queue_peaks.set(now, r, depth);
+        if let Some(peaks) = &mut self.queue_peaks {
+            peaks.set(now, r, self.replicas[r].queue_len() as u64);
+        }
         if let Some(s) = &mut self.scaling {
             s.queue_change(now, self.queued_total);
         }
@@ -941,7 +943,7 @@ impl Service {
     pub fn figures(&mut self, end: SimTime, buckets: usize, messages_lost: u64) -> ServiceFigures {
         self.busy_change(end, 0);
         let queue = self.queue_series.finish(end);
-        let queue_peaks = self.queue_peaks.finish(end);
+        let queue_peaks = self.queue_peaks.as_mut().map(|p| p.finish(end));
         let busy = self.busy_series.finish(end);
         let capacity = self.capacity_series.finish(end);
         let mut counts = self.counts.clone();
@@ -965,7 +967,11 @@ impl Service {
                         arrivals: t.arrivals,
                         ok: t.ok,
                         queue: queue.get(i).copied().unwrap_or_default(),
-                        queue_replica_max: queue_peaks.get(i).copied().unwrap_or_default(),
+                        queue_replica_max: match &queue_peaks {
+                            Some(peaks) => peaks.get(i).copied().unwrap_or_default(),
+                            // One replica: its queue is the total.
+                            None => queue.get(i).map_or(0, |q| q.max as u64),
+                        },
                         busy: busy.get(i).copied().unwrap_or_default(),
                         capacity: capacity.get(i).copied().unwrap_or_default(),
                         failed: self.failed_series.get(i).copied().unwrap_or_default(),
