@@ -89,6 +89,8 @@ pub struct EventQueue<P> {
     occupied: u64,
     slab: Slab<P>,
     next_seq: u64,
+    /// Events taken or cancelled: `next_seq - ended` are pending.
+    ended: u64,
     /// Entries whose event was cancelled and that are still in `due` or a bucket.
     stale: usize,
     compactions: u64,
@@ -132,12 +134,13 @@ impl<P> EventQueue<P> {
             occupied: 0,
             slab: Slab::with_capacity(capacity),
             next_seq: 0,
+            ended: 0,
             stale: 0,
             compactions: 0,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, time: SimTime, payload: P) -> (u64, TimerId) {
         let time = time.as_nanos();
         if time < self.last {
@@ -181,8 +184,9 @@ impl<P> EventQueue<P> {
         if self.slab.remove(timer.slot, timer.generation).is_none() {
             return false;
         }
+        self.ended += 1;
         self.stale += 1;
-        if self.stale >= COMPACT_MIN_STALE && self.stale > self.slab.live {
+        if self.stale >= COMPACT_MIN_STALE && self.stale > self.len() {
             self.compact();
         }
         true
@@ -227,6 +231,7 @@ impl<P> EventQueue<P> {
             };
             match self.slab.remove(entry.slot, entry.generation) {
                 Some((seq, payload)) => {
+                    self.ended += 1;
                     return Ok(Scheduled {
                         time: SimTime::from_nanos(entry.time),
                         seq,
@@ -284,7 +289,7 @@ impl<P> EventQueue<P> {
         self.occupied &= !(1 << b);
         self.last = earliest;
         let mut first = None;
-        for entry in bucket.drain(..) {
+        for &entry in bucket.iter() {
             if entry.time == earliest {
                 if first.is_none() {
                     first = Some(entry);
@@ -298,6 +303,7 @@ impl<P> EventQueue<P> {
                 self.occupied |= 1 << below;
             }
         }
+        bucket.clear();
         first
     }
 
@@ -312,7 +318,10 @@ impl<P> EventQueue<P> {
     fn lower_to(&mut self, time: u64) {
         let h = bucket_of(self.last, time);
         let mut gathered = std::mem::take(&mut self.buckets[h]);
-        debug_assert!(gathered.is_empty(), "bucket {h} held entries before `last`'s bit");
+        debug_assert!(
+            gathered.is_empty(),
+            "bucket {h} held entries before `last`'s bit"
+        );
         gathered.extend(self.due.drain(self.due_head..));
         self.due.clear();
         self.due_head = 0;
@@ -359,7 +368,7 @@ impl<P> EventQueue<P> {
 
     /// Live (not cancelled) pending events.
     pub fn len(&self) -> usize {
-        self.slab.live
+        (self.next_seq - self.ended) as usize
     }
 
     /// The bytes the queue's tables may hold before `margin` more events are pushed (see
@@ -372,7 +381,7 @@ impl<P> EventQueue<P> {
             .sum();
         entries
             + reserved_bytes(
-                self.slab.live,
+                self.len(),
                 self.slab.slots.capacity(),
                 std::mem::size_of::<Slot<P>>(),
                 margin,
@@ -381,7 +390,7 @@ impl<P> EventQueue<P> {
 
     /// True when no live event is pending.
     pub fn is_empty(&self) -> bool {
-        self.slab.live == 0
+        self.len() == 0
     }
 
     /// The number of events ever scheduled (the next sequence number).
@@ -405,7 +414,11 @@ impl<P> EventQueue<P> {
         if !cfg!(debug_assertions) {
             return;
         }
-        assert!(self.due[self.due_head..].iter().all(|e| e.time == self.last));
+        assert!(
+            self.due[self.due_head..]
+                .iter()
+                .all(|e| e.time == self.last)
+        );
         for (b, bucket) in self.buckets.iter().enumerate() {
             assert_eq!(self.occupied & (1 << b) != 0, !bucket.is_empty());
             assert!(
@@ -415,7 +428,7 @@ impl<P> EventQueue<P> {
                 "an entry in the wrong bucket"
             );
         }
-        assert_eq!(self.entries(), self.slab.live + self.stale);
+        assert_eq!(self.entries(), self.len() + self.stale);
     }
 }
 
@@ -424,21 +437,17 @@ impl<P> EventQueue<P> {
 struct Slab<P> {
     slots: Vec<Slot<P>>,
     /// The most recently freed slot, reused first while it is still in cache; the free slots
-    /// form a list through [`SlotState::Free`].
+    /// form a list through [`Slot::next_free`].
     free: Option<u32>,
-    live: usize,
 }
 
 struct Slot<P> {
     generation: NonZeroU32,
-    state: SlotState<P>,
-}
-
-enum SlotState<P> {
-    Pending { seq: u64, payload: P },
-    Free { next: Option<u32> },
-    /// Its generations are spent: never reused, so no old handle can match a new event.
-    Retired,
+    /// The next free slot, while this one is on the free list.
+    next_free: Option<u32>,
+    /// The pending event's sequence number and payload; `None` while the slot is free or
+    /// retired (its generations spent: never reused, so no old handle can match a new event).
+    event: Option<(u64, P)>,
 }
 
 impl<P> Slab<P> {
@@ -446,21 +455,20 @@ impl<P> Slab<P> {
         Slab {
             slots: Vec::with_capacity(capacity),
             free: None,
-            live: 0,
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, seq: u64, payload: P) -> (u32, NonZeroU32) {
-        self.live += 1;
-        let pending = SlotState::Pending { seq, payload };
         match self.free {
             Some(index) => {
                 let slot = &mut self.slots[index as usize];
-                match std::mem::replace(&mut slot.state, pending) {
-                    SlotState::Free { next } => self.free = next,
-                    _ => panic!("slot {index} is on the free list but not free"),
-                }
+                debug_assert!(
+                    slot.event.is_none(),
+                    "slot {index} is on the free list but taken"
+                );
+                slot.event = Some((seq, payload));
+                self.free = slot.next_free;
                 (index, slot.generation)
             }
             None => {
@@ -468,7 +476,8 @@ impl<P> Slab<P> {
                     .expect("fewer than 2^32 event slots (pending and retired)");
                 self.slots.push(Slot {
                     generation: NonZeroU32::MIN,
-                    state: pending,
+                    next_free: None,
+                    event: Some((seq, payload)),
                 });
                 (index, NonZeroU32::MIN)
             }
@@ -482,33 +491,21 @@ impl<P> Slab<P> {
         if slot.generation != generation {
             return None;
         }
-        let next_generation = generation.checked_add(1);
-        let freed = match next_generation {
-            Some(_) => SlotState::Free { next: self.free },
-            None => SlotState::Retired,
-        };
-        match std::mem::replace(&mut slot.state, freed) {
-            SlotState::Pending { seq, payload } => {
-                if let Some(next) = next_generation {
-                    slot.generation = next;
-                    self.free = Some(index);
-                }
-                self.live -= 1;
-                Some((seq, payload))
-            }
-            // Only a retired slot keeps the generation of its last event.
-            earlier => {
-                slot.state = earlier;
-                None
-            }
+        let event = slot.event.take()?;
+        // A slot whose generations are spent is retired: off the free list for good.
+        if let Some(next) = generation.checked_add(1) {
+            slot.generation = next;
+            slot.next_free = self.free;
+            self.free = Some(index);
         }
+        Some(event)
     }
 
     #[inline]
     fn contains(&self, index: u32, generation: NonZeroU32) -> bool {
-        self.slots.get(index as usize).is_some_and(|slot| {
-            slot.generation == generation && matches!(slot.state, SlotState::Pending { .. })
-        })
+        self.slots
+            .get(index as usize)
+            .is_some_and(|slot| slot.generation == generation && slot.event.is_some())
     }
 }
 
@@ -562,7 +559,10 @@ mod tests {
         let t2 = q.push_timer(SimTime::from_nanos(20), "late");
         assert_eq!(t2.slot, t1.slot, "the freed slot is reused");
         assert!(q.is_pending(t2));
-        assert!(!q.is_pending(t1), "an old handle does not reach the slot's new event");
+        assert!(
+            !q.is_pending(t1),
+            "an old handle does not reach the slot's new event"
+        );
         assert!(!q.cancel(t1));
         assert_eq!(drain(&mut q), [(5, "response"), (20, "late")]);
         assert!(!q.cancel(t2), "a fired timer cannot be cancelled");
@@ -574,7 +574,10 @@ mod tests {
         let early = q.push_timer(SimTime::from_nanos(100), "early");
         q.push(SimTime::from_nanos(300), "late");
         q.cancel(early);
-        assert_eq!(q.pop_due(SimTime::from_nanos(50)).err(), Some(Some(SimTime::from_nanos(300))));
+        assert_eq!(
+            q.pop_due(SimTime::from_nanos(50)).err(),
+            Some(Some(SimTime::from_nanos(300)))
+        );
         // Nothing was taken, so an event before the earliest pending one may still come.
         q.push(SimTime::from_nanos(60), "between");
         assert_eq!(drain(&mut q), [(60, "between"), (300, "late")]);
@@ -631,7 +634,13 @@ mod tests {
         q.push(SimTime::from_nanos(12), "e");
         assert_eq!(
             drain(&mut q),
-            [(3, "past"), (12, "c"), (12, "d"), (12, "e"), (1 << 30, "far")]
+            [
+                (3, "past"),
+                (12, "c"),
+                (12, "d"),
+                (12, "e"),
+                (1 << 30, "far")
+            ]
         );
     }
 }
