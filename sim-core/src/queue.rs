@@ -27,9 +27,12 @@
 //! live ones by much: when they make up more than half of the entries (and at least 1,024),
 //! every bucket drops them (O(n), amortised O(1) per cancel), so memory follows the number
 //! of live events even when almost every timeout is cancelled, as it is in a healthy
-//! request/response model. ARCHITECTURE.md records the measurements behind this choice
-//! (against binary and 4-ary heaps, inline payloads, the `radix-heap` and `priority-queue`
-//! crates).
+//! request/response model. The buckets' room follows them too: events pass through the
+//! buckets in turn, and a table emptied while the room of all of them is over three entries
+//! per pending event (beyond 256 each keeps) gives the rest back.
+//!
+//! ARCHITECTURE.md records the measurements behind this choice (against binary and 4-ary
+//! heaps, inline payloads, the `radix-heap` and `priority-queue` crates).
 
 use crate::time::SimTime;
 use std::num::NonZeroU32;
@@ -65,6 +68,9 @@ struct Entry {
 
 /// One bucket per bit of a `u64` time.
 const BUCKETS: usize = 64;
+
+/// Room (in entries) that `due` and each bucket keep when emptied, whatever the budget.
+const ROOM_KEPT: usize = 256;
 
 /// Stale entries below this count are never worth a sweep.
 const COMPACT_MIN_STALE: usize = 1024;
@@ -259,6 +265,9 @@ impl<P> EventQueue<P> {
             if self.due_head == self.due.len() {
                 self.due.clear();
                 self.due_head = 0;
+                if self.due.capacity() > ROOM_KEPT && self.over_budget() {
+                    self.due.shrink_to(ROOM_KEPT);
+                }
             }
             return Some(entry);
         }
@@ -304,7 +313,26 @@ impl<P> EventQueue<P> {
             }
         }
         bucket.clear();
+        if bucket.capacity() > ROOM_KEPT && self.over_budget() {
+            self.buckets[b].shrink_to(ROOM_KEPT);
+        }
         first
+    }
+
+    /// True when `due` and the buckets together have room for more than three entries per
+    /// pending event, beyond what each keeps anyway. Each bucket's room is its own, and the
+    /// events move through the buckets in turn: without this budget, every bucket would keep
+    /// room for the most entries it ever held, and a long run would hold room for several
+    /// times its pending events. An emptied table with more than [`ROOM_KEPT`] gives the
+    /// rest back while the room is over budget, which costs a reallocation only when the
+    /// room is needed again.
+    #[inline(never)]
+    fn over_budget(&self) -> bool {
+        let room = std::iter::once(&self.due)
+            .chain(&self.buckets)
+            .map(Vec::capacity)
+            .sum::<usize>();
+        room > 3 * self.len() + (BUCKETS + 1) * ROOM_KEPT
     }
 
     /// Moves `last` back to `time`, for an event scheduled before it: a model that schedules
@@ -620,6 +648,34 @@ mod tests {
         assert_eq!(fired.len(), kept);
         assert!(fired.iter().all(|i| i % 100 == 0));
         assert!(fired.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn room_follows_the_pending_events_over_a_long_run() {
+        // A hold model: 20,000 pending events, each replaced at now + Exp(1s) when it fires,
+        // over 50 simulated seconds, so that the events pass through every bucket up to the
+        // 36th bit. Each bucket would otherwise keep room for the most entries it ever held.
+        let pending = 20_000;
+        let mut rng = crate::Seed(1).stream("hold");
+        let gap = crate::Sampler::exponential(crate::SimDuration::from_secs(1));
+        let mut q: EventQueue<u64> = EventQueue::new();
+        for i in 0..pending {
+            q.push(SimTime::ZERO + gap.sample(&mut rng), i);
+        }
+        let mut most = 0;
+        for i in 0..1_000_000 {
+            let s = q.pop().expect("the hold model never runs dry");
+            q.push(s.time + gap.sample(&mut rng), i);
+            if i % 1_000 == 0 {
+                let room: usize = q.buckets.iter().map(Vec::capacity).sum();
+                most = most.max(room + q.due.capacity());
+            }
+        }
+        assert!(q.last > 1 << 35, "the run crossed the 35th bit: {}", q.last);
+        // The budget is three entries per pending event beyond the room each table keeps; a
+        // table may grow between two checks, so allow one more.
+        let bound = 4 * q.len() + (BUCKETS + 1) * ROOM_KEPT;
+        assert!(most <= bound, "room for {most} entries, over {bound}");
     }
 
     #[test]

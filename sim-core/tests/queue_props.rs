@@ -142,10 +142,7 @@ fn check(ops: &[Op]) -> Result<u64, TestCaseError> {
         // The recent timers (the ones a model would still cancel) are pending exactly when
         // the reference still holds them.
         for &(id, p) in timers.iter().rev().take(16) {
-            prop_assert_eq!(
-                queue.is_pending(id),
-                naive.pending.iter().any(|e| e.2 == p)
-            );
+            prop_assert_eq!(queue.is_pending(id), naive.pending.iter().any(|e| e.2 == p));
         }
         prop_assert_eq!(queue.len(), naive.pending.len());
     }
