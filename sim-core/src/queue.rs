@@ -287,6 +287,29 @@ impl<P> EventQueue<P> {
             self.last = entry.time;
             return Some(entry);
         }
+        if let [one, two] = bucket[..] {
+            // Two entries: the earlier (the first of them at equal times) is taken, the
+            // other moves down, or to `due` at the same time.
+            let (first, other) = if two.time < one.time {
+                (two, one)
+            } else {
+                (one, two)
+            };
+            if first.time > until {
+                return None;
+            }
+            bucket.clear();
+            self.occupied &= !(1 << b);
+            self.last = first.time;
+            if other.time == first.time {
+                self.due.push(other);
+            } else {
+                let below = bucket_of(other.time, first.time);
+                lower[below].push(other);
+                self.occupied |= 1 << below;
+            }
+            return Some(first);
+        }
         let earliest = bucket
             .iter()
             .map(|e| e.time)
