@@ -4,7 +4,7 @@
 //!
 //! Dispatch is static: a model defines one enum of its entity types and implements
 //! [`Entity`] for it with a `match`, so the hot path has no boxing, no dynamic dispatch and no
-//! allocation per event (the heap grows to the number of pending events and stays there).
+//! allocation per event (the event queue's tables grow with the pending events and are reused).
 //! State shared by all entities that is not itself an entity (the network, run-wide metrics)
 //! lives in [`Entity::Shared`] and is handed to every handler through [`Ctx::shared`].
 //!
