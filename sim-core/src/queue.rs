@@ -250,9 +250,7 @@ impl<P> EventQueue<P> {
     }
 
     /// Takes the first entry in `(time, seq)` order, live or stale, if it is at or before
-    /// `until`. When `due` is empty, the lowest occupied bucket holds the earliest entries:
-    /// its smallest time becomes `last`, the first entry at that time is the one taken, the
-    /// other entries at that time go to `due` and the rest to the lower buckets. Nothing
+    /// `until`: the head of `due`, or else the earliest of the lowest occupied bucket. Nothing
     /// moves when nothing is due: `last` may not pass `until`, since a model may still
     /// schedule events before the earliest pending one.
     #[inline]
@@ -275,46 +273,49 @@ impl<P> EventQueue<P> {
             return None;
         }
         let b = self.occupied.trailing_zeros() as usize;
+        match self.buckets[b][..] {
+            // The common cases of a short queue: one entry, nothing to spread; two, the
+            // earlier is taken (the first of them at equal times) and the other moves.
+            [only] => (only.time <= until).then(|| self.take_bucket(b, only, None)),
+            [one, two] if two.time < one.time => {
+                (two.time <= until).then(|| self.take_bucket(b, two, Some(one)))
+            }
+            [one, two] => (one.time <= until).then(|| self.take_bucket(b, one, Some(two))),
+            _ => self.spread(b, until),
+        }
+    }
+
+    /// Empties bucket `b`, which held `first` and, if any, `other`, not earlier: `first` is
+    /// taken, and `other` waits in `due` if it is at the same time, else moves down.
+    #[inline(always)]
+    fn take_bucket(&mut self, b: usize, first: Entry, other: Option<Entry>) -> Entry {
+        self.buckets[b].clear();
+        self.occupied &= !(1 << b);
+        self.last = first.time;
+        match other {
+            None => {}
+            Some(other) if other.time == first.time => self.due.push(other),
+            Some(other) => self.move_down(other),
+        }
+        first
+    }
+
+    /// Puts an entry after `last` in its bucket.
+    #[inline(always)]
+    fn move_down(&mut self, entry: Entry) {
+        let below = bucket_of(entry.time, self.last);
+        self.buckets[below].push(entry);
+        self.occupied |= 1 << below;
+    }
+
+    /// Takes the earliest entry of bucket `b` (the lowest occupied) if it is at or before
+    /// `until`: the bucket's smallest time becomes `last`, the first entry at that time is
+    /// taken, the other entries at that time go to `due` and the rest to the lower buckets,
+    /// in the bucket's order.
+    fn spread(&mut self, b: usize, until: u64) -> Option<Entry> {
         let (lower, upper) = self.buckets.split_at_mut(b);
         let bucket = &mut upper[0];
-        if let [entry] = bucket[..] {
-            // The common case of a short queue: nothing to spread.
-            if entry.time > until {
-                return None;
-            }
-            bucket.clear();
-            self.occupied &= !(1 << b);
-            self.last = entry.time;
-            return Some(entry);
-        }
-        if let [one, two] = bucket[..] {
-            // Two entries: the earlier (the first of them at equal times) is taken, the
-            // other moves down, or to `due` at the same time.
-            let (first, other) = if two.time < one.time {
-                (two, one)
-            } else {
-                (one, two)
-            };
-            if first.time > until {
-                return None;
-            }
-            bucket.clear();
-            self.occupied &= !(1 << b);
-            self.last = first.time;
-            if other.time == first.time {
-                self.due.push(other);
-            } else {
-                let below = bucket_of(other.time, first.time);
-                lower[below].push(other);
-                self.occupied |= 1 << below;
-            }
-            return Some(first);
-        }
-        let earliest = bucket
-            .iter()
-            .map(|e| e.time)
-            .min()
-            .expect("an occupied bucket has entries");
+        let earliest = bucket.iter().map(|e| e.time).min()?;
         if earliest > until {
             return None;
         }
