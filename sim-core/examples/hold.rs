@@ -5,7 +5,9 @@
 //! `cargo run --release -p sim-core --example hold -- --pending 100000 --events 10000000`
 //!
 //! It runs the engine and a bare-heap hold loop (std `BinaryHeap` of `(time, seq)`, the same
-//! ChaCha8 stream and sampling) in alternating rounds and prints the ratio of their medians.
+//! ChaCha8 stream and sampling) in alternating rounds and prints the ratio of their medians,
+//! and the bytes the engine's event queue holds per pending event at the end of a run
+//! (`queue_bytes_per_pending`, from `Sim::events_reserved`).
 
 use clap::Parser;
 use sim_core::sample::Sampler;
