@@ -5,7 +5,9 @@
 //! `cargo run --release -p sim-core --example hold -- --pending 100000 --events 10000000`
 //!
 //! It runs the engine and a bare-heap hold loop (std `BinaryHeap` of `(time, seq)`, the same
-//! ChaCha8 stream and sampling) in alternating rounds and prints the ratio of their medians.
+//! ChaCha8 stream and sampling) in alternating rounds and prints the ratio of their medians,
+//! and the bytes the engine's event queue holds per pending event at the end of a run
+//! (`queue_bytes_per_pending`, from `Sim::events_reserved`).
 
 use clap::Parser;
 use sim_core::sample::Sampler;
@@ -53,7 +55,9 @@ impl Entity for Holder {
     }
 }
 
-fn engine(args: &Args) -> (u64, String) {
+/// What the engine's run leaves: events executed, the digest, and the bytes its event queue
+/// holds (`Sim::events_reserved`).
+fn engine(args: &Args) -> (u64, String, u64) {
     let mut holder = Holder {
         hold: Sampler::exponential(SimDuration::from_secs(1)),
         rng: Seed(args.seed).stream("hold"),
@@ -68,7 +72,11 @@ fn engine(args: &Args) -> (u64, String) {
     }
     sim.run();
     assert_eq!(sim.events_pending() as u64, args.pending);
-    (sim.events_executed(), sim.digest().to_string())
+    (
+        sim.events_executed(),
+        sim.digest().to_string(),
+        sim.events_reserved(0),
+    )
 }
 
 fn bare(args: &Args) -> (u64, String) {
@@ -96,11 +104,11 @@ fn bare(args: &Args) -> (u64, String) {
 
 // Timing the rounds is the point of this benchmark; the simulation never reads the clock.
 #[allow(clippy::disallowed_methods)]
-fn timed(f: impl FnOnce() -> (u64, String)) -> (f64, u64) {
+fn timed<T>(f: impl FnOnce() -> T, events: impl Fn(&T) -> u64) -> (f64, T) {
     let started = std::time::Instant::now();
-    let (events, _digest) = f();
+    let out = f();
     let secs = started.elapsed().as_secs_f64();
-    (events as f64 / secs, events)
+    (events(&out) as f64 / secs, out)
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -112,19 +120,23 @@ fn main() {
     let args = Args::parse();
     let mut engine_rates = Vec::new();
     let mut bare_rates = Vec::new();
+    let mut queue_bytes = 0;
     for round in 0..args.rounds {
-        let (e, n) = timed(|| engine(&args));
-        let (b, _) = timed(|| bare(&args));
+        let (e, (n, _, bytes)) = timed(|| engine(&args), |out| out.0);
+        let (b, _) = timed(|| bare(&args), |out| out.0);
         println!(
             "round={round} events={n} engine_events_per_sec={e:.0} bare_events_per_sec={b:.0}"
         );
         engine_rates.push(e);
         bare_rates.push(b);
+        queue_bytes = bytes;
     }
     let (e, b) = (median(engine_rates), median(bare_rates));
     println!(
-        "pending={} engine_events_per_sec={e:.0} bare_events_per_sec={b:.0} ratio={:.2}",
+        "pending={} engine_events_per_sec={e:.0} bare_events_per_sec={b:.0} ratio={:.2} \
+         queue_bytes_per_pending={:.1}",
         args.pending,
-        e / b
+        e / b,
+        queue_bytes as f64 / args.pending as f64
     );
 }

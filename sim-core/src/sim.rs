@@ -4,7 +4,7 @@
 //!
 //! Dispatch is static: a model defines one enum of its entity types and implements
 //! [`Entity`] for it with a `match`, so the hot path has no boxing, no dynamic dispatch and no
-//! allocation per event (the heap grows to the number of pending events and stays there).
+//! allocation per event (the event queue's tables grow with the pending events and are reused).
 //! State shared by all entities that is not itself an entity (the network, run-wide metrics)
 //! lives in [`Entity::Shared`] and is handed to every handler through [`Ctx::shared`].
 //!
@@ -407,67 +407,84 @@ impl<E: Entity> Sim<E> {
 
     /// Executes the next event if there is one and the limits allow; returns why not
     /// otherwise.
-    #[inline]
     pub fn step(&mut self) -> Result<(), StopReason> {
-        self.step_until(self.limits.time_limit)
+        let before = self.executed;
+        let events_max = self.limits.max_events.min(self.executed.saturating_add(1));
+        let reason = self.advance(self.limits.time_limit, events_max);
+        if self.executed > before {
+            Ok(())
+        } else {
+            Err(reason)
+        }
     }
 
-    #[inline]
-    fn step_until(&mut self, until: SimTime) -> Result<(), StopReason> {
-        if self.stop_requested {
-            return Err(StopReason::Requested);
-        }
-        if self.executed >= self.limits.max_events {
-            return Err(StopReason::EventBudget);
-        }
-        let event = match self.queue.pop_due(until) {
-            Ok(event) => event,
-            Err(None) => return Err(StopReason::Idle),
-            Err(Some(_)) => {
-                return Err(if until >= self.limits.time_limit {
-                    StopReason::TimeLimit
-                } else {
-                    StopReason::Reached
+    /// Executes the events due by `until` until `events_max` events have run in all, no event
+    /// is due, or a handler asks to stop, and says why it stopped. The handler context is
+    /// built once: each event only sets its clock and its target.
+    fn advance(&mut self, until: SimTime, events_max: u64) -> StopReason {
+        let Sim {
+            entities,
+            shared,
+            queue,
+            now,
+            digest,
+            executed,
+            limits,
+            stop_requested,
+            trace,
+        } = self;
+        let mut ctx = Ctx {
+            now: *now,
+            me: EntityId::default(),
+            queue,
+            digest,
+            stop: stop_requested,
+            shared,
+        };
+        let reason = loop {
+            if *ctx.stop {
+                break StopReason::Requested;
+            }
+            if *executed >= events_max {
+                break StopReason::EventBudget;
+            }
+            let event = match ctx.queue.pop_due(until) {
+                Ok(event) => event,
+                Err(None) => break StopReason::Idle,
+                Err(Some(_)) if until >= limits.time_limit => break StopReason::TimeLimit,
+                Err(Some(_)) => break StopReason::Reached,
+            };
+            assert!(
+                event.time >= ctx.now,
+                "event at {} fires before now {}",
+                event.time,
+                ctx.now
+            );
+            ctx.now = event.time;
+            let Target { target, msg } = event.payload;
+            let kind = msg.kind();
+            let target_word = target.as_u64();
+            ctx.digest
+                .event(event.time.as_nanos(), event.seq, target_word, kind);
+            if let Some((records, capacity)) = trace
+                && records.len() < *capacity
+            {
+                records.push(TraceRecord {
+                    time: event.time,
+                    seq: event.seq,
+                    target: target_word,
+                    kind,
                 });
             }
+            *executed += 1;
+            let entity = entities
+                .get_mut(target)
+                .expect("events are only scheduled for entities of this world");
+            ctx.me = target;
+            entity.handle(&mut ctx, msg);
         };
-        assert!(
-            event.time >= self.now,
-            "event at {} fires before now {}",
-            event.time,
-            self.now
-        );
-        self.now = event.time;
-        let Target { target, msg } = event.payload;
-        let kind = msg.kind();
-        let target_word = target.as_u64();
-        self.digest
-            .event(event.time.as_nanos(), event.seq, target_word, kind);
-        if let Some((records, capacity)) = &mut self.trace
-            && records.len() < *capacity
-        {
-            records.push(TraceRecord {
-                time: event.time,
-                seq: event.seq,
-                target: target_word,
-                kind,
-            });
-        }
-        self.executed += 1;
-        let entity = self
-            .entities
-            .get_mut(target)
-            .expect("events are only scheduled for entities of this world");
-        let mut ctx = Ctx {
-            now: self.now,
-            me: target,
-            queue: &mut self.queue,
-            digest: &mut self.digest,
-            stop: &mut self.stop_requested,
-            shared: &mut self.shared,
-        };
-        entity.handle(&mut ctx, msg);
-        Ok(())
+        *now = ctx.now;
+        reason
     }
 
     /// Runs until the limits stop it, no event is left, or a handler asks to stop.
@@ -479,11 +496,7 @@ impl<E: Entity> Sim<E> {
     /// clock to `time` if the run was not stopped for another reason.
     pub fn run_until(&mut self, time: SimTime) -> StopReason {
         let until = time.min(self.limits.time_limit);
-        let reason = loop {
-            if let Err(reason) = self.step_until(until) {
-                break reason;
-            }
-        };
+        let reason = self.advance(until, self.limits.max_events);
         if matches!(
             reason,
             StopReason::Reached | StopReason::TimeLimit | StopReason::Idle
