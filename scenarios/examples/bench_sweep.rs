@@ -8,9 +8,9 @@
 
 use clap::Parser;
 use scenarios::experiment::{Plan, SweepSetup, run_plan};
+use scenarios::format::limits::Limits;
+use scenarios::format::overrides::Overrides;
 use scenarios::library::resolve;
-use scenarios::limits::Limits;
-use scenarios::overrides::Overrides;
 use std::time::Instant;
 
 /// A sweep on one thread against the same sweep on several.

@@ -386,7 +386,7 @@ pub struct ServiceFigures {
 }
 
 /// The blast radius at a service: how many caller units (tenant keys) lost their replicas
-/// ([`crate::isolation`]).
+/// ([`crate::format::schema::isolation`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct BlastFigures {
     /// `none`, `cells` or `shuffle_sharding`.
@@ -405,7 +405,7 @@ pub struct BlastFigures {
     pub units_down_max: Vec<u64>,
 }
 
-/// Replicas joining and leaving rotation ([`crate::scaling`]).
+/// Replicas joining and leaving rotation ([`crate::format::schema::scaling`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ScalingFigures {
     /// Replicas in rotation, per report bucket (time-weighted).
@@ -431,7 +431,7 @@ pub struct ScalingFigures {
     pub cold_jobs: u64,
 }
 
-/// Capacity events at a service ([`crate::capacity`]): pauses, zone failures, liveness
+/// Capacity events at a service ([`crate::format::schema::capacity`]): pauses, zone failures, liveness
 /// probes.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CapacityFigures {
@@ -626,7 +626,7 @@ pub struct CallSiteFigures {
 }
 
 /// The connection pools of one call site (one per replica of the calling service), summed
-/// ([`crate::pool`]).
+/// ([`crate::format::schema::pool`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct PoolFigures {
     /// Connections per pool, at most.
@@ -656,7 +656,7 @@ pub struct PoolFigures {
     pub open_by_bucket: Vec<u32>,
 }
 
-/// The connections a service held open for the pools toward it ([`crate::pool`]).
+/// The connections a service held open for the pools toward it ([`crate::format::schema::pool`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ConnectionFigures {
     /// Its limit, if it has one.
@@ -781,7 +781,7 @@ impl Default for TrafficFigures {
     }
 }
 
-/// Figures of one request class of a client (see [`crate::traffic`]).
+/// Figures of one request class of a client (see [`crate::format::schema::traffic`]).
 #[derive(Debug, Clone)]
 pub struct ClassFigures {
     /// Its name.

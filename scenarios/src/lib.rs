@@ -3,11 +3,11 @@
 //!
 //! The main types:
 //!
-//! - [`Scenario`] (in [`schema`]): what a `.ron` file says — clients, services, the calls
+//! - [`Scenario`] (in [`format::schema`]): what a `.ron` file says — clients, services, the calls
 //!   between them with their pattern stacks, an optional sim-net network, a fault timeline,
 //!   expectations. Pattern configurations are the `patterns` crate's own types, under their
 //!   own names and defaults.
-//! - [`load::parse`] / [`load::load`]: text → validated [`Scenario`], or a one-line
+//! - [`format::load::parse`] / [`format::load::load`]: text → validated [`Scenario`], or a one-line
 //!   [`ScenarioError`]: `file:line:column: message` for syntax, `file: field.path: reason` for
 //!   meaning.
 //! - [`world::World`]: the simulated world, one `sim_core` entity that holds every client,
@@ -21,16 +21,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`schema`] | the serde types of a scenario file |
-//! | [`traffic`] | request classes, priorities, tenants, and the admission layers that read them |
-//! | [`pool`] | connection pools on service calls, and a service's `max_connections` |
-//! | [`isolation`] | blast-radius isolation: cells and shuffle sharding of a service's replicas per caller unit |
-//! | [`load`] | parsing (RON with implicit `Some`) and reading files |
-//! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied as edits on its tokens before it is read; [`overrides::Source`], a file read once |
-//! | [`validate`] | semantic checks with field paths |
-//! | [`limits`] | the memory budget and rate limit of a run, and what a scenario needs |
-//! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio) |
-//! | [`error`] | [`ScenarioError`] |
+//! | [`format`](mod@format) | the file format: [`format::schema`] and its parts, [`format::load`], [`format::overrides`], [`format::validate`], [`format::limits`], [`format::warnings`], [`format::error`] |
 //! | [`world`] | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
 //! | [`world::stack`] | a call's gates (breaker, bulkhead, limiter, throttle) over the patterns |
 //! | [`run`](mod@run) | one run within its limits |
@@ -45,15 +36,15 @@
 //! limiters (all kinds), adaptive throttling, hedging, fallback chains, idempotency-key stores,
 //! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
 //! for RPC queues with adaptive LIFO, single-flight coalescing, and, reading a request's
-//! class and tenant ([`traffic`]), the priority shedder, limiters keyed per tenant, composite
+//! class and tenant ([`format::schema::traffic`]), the priority shedder, limiters keyed per tenant, composite
 //! (peek then commit) and shadow limits, with each request's cost. Not wired: CoDel in its
 //! RFC 8289 packet-queue form, adaptive timeouts.
 //!
-//! Only this crate does I/O in resim, and only at its edges: [`load::load`] reads a file and
+//! Only this crate does I/O in resim, and only at its edges: [`format::load::load`] reads a file and
 //! the binary writes reports.
 //!
 //! ```
-//! use scenarios::{RunOptions, load::parse, run};
+//! use scenarios::{RunOptions, format::load::parse, run};
 //!
 //! let text = r#"
 //! Scenario(
@@ -72,30 +63,16 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
-pub mod answers;
-pub mod capacity;
-pub mod contention;
 pub mod determinism;
-pub mod distributed;
-pub mod error;
 pub mod experiment;
 pub mod figures;
-pub mod isolation;
+pub mod format;
 pub mod library;
-pub mod limits;
-pub mod load;
-pub mod overrides;
-pub mod pool;
 pub mod report;
 pub mod run;
-pub mod scaling;
-pub mod schema;
-pub mod traffic;
-pub mod validate;
-pub mod warnings;
 pub mod world;
 
-pub use error::ScenarioError;
+pub use format::error::ScenarioError;
+pub use format::schema::Scenario;
 pub use report::Report;
 pub use run::{RunOptions, RunOutput, run};
-pub use schema::Scenario;

@@ -74,7 +74,7 @@ pub fn find(name: &str) -> Option<&'static Entry> {
 
 /// The one-line description of a library scenario (its `description` field).
 pub fn headline(entry: &Entry) -> String {
-    match crate::load::parse(entry.name, entry.text) {
+    match crate::format::load::parse(entry.name, entry.text) {
         Ok(s) => s.description,
         // The library is tested to parse; say so rather than hide it if it ever does not.
         Err(e) => format!("(does not parse: {e})"),
@@ -86,8 +86,8 @@ pub fn headline(entry: &Entry) -> String {
 /// command that takes a scenario reads.
 pub fn resolve(
     file: &str,
-    limits: &crate::limits::Limits,
-    overrides: &crate::overrides::Overrides,
+    limits: &crate::format::limits::Limits,
+    overrides: &crate::format::overrides::Overrides,
 ) -> Result<crate::Scenario, crate::ScenarioError> {
     Ok(resolve_each(file, limits, std::slice::from_ref(overrides))?.remove(0))
 }
@@ -96,8 +96,8 @@ pub fn resolve(
 /// checked once.
 pub fn resolve_each(
     file: &str,
-    limits: &crate::limits::Limits,
-    each: &[crate::overrides::Overrides],
+    limits: &crate::format::limits::Limits,
+    each: &[crate::format::overrides::Overrides],
 ) -> Result<Vec<crate::Scenario>, crate::ScenarioError> {
     let source = open(file)?;
     let checked = source.check(limits)?;
@@ -107,11 +107,11 @@ pub fn resolve_each(
 }
 
 /// A file on disk, else the library scenario of that name, read (not yet checked).
-pub fn open(file: &str) -> Result<crate::overrides::Source, crate::ScenarioError> {
+pub fn open(file: &str) -> Result<crate::format::overrides::Source, crate::ScenarioError> {
     if !std::path::Path::new(file).exists()
         && let Some(entry) = find(file)
     {
-        return crate::overrides::Source::read(entry.name, entry.text);
+        return crate::format::overrides::Source::read(entry.name, entry.text);
     }
-    crate::load::read_source(file)
+    crate::format::load::read_source(file)
 }

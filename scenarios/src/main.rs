@@ -11,10 +11,10 @@ use scenarios::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
 };
 use scenarios::experiment::{GridAxis, Partition, phase, shrink};
+use scenarios::format::limits::{Bytes, Limits};
+use scenarios::format::overrides::{Flag, Override, Overrides, one_line};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
-use scenarios::limits::{Bytes, Limits};
-use scenarios::overrides::{Flag, Override, Overrides, one_line};
 use scenarios::report::{Format, render};
 use scenarios::{Report, RunOptions, Scenario, ScenarioError, run};
 use sim_core::{Rate, SimDuration};
@@ -406,7 +406,7 @@ fn main() -> ExitCode {
                 ));
                 // Accepted settings that may not mean what their author meant, as the
                 // report's `warnings` lists them.
-                for w in scenarios::warnings::warnings(&s) {
+                for w in scenarios::format::warnings::warnings(&s) {
                     eprintln!("{file}{words}: warning: {w}");
                 }
                 ExitCode::SUCCESS

@@ -9,12 +9,12 @@
 //! what is left of the budget stops with `memory_limit` and a full report that says which
 //! figure reached it.
 
-use crate::error::ScenarioError;
 use crate::figures::RunMeta;
-use crate::limits::{Bytes, footprint};
+use crate::format::error::ScenarioError;
+use crate::format::limits::{Bytes, footprint};
+use crate::format::schema::Scenario;
+use crate::format::validate::validate;
 use crate::report::Report;
-use crate::schema::Scenario;
-use crate::validate::validate;
 use crate::world::{Live, Net, World};
 use sim_core::{Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord};
 
@@ -113,7 +113,7 @@ pub fn run(
         .fold(PROGRAM_BYTES, |t, p| t.saturating_add(p.bytes));
     let allowance = s.limits.memory_max.saturating_sub(fixed);
     // One event of a fan-out starts up to `n` calls: checks come `n` times as often.
-    let slice = (MEMORY_CHECK_EVENTS / crate::distributed::fan_out_max(&s)).max(1)
+    let slice = (MEMORY_CHECK_EVENTS / crate::format::schema::distributed::fan_out_max(&s)).max(1)
         + (s.clients.len() + s.services.len()) as u64;
     // What the run held at the last check: the growth since then is expected again before
     // the next one.
@@ -212,7 +212,7 @@ fn over_memory(
     held: usize,
     held_last: u64,
     allowance: u64,
-    limits: &crate::limits::Limits,
+    limits: &crate::format::limits::Limits,
 ) -> Result<u64, String> {
     let n = |x: usize| x as u64;
     let priced = n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE;

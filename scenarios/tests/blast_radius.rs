@@ -10,8 +10,8 @@
 //! over `SEEDS` runs of 2,000 customers, the measured share must be within three standard
 //! errors, `3 · sqrt(p (1 − p) / N)`, of the combinatorial `p`.
 
-use scenarios::limits::Limits;
-use scenarios::overrides::{Overrides, parse_overridden};
+use scenarios::format::limits::Limits;
+use scenarios::format::overrides::{Overrides, parse_overridden};
 use scenarios::report::BlastReport;
 use scenarios::{RunOptions, run};
 

@@ -2,8 +2,8 @@
 //! library expects, and nothing where there is no difference.
 
 use scenarios::experiment::compare::{Comparison, Row, compare, sides};
-use scenarios::limits::Limits;
-use scenarios::overrides::Override;
+use scenarios::format::limits::Limits;
+use scenarios::format::overrides::Override;
 use std::process::Command;
 
 /// Compares two files, or a file with variants, over seeds 1..5 with `sets` on both sides.

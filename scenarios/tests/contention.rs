@@ -20,9 +20,9 @@
 //! without jitter (the writers stay in lockstep either way). These tests assert each of those
 //! findings on resim's model, which agrees with the table within a few percent.
 
+use scenarios::format::limits::Limits;
+use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::library::find;
-use scenarios::limits::Limits;
-use scenarios::overrides::{Override, Overrides, parse_overridden};
 use scenarios::{RunOptions, run};
 use sim_core::SimDuration;
 
@@ -249,7 +249,7 @@ fn xfetch_smooths_an_expiry_stampede() {
 fn makespan_and_store_figures_are_in_json_csv_and_text() {
     use scenarios::report::Format;
     let entry = find("occ-contention").unwrap();
-    let scenario = scenarios::load::parse(entry.name, entry.text).unwrap();
+    let scenario = scenarios::format::load::parse(entry.name, entry.text).unwrap();
     let r = run(&scenario, entry.name, &RunOptions::default())
         .unwrap()
         .report;
@@ -283,7 +283,7 @@ fn makespan_and_store_figures_are_in_json_csv_and_text() {
     assert!(human.contains(&format!("conflicts {conflicts}")), "{human}");
 
     let plain = find("limiter-comparison").unwrap();
-    let s = scenarios::load::parse(plain.name, plain.text).unwrap();
+    let s = scenarios::format::load::parse(plain.name, plain.text).unwrap();
     let other = run(&s, plain.name, &RunOptions::default()).unwrap().report;
     let text = Format::Json.render(&other);
     for key in ["makespan_ms", "\"store\"", "cache_refresh"] {

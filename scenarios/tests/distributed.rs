@@ -4,7 +4,7 @@
 //! over-admits more as the store gets slower and the load denser, and the latency of a
 //! fan-out to n exponential leaves is the maximum of n exponentials.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::world::DistributedFigures;
 use scenarios::{Report, RunOptions, run};
 

@@ -5,8 +5,8 @@
 //! One test in its own binary, so that the peak resident memory of the process (`VmHWM` in
 //! `/proc/self/status`) is this run's.
 
-use scenarios::limits::Limits;
-use scenarios::load::load_with;
+use scenarios::format::limits::Limits;
+use scenarios::format::load::load_with;
 use scenarios::{RunOptions, run};
 
 /// The process's peak resident memory in bytes (Linux).

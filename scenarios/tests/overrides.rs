@@ -2,10 +2,10 @@
 //! says the same, and a bad override is one line that names it.
 
 use scenarios::Scenario;
+use scenarios::format::limits::Limits;
+use scenarios::format::overrides::{Override, Overrides, parse_overridden};
+use scenarios::format::schema::{Layer, Load};
 use scenarios::library;
-use scenarios::limits::Limits;
-use scenarios::overrides::{Override, Overrides, parse_overridden};
-use scenarios::schema::{Layer, Load};
 use std::process::Command;
 
 /// The library scenario `name` with `sets` (and a variant) applied, or the error as a user
@@ -540,7 +540,7 @@ fn a_name_that_cannot_be_a_field_is_refused_on_one_line() {
     // Found by the fuzz campaign: a variant's path may hold a line break (a RON string can);
     // the message still takes one line.
     let file = "tests/fuzz-found/variant-path-with-a-line-break.ron";
-    let e = scenarios::load::load(file).unwrap_err().to_string();
+    let e = scenarios::format::load::load(file).unwrap_err().to_string();
     assert_eq!(
         e,
         format!(

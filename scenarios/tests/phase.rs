@@ -9,8 +9,8 @@
 use scenarios::experiment::phase::{
     Phase, parse_axis, phase_map, render_json, render_svg, render_text,
 };
-use scenarios::limits::Limits;
-use scenarios::overrides::{Override, Overrides};
+use scenarios::format::limits::Limits;
+use scenarios::format::overrides::{Override, Overrides};
 
 /// The book's map, on `jobs` threads.
 fn book_map(jobs: usize) -> scenarios::experiment::phase::PhaseMap {

@@ -2,7 +2,7 @@
 //! closed loops, balancers, crashes, cancellation, caches, network faults, capacity drops,
 //! error rates, schedules and limits.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::report::{LatencyMs, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 use sim_core::queueing::{erlang_c, mm1_mean_wait, mmc_mean_wait};

@@ -59,7 +59,7 @@ fn library_digests_are_pinned() {
     let lines: Vec<String> = scenarios::library::LIBRARY
         .iter()
         .map(|entry| {
-            let scenario = scenarios::load::parse(entry.name, entry.text).expect("valid");
+            let scenario = scenarios::format::load::parse(entry.name, entry.text).expect("valid");
             let out = scenarios::run(&scenario, entry.name, &scenarios::RunOptions::default())
                 .expect("the library runs");
             let r = &out.report;

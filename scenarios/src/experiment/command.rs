@@ -4,9 +4,9 @@
 
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
+use crate::format::limits::Limits;
+use crate::format::overrides::Overrides;
 use crate::library::resolve_each;
-use crate::limits::Limits;
-use crate::overrides::Overrides;
 use sim_core::SimDuration;
 use std::io::IsTerminal as _;
 
@@ -117,7 +117,7 @@ pub struct CompareOutput {
 pub fn compare_command(
     files: &[String],
     variants: &[String],
-    sets: &[crate::overrides::Override],
+    sets: &[crate::format::overrides::Override],
     (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
     limits: &Limits,
     output: &CompareOutput,

@@ -13,9 +13,9 @@
 //! of runs whose storms start at different moments would draw a storm no run had).
 
 use super::stats::{Moments, t_interval};
+use crate::format::limits::Limits;
+use crate::format::overrides::Overrides;
 use crate::library::resolve;
-use crate::limits::Limits;
-use crate::overrides::Overrides;
 use crate::report::Report;
 use crate::{RunOptions, run};
 use rayon::prelude::*;
@@ -405,7 +405,7 @@ pub fn render(c: &Comparison) -> String {
 pub fn sides(
     files: &[String],
     variants: &[String],
-    sets: &[crate::overrides::Override],
+    sets: &[crate::format::overrides::Override],
 ) -> Result<[Side; 2], String> {
     let side = |file: &str, variant: Option<&String>| Side {
         label: match variant {

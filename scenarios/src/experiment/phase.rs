@@ -10,9 +10,9 @@
 use super::command::Outcome;
 use super::plan::{GridAxis, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
+use crate::format::limits::Limits;
+use crate::format::overrides::{Flag, Overrides};
 use crate::library::resolve_each;
-use crate::limits::Limits;
-use crate::overrides::{Flag, Overrides};
 use crate::report::metastability::{Verdict, window};
 use crate::report::render::charts::heatmap::{HeatMap, heatmap};
 use serde::Serialize;

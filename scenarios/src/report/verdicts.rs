@@ -9,7 +9,7 @@ use super::metastability::{Metastability, NoVerdict};
 use super::types::{ExpectationResult, Summary, Threshold};
 use super::{ratio, round3};
 use crate::figures::{ClientFigures, Figures};
-use crate::schema::Expectation;
+use crate::format::schema::Expectation;
 use sim_core::SimDuration;
 
 /// The verdict on `e`.

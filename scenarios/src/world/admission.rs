@@ -10,7 +10,7 @@
 
 use super::outcome::Reason;
 use super::traffic::Attrs;
-use crate::schema::{KeyedLimit, LimitKey};
+use crate::format::schema::{KeyedLimit, LimitKey};
 use patterns::limiter::{Cost, Keyed, KeyedConfig, Limiter, RateDecision, RateLimiter};
 use patterns::shedder::{PriorityConfig, PriorityShedder};
 use sim_core::{SimDuration, SimTime};

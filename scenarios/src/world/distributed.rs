@@ -26,10 +26,10 @@ use super::job::Stage;
 use super::outcome::{Outcome, Reason};
 use super::site::{CallSite, Caller};
 use super::{C, CallKey, JobKey, World};
-use crate::distributed::{
+use crate::format::schema::distributed::{
     DistributedLimiter, LimiterState, OnStoreFailure, STORE_TIMEOUT_DEFAULT, StoreClock,
 };
-use crate::schema::{Admission, Call, CallSafety, Layer, Scenario};
+use crate::format::schema::{Admission, Call, CallSafety, Layer, Scenario};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use serde::Serialize;
 use sim_core::{Seed, SimDuration, SimTime};
@@ -204,7 +204,7 @@ pub fn build(
                 _ => None,
             };
             let mut skew_rng = seed.stream(&format!("{path}/skew"));
-            let replicas = (0..crate::scaling::slots(sv))
+            let replicas = (0..crate::format::schema::scaling::slots(sv))
                 .map(|_| ReplicaPart {
                     local: matches!(mode, Mode::Local)
                         .then(|| Limiter::new(&d.limiter).expect(built)),
@@ -222,7 +222,7 @@ pub fn build(
                 let target = names.binary_search(&store).expect("validated store") as u32;
                 let call = store_call(store, d);
                 let spath = format!("{path}.store");
-                for r in 0..crate::scaling::slots(sv) {
+                for r in 0..crate::format::schema::scaling::slots(sv) {
                     mine.push(sites.len() as u32);
                     let caller = Caller::Replica(i as u32, r);
                     sites.push(CallSite::new(spath.clone(), caller, target, &call, seed));

@@ -90,7 +90,7 @@ pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
 use crate::figures::{CallSiteFigures, Figures, RunBucket};
-use crate::schema::Scenario;
+use crate::format::schema::Scenario;
 use call::Call;
 use client::{Client, Requester, bucket_mut};
 use hedge::Race;
@@ -285,7 +285,8 @@ impl World {
         }
         let mut services = Vec::new();
         for (i, (name, sv)) in s.services.iter().enumerate() {
-            let mut replica_sites = vec![Vec::new(); crate::scaling::slots(sv) as usize];
+            let mut replica_sites =
+                vec![Vec::new(); crate::format::schema::scaling::slots(sv) as usize];
             for (k, c) in sv.calls.iter().enumerate() {
                 let path = format!("services.{name}.calls[{k}]");
                 for (r, mine) in replica_sites.iter_mut().enumerate() {
@@ -306,7 +307,7 @@ impl World {
         sharding::install(s, seed, bucket, &mut services);
         // A service a rolling deploy aims at gets replica slots that can leave rotation.
         for f in &s.faults {
-            if let crate::schema::FaultKind::Deploy { service, .. } = &f.kind {
+            if let crate::format::schema::FaultKind::Deploy { service, .. } = &f.kind {
                 let i = names.binary_search(&service.as_str());
                 services[i.expect("fault targets are checked by validation")].deployed();
             }
@@ -316,7 +317,7 @@ impl World {
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);
         let pooled = s.services.values().flat_map(|sv| {
-            let slots = crate::scaling::slots(sv) as usize;
+            let slots = crate::format::schema::scaling::slots(sv) as usize;
             sv.calls
                 .iter()
                 .flat_map(move |c| std::iter::repeat_n(c, slots))

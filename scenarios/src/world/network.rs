@@ -11,7 +11,7 @@
 //! other draw; overlapping latency faults add up).
 
 use super::msg::{Net, Packet};
-use crate::schema::{FaultKind, Scenario};
+use crate::format::schema::{FaultKind, Scenario};
 use sim_core::{ConfigError, EntityId, Seed, SimDuration, SimTime};
 use sim_net::{FaultConfig, LinkConfig, NodeId, Verdict};
 
@@ -66,7 +66,7 @@ pub fn build(
         .chain(s.services.iter().flat_map(|(name, sv)| {
             sv.admission
                 .iter()
-                .filter_map(crate::distributed::store_of)
+                .filter_map(crate::format::schema::distributed::store_of)
                 .map(move |store| (service_node(name), store))
         }));
     for (caller, target) in callers {
@@ -90,7 +90,7 @@ pub fn build(
 /// world's).
 fn install_fault(
     net: &mut Net,
-    f: &crate::schema::Fault,
+    f: &crate::format::schema::Fault,
     seed: Seed,
     service_node: impl Fn(&str) -> NodeId,
 ) -> Result<(), ConfigError> {

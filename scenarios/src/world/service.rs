@@ -22,9 +22,9 @@ use super::scaling::Scaling;
 use super::sharding::{self, Sharding};
 use super::store::StoreState;
 use super::traffic::Attrs;
-use crate::answers::RetryAfter;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
-use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
+use crate::format::schema::answers::RetryAfter;
+use crate::format::schema::{Admission, Balancer, FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, Limiter, RateLimiter};
@@ -183,7 +183,7 @@ impl Service {
             SimTime::ZERO,
             f64::from(config.replicas) * f64::from(config.workers),
         );
-        let slots = crate::scaling::slots(config);
+        let slots = crate::format::schema::scaling::slots(config);
         let scaling = Scaling::new(config, slots as usize, false, bucket).map(Box::new);
         let mut replicas: Vec<Replica> = (0..slots).map(|_| Replica::new(config)).collect();
         for (r, replica) in replicas.iter_mut().enumerate() {

@@ -3,8 +3,8 @@
 
 use super::{Metastability, NoVerdict, Verdict, round3, window};
 use crate::figures::Figures;
+use crate::format::schema::{Expectation, Scenario};
 use crate::report::types::{ExpectationResult, Threshold};
-use crate::schema::{Expectation, Scenario};
 use patterns::ConfigError;
 
 /// The verdict on a `Recovers` or `Metastable` expectation, from the run's verdict.

@@ -52,7 +52,7 @@ pub(crate) use expect::validate_expectation;
 pub use triggers::{NoVerdict, Trigger, Window, triggers, window};
 
 use crate::figures::{ClientFigures, Figures};
-use crate::schema::Scenario;
+use crate::format::schema::Scenario;
 use patterns::ConfigError;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;

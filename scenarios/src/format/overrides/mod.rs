@@ -33,10 +33,10 @@ mod edit;
 mod typed;
 mod variants;
 
-use crate::error::ScenarioError;
-use crate::limits::Limits;
-use crate::load::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
-use crate::schema::Scenario;
+use crate::format::error::ScenarioError;
+use crate::format::limits::Limits;
+use crate::format::load::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
+use crate::format::schema::Scenario;
 use edit::{Build, Place};
 use std::fmt;
 use std::str::FromStr;
@@ -258,7 +258,7 @@ fn path_text(steps: &[Step]) -> String {
 
 /// Parses scenario text, applies `overrides` and validates the result against `limits`, with
 /// every variant of the file checked first: the one way a scenario is read
-/// ([`crate::load::parse_with`] calls it with no overrides).
+/// ([`crate::format::load::parse_with`] calls it with no overrides).
 pub fn parse_overridden(
     file: &str,
     text: &str,
@@ -535,7 +535,7 @@ impl Source {
             }
         }
         let emitted = build.emit();
-        let scenario = match crate::load::deserialize_scenario(&emitted.text) {
+        let scenario = match crate::format::load::deserialize_scenario(&emitted.text) {
             Ok(s) => s,
             Err(e) => return Err(self.syntax_blame(build, &emitted, steps, &e)),
         };
@@ -601,7 +601,7 @@ impl Source {
         let wanted_string = matches!(e.code, ron::error::Error::ExpectedString)
             .then_some(token)
             .flatten()
-            .filter(|t| t.kind != crate::load::Kind::Text)
+            .filter(|t| t.kind != crate::format::load::Kind::Text)
             .and_then(|t| {
                 // The value with the word RON wanted as a string in quotes.
                 let (text, lo) = emitted.origin(t.start);
@@ -665,22 +665,24 @@ fn check_single_value(build: &Build, value: Place) -> Result<(), String> {
     let mut values = 0;
     while i < value.end {
         // `Name(…)` is one value with its group.
-        if t.tokens[i].kind == crate::load::Kind::Name
+        if t.tokens[i].kind == crate::format::load::Kind::Name
             && t.tokens
                 .get(i + 1)
-                .is_some_and(|t| t.kind == crate::load::Kind::Open(b'('))
+                .is_some_and(|t| t.kind == crate::format::load::Kind::Open(b'('))
         {
             i += 1;
         }
         match t.tokens[i].kind {
-            crate::load::Kind::Open(_) => match t.pairs[i] {
+            crate::format::load::Kind::Open(_) => match t.pairs[i] {
                 Some(c) => i = c + 1,
                 None => return Err(format!("{one}; a bracket is not closed")),
             },
-            crate::load::Kind::Close(_) => {
+            crate::format::load::Kind::Close(_) => {
                 return Err(format!("{one}; a bracket closes that was not opened"));
             }
-            crate::load::Kind::Comma | crate::load::Kind::Colon => return Err(one.to_string()),
+            crate::format::load::Kind::Comma | crate::format::load::Kind::Colon => {
+                return Err(one.to_string());
+            }
             _ => i += 1,
         }
         values += 1;

@@ -17,11 +17,11 @@
 //! The text is at most [`FILE_BYTES_MAX`] long and nests at most [`NESTING_MAX`] levels deep;
 //! beyond that RON would recurse deeper than a thread's stack allows.
 
-use crate::error::ScenarioError;
-use crate::limits::Limits;
-use crate::overrides::{Overrides, Source};
-use crate::schema::Scenario;
-use crate::validate::validate;
+use crate::format::error::ScenarioError;
+use crate::format::limits::Limits;
+use crate::format::overrides::{Overrides, Source};
+use crate::format::schema::Scenario;
+use crate::format::validate::validate;
 use ron::error::{Error as RonError, Position, SpannedError};
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -44,9 +44,9 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 /// ([`Scenario::limits`]) for the validation of a run's overrides. Each of the file's
 /// `variants` is applied, parsed and validated too (as `resim check` and `resim run` do), and
 /// named in [`Scenario::variants`]; the scenario returned is the file as written (see
-/// [`crate::overrides`] for the variants).
+/// [`crate::format::overrides`] for the variants).
 pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    crate::overrides::parse_overridden(file, text, limits, &Overrides::default())
+    crate::format::overrides::parse_overridden(file, text, limits, &Overrides::default())
 }
 
 /// Parses scenario text (without a `variants` field) into a [`Scenario`], without validating
@@ -123,7 +123,12 @@ pub(crate) fn validate_with(
 /// Parses and validates the bytes of a scenario file (and each of its variants): text that is
 /// not UTF-8 is an error with the line and column of the first byte that is not.
 pub fn parse_bytes(file: &str, bytes: &[u8], limits: &Limits) -> Result<Scenario, ScenarioError> {
-    crate::overrides::parse_overridden(file, utf8(file, bytes)?, limits, &Overrides::default())
+    crate::format::overrides::parse_overridden(
+        file,
+        utf8(file, bytes)?,
+        limits,
+        &Overrides::default(),
+    )
 }
 
 /// The bytes as text, or an error at the first byte that is not UTF-8.
@@ -581,7 +586,7 @@ impl Duplicate {
         format!(
             "{} {} is defined twice (first at line {line}, column {column}); rename one or merge them",
             self.what,
-            crate::overrides::one_line(&self.key)
+            crate::format::overrides::one_line(&self.key)
         )
     }
 }

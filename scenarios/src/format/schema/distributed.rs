@@ -17,7 +17,7 @@
 //! are the world's own, and the script runs at the end of its work. A store call has a
 //! timeout and may have a breaker; a call that fails is decided by `on_store_failure`.
 //!
-//! These types live here rather than in [`crate::schema`] so that the schema file only
+//! These types live here rather than in [`crate::format::schema`] so that the schema file only
 //! names them; the world's side is `world::distributed` and `world::fanout`.
 
 use patterns::ConfigError;
@@ -141,7 +141,7 @@ impl FanOut {
 
 /// The most leaves of any fan-out call of scenario `s` (1 without one): the most calls one
 /// event may start, which sets how often a run checks its memory.
-pub fn fan_out_max(s: &crate::schema::Scenario) -> u64 {
+pub fn fan_out_max(s: &crate::format::schema::Scenario) -> u64 {
     let calls = s.clients.values().map(|c| &c.call);
     let calls = calls.chain(s.services.values().flat_map(|sv| sv.calls.iter()));
     calls
@@ -152,9 +152,9 @@ pub fn fan_out_max(s: &crate::schema::Scenario) -> u64 {
 }
 
 /// The store a service's admission layer calls, if it is a distributed limiter with one.
-pub fn store_of(a: &crate::schema::Admission) -> Option<&String> {
+pub fn store_of(a: &crate::format::schema::Admission) -> Option<&String> {
     match a {
-        crate::schema::Admission::Distributed(DistributedLimiter {
+        crate::format::schema::Admission::Distributed(DistributedLimiter {
             state: LimiterState::Central { store, .. } | LimiterState::Lease { store, .. },
             ..
         }) => Some(store),

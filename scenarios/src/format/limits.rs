@@ -17,7 +17,7 @@
 //! Somewhat over 600 lines on purpose: every part of a file's memory is estimated here, next
 //! to the others, so that one file says what a scenario may hold.
 
-use crate::schema::{Layer, Load, Scenario, Schedule};
+use crate::format::schema::{Layer, Load, Scenario, Schedule};
 use patterns::breaker::SlidingWindowType;
 use patterns::limiter::LimiterConfig;
 use sim_core::{Rate, SimDuration};
@@ -188,7 +188,9 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         let calls = sv.calls.len() as u64;
         (
             n.saturating_add(calls),
-            i.saturating_add(calls.saturating_mul(u64::from(crate::scaling::slots(sv)))),
+            i.saturating_add(
+                calls.saturating_mul(u64::from(crate::format::schema::scaling::slots(sv))),
+            ),
         )
     });
     let bytes_per_bucket = SERIES_BUCKET_BYTES
@@ -244,7 +246,10 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
                 },
             });
             let Some(t) = &class.tenants else { continue };
-            let zipf = matches!(t.popularity, crate::traffic::Popularity::Zipf { .. });
+            let zipf = matches!(
+                t.popularity,
+                crate::format::schema::traffic::Popularity::Zipf { .. }
+            );
             let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
             let reported = u64::from(t.reported.min(t.keys)) + 2;
             parts.push(Part {
@@ -263,7 +268,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         }
     }
     for (name, sv) in &s.services {
-        let replicas = u64::from(crate::scaling::slots(sv));
+        let replicas = u64::from(crate::format::schema::scaling::slots(sv));
         let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
         let per_replica = REPLICA_BYTES
             .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
@@ -284,8 +289,8 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             },
         });
         for (i, a) in sv.admission.iter().enumerate() {
-            if let crate::schema::Admission::RateLimit(k) = a
-                && k.key == crate::schema::LimitKey::Tenant
+            if let crate::format::schema::Admission::RateLimit(k) = a
+                && k.key == crate::format::schema::LimitKey::Tenant
             {
                 parts.push(Part {
                     field: format!("services.{name}.admission[{i}].max_keys"),
@@ -304,12 +309,12 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             // Per caller unit: its cell, or its shard and the shard's reverse entries, and
             // the most of its group down at once (counted from the vectors, not measured).
             let per_unit = match iso {
-                crate::isolation::Isolation::Cells { .. } => 8,
-                crate::isolation::Isolation::ShuffleSharding { shard_size } => {
+                crate::format::schema::isolation::Isolation::Cells { .. } => 8,
+                crate::format::schema::isolation::Isolation::ShuffleSharding { shard_size } => {
                     8u64.saturating_add(8u64.saturating_mul(u64::from(shard_size)))
                 }
             };
-            let units = crate::isolation::Units::of(s).len();
+            let units = crate::format::schema::isolation::Units::of(s).len();
             parts.push(Part {
                 field: format!("services.{name}.isolation"),
                 bytes: units.saturating_mul(per_unit),
@@ -516,7 +521,7 @@ pub fn check_rates(s: &Scenario, limits: &Limits) -> Result<(), patterns::Config
         }
         // Spikes multiply: overlapping ones compound, so the bound takes them all.
         for (i, f) in s.faults.iter().enumerate() {
-            if let crate::schema::FaultKind::LoadSpike { client, factor } = &f.kind
+            if let crate::format::schema::FaultKind::LoadSpike { client, factor } = &f.kind
                 && client == name
                 && *factor > 1.0
             {

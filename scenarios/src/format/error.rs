@@ -29,7 +29,7 @@ pub enum ScenarioError {
         /// What the parser expected.
         message: String,
     },
-    /// The scenario parses but a value is impossible (see [`crate::validate`]).
+    /// The scenario parses but a value is impossible (see [`crate::format::validate`]).
     Invalid {
         /// The path as given.
         file: String,

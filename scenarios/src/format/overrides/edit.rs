@@ -12,7 +12,7 @@
 //! the file, or about the override whose value it is in.
 
 use super::Step;
-use crate::load::{Kind, Text};
+use crate::format::load::{Kind, Text};
 use std::collections::BTreeMap;
 
 /// The tokens `start..end` (end exclusive) of text `text`: 0 is the file, `n` the piece `n − 1`.
