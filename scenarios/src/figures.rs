@@ -725,7 +725,40 @@ pub struct Figures {
     /// Events of the window left out beyond the trace's line limit.
     pub trace_left_out: u64,
     /// Per distributed rate limiter, in service order.
-    pub distributed: Vec<crate::world::DistributedFigures>,
+    pub distributed: Vec<DistributedFigures>,
+}
+
+/// The figures of one distributed limiter (the world's `distributed` module fills them).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DistributedFigures {
+    /// Its path, `services.NAME.admission[i]`.
+    pub path: String,
+    /// Where its state lives: `local`, `central_atomic`, `central_racy`, `lease`.
+    pub state: String,
+    /// Decisions asked of it.
+    pub decisions: u64,
+    /// Store calls sent (scripts, reads, writes, leases; not those an open breaker refused).
+    pub round_trips: u64,
+    /// Decisions that admitted (fail-open ones included).
+    pub admitted: u64,
+    /// Decisions that refused (fail-closed and cached ones included).
+    pub refused: u64,
+    /// Refusals made by the local decision cache, without the store.
+    pub refused_cached: u64,
+    /// Admissions the configured limit, kept exactly at the true time, would have refused.
+    pub over_admitted: u64,
+    /// Store calls that failed (timeout, open breaker, the store's refusal or error).
+    pub store_failures: u64,
+    /// Decisions made by `on_store_failure: Open` (admitted without the store).
+    pub failed_open: u64,
+    /// Decisions made by `on_store_failure: Closed` (refused without the store).
+    pub failed_closed: u64,
+    /// Tokens the store granted in leases.
+    pub lease_tokens: u64,
+    /// Per report bucket: admissions charged in it (by the time they were committed).
+    pub charged_by_bucket: Vec<u64>,
+    /// Per report bucket: over-admissions among them.
+    pub over_admitted_by_bucket: Vec<u64>,
 }
 
 impl Figures {

@@ -11,8 +11,9 @@ use scenarios::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
 };
 use scenarios::experiment::{GridAxis, Partition, phase, shrink};
+use scenarios::format::error::one_line;
 use scenarios::format::limits::{Bytes, Limits};
-use scenarios::format::overrides::{Flag, Override, Overrides, one_line};
+use scenarios::format::overrides::{Flag, Override, Overrides};
 use scenarios::library::resolve;
 use scenarios::library::{self, DEFAULT_EXAMPLE};
 use scenarios::report::{Format, render};

@@ -11,7 +11,8 @@
 
 use crate::figures::RunMeta;
 use crate::format::error::ScenarioError;
-use crate::format::limits::{Bytes, footprint};
+use crate::format::footprint::footprint;
+use crate::format::limits::Bytes;
 use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use crate::report::Report;

@@ -1048,7 +1048,7 @@ fn with_variants(n: usize) -> String {
 
 #[test]
 fn checking_a_file_costs_its_size_once_and_one_scenario_per_variant() {
-    use scenarios::format::load::{Work, work};
+    use scenarios::format::read::{Work, work};
     let cost = |text: &str| -> Work {
         let before = work();
         let s = parse("variants.ron", text).unwrap_or_else(|e| panic!("{e}"));

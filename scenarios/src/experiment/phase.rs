@@ -12,8 +12,9 @@ use super::plan::{GridAxis, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
 use crate::format::limits::Limits;
 use crate::format::overrides::{Flag, Overrides};
+use crate::format::verdict::window;
 use crate::library::resolve_each;
-use crate::report::metastability::{Verdict, window};
+use crate::report::metastability::{Verdict, describe};
 use crate::report::render::charts::heatmap::{HeatMap, heatmap};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -290,7 +291,7 @@ pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
         y: command.y.path.clone(),
         y_values: command.y.values.iter().map(|v| shown(v)).collect(),
         seeds: command.seeds,
-        thresholds: scenarios[0].verdict.describe(),
+        thresholds: describe(&scenarios[0].verdict),
         cells,
     })
 }

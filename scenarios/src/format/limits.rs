@@ -1,83 +1,77 @@
-//! [`Limits`]: the memory budget and the rate limit a scenario is validated against, and the
-//! estimate of what a run needs ([`footprint`]).
-//!
-//! Some of a run's memory is fixed by the file before the first event: the report series
-//! (one entry per bucket for each client, each service and each call site), the closed-loop
-//! users (each one starts with a scheduled event and holds at most one request), each
-//! replica's state, and the windows of its patterns (a breaker's ring of outcomes, a
-//! throttle's buckets, a sliding log's entries), which fill up as calls go through them. Validation estimates these from the
-//! file and refuses a scenario whose total is over [`Limits::memory_max`], naming the field
-//! that makes it large and a value that fits. What grows with traffic while running (requests
-//! in flight) is bounded by the event budget instead.
-//!
-//! The costs per unit are the peak resident memory of release builds of `resim run`, measured
-//! by varying one thing at a time (buckets, clients, services, users, replicas, calls, window
-//! sizes) and rounded up, so the estimate errs on the generous side.
-//!
-//! Somewhat over 600 lines on purpose: every part of a file's memory is estimated here, next
-//! to the others, so that one file says what a scenario may hold.
+//! Every limit a scenario is held to, in one place: the fixed ones (`*_MAX`: what a file, a
+//! scenario and its parts may hold, which validation checks and which the world sizes its
+//! tables by), and the [`Limits`] a command line may raise (the memory budget and the rate
+//! limit), with [`Bytes`], the sizes they are written in. What a scenario needs of them is
+//! estimated in [`footprint`](crate::format::footprint).
 
-use crate::format::schema::{Layer, Load, Scenario, Schedule};
-use patterns::breaker::SlidingWindowType;
-use patterns::limiter::LimiterConfig;
 use sim_core::{Rate, SimDuration};
 use std::fmt;
 
-/// Report series, per bucket, whatever the topology (the row of the report, and the
-/// latency histogram's own fields: its counts are [`latency_bucket_bytes`]).
-const SERIES_BUCKET_BYTES: u64 = 320;
-/// Report series, per bucket and client (four counts, the report's point).
-const SERIES_CLIENT_BUCKET_BYTES: u64 = 192;
-/// Report series, per bucket and service (three gauges, two counts, refusals by reason, the
-/// report's point).
-const SERIES_SERVICE_BUCKET_BYTES: u64 = 512;
-/// Report series, per bucket and call site (four counts, the report's point).
-const SERIES_CALL_BUCKET_BYTES: u64 = 192;
-/// Report series, per bucket and call site instance (a replica's own four counts).
-const SERIES_CALL_INSTANCE_BUCKET_BYTES: u64 = 32;
-/// One closed-loop user: its first event (measured 188 bytes) and its one request in flight.
-const USER_BYTES: u64 = 512;
-/// One replica without calls (measured 4.4 KB).
-const REPLICA_BYTES: u64 = 5 << 10;
-/// One call site of one replica, without its layers (measured 2.2 KB).
-const CALL_SITE_BYTES: u64 = 5 << 9;
-/// One layer of one call site, without its window.
-const LAYER_BYTES: u64 = 512;
-/// A count-based breaker window, per call of its size (one byte of flags per outcome).
-const BREAKER_CALL_BYTES: u64 = 1;
-/// A time-based breaker window, per second of its size (a bucket of totals).
-const BREAKER_SECOND_BYTES: u64 = 32;
-/// An adaptive throttle, per bucket.
-const THROTTLE_BUCKET_BYTES: u64 = 24;
-/// A sliding-log limiter, per unit of its limit (an instant and a count).
-const SLIDING_LOG_UNIT_BYTES: u64 = 16;
-/// An adaptive timeout, per latency of its window (a ring and its sorted copy).
-const ADAPTIVE_LATENCY_BYTES: u64 = 16;
-/// A class's or a reported tenant's figures: counters and a compact latency histogram (an
-/// upper estimate: two significant digits up to an hour take about 2 KB).
-const TRAFFIC_FIGURES_BYTES: u64 = 4 << 10;
-/// One report bucket of a class: two counters while running, and a series entry with its
-/// name in the report (an upper estimate).
-const SERIES_CLASS_BUCKET_BYTES: u64 = 96;
-/// One key of a Zipf tenant distribution: its cumulative weight.
-const ZIPF_KEY_BYTES: u64 = 8;
-/// One key of a per-tenant rate limit: its limiter and two tree entries (an upper estimate).
-const TENANT_KEY_BYTES: u64 = 256;
-/// A row of a keyed store: its version and, with a Zipf key, its cumulative weight (counted
-/// from the two `u64`/`f64` vectors, not measured).
-const STORE_ROW_BYTES: u64 = 16;
-/// An entry of a cache with a `ttl`, per replica: its expiry (counted, not measured).
-const CACHE_ENTRY_BYTES: u64 = 8;
+// What a file may be: its size, its nesting, its overrides.
 
-/// The counts of one bucket's latency histogram (two significant digits, growing with its
-/// largest value): at most those of a latency as long as the run, capped at the histogram's
-/// hour.
-fn latency_bucket_bytes(duration: SimDuration) -> u64 {
-    let mut histogram = sim_core::metrics::LatencyHistogram::compact();
-    histogram.record(duration.min(sim_core::metrics::LATENCY_MAX));
-    histogram.heap_bytes()
-}
+/// The largest scenario file read, in bytes.
+pub const FILE_BYTES_MAX: u64 = 64 << 20;
 
+/// How deeply a file may nest (RON's recursion limit, which counts structures, lists and
+/// variants): each `Mixture` inside another takes seven levels, so about 17 fit. At this limit
+/// a debug build reads the file within a test thread's 2 MiB stack.
+pub const NESTING_MAX: usize = 128;
+
+/// The most overrides one scenario takes (a variant's and the command line's together).
+pub const OVERRIDES_MAX: usize = 256;
+
+// What a scenario may hold: its durations and its topology.
+
+/// The longest run, and the longest duration a scenario may hold anywhere: a bound that keeps
+/// every instant of a run, plus any configured span, plus any sampled delay (at most
+/// `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as humantime
+/// counts them ([`SimDuration::CONFIG_MAX`]).
+pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
+
+/// The most replicas of one service.
+pub const REPLICAS_MAX: u32 = 10_000;
+
+/// The most downstream calls one service may make per request.
+pub const CALLS_MAX: usize = 8;
+
+/// The most layers in one call's pattern stack.
+pub const LAYERS_MAX: usize = 6;
+
+// Request classes and tenants.
+
+/// The most classes one client may declare.
+pub const CLASSES_MAX: usize = 64;
+
+/// The most tenant keys one class may draw from (a Zipf class keeps one cumulative weight
+/// per key, 8 bytes each).
+pub const TENANT_KEYS_MAX: u32 = 1_000_000;
+
+/// The most tenants a class reports one by one (the rest are summed as "others").
+pub const TENANTS_REPORTED_MAX: u32 = 100;
+
+/// The highest numeric priority level
+/// ([`Priority::Level`](crate::format::schema::Priority::Level)); levels are 0 (least
+/// important) to 63, the priority shedder's classes.
+pub const PRIORITY_LEVEL_MAX: u8 = 63;
+
+// The schema's parts: distributed limiters, fan-outs, pools, isolation, stores.
+
+/// The most tokens one lease may take.
+pub const LEASE_BATCH_MAX: u64 = 1_000_000;
+
+/// The most leaves of one fan-out.
+pub const FAN_OUT_MAX: u32 = 100_000;
+
+/// The largest pool (connections per calling replica).
+pub const POOL_SIZE_MAX: u32 = 100_000;
+
+/// The most replica assignments one isolated service may hold: units × replicas per unit
+/// (each is 8 bytes: the unit's entry and the replica's reverse entry).
+pub const ASSIGNMENTS_MAX: u64 = 4_000_000;
+
+/// The most rows of one store (each is 8 bytes of version, plus a cumulative weight for a
+/// Zipf key).
+pub const ROWS_MAX: u32 = 1_000_000;
 /// What a run may use. The defaults fit a 2-core machine with 24 GB of memory running a few
 /// runs side by side; the command line raises them (`--max-memory`, `--max-rate`).
 #[derive(Debug, Clone, PartialEq)]
@@ -105,552 +99,6 @@ impl Default for Limits {
             rate_max: Rate::per_second(Self::RATE_MAX_DEFAULT),
         }
     }
-}
-
-/// One part of a run's memory, as [`footprint`] estimates it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Part {
-    /// The field that makes it large, as in error messages.
-    pub field: String,
-    /// Bytes.
-    pub bytes: u64,
-    /// What it is, for the message ("a count-based window of 1000 calls on each of 10 replicas").
-    pub what: String,
-    /// How to make it fit in `allowance` bytes, if a value can.
-    fix: Fix,
-}
-
-/// How a part can be made smaller.
-#[derive(Debug, Clone, PartialEq)]
-enum Fix {
-    /// Fewer report buckets: `bytes_per_bucket` each over a run of `duration`.
-    Bucket {
-        duration: SimDuration,
-        bytes_per_bucket: u64,
-    },
-    /// A smaller count of something: `unit_bytes` per unit, e.g. "users", "calls".
-    Count {
-        unit_bytes: u64,
-        noun: &'static str,
-        prefix: &'static str,
-        also: &'static str,
-    },
-}
-
-impl Part {
-    /// The fix that would make this part fit in `allowance` bytes.
-    fn fix(&self, allowance: u64) -> String {
-        match &self.fix {
-            Fix::Bucket {
-                duration,
-                bytes_per_bucket,
-            } => {
-                let buckets = allowance / bytes_per_bucket.max(&1);
-                let needed = (buckets > 0)
-                    .then(|| duration.as_nanos().div_ceil(buckets))
-                    .map(SimDuration::from_nanos)
-                    .and_then(round_up_nicely)
-                    .filter(|b| b <= duration);
-                match needed {
-                    Some(b) => format!(
-                        "use a bucket of at least {} for a {} run, or a shorter duration",
-                        human(b),
-                        human(*duration)
-                    ),
-                    None => "use a shorter duration".to_string(),
-                }
-            }
-            Fix::Count {
-                unit_bytes,
-                noun,
-                prefix,
-                also,
-            } => {
-                let most = round_down(allowance / unit_bytes.max(&1));
-                if most == 0 {
-                    also.trim_start_matches(", or ").to_string()
-                } else {
-                    format!("use {prefix}at most {most} {noun}{also}")
-                }
-            }
-        }
-    }
-}
-
-/// The parts of a scenario's memory that the file fixes, largest first.
-pub fn footprint(s: &Scenario) -> Vec<Part> {
-    let mut parts = Vec::new();
-    let clients = s.clients.len() as u64;
-    let services = s.services.len() as u64;
-    let buckets = s.duration.as_nanos().div_ceil(s.bucket.as_nanos().max(1));
-    // A client's call site has one instance; a service's has one per replica.
-    let (sites, instances) = s.services.values().fold((clients, clients), |(n, i), sv| {
-        let calls = sv.calls.len() as u64;
-        (
-            n.saturating_add(calls),
-            i.saturating_add(
-                calls.saturating_mul(u64::from(crate::format::schema::scaling::slots(sv))),
-            ),
-        )
-    });
-    let bytes_per_bucket = SERIES_BUCKET_BYTES
-        .saturating_add(latency_bucket_bytes(s.duration))
-        .saturating_add(clients.saturating_mul(SERIES_CLIENT_BUCKET_BYTES))
-        .saturating_add(services.saturating_mul(SERIES_SERVICE_BUCKET_BYTES))
-        .saturating_add(sites.saturating_mul(SERIES_CALL_BUCKET_BYTES))
-        .saturating_add(instances.saturating_mul(SERIES_CALL_INSTANCE_BUCKET_BYTES));
-    parts.push(Part {
-        field: "bucket".to_string(),
-        bytes: buckets.saturating_mul(bytes_per_bucket),
-        what: format!(
-            "{buckets} report buckets (a {} run in buckets of {}) for {} and {}",
-            human(s.duration),
-            human(s.bucket),
-            plural(clients, "client"),
-            plural(services, "service"),
-        ),
-        fix: Fix::Bucket {
-            duration: s.duration,
-            bytes_per_bucket,
-        },
-    });
-    for (name, c) in &s.clients {
-        if let Load::Closed { users, .. } | Load::OneShot { users, .. } = c.load {
-            parts.push(Part {
-                field: format!("clients.{name}.load.users"),
-                bytes: u64::from(users).saturating_mul(USER_BYTES),
-                what: plural(u64::from(users), "user"),
-                fix: Fix::Count {
-                    unit_bytes: USER_BYTES,
-                    noun: "users",
-                    prefix: "",
-                    also: "",
-                },
-            });
-        }
-        windows(
-            &mut parts,
-            &format!("clients.{name}.call"),
-            &c.call.stack,
-            1,
-        );
-        for (i, class) in c.classes.iter().enumerate() {
-            parts.push(Part {
-                field: format!("clients.{name}.classes[{i}]"),
-                bytes: TRAFFIC_FIGURES_BYTES
-                    .saturating_add(buckets.saturating_mul(SERIES_CLASS_BUCKET_BYTES)),
-                what: format!("the figures and series of class {:?}", class.name),
-                fix: Fix::Bucket {
-                    duration: s.duration,
-                    bytes_per_bucket: SERIES_CLASS_BUCKET_BYTES,
-                },
-            });
-            let Some(t) = &class.tenants else { continue };
-            let zipf = matches!(
-                t.popularity,
-                crate::format::schema::traffic::Popularity::Zipf { .. }
-            );
-            let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
-            let reported = u64::from(t.reported.min(t.keys)) + 2;
-            parts.push(Part {
-                field: format!("clients.{name}.classes[{i}].tenants.keys"),
-                bytes: reported
-                    .saturating_mul(TRAFFIC_FIGURES_BYTES)
-                    .saturating_add(u64::from(t.keys).saturating_mul(per_key)),
-                what: format!("{} tenant keys", t.keys),
-                fix: Fix::Count {
-                    unit_bytes: per_key.max(1),
-                    noun: "keys",
-                    prefix: "",
-                    also: ", or a Uniform popularity (no table per key)",
-                },
-            });
-        }
-    }
-    for (name, sv) in &s.services {
-        let replicas = u64::from(crate::format::schema::scaling::slots(sv));
-        let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
-        let per_replica = REPLICA_BYTES
-            .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
-            .saturating_add(layers.saturating_mul(LAYER_BYTES));
-        parts.push(Part {
-            field: format!("services.{name}.replicas"),
-            bytes: replicas.saturating_mul(per_replica),
-            what: format!(
-                "{} with {}",
-                plural(replicas, "replica"),
-                plural(sv.calls.len() as u64, "call")
-            ),
-            fix: Fix::Count {
-                unit_bytes: per_replica,
-                noun: "replicas",
-                prefix: "",
-                also: "",
-            },
-        });
-        for (i, a) in sv.admission.iter().enumerate() {
-            if let crate::format::schema::Admission::RateLimit(k) = a
-                && k.key == crate::format::schema::LimitKey::Tenant
-            {
-                parts.push(Part {
-                    field: format!("services.{name}.admission[{i}].max_keys"),
-                    bytes: (k.max_keys as u64).saturating_mul(TENANT_KEY_BYTES),
-                    what: format!("up to {} tenant keys of a rate limit", k.max_keys),
-                    fix: Fix::Count {
-                        unit_bytes: TENANT_KEY_BYTES,
-                        noun: "keys",
-                        prefix: "max_keys: ",
-                        also: "",
-                    },
-                });
-            }
-        }
-        if let Some(iso) = sv.isolation {
-            // Per caller unit: its cell, or its shard and the shard's reverse entries, and
-            // the most of its group down at once (counted from the vectors, not measured).
-            let per_unit = match iso {
-                crate::format::schema::isolation::Isolation::Cells { .. } => 8,
-                crate::format::schema::isolation::Isolation::ShuffleSharding { shard_size } => {
-                    8u64.saturating_add(8u64.saturating_mul(u64::from(shard_size)))
-                }
-            };
-            let units = crate::format::schema::isolation::Units::of(s).len();
-            parts.push(Part {
-                field: format!("services.{name}.isolation"),
-                bytes: units.saturating_mul(per_unit),
-                what: format!("the replicas of {} caller units", units),
-                fix: Fix::Count {
-                    unit_bytes: per_unit,
-                    noun: "tenant keys",
-                    prefix: "",
-                    also: ", or a smaller shard",
-                },
-            });
-        }
-        if let Some(store) = &sv.store {
-            parts.push(Part {
-                field: format!("services.{name}.store.rows"),
-                bytes: u64::from(store.rows).saturating_mul(STORE_ROW_BYTES),
-                what: format!("a store of {}", plural(u64::from(store.rows), "row")),
-                fix: Fix::Count {
-                    unit_bytes: STORE_ROW_BYTES,
-                    noun: "rows",
-                    prefix: "",
-                    also: "",
-                },
-            });
-        }
-        if let Some(cache) = sv.cache.as_ref().filter(|c| c.ttl.is_some()) {
-            let per_key = replicas.saturating_mul(CACHE_ENTRY_BYTES);
-            parts.push(Part {
-                field: format!("services.{name}.cache.keys"),
-                bytes: u64::from(cache.keys).saturating_mul(per_key),
-                what: format!(
-                    "{} with a ttl on each of {}",
-                    plural(u64::from(cache.keys), "cache key"),
-                    plural(replicas, "replica")
-                ),
-                fix: Fix::Count {
-                    unit_bytes: per_key,
-                    noun: "keys",
-                    prefix: "",
-                    also: ", or fewer replicas",
-                },
-            });
-        }
-        for (i, c) in sv.calls.iter().enumerate() {
-            windows(
-                &mut parts,
-                &format!("services.{name}.calls[{i}]"),
-                &c.stack,
-                replicas,
-            );
-        }
-    }
-    parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.field.cmp(&b.field)));
-    parts
-}
-
-/// The windows of one call site's layers, on each of `instances` replicas.
-fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
-    let on_each = if instances == 1 {
-        String::new()
-    } else {
-        format!(" on each of {instances} replicas")
-    };
-    let also = if instances == 1 {
-        ""
-    } else {
-        ", or fewer replicas"
-    };
-    for (i, layer) in stack.iter().enumerate() {
-        let (field, units, unit_bytes, what, noun, prefix) = match layer {
-            Layer::Breaker(b) => match b.sliding_window_type {
-                SlidingWindowType::CountBased => (
-                    "sliding_window_size",
-                    b.sliding_window_size,
-                    BREAKER_CALL_BYTES,
-                    format!("a count-based window of {} calls", b.sliding_window_size),
-                    "calls",
-                    "a window of ",
-                ),
-                SlidingWindowType::TimeBased => (
-                    "sliding_window_size",
-                    b.sliding_window_size,
-                    BREAKER_SECOND_BYTES,
-                    format!("a time-based window of {} seconds", b.sliding_window_size),
-                    "seconds",
-                    "a window of ",
-                ),
-            },
-            Layer::AdaptiveTimeout(a) => (
-                "window",
-                a.window,
-                ADAPTIVE_LATENCY_BYTES,
-                format!("an adaptive timeout window of {} latencies", a.window),
-                "latencies",
-                "a window of ",
-            ),
-            Layer::Throttle(t) => (
-                "bucket_count",
-                t.bucket_count,
-                THROTTLE_BUCKET_BYTES,
-                format!("a throttle of {} buckets", t.bucket_count),
-                "buckets",
-                "",
-            ),
-            Layer::Limiter(LimiterConfig::SlidingLog(w)) => (
-                "limit",
-                u32::try_from(w.limit).unwrap_or(u32::MAX),
-                SLIDING_LOG_UNIT_BYTES,
-                format!("a sliding log of {} entries", w.limit),
-                "entries",
-                "a limit of ",
-            ),
-            _ => continue,
-        };
-        let per_unit = instances.saturating_mul(unit_bytes);
-        parts.push(Part {
-            field: format!("{path}.stack[{i}].{field}"),
-            bytes: u64::from(units).saturating_mul(per_unit),
-            what: format!("{what}{on_each}"),
-            fix: Fix::Count {
-                unit_bytes: per_unit,
-                noun,
-                prefix,
-                also,
-            },
-        });
-    }
-}
-
-/// The error for a scenario whose parts do not fit in `limits.memory_max`, if any.
-pub fn check_memory(s: &Scenario, limits: &Limits) -> Result<(), patterns::ConfigError> {
-    let parts = footprint(s);
-    let total = parts.iter().fold(0u64, |t, p| t.saturating_add(p.bytes));
-    if total <= limits.memory_max {
-        return Ok(());
-    }
-    let largest = &parts[0];
-    let rest = total - largest.bytes;
-    let whole = if rest > total / 10 {
-        format!(", and the whole run about {}", Bytes(total))
-    } else {
-        String::new()
-    };
-    let verb = if largest.what.starts_with("a ") || largest.what.starts_with("1 ") {
-        "needs"
-    } else {
-        "need"
-    };
-    Err(patterns::ConfigError::new(
-        largest.field.clone(),
-        format!(
-            "{} {verb} about {}{whole}, more than the memory budget of {}; {}, or raise the budget with --max-memory",
-            largest.what,
-            Bytes(largest.bytes),
-            Bytes(limits.memory_max),
-            largest.fix(limits.memory_max.saturating_sub(rest)),
-        ),
-    ))
-}
-
-/// Every arrival rate of every client, times the load spikes aimed at it, within
-/// `limits.rate_max`.
-pub fn check_rates(s: &Scenario, limits: &Limits) -> Result<(), patterns::ConfigError> {
-    let max = limits.rate_max.as_per_second();
-    let limit = format!(
-        "faster than the limit of {} for one client",
-        per_second(max)
-    );
-    for (name, c) in &s.clients {
-        let Load::Open { rate } = &c.load else {
-            continue;
-        };
-        let path = format!("clients.{name}.load.rate");
-        let rates: Vec<(String, &Rate)> = match rate {
-            Schedule::Constant(r) => vec![(path, r)],
-            Schedule::Steps(steps) => steps
-                .iter()
-                .enumerate()
-                .map(|(i, step)| (format!("{path}[{i}].rate"), &step.rate))
-                .collect(),
-            Schedule::Ramp { from, to, .. } => {
-                vec![(format!("{path}.from"), from), (format!("{path}.to"), to)]
-            }
-            Schedule::Spike { base, peak, .. } => {
-                vec![
-                    (format!("{path}.base"), base),
-                    (format!("{path}.peak"), peak),
-                ]
-            }
-        };
-        let mut fastest = 0.0f64;
-        for (field, r) in rates {
-            let r = r.as_per_second();
-            if r > max {
-                return Err(patterns::ConfigError::new(
-                    field,
-                    format!(
-                        "{} is {limit}; use a slower rate, or raise the limit with --max-rate",
-                        per_second(r)
-                    ),
-                ));
-            }
-            fastest = fastest.max(r);
-        }
-        // Spikes multiply: overlapping ones compound, so the bound takes them all.
-        for (i, f) in s.faults.iter().enumerate() {
-            if let crate::format::schema::FaultKind::LoadSpike { client, factor } = &f.kind
-                && client == name
-                && *factor > 1.0
-            {
-                fastest *= factor;
-                if fastest > max {
-                    return Err(patterns::ConfigError::new(
-                        format!("faults[{i}].kind.factor"),
-                        format!(
-                            "a load spike of {} makes client {name:?} send up to {}, {limit}; use a smaller factor, or raise the limit with --max-rate",
-                            number(*factor),
-                            per_second(fastest)
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A rate per second as a scenario file writes it: `500/s`, `1e12/s`.
-fn per_second(r: f64) -> String {
-    if r.is_finite() {
-        format!("{}/s", number(r))
-    } else {
-        "more than 1e308/s".to_string()
-    }
-}
-
-/// `2.5`, `1000000`, or `1e300` for numbers too long to read.
-fn number(x: f64) -> String {
-    if x.abs() < 1e7 {
-        format!("{x}")
-    } else {
-        format!("{x:e}")
-    }
-}
-
-/// `n` with all but its two leading digits set to zero: a limit people can write down.
-fn round_down(n: u64) -> u64 {
-    let mut scale = 1;
-    while n / scale >= 100 {
-        scale *= 10;
-    }
-    n / scale * scale
-}
-
-/// `n thing` or `n things`.
-fn plural(n: u64, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
-}
-
-/// A duration in the largest unit that divides it (`100y`, `12h`, `1s`), else as
-/// [`SimDuration`] displays it.
-pub fn human(d: SimDuration) -> String {
-    const UNITS: [(u64, &str); 8] = [
-        (31_557_600_000_000_000, "y"),
-        (86_400_000_000_000, "d"),
-        (3_600_000_000_000, "h"),
-        (60_000_000_000, "m"),
-        (1_000_000_000, "s"),
-        (1_000_000, "ms"),
-        (1_000, "us"),
-        (1, "ns"),
-    ];
-    let n = d.as_nanos();
-    if n == 0 {
-        return "0s".to_string();
-    }
-    for (unit, name) in UNITS {
-        if n.is_multiple_of(unit) {
-            return format!("{}{name}", n / unit);
-        }
-    }
-    d.to_string()
-}
-
-/// The smallest round duration (1, 2 or 5 of a unit, or 15 and 30 of minutes) at least `d`.
-fn round_up_nicely(d: SimDuration) -> Option<SimDuration> {
-    const NS: u64 = 1;
-    const US: u64 = 1_000;
-    const MS: u64 = 1_000_000;
-    const S: u64 = 1_000_000_000;
-    const M: u64 = 60 * S;
-    const H: u64 = 60 * M;
-    const D: u64 = 24 * H;
-    const NICE: [u64; 34] = [
-        NS,
-        2 * NS,
-        5 * NS,
-        10 * NS,
-        20 * NS,
-        50 * NS,
-        100 * NS,
-        200 * NS,
-        500 * NS,
-        US,
-        10 * US,
-        100 * US,
-        MS,
-        10 * MS,
-        100 * MS,
-        S,
-        2 * S,
-        5 * S,
-        10 * S,
-        15 * S,
-        30 * S,
-        M,
-        2 * M,
-        5 * M,
-        10 * M,
-        15 * M,
-        30 * M,
-        H,
-        2 * H,
-        6 * H,
-        12 * H,
-        D,
-        7 * D,
-        31_557_600 * S,
-    ];
-    NICE.iter()
-        .map(|&n| SimDuration::from_nanos(n))
-        .find(|&n| n >= d)
 }
 
 /// A byte count for people: `512 B`, `1.5 KiB`, `4 GiB`, `1.6 TiB`.
@@ -728,16 +176,5 @@ mod tests {
         assert_eq!(Bytes(4 << 30).to_string(), "4 GiB");
         assert_eq!(Bytes(1536).to_string(), "1.5 KiB");
         assert_eq!(Bytes(100).to_string(), "100 B");
-    }
-
-    #[test]
-    fn durations_read_in_their_own_unit() {
-        assert_eq!(human(SimDuration::from_secs(3_155_760_000)), "100y");
-        assert_eq!(human(SimDuration::from_secs(3600)), "1h");
-        assert_eq!(human(SimDuration::from_millis(1500)), "1500ms");
-        assert_eq!(
-            round_up_nicely(SimDuration::from_millis(1200)),
-            Some(SimDuration::from_secs(2))
-        );
     }
 }

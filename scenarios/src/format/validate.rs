@@ -6,37 +6,23 @@
 //! Parsing already guarantees types, units and known field names; this module checks what
 //! types cannot say: that names refer to something, that the call graph has no cycle, that
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
-//! expectations aim at something that exists within the run. Last, it checks that the run
-//! fits its [`Limits`](crate::format::limits::Limits): arrival rates within the rate limit, and the
-//! memory the file fixes within the memory budget (see [`crate::format::limits`]).
+//! expectations aim at something that exists within the run, each count within its `*_MAX`
+//! ([`crate::format::limits`]). Last, it checks that the run fits its
+//! [`Limits`](crate::format::limits::Limits): arrival rates within the rate limit, and the
+//! memory the file fixes within the memory budget (see [`crate::format::footprint`]).
 //!
 //! Every check is a loop over the file's own lists, never a recursion, so a file with tens of
 //! thousands of services cannot overflow the stack.
 
+use crate::format::limits::{CALLS_MAX, DURATION_MAX, LAYERS_MAX, REPLICAS_MAX};
 use crate::format::schema::*;
-use crate::world::client_node;
 use patterns::ConfigError;
 use patterns::retry::RetryPolicy;
 use sim_core::{Dist, SimDuration};
 use std::collections::BTreeMap;
 
-/// The most downstream calls one service may make per request.
-pub const CALLS_MAX: usize = 8;
-
-/// The longest run, and the longest duration a scenario may hold anywhere: a bound that keeps
-/// every instant of a run, plus any configured span, plus any sampled delay (at most
-/// `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as humantime
-/// counts them ([`SimDuration::CONFIG_MAX`]).
-pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
-
 /// The most names an error lists when it says which names exist.
 const NAMES_LISTED_MAX: usize = 12;
-
-/// The most layers in one call's pattern stack.
-pub const LAYERS_MAX: usize = 6;
-
-/// The most replicas of one service.
-pub const REPLICAS_MAX: u32 = 10_000;
 
 type Check = Result<(), ConfigError>;
 
@@ -252,8 +238,8 @@ pub fn validate(s: &Scenario) -> Check {
         network(n, s)?;
     }
     s.verdict.validate().map_err(|e| e.at("verdict"))?;
-    crate::format::limits::check_rates(s, &s.limits)?;
-    crate::format::limits::check_memory(s, &s.limits)
+    crate::format::footprint::check_rates(s, &s.limits)?;
+    crate::format::footprint::check_memory(s, &s.limits)
 }
 
 /// Every client and service has a name, and a network node of its own: a client that
@@ -261,7 +247,7 @@ pub fn validate(s: &Scenario) -> Check {
 /// service may be called.
 fn nodes(s: &Scenario) -> Check {
     let mut taken: BTreeMap<String, String> = BTreeMap::new();
-    let clients = s.clients.keys().map(|n| ("clients", n, client_node(s, n)));
+    let clients = s.clients.keys().map(|n| ("clients", n, s.client_node(n)));
     let services = s.services.keys().map(|n| ("services", n, n.clone()));
     for (kind, name, node) in clients.chain(services) {
         if name.is_empty() {
@@ -1047,7 +1033,7 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
             if let Some(c) = client {
                 cl(c)?;
             }
-            crate::report::metastability::validate_expectation(path, client.is_some(), s)?;
+            crate::format::verdict::validate_expectation(path, client.is_some(), s)?;
             match e {
                 Expectation::Recovers { within, .. } => nonzero(&format!("{path}.within"), *within),
                 _ => Ok(()),

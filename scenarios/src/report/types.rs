@@ -722,7 +722,7 @@ pub struct Report {
     /// configured limit, store failures and how they were decided, and per bucket the
     /// admissions charged and the over-admissions among them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub limiters: Vec<crate::world::DistributedFigures>,
+    pub limiters: Vec<crate::figures::DistributedFigures>,
     /// The events of the trace window, when one was asked for (`--trace FROM..TO`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<String>,

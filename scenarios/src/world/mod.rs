@@ -81,9 +81,7 @@ mod store;
 mod trace;
 pub mod traffic;
 
-pub use distributed::DistributedFigures;
 pub use msg::{Msg, Net, Packet};
-pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason, failure_of};
 pub use pace::Quota;
 pub use site::Side;

@@ -17,17 +17,6 @@ use sim_net::{FaultConfig, LinkConfig, NodeId, Verdict};
 
 /// Builds the network of `s` for a run with `seed`, every node played by `entity`. Returns
 /// the network and the nodes: the clients' first, then the services', in name order.
-/// The name of a client's node on the network. Without a network section nothing names
-/// nodes, and a client may share its name with a service; it gets a name of its own then.
-/// Validation checks that every node's name is its own.
-pub fn client_node(s: &Scenario, name: &str) -> String {
-    if s.services.contains_key(name) {
-        format!("clients.{name}")
-    } else {
-        name.to_string()
-    }
-}
-
 pub fn build(
     s: &Scenario,
     seed: Seed,
@@ -41,7 +30,7 @@ pub fn build(
     }
     let mut nodes = Vec::new();
     for name in s.clients.keys() {
-        nodes.push(net.add_node(&client_node(s, name), entity)?);
+        nodes.push(net.add_node(&s.client_node(name), entity)?);
     }
     for name in s.services.keys() {
         nodes.push(net.add_node(name, entity)?);

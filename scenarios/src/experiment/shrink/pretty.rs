@@ -47,7 +47,7 @@ pub fn to_ron(scenario: &Scenario) -> Result<String, String> {
 
 /// Whether `text` reads back as `scenario` (syntax only: the scenario was valid already).
 fn reads_as(text: &str, scenario: &Scenario) -> bool {
-    match crate::format::load::parse_syntax("shrunk", text) {
+    match crate::format::read::parse_syntax("shrunk", text) {
         Ok(mut s) => {
             s.limits = scenario.limits.clone();
             s.variants = scenario.variants.clone();

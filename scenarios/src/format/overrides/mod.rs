@@ -33,9 +33,10 @@ mod edit;
 mod typed;
 mod variants;
 
-use crate::format::error::ScenarioError;
+use crate::format::error::{ScenarioError, one_line};
 use crate::format::limits::Limits;
-use crate::format::load::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
+use crate::format::limits::OVERRIDES_MAX;
+use crate::format::read::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
 use crate::format::schema::Scenario;
 use edit::{Build, Place};
 use std::fmt;
@@ -118,32 +119,6 @@ impl fmt::Display for Override {
     }
 }
 
-/// Text as one line, as messages show what was typed: each run of white space that holds a
-/// line break becomes one space.
-pub fn one_line(text: &str) -> String {
-    if !text.contains(['\n', '\r']) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut run = String::new();
-    for c in text.chars() {
-        if c.is_whitespace() {
-            run.push(c);
-            continue;
-        }
-        if !run.is_empty() {
-            out.push_str(if run.contains(['\n', '\r']) {
-                " "
-            } else {
-                &run
-            });
-            run.clear();
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// What to change in a scenario before it runs: a variant of the file (applied first), then
 /// the command line's overrides in their order (a later one wins).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -182,9 +157,6 @@ impl Overrides {
         self.variant.is_none() && self.sets.is_empty()
     }
 }
-
-/// The most overrides one scenario takes (a variant's and the command line's together).
-pub const OVERRIDES_MAX: usize = 256;
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -535,7 +507,7 @@ impl Source {
             }
         }
         let emitted = build.emit();
-        let scenario = match crate::format::load::deserialize_scenario(&emitted.text) {
+        let scenario = match crate::format::read::deserialize_scenario(&emitted.text) {
             Ok(s) => s,
             Err(e) => return Err(self.syntax_blame(build, &emitted, steps, &e)),
         };
@@ -601,7 +573,7 @@ impl Source {
         let wanted_string = matches!(e.code, ron::error::Error::ExpectedString)
             .then_some(token)
             .flatten()
-            .filter(|t| t.kind != crate::format::load::Kind::Text)
+            .filter(|t| t.kind != crate::format::read::Kind::Text)
             .and_then(|t| {
                 // The value with the word RON wanted as a string in quotes.
                 let (text, lo) = emitted.origin(t.start);
@@ -665,22 +637,22 @@ fn check_single_value(build: &Build, value: Place) -> Result<(), String> {
     let mut values = 0;
     while i < value.end {
         // `Name(…)` is one value with its group.
-        if t.tokens[i].kind == crate::format::load::Kind::Name
+        if t.tokens[i].kind == crate::format::read::Kind::Name
             && t.tokens
                 .get(i + 1)
-                .is_some_and(|t| t.kind == crate::format::load::Kind::Open(b'('))
+                .is_some_and(|t| t.kind == crate::format::read::Kind::Open(b'('))
         {
             i += 1;
         }
         match t.tokens[i].kind {
-            crate::format::load::Kind::Open(_) => match t.pairs[i] {
+            crate::format::read::Kind::Open(_) => match t.pairs[i] {
                 Some(c) => i = c + 1,
                 None => return Err(format!("{one}; a bracket is not closed")),
             },
-            crate::format::load::Kind::Close(_) => {
+            crate::format::read::Kind::Close(_) => {
                 return Err(format!("{one}; a bracket closes that was not opened"));
             }
-            crate::format::load::Kind::Comma | crate::format::load::Kind::Colon => {
+            crate::format::read::Kind::Comma | crate::format::read::Kind::Colon => {
                 return Err(one.to_string());
             }
             _ => i += 1,
@@ -738,11 +710,5 @@ mod tests {
         assert!(value("3, workers: 4").is_err());
         assert!(value("(").is_err());
         assert!(value("1 2").is_err());
-    }
-
-    #[test]
-    fn a_value_is_shown_on_one_line() {
-        assert_eq!(one_line("a\n   b  c\r\nd"), "a b  c d");
-        assert_eq!(one_line("(at: 1s)"), "(at: 1s)");
     }
 }

@@ -20,6 +20,7 @@
 //! These types live here rather than in [`crate::format::schema`] so that the schema file only
 //! names them; the world's side is `world::distributed` and `world::fanout`.
 
+use crate::format::limits::{FAN_OUT_MAX, LEASE_BATCH_MAX};
 use patterns::ConfigError;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::limiter::LimiterConfig;
@@ -56,9 +57,6 @@ pub struct DistributedLimiter {
 
 /// The timeout of a store call when the file gives none.
 pub const STORE_TIMEOUT_DEFAULT: SimDuration = SimDuration::from_millis(100);
-
-/// The most tokens one lease may take.
-pub const LEASE_BATCH_MAX: u64 = 1_000_000;
 
 /// Where a limiter's state lives.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -128,9 +126,6 @@ pub struct FanOut {
     #[serde(default)]
     pub quorum: Option<u32>,
 }
-
-/// The most leaves of one fan-out.
-pub const FAN_OUT_MAX: u32 = 100_000;
 
 impl FanOut {
     /// The successes that complete the call.

@@ -29,14 +29,11 @@
 //! The world's side (the assignment tables, the tracking of units that lost their replicas,
 //! the poison requests) is `world::sharding`.
 
+use crate::format::limits::ASSIGNMENTS_MAX;
 use crate::format::schema::{Client, FaultKind, Scenario, Service};
 use serde::{Deserialize, Serialize};
 use sim_core::ConfigError;
 use std::collections::BTreeMap;
-
-/// The most replica assignments one isolated service may hold: units × replicas per unit
-/// (each is 8 bytes: the unit's entry and the replica's reverse entry).
-pub const ASSIGNMENTS_MAX: u64 = 4_000_000;
 
 /// How a service's replicas are split among its callers (see the [module](self) docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

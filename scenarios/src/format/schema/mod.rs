@@ -16,7 +16,7 @@
 //!
 //! A pattern layer may be written with one pair of parentheses or two (`Retry(max_attempts: 3)`
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
-//! extension, and [`crate::format::load`] accepts the older, doubled form too.
+//! extension, and [`crate::format::read`] accepts the older, doubled form too.
 
 pub mod answers;
 pub mod capacity;
@@ -28,7 +28,7 @@ pub mod scaling;
 pub mod traffic;
 
 use crate::format::limits::Limits;
-pub use crate::report::metastability::VerdictConfig;
+pub use crate::format::verdict::VerdictConfig;
 pub use answers::{PaceConfig, RetryAfter};
 pub use contention::{KeyDist, Store, StoreOp};
 pub use distributed::{DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock};
@@ -92,7 +92,7 @@ pub struct Scenario {
     #[serde(default)]
     pub expectations: Vec<Expectation>,
     /// The thresholds of the metastability verdict every run with a trigger that ends gets
-    /// ([`crate::report::metastability`]); all optional.
+    /// ([`crate::format::verdict`]); all optional.
     #[serde(default)]
     pub verdict: VerdictConfig,
     /// The memory budget and rate limit the scenario is validated against. Not part of the
@@ -106,6 +106,19 @@ pub struct Scenario {
     pub variants: Vec<String>,
 }
 
+impl Scenario {
+    /// The name of client `name`'s node on the network. Without a network section nothing
+    /// names nodes, and a client may share its name with a service; it gets a name of its own
+    /// then. Validation checks that every node's name is its own; the world names its nodes so.
+    pub fn client_node(&self, name: &str) -> String {
+        if self.services.contains_key(name) {
+            format!("clients.{name}")
+        } else {
+            name.to_string()
+        }
+    }
+}
+
 fn client_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Client>, D::Error> {
     d.deserialize_map(UniqueNames("client", PhantomData))
 }
@@ -115,7 +128,7 @@ fn service_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Ser
 }
 
 /// A map of names that refuses a name given twice (a `BTreeMap` would keep the last one).
-/// The error is raised at the second; [`crate::format::load`] adds where the first was.
+/// The error is raised at the second; [`crate::format::read`] adds where the first was.
 struct UniqueNames<T>(&'static str, PhantomData<T>);
 
 impl<'de, T: Deserialize<'de>> Visitor<'de> for UniqueNames<T> {
