@@ -7,10 +7,10 @@
 //! `cargo run --release -p scenarios --example bench_sweep -- --seeds 50 --jobs 4`
 
 use clap::Parser;
+use scenarios::cli::library::resolve;
 use scenarios::experiment::{Plan, SweepSetup, run_plan};
 use scenarios::format::limits::Limits;
 use scenarios::format::overrides::Overrides;
-use scenarios::library::resolve;
 use std::time::Instant;
 
 /// A sweep on one thread against the same sweep on several.

@@ -15,7 +15,7 @@
 //! - [`run()`]: a scenario, a seed and overrides ([`RunOptions`]) in; a [`RunOutput`] with a
 //!   [`Report`] out, within the run's event budget and time limit; [`report::Format`]
 //!   renders it (human, JSON, CSV, compact).
-//! - [`library`]: the canonical failures, embedded from `scenarios/library/*.ron`.
+//! - [`cli::library`]: the canonical failures, embedded from `scenarios/library/*.ron`.
 //!
 //! Module map:
 //!
@@ -27,9 +27,8 @@
 //! | [`run`](mod@run) | one run within its limits |
 //! | [`figures`] | the plain data a finished run hands over |
 //! | [`report`] | the report built from the figures, verdicts on expectations, one renderer per format |
-//! | [`library`] | the embedded scenario library, and [`library::resolve`] (a file or a library name) |
-//! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
-//! | [`experiment`] | sweeps over seeds and grids in parallel, their statistics, merging partitions |
+//! | [`experiment`] | sweeps over seeds and grids in parallel, their statistics, merging partitions; [`experiment::determinism`], a run made twice |
+//! | [`cli`] | the `resim` command line: its arguments, the dispatch, and [`cli::library`] (the embedded library, and what a name means: a file, else a library scenario) |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
 //! Retry-After, operation safety), circuit breaker, bulkhead (refusing or waiting), rate
@@ -63,11 +62,10 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
-pub mod determinism;
+pub mod cli;
 pub mod experiment;
 pub mod figures;
 pub mod format;
-pub mod library;
 pub mod report;
 pub mod run;
 pub mod world;

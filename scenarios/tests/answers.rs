@@ -213,7 +213,7 @@ fn an_adaptive_timeout_waits_out_a_dependency_that_hangs() {
 
 /// A library scenario, with its variant, as `resim run NAME [--variant V]` runs it.
 fn library(name: &str, variant: Option<&str>) -> Report {
-    let entry = scenarios::library::find(name).expect("a library scenario");
+    let entry = scenarios::cli::library::find(name).expect("a library scenario");
     let overrides = scenarios::format::overrides::Overrides {
         variant: variant.map(str::to_string),
         sets: Vec::new(),

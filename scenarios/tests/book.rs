@@ -438,7 +438,7 @@ fn call<'a>(r: &'a Report, path: &str) -> &'a scenarios::report::CallReport {
 }
 
 fn library_run(name: &str, seed: Option<u64>) -> Report {
-    let entry = scenarios::library::find(name).unwrap();
+    let entry = scenarios::cli::library::find(name).unwrap();
     let scenario = scenarios::format::load::parse(entry.name, entry.text).unwrap();
     let options = RunOptions {
         seed,
@@ -1842,7 +1842,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
         variant: Some("per-tenant".to_string()),
         sets: Vec::new(),
     };
-    let entry = scenarios::library::find("noisy-neighbour").unwrap();
+    let entry = scenarios::cli::library::find("noisy-neighbour").unwrap();
     let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
@@ -1879,7 +1879,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
         variant: Some("fifo".to_string()),
         sets: Vec::new(),
     };
-    let entry = scenarios::library::find("criticality-shedding").unwrap();
+    let entry = scenarios::cli::library::find("criticality-shedding").unwrap();
     let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
@@ -2134,7 +2134,7 @@ fn library_variant(name: &str, variant: &str) -> Report {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let entry = scenarios::library::find(name).unwrap();
+    let entry = scenarios::cli::library::find(name).unwrap();
     let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
@@ -2279,7 +2279,7 @@ fn the_capacity_chapter_reads_its_pauses_zones_and_probes_right() {
 
 /// A library scenario with its variant, as `resim run NAME --variant V` runs it.
 fn variant_run(name: &str, variant: &str) -> Report {
-    let entry = scenarios::library::find(name).unwrap();
+    let entry = scenarios::cli::library::find(name).unwrap();
     let overrides = scenarios::format::overrides::Overrides {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
@@ -2390,7 +2390,7 @@ fn the_connection_pools_section_is_what_the_library_shows() {
         r.summary.failures_by_reason.get("dependency").copied(),
         Some(r.summary.failures)
     );
-    let entry = scenarios::library::find("pool-exhaustion").unwrap();
+    let entry = scenarios::cli::library::find("pool-exhaustion").unwrap();
     let overrides = scenarios::format::overrides::Overrides {
         variant: Some("sized".to_string()),
         sets: Vec::new(),
@@ -2414,7 +2414,7 @@ fn the_connection_pools_section_is_what_the_library_shows() {
 #[test]
 fn the_locks_section_is_what_the_library_shows() {
     let page = "failures/contention.md";
-    let entry = scenarios::library::find("occ-contention").unwrap();
+    let entry = scenarios::cli::library::find("occ-contention").unwrap();
     let runs = |variant: Option<&str>| {
         let overrides = scenarios::format::overrides::Overrides {
             variant: variant.map(str::to_string),

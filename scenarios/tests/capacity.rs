@@ -2,10 +2,10 @@
 //! spiral), through the reports a user reads (the JSON report's `capacity_events` section,
 //! its per-bucket `liveness_restarts`, the CSV columns, latency and goodput).
 
+use scenarios::cli::library::find;
 use scenarios::format::limits::Limits;
 use scenarios::format::load::parse;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
-use scenarios::library::find;
 use scenarios::report::{Format, Report};
 use scenarios::{RunOptions, run};
 use serde_json::Value;

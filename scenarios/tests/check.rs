@@ -828,7 +828,7 @@ fn nesting_up_to_the_limit_parses_runs_and_replays() {
 
 #[test]
 fn the_readme_shows_what_a_run_over_the_memory_budget_prints() {
-    let entry = scenarios::library::find("metastable-retry").unwrap();
+    let entry = scenarios::cli::library::find("metastable-retry").unwrap();
     let s = parse(entry.name, entry.text).unwrap();
     let options = scenarios::RunOptions {
         bucket: Some("1ns".parse().unwrap()),

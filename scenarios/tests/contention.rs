@@ -20,9 +20,9 @@
 //! without jitter (the writers stay in lockstep either way). These tests assert each of those
 //! findings on resim's model, which agrees with the table within a few percent.
 
+use scenarios::cli::library::find;
 use scenarios::format::limits::Limits;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
-use scenarios::library::find;
 use scenarios::{RunOptions, run};
 use sim_core::SimDuration;
 

@@ -1,10 +1,10 @@
 //! Row locks (`StoreOp::Locked`) against optimistic concurrency, through the figures a user
 //! reads: the store's commits, conflicts and locks, the client's attempts and makespan.
 
+use scenarios::cli::library::find;
 use scenarios::format::limits::Limits;
 use scenarios::format::load::parse;
 use scenarios::format::overrides::{Overrides, parse_overridden};
-use scenarios::library::find;
 use scenarios::report::{LockReport, StoreReport};
 use scenarios::{Report, RunOptions, run};
 

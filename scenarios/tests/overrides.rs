@@ -2,10 +2,10 @@
 //! says the same, and a bad override is one line that names it.
 
 use scenarios::Scenario;
+use scenarios::cli::library;
 use scenarios::format::limits::Limits;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::format::schema::{Layer, Load};
-use scenarios::library;
 use std::process::Command;
 
 /// The library scenario `name` with `sets` (and a variant) applied, or the error as a user

@@ -1,10 +1,10 @@
 //! Connection pools: a call's pool per calling replica and a service's `max_connections`,
 //! through the figures a user reads (the report's pool and connections sections).
 
+use scenarios::cli::library::find;
 use scenarios::format::limits::Limits;
 use scenarios::format::load::parse;
 use scenarios::format::overrides::{Overrides, parse_overridden};
-use scenarios::library::find;
 use scenarios::report::{CallReport, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 

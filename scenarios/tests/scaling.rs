@@ -2,10 +2,10 @@
 //! scale-in with draining), cold starts and rolling deploys, through the reports a user reads
 //! (the JSON report's `scaling` section and its replicas-in-rotation series, the CSV columns).
 
+use scenarios::cli::library::find;
 use scenarios::format::limits::Limits;
 use scenarios::format::load::parse;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
-use scenarios::library::find;
 use scenarios::report::{Format, Report};
 use scenarios::{RunOptions, run};
 use serde_json::Value;

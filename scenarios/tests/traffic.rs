@@ -3,10 +3,10 @@
 //! from the quiet tenants, shadow mode counts exactly what enforcement refuses, and the
 //! attributes (tenant, retry safety) travel to every hop.
 
+use scenarios::cli::library;
 use scenarios::format::limits::Limits;
 use scenarios::format::load::parse;
 use scenarios::format::overrides::{Overrides, parse_overridden};
-use scenarios::library;
 use scenarios::report::{ClassReport, ClientReport, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 

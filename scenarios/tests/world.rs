@@ -517,7 +517,7 @@ fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
 #[test]
 fn client_side_throttling_ends_a_metastable_retry_storm() {
     // metastable-retry with adaptive throttling (K = 2) on every attempt of the client.
-    let text = scenarios::library::find("metastable-retry")
+    let text = scenarios::cli::library::find("metastable-retry")
         .unwrap()
         .text
         .replace(

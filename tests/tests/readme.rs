@@ -2,7 +2,7 @@
 //! what `resim list` prints. A change to the world, a report or the library that changes them
 //! fails here until the README is brought up to date.
 
-use scenarios::library::{self, DEFAULT_EXAMPLE};
+use scenarios::cli::library::{self, DEFAULT_EXAMPLE};
 use scenarios::report::Format;
 use scenarios::{RunOptions, run};
 

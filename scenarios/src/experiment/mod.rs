@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`command`] | `resim sweep` and `resim merge` as the command line runs them |
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
+//! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
 //! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
 //! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
@@ -21,6 +22,7 @@
 
 pub mod command;
 pub mod compare;
+pub mod determinism;
 pub mod phase;
 pub mod plan;
 pub mod shrink;
@@ -28,6 +30,14 @@ pub mod stats;
 pub mod sweep;
 
 pub use plan::{GridAxis, Partition, Plan};
+
+use crate::format::error::ScenarioError;
+use crate::format::overrides::Source;
+
+/// How an experiment reads the scenario a command names: the command line gives its own
+/// (a file, else a library scenario of that name), so that what a name means is said in one
+/// place and an experiment only reads what it is handed.
+pub type Open<'a> = &'a dyn Fn(&str) -> Result<Source, ScenarioError>;
 pub use sweep::{
     RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
 };

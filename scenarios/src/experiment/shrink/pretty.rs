@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn every_library_scenario_reads_back_from_its_shortened_text() {
-        for entry in crate::library::LIBRARY {
+        for entry in crate::cli::library::LIBRARY {
             let s = crate::format::load::parse(entry.name, entry.text).unwrap();
             let text = to_ron(&s).unwrap();
             assert!(reads_as(&text, &s), "{}:\n{text}", entry.name);
@@ -232,7 +232,7 @@ mod tests {
     fn defaults_are_left_out_and_small_brackets_folded() {
         let s = crate::format::load::parse(
             "retry-storm",
-            crate::library::find("retry-storm").unwrap().text,
+            crate::cli::library::find("retry-storm").unwrap().text,
         )
         .unwrap();
         let text = to_ron(&s).unwrap();

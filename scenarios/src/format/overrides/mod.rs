@@ -318,6 +318,19 @@ impl Source {
         Ok(scenario)
     }
 
+    /// The scenarios of several sets of overrides (the points of a grid): the file and its
+    /// variants are checked once ([`Source::check`]), then each set is applied ([`Source::apply`]).
+    pub fn apply_each(
+        &self,
+        limits: &Limits,
+        each: &[Overrides],
+    ) -> Result<Vec<Scenario>, ScenarioError> {
+        let checked = self.check(limits)?;
+        each.iter()
+            .map(|overrides| self.apply(&checked, limits, overrides))
+            .collect()
+    }
+
     /// The scenario `checked` (what [`Source::check`] gave) with `overrides` applied, parsed
     /// and validated against `limits`.
     pub fn apply(

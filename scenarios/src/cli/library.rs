@@ -1,5 +1,11 @@
 //! The scenario library: the files of `scenarios/library/`, embedded so that `resim list`
-//! and `resim run NAME` work from any directory.
+//! and `resim run NAME` work from any directory, and what a name on the command line means
+//! (a file, else a library scenario: [`open`], [`resolve`]).
+
+use crate::format::error::ScenarioError;
+use crate::format::limits::Limits;
+use crate::format::overrides::{Overrides, Source};
+use crate::format::schema::Scenario;
 
 /// One library scenario: its name (the file stem) and its text.
 #[derive(Debug, Clone, Copy)]
@@ -12,7 +18,7 @@ pub struct Entry {
 
 macro_rules! entries {
     ($($name:literal),* $(,)?) => {
-        &[$(Entry { name: $name, text: include_str!(concat!("../library/", $name, ".ron")) }),*]
+        &[$(Entry { name: $name, text: include_str!(concat!("../../library/", $name, ".ron")) }),*]
     };
 }
 
@@ -86,9 +92,9 @@ pub fn headline(entry: &Entry) -> String {
 /// command that takes a scenario reads.
 pub fn resolve(
     file: &str,
-    limits: &crate::format::limits::Limits,
-    overrides: &crate::format::overrides::Overrides,
-) -> Result<crate::Scenario, crate::ScenarioError> {
+    limits: &Limits,
+    overrides: &Overrides,
+) -> Result<Scenario, ScenarioError> {
     Ok(resolve_each(file, limits, std::slice::from_ref(overrides))?.remove(0))
 }
 
@@ -96,22 +102,19 @@ pub fn resolve(
 /// checked once.
 pub fn resolve_each(
     file: &str,
-    limits: &crate::format::limits::Limits,
-    each: &[crate::format::overrides::Overrides],
-) -> Result<Vec<crate::Scenario>, crate::ScenarioError> {
-    let source = open(file)?;
-    let checked = source.check(limits)?;
-    each.iter()
-        .map(|overrides| source.apply(&checked, limits, overrides))
-        .collect()
+    limits: &Limits,
+    each: &[Overrides],
+) -> Result<Vec<Scenario>, ScenarioError> {
+    open(file)?.apply_each(limits, each)
 }
 
-/// A file on disk, else the library scenario of that name, read (not yet checked).
-pub fn open(file: &str) -> Result<crate::format::overrides::Source, crate::ScenarioError> {
+/// A file on disk, else the library scenario of that name, read (not yet checked): what the
+/// command line hands to the experiments as their [`Open`](crate::experiment::Open).
+pub fn open(file: &str) -> Result<Source, ScenarioError> {
     if !std::path::Path::new(file).exists()
         && let Some(entry) = find(file)
     {
-        return crate::format::overrides::Source::read(entry.name, entry.text);
+        return Source::read(entry.name, entry.text);
     }
     crate::format::load::read_source(file)
 }
