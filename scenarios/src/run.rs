@@ -213,7 +213,7 @@ fn over_memory(
     held: usize,
     held_last: u64,
     allowance: u64,
-    limits: &crate::format::limits::Limits,
+    limits: &crate::format::limits::RunLimits,
 ) -> Result<u64, String> {
     let n = |x: usize| x as u64;
     let priced = n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE;

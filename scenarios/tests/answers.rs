@@ -218,7 +218,7 @@ fn library(name: &str, variant: Option<&str>) -> Report {
         variant: variant.map(str::to_string),
         sets: Vec::new(),
     };
-    let limits = scenarios::format::limits::Limits::default();
+    let limits = scenarios::format::limits::RunLimits::default();
     let s =
         scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
             .unwrap_or_else(|e| panic!("{e}"));

@@ -1423,7 +1423,7 @@ fn book_variant_run(file: &str, variant: &str) -> Report {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::format::limits::Limits::default();
+    let limits = scenarios::format::limits::RunLimits::default();
     let s = scenarios::format::overrides::parse_overridden(file, &text, &limits, &overrides)
         .unwrap_or_else(|e| panic!("{e}"));
     run(&s, file, &RunOptions::default()).unwrap().report
@@ -1846,7 +1846,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
     let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
-        &scenarios::format::limits::Limits::default(),
+        &scenarios::format::limits::RunLimits::default(),
         &overrides,
     )
     .unwrap();
@@ -1883,7 +1883,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
     let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
-        &scenarios::format::limits::Limits::default(),
+        &scenarios::format::limits::RunLimits::default(),
         &overrides,
     )
     .unwrap();
@@ -1960,7 +1960,7 @@ fn poison_shards(variant: &str, seed: u64) -> scenarios::report::BlastReport {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::format::limits::Limits::default();
+    let limits = scenarios::format::limits::RunLimits::default();
     let s = scenarios::format::overrides::parse_overridden(
         "poison-shards.ron",
         &text,
@@ -2138,7 +2138,7 @@ fn library_variant(name: &str, variant: &str) -> Report {
     let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
-        &scenarios::format::limits::Limits::default(),
+        &scenarios::format::limits::RunLimits::default(),
         &overrides,
     )
     .unwrap();
@@ -2284,7 +2284,7 @@ fn variant_run(name: &str, variant: &str) -> Report {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::format::limits::Limits::default();
+    let limits = scenarios::format::limits::RunLimits::default();
     let s =
         scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
             .unwrap();
@@ -2395,7 +2395,7 @@ fn the_connection_pools_section_is_what_the_library_shows() {
         variant: Some("sized".to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::format::limits::Limits::default();
+    let limits = scenarios::format::limits::RunLimits::default();
     let s =
         scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
             .unwrap();
@@ -2420,7 +2420,7 @@ fn the_locks_section_is_what_the_library_shows() {
             variant: variant.map(str::to_string),
             sets: Vec::new(),
         };
-        let limits = scenarios::format::limits::Limits::default();
+        let limits = scenarios::format::limits::RunLimits::default();
         let s = scenarios::format::overrides::parse_overridden(
             entry.name, entry.text, &limits, &overrides,
         )

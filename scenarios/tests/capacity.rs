@@ -3,7 +3,7 @@
 //! its per-bucket `liveness_restarts`, the CSV columns, latency and goodput).
 
 use scenarios::cli::library::find;
-use scenarios::format::limits::Limits;
+use scenarios::format::limits::RunLimits;
 use scenarios::format::load::parse;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::report::{Format, Report};
@@ -30,7 +30,7 @@ fn check(
             })
             .collect(),
     };
-    let scenario = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
+    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
         .expect("the file and its variants validate");
     let options = RunOptions {
         seed,

@@ -842,12 +842,12 @@ fn the_readme_shows_what_a_run_over_the_memory_budget_prints() {
 
 #[test]
 fn raised_limits_let_a_scenario_through_and_stay_with_it() {
-    use scenarios::format::limits::Limits;
+    use scenarios::format::limits::RunLimits;
     let text = BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1);
     assert!(parse("big.ron", &text).is_err());
-    let limits = Limits {
+    let limits = RunLimits {
         memory_max: 64 << 40,
-        ..Limits::default()
+        ..RunLimits::default()
     };
     let s = scenarios::format::load::parse_with("big.ron", &text, &limits).unwrap();
     assert_eq!(s.limits, limits);

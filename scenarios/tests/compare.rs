@@ -3,7 +3,7 @@
 
 use scenarios::cli::library;
 use scenarios::experiment::compare::{Comparison, Row, compare, sides};
-use scenarios::format::limits::Limits;
+use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::Override;
 use std::process::Command;
 
@@ -19,7 +19,7 @@ fn check(files: &[&str], variants: &[&str], sets: &[&str]) -> Comparison {
         None,
         None,
         &library::open,
-        &Limits::default(),
+        &RunLimits::default(),
     )
     .unwrap()
 }

@@ -21,7 +21,7 @@
 //! findings on resim's model, which agrees with the table within a few percent.
 
 use scenarios::cli::library::find;
-use scenarios::format::limits::Limits;
+use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::{RunOptions, run};
 use sim_core::SimDuration;
@@ -38,7 +38,7 @@ fn measure(variant: Option<&str>, writers: u32, seeds: u64) -> (f64, f64) {
             ..Override::default()
         }],
     };
-    let scenario = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
+    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
         .expect("the variants validate");
     let (mut calls, mut makespan) = (0.0, 0.0);
     for seed in 1..=seeds {
@@ -182,7 +182,7 @@ fn spread_writers_do_not_conflict() {
         }],
     };
     let scenario =
-        parse_overridden(entry.name, entry.text, &Limits::default(), &overrides).unwrap();
+        parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap();
     let r = run(&scenario, entry.name, &RunOptions::default())
         .unwrap()
         .report;
@@ -204,7 +204,7 @@ fn xfetch_smooths_an_expiry_stampede() {
             variant: variant.map(str::to_string),
             sets: Vec::new(),
         };
-        parse_overridden(entry.name, entry.text, &Limits::default(), &overrides).unwrap()
+        parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap()
     };
     let (plain, xfetch) = (at(None), at(Some("xfetch")));
     for seed in 1..=4 {

@@ -10,7 +10,7 @@ use scenarios::cli::library;
 use scenarios::experiment::phase::{
     Phase, parse_axis, phase_map, render_json, render_svg, render_text,
 };
-use scenarios::format::limits::Limits;
+use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::{Override, Overrides};
 
 /// The book's map, on `jobs` threads.
@@ -29,7 +29,7 @@ fn book_map(jobs: usize) -> scenarios::experiment::phase::PhaseMap {
         },
         jobs: Some(jobs),
     };
-    phase_map(&command, &library::open, &Limits::default()).unwrap_or_else(|e| panic!("{e}"))
+    phase_map(&command, &library::open, &RunLimits::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use crate::experiment::Partition;
 use crate::experiment::shrink;
 use crate::format::error::one_line;
-use crate::format::limits::{Bytes, Limits};
+use crate::format::limits::{Bytes, RunLimits};
 use crate::format::overrides::{Flag, Override, Overrides};
 use crate::report::Format;
 use clap::{Args, Parser, Subcommand};
@@ -44,8 +44,8 @@ impl LimitArgs {
         words
     }
 
-    pub(super) fn limits(&self) -> Limits {
-        let mut limits = Limits::default();
+    pub(super) fn limits(&self) -> RunLimits {
+        let mut limits = RunLimits::default();
         if let Some(Bytes(m)) = self.max_memory {
             limits.memory_max = m;
         }

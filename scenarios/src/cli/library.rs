@@ -3,7 +3,7 @@
 //! (a file, else a library scenario: [`open`], [`resolve`]).
 
 use crate::format::error::ScenarioError;
-use crate::format::limits::Limits;
+use crate::format::limits::RunLimits;
 use crate::format::overrides::{Overrides, Source};
 use crate::format::schema::Scenario;
 
@@ -92,7 +92,7 @@ pub fn headline(entry: &Entry) -> String {
 /// command that takes a scenario reads.
 pub fn resolve(
     file: &str,
-    limits: &Limits,
+    limits: &RunLimits,
     overrides: &Overrides,
 ) -> Result<Scenario, ScenarioError> {
     Ok(resolve_each(file, limits, std::slice::from_ref(overrides))?.remove(0))
@@ -102,7 +102,7 @@ pub fn resolve(
 /// checked once.
 pub fn resolve_each(
     file: &str,
-    limits: &Limits,
+    limits: &RunLimits,
     each: &[Overrides],
 ) -> Result<Vec<Scenario>, ScenarioError> {
     open(file)?.apply_each(limits, each)

@@ -23,7 +23,7 @@ use crate::experiment::command::{
 use crate::experiment::determinism::{self, Verdict, check_determinism};
 use crate::experiment::{GridAxis, phase, shrink};
 use crate::format::error::ScenarioError;
-use crate::format::limits::Limits;
+use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
 use crate::format::schema::Scenario;
 use crate::report::{Format, Report, render};
@@ -162,7 +162,7 @@ pub fn main() -> ExitCode {
 /// and the command-line words of the overrides.
 fn check(
     file: &str,
-    limits: &Limits,
+    limits: &RunLimits,
     overrides: &Overrides,
 ) -> Result<(Scenario, String), ScenarioError> {
     Ok((resolve(file, limits, overrides)?, overrides.command_line()))
@@ -170,7 +170,7 @@ fn check(
 
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
 /// asked, and exit code 1 with the replay command when an expectation failed.
-fn run_file(args: RunArgs, limits: &Limits, limit_flags: &str) -> ExitCode {
+fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
     let format = if args.json {
         Format::Json
     } else {
@@ -258,7 +258,7 @@ fn run_file(args: RunArgs, limits: &Limits, limit_flags: &str) -> ExitCode {
 
 /// `resim shrink`: the summary (and the file, unless `--out`); exit code 2 when nothing
 /// fails or the input is bad.
-fn shrink_file(args: &ShrinkArgs, limits: &Limits) -> ExitCode {
+fn shrink_file(args: &ShrinkArgs, limits: &RunLimits) -> ExitCode {
     let options = shrink::ShrinkOptions {
         seed: args.seed,
         expectation: args.expectation.clone(),

@@ -5,7 +5,7 @@
 use super::Open;
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
-use crate::format::limits::Limits;
+use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
 use sim_core::SimDuration;
 use std::io::IsTerminal as _;
@@ -42,7 +42,7 @@ pub struct Outcome {
 
 /// Runs a sweep of the scenario `open` reads. Every grid point is read and validated before
 /// any run starts; an error is one line for stderr (exit code 2).
-pub fn sweep(command: &Sweep, open: Open<'_>, limits: &Limits) -> Result<Outcome, String> {
+pub fn sweep(command: &Sweep, open: Open<'_>, limits: &RunLimits) -> Result<Outcome, String> {
     let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
     let each: Vec<Overrides> = plan
         .points
@@ -122,7 +122,7 @@ pub fn compare_command(
     sets: &[crate::format::overrides::Override],
     (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
     open: Open<'_>,
-    limits: &Limits,
+    limits: &RunLimits,
     output: &CompareOutput,
 ) -> Result<Outcome, String> {
     let sides = super::compare::sides(files, variants, sets)?;

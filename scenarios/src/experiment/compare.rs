@@ -14,7 +14,7 @@
 
 use super::Open;
 use super::stats::{Moments, t_interval};
-use crate::format::limits::Limits;
+use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
 use crate::report::Report;
 use crate::{RunOptions, run};
@@ -193,7 +193,7 @@ pub fn compare(
     duration: Option<SimDuration>,
     jobs: Option<usize>,
     open: Open<'_>,
-    limits: &Limits,
+    limits: &RunLimits,
 ) -> Result<Comparison, String> {
     if seeds.1 < seeds.0 {
         return Err(format!(

@@ -11,7 +11,7 @@ use super::Open;
 use super::command::Outcome;
 use super::plan::{GridAxis, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
-use crate::format::limits::Limits;
+use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
 use crate::format::verdict::window;
 use crate::report::metastability::{Verdict, describe};
@@ -190,7 +190,7 @@ pub struct PhaseMap {
 /// Runs the map of the scenario `open` reads. Every grid point is read and validated, and must
 /// have a trigger that ends, before any run starts; an error is one line for stderr (exit
 /// code 2).
-pub fn phase_map(command: &Phase, open: Open<'_>, limits: &Limits) -> Result<PhaseMap, String> {
+pub fn phase_map(command: &Phase, open: Open<'_>, limits: &RunLimits) -> Result<PhaseMap, String> {
     if command.x.path == command.y.path {
         return Err(format!(
             "--x and --y both set {}; give the two axes different paths",
@@ -391,7 +391,7 @@ pub fn phase_command(
     json: bool,
     svg: Option<&str>,
     open: Open<'_>,
-    limits: &Limits,
+    limits: &RunLimits,
 ) -> Result<Outcome, String> {
     let map = phase_map(command, open, limits)?;
     if let Some(path) = svg {

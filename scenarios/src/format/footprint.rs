@@ -1,4 +1,4 @@
-//! What a scenario needs of its [`Limits`]: the estimate of the
+//! What a scenario needs of its [`RunLimits`]: the estimate of the
 //! memory the file fixes ([`footprint`], held to the memory budget by [`check_memory`]) and its
 //! arrival rates ([`check_rates`], held to the rate limit).
 //!
@@ -7,7 +7,7 @@
 //! users (each one starts with a scheduled event and holds at most one request), each
 //! replica's state, and the windows of its patterns (a breaker's ring of outcomes, a
 //! throttle's buckets, a sliding log's entries), which fill up as calls go through them. Validation estimates these from the
-//! file and refuses a scenario whose total is over [`Limits::memory_max`], naming the field
+//! file and refuses a scenario whose total is over [`RunLimits::memory_max`], naming the field
 //! that makes it large and a value that fits. What grows with traffic while running (requests
 //! in flight) is bounded by the event budget instead.
 //!
@@ -18,7 +18,7 @@
 //! Somewhat over 600 lines on purpose: every part of a file's memory is estimated here, next
 //! to the others, so that one file says what a scenario may hold.
 
-use crate::format::limits::{Bytes, Limits};
+use crate::format::limits::{Bytes, RunLimits};
 use crate::format::schema::{Layer, Load, Scenario, Schedule};
 use patterns::breaker::SlidingWindowType;
 use patterns::limiter::LimiterConfig;
@@ -417,7 +417,7 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
 }
 
 /// The error for a scenario whose parts do not fit in `limits.memory_max`, if any.
-pub fn check_memory(s: &Scenario, limits: &Limits) -> Result<(), patterns::ConfigError> {
+pub fn check_memory(s: &Scenario, limits: &RunLimits) -> Result<(), patterns::ConfigError> {
     let parts = footprint(s);
     let total = parts.iter().fold(0u64, |t, p| t.saturating_add(p.bytes));
     if total <= limits.memory_max {
@@ -449,7 +449,7 @@ pub fn check_memory(s: &Scenario, limits: &Limits) -> Result<(), patterns::Confi
 
 /// Every arrival rate of every client, times the load spikes aimed at it, within
 /// `limits.rate_max`.
-pub fn check_rates(s: &Scenario, limits: &Limits) -> Result<(), patterns::ConfigError> {
+pub fn check_rates(s: &Scenario, limits: &RunLimits) -> Result<(), patterns::ConfigError> {
     let max = limits.rate_max.as_per_second();
     let limit = format!(
         "faster than the limit of {} for one client",

@@ -1,6 +1,6 @@
 //! Every limit a scenario is held to, in one place: the fixed ones (`*_MAX`: what a file, a
 //! scenario and its parts may hold, which validation checks and which the world sizes its
-//! tables by), and the [`Limits`] a command line may raise (the memory budget and the rate
+//! tables by), and the [`RunLimits`] a command line may raise (the memory budget and the rate
 //! limit), with [`Bytes`], the sizes they are written in. What a scenario needs of them is
 //! estimated in [`footprint`](crate::format::footprint).
 
@@ -75,7 +75,7 @@ pub const ROWS_MAX: u32 = 1_000_000;
 /// What a run may use. The defaults fit a 2-core machine with 24 GB of memory running a few
 /// runs side by side; the command line raises them (`--max-memory`, `--max-rate`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Limits {
+pub struct RunLimits {
     /// The most memory, in bytes, the parts of a run that the file fixes may need (see the
     /// module docs). Default 4 GiB.
     pub memory_max: u64,
@@ -85,16 +85,16 @@ pub struct Limits {
     pub rate_max: Rate,
 }
 
-impl Limits {
+impl RunLimits {
     /// The default memory budget.
     pub const MEMORY_MAX_DEFAULT: u64 = 4 << 30;
     /// The default rate limit, per second.
     pub const RATE_MAX_DEFAULT: f64 = 1_000_000.0;
 }
 
-impl Default for Limits {
+impl Default for RunLimits {
     fn default() -> Self {
-        Limits {
+        RunLimits {
             memory_max: Self::MEMORY_MAX_DEFAULT,
             rate_max: Rate::per_second(Self::RATE_MAX_DEFAULT),
         }

@@ -4,16 +4,16 @@
 //! overrides), which stands on [`read`](crate::format::read).
 
 use crate::format::error::ScenarioError;
-use crate::format::limits::{FILE_BYTES_MAX, Limits};
+use crate::format::limits::{FILE_BYTES_MAX, RunLimits};
 use crate::format::overrides::{Overrides, Source, parse_overridden};
 use crate::format::read::line_column;
 use crate::format::schema::Scenario;
 use std::io::Read as _;
 
-/// Parses and validates scenario text against the default [`Limits`]; `file` names it in
+/// Parses and validates scenario text against the default [`RunLimits`]; `file` names it in
 /// errors.
 pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    parse_with(file, text, &Limits::default())
+    parse_with(file, text, &RunLimits::default())
 }
 
 /// Parses scenario text and validates it against `limits`, which the scenario keeps
@@ -21,13 +21,17 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 /// `variants` is applied, parsed and validated too (as `resim check` and `resim run` do), and
 /// named in [`Scenario::variants`]; the scenario returned is the file as written (see
 /// [`crate::format::overrides`] for the variants).
-pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
+pub fn parse_with(file: &str, text: &str, limits: &RunLimits) -> Result<Scenario, ScenarioError> {
     parse_overridden(file, text, limits, &Overrides::default())
 }
 
 /// Parses and validates the bytes of a scenario file (and each of its variants): text that is
 /// not UTF-8 is an error with the line and column of the first byte that is not.
-pub fn parse_bytes(file: &str, bytes: &[u8], limits: &Limits) -> Result<Scenario, ScenarioError> {
+pub fn parse_bytes(
+    file: &str,
+    bytes: &[u8],
+    limits: &RunLimits,
+) -> Result<Scenario, ScenarioError> {
     parse_overridden(file, utf8(file, bytes)?, limits, &Overrides::default())
 }
 
@@ -50,14 +54,14 @@ fn utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, ScenarioError> {
 }
 
 /// Reads, parses and validates the scenario file at `path` (and each of its variants) against
-/// the default [`Limits`].
+/// the default [`RunLimits`].
 pub fn load(path: &str) -> Result<Scenario, ScenarioError> {
-    load_with(path, &Limits::default())
+    load_with(path, &RunLimits::default())
 }
 
 /// Reads, parses and validates the scenario file at `path` (and each of its variants) against
 /// `limits`.
-pub fn load_with(path: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
+pub fn load_with(path: &str, limits: &RunLimits) -> Result<Scenario, ScenarioError> {
     load_bytes(path, limits, &Overrides::default())
 }
 
@@ -65,7 +69,7 @@ pub fn load_with(path: &str, limits: &Limits) -> Result<Scenario, ScenarioError>
 /// `overrides`, and validates the result against `limits`.
 pub fn load_bytes(
     path: &str,
-    limits: &Limits,
+    limits: &RunLimits,
     overrides: &Overrides,
 ) -> Result<Scenario, ScenarioError> {
     let source = read_source(path)?;

@@ -11,7 +11,7 @@
 //! | [`read`] | the one reading pipeline under both: the lexer and its `Text`, RON and its errors in the file's words, validation, [`read::Work`] |
 //! | [`validate`] | semantic checks with field paths |
 //! | [`verdict`] | the thresholds of the metastability verdict, the triggers it is counted from, the checks of the expectations that need it |
-//! | [`limits`] | every limit a scenario is held to: the fixed `*_MAX` and the memory budget and rate limit a command line may raise ([`limits::Limits`]) |
+//! | [`limits`] | every limit a scenario is held to: the fixed `*_MAX` and the memory budget and rate limit a command line may raise ([`limits::RunLimits`]) |
 //! | [`footprint`] | the memory a scenario fixes and its arrival rates, held to its limits |
 //! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio) |
 //! | [`error`] | [`ScenarioError`](error::ScenarioError), and [`error::one_line`] for what a message quotes |

@@ -22,7 +22,7 @@
 //! that RON would recurse deeper than a thread's stack allows.
 
 use crate::format::error::ScenarioError;
-use crate::format::limits::{Limits, NESTING_MAX};
+use crate::format::limits::{NESTING_MAX, RunLimits};
 use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use ron::error::{Error as RonError, Position, SpannedError};
@@ -88,7 +88,7 @@ pub(crate) fn deserialize_scenario(text: &str) -> Result<Scenario, SpannedError>
 pub(crate) fn validate_with(
     file: &str,
     mut scenario: Scenario,
-    limits: &Limits,
+    limits: &RunLimits,
 ) -> Result<Scenario, ScenarioError> {
     scenario.limits = limits.clone();
     count(|w| w.validations += 1);

@@ -8,7 +8,7 @@
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
 //! expectations aim at something that exists within the run, each count within its `*_MAX`
 //! ([`crate::format::limits`]). Last, it checks that the run fits its
-//! [`Limits`](crate::format::limits::Limits): arrival rates within the rate limit, and the
+//! [`RunLimits`](crate::format::limits::RunLimits): arrival rates within the rate limit, and the
 //! memory the file fixes within the memory budget (see [`crate::format::footprint`]).
 //!
 //! Every check is a loop over the file's own lists, never a recursion, so a file with tens of

@@ -10,7 +10,7 @@
 //! world is split by owner, and this is one owner.
 
 use super::JobKey;
-use super::admission::{Limited, Priority, RateLimits};
+use super::admission::{Limited, PriorityShedding, RateLimits};
 use super::capacity::Capacity;
 use super::client::bucket_mut;
 use super::job::Job;
@@ -90,7 +90,7 @@ pub struct Service {
     /// Its `RateLimit` layers (keyed, costed, shadow).
     rate_limits: RateLimits,
     /// Its priority shedder.
-    priority: Option<Priority>,
+    priority: Option<PriorityShedding>,
     pid: Option<Pid>,
     faults: Faults,
     round_robin: usize,
@@ -172,7 +172,7 @@ impl Service {
                     })
                 }
                 Admission::RateLimit(k) => rate_limits.push(k),
-                Admission::Priority(p) => priority = Some(Priority::new(p)),
+                Admission::Priority(p) => priority = Some(PriorityShedding::new(p)),
                 // One per replica, built with the replicas.
                 Admission::TenantBulkhead(_) => {}
             }

@@ -34,8 +34,8 @@ mod typed;
 mod variants;
 
 use crate::format::error::{ScenarioError, one_line};
-use crate::format::limits::Limits;
 use crate::format::limits::OVERRIDES_MAX;
+use crate::format::limits::RunLimits;
 use crate::format::read::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
 use crate::format::schema::Scenario;
 use edit::{Build, Place};
@@ -234,7 +234,7 @@ fn path_text(steps: &[Step]) -> String {
 pub fn parse_overridden(
     file: &str,
     text: &str,
-    limits: &Limits,
+    limits: &RunLimits,
     overrides: &Overrides,
 ) -> Result<Scenario, ScenarioError> {
     let source = Source::read(file, text)?;
@@ -299,7 +299,7 @@ impl Source {
 
     /// What `resim check` does: the file as written, then each of its variants, parsed and
     /// validated against `limits`. The file's scenario, with the names of its variants.
-    pub fn check(&self, limits: &Limits) -> Result<Scenario, ScenarioError> {
+    pub fn check(&self, limits: &RunLimits) -> Result<Scenario, ScenarioError> {
         let blanked;
         let base = match self.cut {
             Some((start, end)) => {
@@ -322,7 +322,7 @@ impl Source {
     /// variants are checked once ([`Source::check`]), then each set is applied ([`Source::apply`]).
     pub fn apply_each(
         &self,
-        limits: &Limits,
+        limits: &RunLimits,
         each: &[Overrides],
     ) -> Result<Vec<Scenario>, ScenarioError> {
         let checked = self.check(limits)?;
@@ -336,7 +336,7 @@ impl Source {
     pub fn apply(
         &self,
         checked: &Scenario,
-        limits: &Limits,
+        limits: &RunLimits,
         overrides: &Overrides,
     ) -> Result<Scenario, ScenarioError> {
         if overrides.is_empty() {
@@ -434,7 +434,7 @@ impl Source {
     }
 
     /// A variant on its own: its errors point into the `variants` map.
-    fn check_variant(&self, variant: &Variant, limits: &Limits) -> Result<(), ScenarioError> {
+    fn check_variant(&self, variant: &Variant, limits: &RunLimits) -> Result<(), ScenarioError> {
         let located = |at: usize, path: String, message: String| {
             let (line, column) = line_column(&self.base.text, at);
             ScenarioError::Variant {
@@ -499,7 +499,7 @@ impl Source {
         &self,
         build: &Build,
         steps: &[Vec<Step>],
-        limits: &Limits,
+        limits: &RunLimits,
     ) -> Result<Scenario, Blame> {
         for (owner, value) in build.values() {
             let t = build.text(value.text);

@@ -27,7 +27,7 @@ pub mod pool;
 pub mod scaling;
 pub mod traffic;
 
-use crate::format::limits::Limits;
+use crate::format::limits::RunLimits;
 pub use crate::format::verdict::VerdictConfig;
 pub use answers::{PaceConfig, RetryAfter};
 pub use contention::{KeyDist, Store, StoreOp};
@@ -99,7 +99,7 @@ pub struct Scenario {
     /// file, so a file cannot raise its own limits: the defaults, or what the command line
     /// says (`--max-memory`, `--max-rate`). Validation of `run`'s overrides uses them too.
     #[serde(skip)]
-    pub limits: Limits,
+    pub limits: RunLimits,
     /// The names of the file's `variants` (sets of overrides that `--variant NAME` applies; see
     /// [`crate::format::overrides`]), in the file's order. Read from the text, not by serde.
     #[serde(skip)]
