@@ -7,6 +7,9 @@
 //! a handle into the simulation, so the figures of a finished run can be kept, compared and
 //! sent across threads.
 //!
+//! **Layer rule:** this file stands between the world and the report: it uses nothing of the
+//! crate but the format, and neither it nor the report names the world.
+//!
 //! Attribution rule: every outcome of a client request is counted in the report bucket in
 //! which the request was *offered*, so a bucket's successes never exceed its offered
 //! requests, and a bucket's latency is the latency of the requests sent during it. What

@@ -1,5 +1,8 @@
 //! Running a scenario: build the world for a seed, run it within its limits, report.
 //!
+//! **Layer rule:** a run uses the format, the world, `figures.rs` and the report (it builds the
+//! report from the figures when the world is done); experiments and the command line use it.
+//!
 //! The limits of a run: its event budget and time limit (the engine's), and the part of its
 //! memory budget that the file does not fix. What grows while running (calls and jobs in
 //! flight, queued work, pending events, messages held by the network, idempotency keys) is

@@ -15,6 +15,10 @@
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
 //! | [`shrink`] | `resim shrink`: a smaller scenario that still fails the same expectation |
 //!
+//! **Layer rule:** experiments use runs, reports and the format; never the world (they read
+//! finished reports) or the command line: what a name on a command line means comes in as an
+//! [`Open`].
+//!
 //! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
 //! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
 //! records are put in index order before anything is printed or written, so the output of a

@@ -10,6 +10,10 @@
 //! fields private and offers methods; the world's handlers (in the modules of the things they
 //! move: calls in `call`, jobs in `job`) go through those methods.
 //!
+//! **Layer rule:** the world is built from the format's [`Scenario`] and hands over
+//! [`Figures`] (`figures.rs`, its boundary) when a run ends; it uses `format/` and `figures.rs`
+//! only, never the report, runs, experiments or the command line.
+//!
 //! Vocabulary: a *request* is what a client offers; a *call* is one logical call from a
 //! caller (a client or a service) to a target service, possibly made of several *attempts*;
 //! a *job* is one attempt as the target replica sees it.
