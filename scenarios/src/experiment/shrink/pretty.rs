@@ -12,7 +12,7 @@ use crate::format::schema::Scenario;
 /// The widest line a bracket is folded into.
 pub const WIDTH: usize = 100;
 
-/// The scenario as RON text that reads back (`load::parse`) as the same scenario.
+/// The scenario as RON text that reads back (`format::load::parse`) as the same scenario.
 pub fn to_ron(scenario: &Scenario) -> Result<String, String> {
     let config = ron::ser::PrettyConfig::new()
         .indentor("    ")
