@@ -109,7 +109,7 @@ pub fn resolve_each(
 }
 
 /// A file on disk, else the library scenario of that name, read (not yet checked): what the
-/// command line hands to the experiments as their [`Open`](crate::experiment::Open).
+/// command line hands to the experiments as their [`Opener`](crate::experiment::Opener).
 pub fn open(file: &str) -> Result<Source, ScenarioError> {
     if !std::path::Path::new(file).exists()
         && let Some(entry) = find(file)

@@ -2,7 +2,7 @@
 //! print and whether every run passed out. The progress bar is drawn on stderr only when it
 //! is a terminal.
 
-use super::Open;
+use super::Opener;
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
 use crate::format::limits::RunLimits;
@@ -42,7 +42,7 @@ pub struct Outcome {
 
 /// Runs a sweep of the scenario `open` reads. Every grid point is read and validated before
 /// any run starts; an error is one line for stderr (exit code 2).
-pub fn sweep(command: &Sweep, open: Open<'_>, limits: &RunLimits) -> Result<Outcome, String> {
+pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Outcome, String> {
     let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
     let each: Vec<Overrides> = plan
         .points
@@ -121,7 +121,7 @@ pub fn compare_command(
     variants: &[String],
     sets: &[crate::format::overrides::Override],
     (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
-    open: Open<'_>,
+    open: Opener<'_>,
     limits: &RunLimits,
     output: &CompareOutput,
 ) -> Result<Outcome, String> {

@@ -12,7 +12,7 @@
 //! `resim compare --svg` draws on the same axes (one seed rather than an average: an average
 //! of runs whose storms start at different moments would draw a storm no run had).
 
-use super::Open;
+use super::Opener;
 use super::stats::{Moments, t_interval};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
@@ -192,7 +192,7 @@ pub fn compare(
     seeds: (u64, u64),
     duration: Option<SimDuration>,
     jobs: Option<usize>,
-    open: Open<'_>,
+    open: Opener<'_>,
     limits: &RunLimits,
 ) -> Result<Comparison, String> {
     if seeds.1 < seeds.0 {

@@ -17,7 +17,7 @@
 //!
 //! **Layer rule:** experiments use runs, reports and the format; never the world (they read
 //! finished reports) or the command line: what a name on a command line means comes in as an
-//! [`Open`].
+//! [`Opener`].
 //!
 //! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
 //! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
@@ -34,6 +34,9 @@ pub mod stats;
 pub mod sweep;
 
 pub use plan::{GridAxis, Partition, Plan};
+pub use sweep::{
+    RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
+};
 
 use crate::format::error::ScenarioError;
 use crate::format::overrides::Source;
@@ -41,7 +44,4 @@ use crate::format::overrides::Source;
 /// How an experiment reads the scenario a command names: the command line gives its own
 /// (a file, else a library scenario of that name), so that what a name means is said in one
 /// place and an experiment only reads what it is handed.
-pub type Open<'a> = &'a dyn Fn(&str) -> Result<Source, ScenarioError>;
-pub use sweep::{
-    RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
-};
+pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Source, ScenarioError>;

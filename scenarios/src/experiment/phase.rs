@@ -7,7 +7,7 @@
 //! map is printed as a text table (rows are y values, the last on top, as in the SVG) or as
 //! JSON, and drawn as an SVG heat map by [`crate::report::render::charts::heatmap`].
 
-use super::Open;
+use super::Opener;
 use super::command::Outcome;
 use super::plan::{GridAxis, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
@@ -190,7 +190,11 @@ pub struct PhaseMap {
 /// Runs the map of the scenario `open` reads. Every grid point is read and validated, and must
 /// have a trigger that ends, before any run starts; an error is one line for stderr (exit
 /// code 2).
-pub fn phase_map(command: &Phase, open: Open<'_>, limits: &RunLimits) -> Result<PhaseMap, String> {
+pub fn phase_map(
+    command: &Phase,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<PhaseMap, String> {
     if command.x.path == command.y.path {
         return Err(format!(
             "--x and --y both set {}; give the two axes different paths",
@@ -390,7 +394,7 @@ pub fn phase_command(
     command: &Phase,
     json: bool,
     svg: Option<&str>,
-    open: Open<'_>,
+    open: Opener<'_>,
     limits: &RunLimits,
 ) -> Result<Outcome, String> {
     let map = phase_map(command, open, limits)?;
