@@ -11,7 +11,7 @@
 //! the ratio is the price of the world's generality, not only of the engine.
 
 use clap::Parser;
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::{RunOptions, run};
 use sim_core::SimDuration;
 

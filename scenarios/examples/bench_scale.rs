@@ -14,7 +14,7 @@
 
 use clap::Parser;
 use peak_alloc::PeakAlloc;
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::{RunOptions, run};
 
 #[global_allocator]

@@ -7,10 +7,10 @@
 //! `cargo run --release -p scenarios --example bench_sweep -- --seeds 50 --jobs 4`
 
 use clap::Parser;
+use scenarios::cli::library::resolve;
 use scenarios::experiment::{Plan, SweepSetup, run_plan};
-use scenarios::library::resolve;
-use scenarios::limits::Limits;
-use scenarios::overrides::Overrides;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::overrides::Overrides;
 use std::time::Instant;
 
 /// A sweep on one thread against the same sweep on several.
@@ -46,7 +46,7 @@ fn main() {
         ],
     };
     let scenario =
-        resolve("retry-storm", &Limits::default(), &overrides).expect("retry-storm reads");
+        resolve("retry-storm", &RunLimits::default(), &overrides).expect("retry-storm reads");
     let plan = Plan::new(&[], (1, args.seeds), None).expect("a plan");
     let scenarios = [scenario];
     let words = [overrides.command_line()];

@@ -10,8 +10,8 @@
 //! Each scenario runs at its own seed and settings, like `resim run NAME`, so the files are
 //! what a reader gets from that command.
 
-use scenarios::library::LIBRARY;
-use scenarios::load::parse;
+use scenarios::cli::library::LIBRARY;
+use scenarios::format::load::parse;
 use scenarios::report::render;
 use scenarios::{RunOptions, run};
 use std::path::Path;

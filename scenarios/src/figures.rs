@@ -7,6 +7,9 @@
 //! a handle into the simulation, so the figures of a finished run can be kept, compared and
 //! sent across threads.
 //!
+//! **Layer rule:** this file stands between the world and the report: it uses nothing of the
+//! crate but the format, and neither it nor the report names the world.
+//!
 //! Attribution rule: every outcome of a client request is counted in the report bucket in
 //! which the request was *offered*, so a bucket's successes never exceed its offered
 //! requests, and a bucket's latency is the latency of the requests sent during it. What
@@ -386,7 +389,7 @@ pub struct ServiceFigures {
 }
 
 /// The blast radius at a service: how many caller units (tenant keys) lost their replicas
-/// ([`crate::isolation`]).
+/// ([`crate::format::schema::isolation`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct BlastFigures {
     /// `none`, `cells` or `shuffle_sharding`.
@@ -405,7 +408,7 @@ pub struct BlastFigures {
     pub units_down_max: Vec<u64>,
 }
 
-/// Replicas joining and leaving rotation ([`crate::scaling`]).
+/// Replicas joining and leaving rotation ([`crate::format::schema::scaling`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ScalingFigures {
     /// Replicas in rotation, per report bucket (time-weighted).
@@ -431,7 +434,7 @@ pub struct ScalingFigures {
     pub cold_jobs: u64,
 }
 
-/// Capacity events at a service ([`crate::capacity`]): pauses, zone failures, liveness
+/// Capacity events at a service ([`crate::format::schema::capacity`]): pauses, zone failures, liveness
 /// probes.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CapacityFigures {
@@ -626,7 +629,7 @@ pub struct CallSiteFigures {
 }
 
 /// The connection pools of one call site (one per replica of the calling service), summed
-/// ([`crate::pool`]).
+/// ([`crate::format::schema::pool`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct PoolFigures {
     /// Connections per pool, at most.
@@ -656,7 +659,7 @@ pub struct PoolFigures {
     pub open_by_bucket: Vec<u32>,
 }
 
-/// The connections a service held open for the pools toward it ([`crate::pool`]).
+/// The connections a service held open for the pools toward it ([`crate::format::schema::pool`]).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ConnectionFigures {
     /// Its limit, if it has one.
@@ -725,7 +728,40 @@ pub struct Figures {
     /// Events of the window left out beyond the trace's line limit.
     pub trace_left_out: u64,
     /// Per distributed rate limiter, in service order.
-    pub distributed: Vec<crate::world::DistributedFigures>,
+    pub distributed: Vec<DistributedFigures>,
+}
+
+/// The figures of one distributed limiter (the world's `distributed` module fills them).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DistributedFigures {
+    /// Its path, `services.NAME.admission[i]`.
+    pub path: String,
+    /// Where its state lives: `local`, `central_atomic`, `central_racy`, `lease`.
+    pub state: String,
+    /// Decisions asked of it.
+    pub decisions: u64,
+    /// Store calls sent (scripts, reads, writes, leases; not those an open breaker refused).
+    pub round_trips: u64,
+    /// Decisions that admitted (fail-open ones included).
+    pub admitted: u64,
+    /// Decisions that refused (fail-closed and cached ones included).
+    pub refused: u64,
+    /// Refusals made by the local decision cache, without the store.
+    pub refused_cached: u64,
+    /// Admissions the configured limit, kept exactly at the true time, would have refused.
+    pub over_admitted: u64,
+    /// Store calls that failed (timeout, open breaker, the store's refusal or error).
+    pub store_failures: u64,
+    /// Decisions made by `on_store_failure: Open` (admitted without the store).
+    pub failed_open: u64,
+    /// Decisions made by `on_store_failure: Closed` (refused without the store).
+    pub failed_closed: u64,
+    /// Tokens the store granted in leases.
+    pub lease_tokens: u64,
+    /// Per report bucket: admissions charged in it (by the time they were committed).
+    pub charged_by_bucket: Vec<u64>,
+    /// Per report bucket: over-admissions among them.
+    pub over_admitted_by_bucket: Vec<u64>,
 }
 
 impl Figures {
@@ -781,7 +817,7 @@ impl Default for TrafficFigures {
     }
 }
 
-/// Figures of one request class of a client (see [`crate::traffic`]).
+/// Figures of one request class of a client (see [`crate::format::schema::traffic`]).
 #[derive(Debug, Clone)]
 pub struct ClassFigures {
     /// Its name.

@@ -3,57 +3,51 @@
 //!
 //! The main types:
 //!
-//! - [`Scenario`] (in [`schema`]): what a `.ron` file says — clients, services, the calls
-//!   between them with their pattern stacks, an optional sim-net network, a fault timeline,
-//!   expectations. Pattern configurations are the `patterns` crate's own types, under their
+//! - [`Scenario`] (in [`format::schema`]): what a `.ron` file says — clients, services, the
+//!   calls between them with their pattern stacks, an optional sim-net network, a fault
+//!   timeline, expectations. Pattern configurations are the `patterns` crate's own types, under their
 //!   own names and defaults.
-//! - [`load::parse`] / [`load::load`]: text → validated [`Scenario`], or a one-line
-//!   [`ScenarioError`]: `file:line:column: message` for syntax, `file: field.path: reason` for
-//!   meaning.
+//! - [`format::load::parse`] / [`format::load::load`]: text → validated [`Scenario`], or a
+//!   one-line [`ScenarioError`]: `file:line:column: message` for syntax, `file: field.path:
+//!   reason` for meaning.
 //! - [`world::World`]: the simulated world, one `sim_core` entity that holds every client,
 //!   service, replica, call and job, driven by [`world::Msg`] events.
 //! - [`run()`]: a scenario, a seed and overrides ([`RunOptions`]) in; a [`RunOutput`] with a
 //!   [`Report`] out, within the run's event budget and time limit; [`report::Format`]
 //!   renders it (human, JSON, CSV, compact).
-//! - [`library`]: the canonical failures, embedded from `scenarios/library/*.ron`.
+//! - [`cli::library`]: the canonical failures, embedded from `scenarios/library/*.ron`.
 //!
-//! Module map:
+//! Module map, one layer per row from the bottom up. A layer uses only layers of the rows
+//! before its own, and not every one of them: `format ← figures.rs ← world`; `figures.rs ← report` (the
+//! report is built from the figures, never from the world); `world, report ← run ←
+//! experiment ← cli`. Each folder's `mod.rs` opens with its rule, and the tidy test
+//! `layers_use_only_the_layers_below_them` (`scenarios/tests/tidy.rs`) fails on an import
+//! against it.
 //!
-//! | module | what |
-//! |---|---|
-//! | [`schema`] | the serde types of a scenario file |
-//! | [`traffic`] | request classes, priorities, tenants, and the admission layers that read them |
-//! | [`pool`] | connection pools on service calls, and a service's `max_connections` |
-//! | [`isolation`] | blast-radius isolation: cells and shuffle sharding of a service's replicas per caller unit |
-//! | [`load`] | parsing (RON with implicit `Some`) and reading files |
-//! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied as edits on its tokens before it is read; [`overrides::Source`], a file read once |
-//! | [`validate`] | semantic checks with field paths |
-//! | [`limits`] | the memory budget and rate limit of a run, and what a scenario needs |
-//! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio) |
-//! | [`error`] | [`ScenarioError`] |
-//! | [`world`] | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
-//! | [`world::stack`] | a call's gates (breaker, bulkhead, limiter, throttle) over the patterns |
-//! | [`run`](mod@run) | one run within its limits |
-//! | [`figures`] | the plain data a finished run hands over |
-//! | [`report`] | the report built from the figures, verdicts on expectations, one renderer per format |
-//! | [`library`] | the embedded scenario library, and [`library::resolve`] (a file or a library name) |
-//! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
-//! | [`experiment`] | sweeps over seeds and grids in parallel, their statistics, merging partitions |
+//! | layer | modules | what |
+//! |---|---|---|
+//! | [`format`](mod@format) | [`format::schema`] (its parts: [`answers`](format::schema::answers), [`capacity`](format::schema::capacity), [`contention`](format::schema::contention), [`distributed`](format::schema::distributed), [`isolation`](format::schema::isolation), [`pool`](format::schema::pool), [`scaling`](format::schema::scaling), [`traffic`](format::schema::traffic)), [`format::load`], [`format::overrides`], [`format::read`], [`format::validate`], [`format::verdict`], [`format::limits`], [`format::footprint`], [`format::warnings`], [`format::error`] | the file format: what a file may say, how it is read, overridden, validated, held to its limits, and the settings of its verdict |
+//! | [`figures`] | | the plain data a finished run hands over: the world's boundary |
+//! | [`world`] | [`world::msg`], [`world::stack`], [`world::traffic`] (and private modules, one per thing that owns state) | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
+//! | [`report`] | [`report::metastability`], [`report::render`] ([`report::render::charts`](mod@report::render::charts), [`report::render::charts::heatmap`]) | the report built from the figures, verdicts on expectations, one renderer per format |
+//! | [`run`](mod@run) | | one run within its limits: the world built, run, and reported |
+//! | [`experiment`] | [`experiment::plan`], [`experiment::sweep`], [`experiment::stats`], [`experiment::command`], [`experiment::compare`], [`experiment::phase`], [`experiment::shrink`] ([`pretty`](experiment::shrink::pretty), [`reduce`](experiment::shrink::reduce)), [`experiment::determinism`] | many runs: sweeps over seeds and grids in parallel, their statistics, comparisons, phase maps, shrinking, a run made twice |
+//! | [`cli`] | [`cli::library`] | the `resim` command line: its arguments, the dispatch, the embedded library and what a name means (a file, else a library scenario) |
 //!
 //! Which `patterns` machines the world runs: retry policy (backoff, jitter, budgets,
 //! Retry-After, operation safety), circuit breaker, bulkhead (refusing or waiting), rate
 //! limiters (all kinds), adaptive throttling, hedging, fallback chains, idempotency-key stores,
 //! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
 //! for RPC queues with adaptive LIFO, single-flight coalescing, and, reading a request's
-//! class and tenant ([`traffic`]), the priority shedder, limiters keyed per tenant, composite
-//! (peek then commit) and shadow limits, with each request's cost. Not wired: CoDel in its
+//! class and tenant ([`format::schema::traffic`]), the priority shedder, limiters keyed per
+//! tenant, composite (peek then commit) and shadow limits, with each request's cost. Not wired: CoDel in its
 //! RFC 8289 packet-queue form, adaptive timeouts.
 //!
-//! Only this crate does I/O in resim, and only at its edges: [`load::load`] reads a file and
-//! the binary writes reports.
+//! Only this crate does I/O in resim, and only at its edges: [`format::load::load`] reads a
+//! file and the command line ([`cli`]) writes reports.
 //!
 //! ```
-//! use scenarios::{RunOptions, load::parse, run};
+//! use scenarios::{RunOptions, format::load::parse, run};
 //!
 //! let text = r#"
 //! Scenario(
@@ -72,30 +66,15 @@
 //! assert_eq!(out.report.digest, again.report.digest);
 //! ```
 
-pub mod answers;
-pub mod capacity;
-pub mod contention;
-pub mod determinism;
-pub mod distributed;
-pub mod error;
+pub mod cli;
 pub mod experiment;
 pub mod figures;
-pub mod isolation;
-pub mod library;
-pub mod limits;
-pub mod load;
-pub mod overrides;
-pub mod pool;
+pub mod format;
 pub mod report;
 pub mod run;
-pub mod scaling;
-pub mod schema;
-pub mod traffic;
-pub mod validate;
-pub mod warnings;
 pub mod world;
 
-pub use error::ScenarioError;
+pub use format::error::ScenarioError;
+pub use format::schema::Scenario;
 pub use report::Report;
 pub use run::{RunOptions, RunOutput, run};
-pub use schema::Scenario;

@@ -1,5 +1,8 @@
 //! Running a scenario: build the world for a seed, run it within its limits, report.
 //!
+//! **Layer rule:** a run uses the format, the world, `figures.rs` and the report (it builds the
+//! report from the figures when the world is done); experiments and the command line use it.
+//!
 //! The limits of a run: its event budget and time limit (the engine's), and the part of its
 //! memory budget that the file does not fix. What grows while running (calls and jobs in
 //! flight, queued work, pending events, messages held by the network, idempotency keys) is
@@ -9,12 +12,13 @@
 //! what is left of the budget stops with `memory_limit` and a full report that says which
 //! figure reached it.
 
-use crate::error::ScenarioError;
 use crate::figures::RunMeta;
-use crate::limits::{Bytes, footprint};
+use crate::format::error::ScenarioError;
+use crate::format::footprint::footprint;
+use crate::format::limits::Bytes;
+use crate::format::schema::Scenario;
+use crate::format::validate::validate;
 use crate::report::Report;
-use crate::schema::Scenario;
-use crate::validate::validate;
 use crate::world::{Live, Net, World};
 use sim_core::{Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord};
 
@@ -113,7 +117,7 @@ pub fn run(
         .fold(PROGRAM_BYTES, |t, p| t.saturating_add(p.bytes));
     let allowance = s.limits.memory_max.saturating_sub(fixed);
     // One event of a fan-out starts up to `n` calls: checks come `n` times as often.
-    let slice = (MEMORY_CHECK_EVENTS / crate::distributed::fan_out_max(&s)).max(1)
+    let slice = (MEMORY_CHECK_EVENTS / crate::format::schema::distributed::fan_out_max(&s)).max(1)
         + (s.clients.len() + s.services.len()) as u64;
     // What the run held at the last check: the growth since then is expected again before
     // the next one.
@@ -212,7 +216,7 @@ fn over_memory(
     held: usize,
     held_last: u64,
     allowance: u64,
-    limits: &crate::limits::Limits,
+    limits: &crate::format::limits::RunLimits,
 ) -> Result<u64, String> {
     let n = |x: usize| x as u64;
     let priced = n(live.calls) * cost::CALL + n(live.jobs) * cost::JOB + n(live.races) * cost::RACE;

@@ -3,7 +3,7 @@
 //! reading a rate-limited service's quota, and the `AdaptiveTimeout` layer. Each test runs a
 //! scenario and reads its report, as a user would.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::report::CallReport;
 use scenarios::{Report, RunOptions, run};
 
@@ -213,14 +213,15 @@ fn an_adaptive_timeout_waits_out_a_dependency_that_hangs() {
 
 /// A library scenario, with its variant, as `resim run NAME [--variant V]` runs it.
 fn library(name: &str, variant: Option<&str>) -> Report {
-    let entry = scenarios::library::find(name).expect("a library scenario");
-    let overrides = scenarios::overrides::Overrides {
+    let entry = scenarios::cli::library::find(name).expect("a library scenario");
+    let overrides = scenarios::format::overrides::Overrides {
         variant: variant.map(str::to_string),
         sets: Vec::new(),
     };
-    let limits = scenarios::limits::Limits::default();
-    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let limits = scenarios::format::limits::RunLimits::default();
+    let s =
+        scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+            .unwrap_or_else(|e| panic!("{e}"));
     run(&s, name, &RunOptions::default()).unwrap().report
 }
 

@@ -10,8 +10,8 @@
 //! over `SEEDS` runs of 2,000 customers, the measured share must be within three standard
 //! errors, `3 · sqrt(p (1 − p) / N)`, of the combinatorial `p`.
 
-use scenarios::limits::Limits;
-use scenarios::overrides::{Overrides, parse_overridden};
+use scenarios::format::limits::RunLimits;
+use scenarios::format::overrides::{Overrides, parse_overridden};
 use scenarios::report::BlastReport;
 use scenarios::{RunOptions, run};
 
@@ -35,8 +35,13 @@ fn scenario(variant: Option<&str>, sets: &[&str]) -> Result<scenarios::Scenario,
         variant: variant.map(str::to_string),
         sets: sets.iter().map(|s| s.parse().unwrap()).collect(),
     };
-    parse_overridden("poison-shards.ron", &text(), &Limits::default(), &overrides)
-        .map_err(|e| e.to_string())
+    parse_overridden(
+        "poison-shards.ron",
+        &text(),
+        &RunLimits::default(),
+        &overrides,
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// The api's blast radius in a run of the scenario with `variant` and `sets` at `seed`.

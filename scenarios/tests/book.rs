@@ -15,7 +15,7 @@
 //!
 //! The scenario reference's completeness is checked in `book_reference.rs`.
 
-use scenarios::load::load;
+use scenarios::format::load::load;
 use scenarios::{Report, RunOptions, run};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -438,8 +438,8 @@ fn call<'a>(r: &'a Report, path: &str) -> &'a scenarios::report::CallReport {
 }
 
 fn library_run(name: &str, seed: Option<u64>) -> Report {
-    let entry = scenarios::library::find(name).unwrap();
-    let scenario = scenarios::load::parse(entry.name, entry.text).unwrap();
+    let entry = scenarios::cli::library::find(name).unwrap();
+    let scenario = scenarios::format::load::parse(entry.name, entry.text).unwrap();
     let options = RunOptions {
         seed,
         ..RunOptions::default()
@@ -1419,12 +1419,12 @@ fn the_network_faults_chapter_is_what_its_scenario_shows() {
 /// Runs a book scenario (relative to `book/src/scenarios`) with one of its variants.
 fn book_variant_run(file: &str, variant: &str) -> Report {
     let text = std::fs::read_to_string(src().join("scenarios").join(file)).unwrap();
-    let overrides = scenarios::overrides::Overrides {
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::limits::Limits::default();
-    let s = scenarios::overrides::parse_overridden(file, &text, &limits, &overrides)
+    let limits = scenarios::format::limits::RunLimits::default();
+    let s = scenarios::format::overrides::parse_overridden(file, &text, &limits, &overrides)
         .unwrap_or_else(|e| panic!("{e}"));
     run(&s, file, &RunOptions::default()).unwrap().report
 }
@@ -1838,15 +1838,15 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
         page,
         format!("the steady tenants get {observed} of their requests through"),
     );
-    let overrides = scenarios::overrides::Overrides {
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some("per-tenant".to_string()),
         sets: Vec::new(),
     };
-    let entry = scenarios::library::find("noisy-neighbour").unwrap();
-    let scenario = scenarios::overrides::parse_overridden(
+    let entry = scenarios::cli::library::find("noisy-neighbour").unwrap();
+    let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
-        &scenarios::limits::Limits::default(),
+        &scenarios::format::limits::RunLimits::default(),
         &overrides,
     )
     .unwrap();
@@ -1875,15 +1875,15 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
     claim(page, "which keeps about a third of its requests");
     let checkout = class(&shed, "users", "checkout");
     assert!(checkout.failures_by_reason.is_empty());
-    let overrides = scenarios::overrides::Overrides {
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some("fifo".to_string()),
         sets: Vec::new(),
     };
-    let entry = scenarios::library::find("criticality-shedding").unwrap();
-    let scenario = scenarios::overrides::parse_overridden(
+    let entry = scenarios::cli::library::find("criticality-shedding").unwrap();
+    let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
-        &scenarios::limits::Limits::default(),
+        &scenarios::format::limits::RunLimits::default(),
         &overrides,
     )
     .unwrap();
@@ -1913,7 +1913,7 @@ fn the_distributed_rate_limiting_chapter_is_what_its_runs_show() {
                 &format!("Constant(value: \"{latency}\")"),
             )
             .replace("Constant(\"1000/s\")", &format!("Constant(\"{rate}\")"));
-        let scenario = scenarios::load::parse("racy-limiter.ron", &changed).unwrap();
+        let scenario = scenarios::format::load::parse("racy-limiter.ron", &changed).unwrap();
         let r = run(&scenario, "racy-limiter.ron", &RunOptions::default())
             .unwrap()
             .report;
@@ -1956,13 +1956,18 @@ fn the_fan_out_chapter_is_what_its_runs_show() {
 fn poison_shards(variant: &str, seed: u64) -> scenarios::report::BlastReport {
     let path = src().join("scenarios/poison-shards.ron");
     let text = std::fs::read_to_string(&path).unwrap();
-    let overrides = scenarios::overrides::Overrides {
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::limits::Limits::default();
-    let s = scenarios::overrides::parse_overridden("poison-shards.ron", &text, &limits, &overrides)
-        .unwrap();
+    let limits = scenarios::format::limits::RunLimits::default();
+    let s = scenarios::format::overrides::parse_overridden(
+        "poison-shards.ron",
+        &text,
+        &limits,
+        &overrides,
+    )
+    .unwrap();
     let options = RunOptions {
         seed: Some(seed),
         ..RunOptions::default()
@@ -2125,15 +2130,15 @@ fn the_capacity_chapter_reads_its_runs_right() {
 
 /// Runs library scenario `name` with its variant `variant`.
 fn library_variant(name: &str, variant: &str) -> Report {
-    let overrides = scenarios::overrides::Overrides {
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let entry = scenarios::library::find(name).unwrap();
-    let scenario = scenarios::overrides::parse_overridden(
+    let entry = scenarios::cli::library::find(name).unwrap();
+    let scenario = scenarios::format::overrides::parse_overridden(
         entry.name,
         entry.text,
-        &scenarios::limits::Limits::default(),
+        &scenarios::format::limits::RunLimits::default(),
         &overrides,
     )
     .unwrap();
@@ -2274,14 +2279,15 @@ fn the_capacity_chapter_reads_its_pauses_zones_and_probes_right() {
 
 /// A library scenario with its variant, as `resim run NAME --variant V` runs it.
 fn variant_run(name: &str, variant: &str) -> Report {
-    let entry = scenarios::library::find(name).unwrap();
-    let overrides = scenarios::overrides::Overrides {
+    let entry = scenarios::cli::library::find(name).unwrap();
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::limits::Limits::default();
-    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
-        .unwrap();
+    let limits = scenarios::format::limits::RunLimits::default();
+    let s =
+        scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+            .unwrap();
     run(&s, name, &RunOptions::default()).unwrap().report
 }
 
@@ -2384,14 +2390,15 @@ fn the_connection_pools_section_is_what_the_library_shows() {
         r.summary.failures_by_reason.get("dependency").copied(),
         Some(r.summary.failures)
     );
-    let entry = scenarios::library::find("pool-exhaustion").unwrap();
-    let overrides = scenarios::overrides::Overrides {
+    let entry = scenarios::cli::library::find("pool-exhaustion").unwrap();
+    let overrides = scenarios::format::overrides::Overrides {
         variant: Some("sized".to_string()),
         sets: Vec::new(),
     };
-    let limits = scenarios::limits::Limits::default();
-    let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
-        .unwrap();
+    let limits = scenarios::format::limits::RunLimits::default();
+    let s =
+        scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
+            .unwrap();
     let sized = run(&s, entry.name, &RunOptions::default()).unwrap().report;
     let pool = call(&sized, "services.api.calls[0]").pool.clone().unwrap();
     assert_eq!((pool.refused_opens, sized.summary.failures), (0, 0));
@@ -2407,15 +2414,17 @@ fn the_connection_pools_section_is_what_the_library_shows() {
 #[test]
 fn the_locks_section_is_what_the_library_shows() {
     let page = "failures/contention.md";
-    let entry = scenarios::library::find("occ-contention").unwrap();
+    let entry = scenarios::cli::library::find("occ-contention").unwrap();
     let runs = |variant: Option<&str>| {
-        let overrides = scenarios::overrides::Overrides {
+        let overrides = scenarios::format::overrides::Overrides {
             variant: variant.map(str::to_string),
             sets: Vec::new(),
         };
-        let limits = scenarios::limits::Limits::default();
-        let s = scenarios::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
-            .unwrap();
+        let limits = scenarios::format::limits::RunLimits::default();
+        let s = scenarios::format::overrides::parse_overridden(
+            entry.name, entry.text, &limits, &overrides,
+        )
+        .unwrap();
         run(&s, entry.name, &RunOptions::default()).unwrap().report
     };
     let locked = runs(Some("locked"));

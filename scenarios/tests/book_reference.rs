@@ -36,7 +36,7 @@ enum Kind {
 fn types() -> Vec<(&'static str, Kind, Probe)> {
     use Kind::*;
     use patterns::{backoff, breaker, budget, concurrency, limiter, shedder};
-    use scenarios::schema as s;
+    use scenarios::format::schema as s;
     vec![
         ("Scenario", Struct, probe::<s::Scenario>),
         ("Client", Struct, probe::<s::Client>),
@@ -108,7 +108,11 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("StoreClock", Enum, probe::<s::StoreClock>),
         ("OnStoreFailure", Enum, probe::<s::OnStoreFailure>),
         ("FanOut", Struct, probe::<s::FanOut>),
-        ("Pool", Struct, probe::<scenarios::pool::Pool>),
+        (
+            "Pool",
+            Struct,
+            probe::<scenarios::format::schema::pool::Pool>,
+        ),
         ("Balancer", Enum, probe::<s::Balancer>),
         ("Outlier", Struct, probe::<s::Outlier>),
         ("HealthCheck", Struct, probe::<s::HealthCheck>),
@@ -119,13 +123,21 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
         ("KeyDist", Enum, probe::<s::KeyDist>),
         ("StoreOp", Enum, probe::<s::StoreOp>),
         ("Isolation", Enum, probe::<s::Isolation>),
-        ("Autoscale", Struct, probe::<scenarios::scaling::Autoscale>),
+        (
+            "Autoscale",
+            Struct,
+            probe::<scenarios::format::schema::scaling::Autoscale>,
+        ),
         (
             "ScaleMetric",
             Enum,
-            probe::<scenarios::scaling::ScaleMetric>,
+            probe::<scenarios::format::schema::scaling::ScaleMetric>,
         ),
-        ("ColdStart", Struct, probe::<scenarios::scaling::ColdStart>),
+        (
+            "ColdStart",
+            Struct,
+            probe::<scenarios::format::schema::scaling::ColdStart>,
+        ),
         ("Idempotency", Struct, probe::<s::IdempotencyConfig>),
         (
             "InFlightPolicy",

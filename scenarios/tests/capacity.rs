@@ -2,10 +2,10 @@
 //! spiral), through the reports a user reads (the JSON report's `capacity_events` section,
 //! its per-bucket `liveness_restarts`, the CSV columns, latency and goodput).
 
-use scenarios::library::find;
-use scenarios::limits::Limits;
-use scenarios::load::parse;
-use scenarios::overrides::{Override, Overrides, parse_overridden};
+use scenarios::cli::library::find;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse;
+use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::report::{Format, Report};
 use scenarios::{RunOptions, run};
 use serde_json::Value;
@@ -30,7 +30,7 @@ fn check(
             })
             .collect(),
     };
-    let scenario = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
+    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
         .expect("the file and its variants validate");
     let options = RunOptions {
         seed,

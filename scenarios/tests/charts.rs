@@ -3,8 +3,8 @@
 //! (resvg) and must show something besides its background; the same run gives the same
 //! bytes; the HTML page needs nothing from the network.
 
-use scenarios::library::{LIBRARY, find};
-use scenarios::load::parse;
+use scenarios::cli::library::{LIBRARY, find};
+use scenarios::format::load::parse;
 use scenarios::report::render::{self, Chart};
 use scenarios::{Report, RunOptions, run};
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use scenarios::ScenarioError;
-use scenarios::load::{load, parse};
+use scenarios::format::load::{load, parse};
 
 const BASE: &str = r#"// a valid scenario that each case below breaks in one place
 Scenario(
@@ -765,7 +765,7 @@ fn pattern_layers_take_one_pair_of_parentheses_or_two() {
 #[test]
 fn a_layer_or_controller_left_to_its_documented_defaults_parses_with_them() {
     use patterns::shedder::{AdaptiveThrottleConfig, PidConfig};
-    use scenarios::schema::{Admission, Layer};
+    use scenarios::format::schema::{Admission, Layer};
     let stack = "stack: [Retry((max_attempts: 3, backoff: (jitter: Full)))]";
     for layer in [
         "Throttle()",
@@ -828,7 +828,7 @@ fn nesting_up_to_the_limit_parses_runs_and_replays() {
 
 #[test]
 fn the_readme_shows_what_a_run_over_the_memory_budget_prints() {
-    let entry = scenarios::library::find("metastable-retry").unwrap();
+    let entry = scenarios::cli::library::find("metastable-retry").unwrap();
     let s = parse(entry.name, entry.text).unwrap();
     let options = scenarios::RunOptions {
         bucket: Some("1ns".parse().unwrap()),
@@ -842,14 +842,14 @@ fn the_readme_shows_what_a_run_over_the_memory_budget_prints() {
 
 #[test]
 fn raised_limits_let_a_scenario_through_and_stay_with_it() {
-    use scenarios::limits::Limits;
+    use scenarios::format::limits::RunLimits;
     let text = BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1);
     assert!(parse("big.ron", &text).is_err());
-    let limits = Limits {
+    let limits = RunLimits {
         memory_max: 64 << 40,
-        ..Limits::default()
+        ..RunLimits::default()
     };
-    let s = scenarios::load::parse_with("big.ron", &text, &limits).unwrap();
+    let s = scenarios::format::load::parse_with("big.ron", &text, &limits).unwrap();
     assert_eq!(s.limits, limits);
     // A run's overrides are validated against the same limits.
     let options = scenarios::RunOptions {
@@ -864,7 +864,7 @@ fn raised_limits_let_a_scenario_through_and_stay_with_it() {
 
 #[test]
 fn scenarios_built_in_rust_are_held_to_the_same_clock() {
-    use scenarios::schema::Outlier;
+    use scenarios::format::schema::Outlier;
     use sim_core::SimDuration;
     let mut s = parse("base.ron", BASE).unwrap();
     s.services.get_mut("api").unwrap().outlier = Some(Outlier {
@@ -872,7 +872,9 @@ fn scenarios_built_in_rust_are_held_to_the_same_clock() {
         ejection: SimDuration::from_secs(10_000_000_000),
         max_ejection_percent: 100.0,
     });
-    let e = scenarios::validate::validate(&s).unwrap_err().to_string();
+    let e = scenarios::format::validate::validate(&s)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "services.api.outlier.ejection: must be at most 100 years (\"100y\"), got 10000000000s"
@@ -1046,7 +1048,7 @@ fn with_variants(n: usize) -> String {
 
 #[test]
 fn checking_a_file_costs_its_size_once_and_one_scenario_per_variant() {
-    use scenarios::load::{Work, work};
+    use scenarios::format::read::{Work, work};
     let cost = |text: &str| -> Work {
         let before = work();
         let s = parse("variants.ron", text).unwrap_or_else(|e| panic!("{e}"));

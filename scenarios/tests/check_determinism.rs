@@ -1,6 +1,6 @@
 //! `resim run FILE --check-determinism`: the run made twice, and what it says about them.
 
-use scenarios::determinism::{Verdict, render};
+use scenarios::experiment::determinism::{Verdict, render};
 use sim_core::SimTime;
 use sim_core::sim::TraceRecord;
 use std::process::Command;

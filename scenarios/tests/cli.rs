@@ -283,7 +283,10 @@ fn format_selects_the_renderer() {
 fn list_names_every_library_scenario_once() {
     let o = check(&["list"]);
     assert_eq!(o.code, 0);
-    assert_eq!(o.stdout.lines().count(), scenarios::library::LIBRARY.len());
+    assert_eq!(
+        o.stdout.lines().count(),
+        scenarios::cli::library::LIBRARY.len()
+    );
     assert!(o.stdout.lines().any(|l| l.starts_with("metastable-retry ")));
     assert!(!o.stdout.contains("does not parse"));
 }

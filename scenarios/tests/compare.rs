@@ -1,9 +1,10 @@
 //! `resim compare`: two scenarios on the same seeds, with the differences a reader of the
 //! library expects, and nothing where there is no difference.
 
+use scenarios::cli::library;
 use scenarios::experiment::compare::{Comparison, Row, compare, sides};
-use scenarios::limits::Limits;
-use scenarios::overrides::Override;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::overrides::Override;
 use std::process::Command;
 
 /// Compares two files, or a file with variants, over seeds 1..5 with `sets` on both sides.
@@ -12,7 +13,15 @@ fn check(files: &[&str], variants: &[&str], sets: &[&str]) -> Comparison {
     let variants: Vec<String> = variants.iter().map(|s| s.to_string()).collect();
     let sets: Vec<Override> = sets.iter().map(|s| s.parse().unwrap()).collect();
     let sides = sides(&files, &variants, &sets).unwrap();
-    compare(&sides, (1, 5), None, None, &Limits::default()).unwrap()
+    compare(
+        &sides,
+        (1, 5),
+        None,
+        None,
+        &library::open,
+        &RunLimits::default(),
+    )
+    .unwrap()
 }
 
 fn row<'a>(c: &'a Comparison, name: &str) -> &'a Row {

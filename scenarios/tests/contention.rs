@@ -20,9 +20,9 @@
 //! without jitter (the writers stay in lockstep either way). These tests assert each of those
 //! findings on resim's model, which agrees with the table within a few percent.
 
-use scenarios::library::find;
-use scenarios::limits::Limits;
-use scenarios::overrides::{Override, Overrides, parse_overridden};
+use scenarios::cli::library::find;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::{RunOptions, run};
 use sim_core::SimDuration;
 
@@ -38,7 +38,7 @@ fn measure(variant: Option<&str>, writers: u32, seeds: u64) -> (f64, f64) {
             ..Override::default()
         }],
     };
-    let scenario = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
+    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
         .expect("the variants validate");
     let (mut calls, mut makespan) = (0.0, 0.0);
     for seed in 1..=seeds {
@@ -182,7 +182,7 @@ fn spread_writers_do_not_conflict() {
         }],
     };
     let scenario =
-        parse_overridden(entry.name, entry.text, &Limits::default(), &overrides).unwrap();
+        parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap();
     let r = run(&scenario, entry.name, &RunOptions::default())
         .unwrap()
         .report;
@@ -204,7 +204,7 @@ fn xfetch_smooths_an_expiry_stampede() {
             variant: variant.map(str::to_string),
             sets: Vec::new(),
         };
-        parse_overridden(entry.name, entry.text, &Limits::default(), &overrides).unwrap()
+        parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap()
     };
     let (plain, xfetch) = (at(None), at(Some("xfetch")));
     for seed in 1..=4 {
@@ -249,7 +249,7 @@ fn xfetch_smooths_an_expiry_stampede() {
 fn makespan_and_store_figures_are_in_json_csv_and_text() {
     use scenarios::report::Format;
     let entry = find("occ-contention").unwrap();
-    let scenario = scenarios::load::parse(entry.name, entry.text).unwrap();
+    let scenario = scenarios::format::load::parse(entry.name, entry.text).unwrap();
     let r = run(&scenario, entry.name, &RunOptions::default())
         .unwrap()
         .report;
@@ -283,7 +283,7 @@ fn makespan_and_store_figures_are_in_json_csv_and_text() {
     assert!(human.contains(&format!("conflicts {conflicts}")), "{human}");
 
     let plain = find("limiter-comparison").unwrap();
-    let s = scenarios::load::parse(plain.name, plain.text).unwrap();
+    let s = scenarios::format::load::parse(plain.name, plain.text).unwrap();
     let other = run(&s, plain.name, &RunOptions::default()).unwrap().report;
     let text = Format::Json.render(&other);
     for key in ["makespan_ms", "\"store\"", "cache_refresh"] {

@@ -3,7 +3,7 @@
 //! policy like a server's `Retry-After`. Each test runs a scenario and reads what a user
 //! reads: its report.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::{Report, RunOptions, run};
 
 /// Parses and runs a scenario written for the test.

@@ -4,8 +4,8 @@
 //! over-admits more as the store gets slower and the load denser, and the latency of a
 //! fan-out to n exponential leaves is the maximum of n exponentials.
 
-use scenarios::load::parse;
-use scenarios::world::DistributedFigures;
+use scenarios::figures::DistributedFigures;
+use scenarios::format::load::parse;
 use scenarios::{Report, RunOptions, run};
 
 /// Runs a scenario given as text and hands back its report.

@@ -55,10 +55,10 @@ use proptest::prelude::*;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use scenarios::ScenarioError;
-use scenarios::library::LIBRARY;
-use scenarios::limits::Limits;
-use scenarios::load::parse_bytes;
-use scenarios::overrides::{Flag, Override, Overrides, parse_overridden};
+use scenarios::cli::library::LIBRARY;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse_bytes;
+use scenarios::format::overrides::{Flag, Override, Overrides, parse_overridden};
 use scenarios::report::Format;
 use scenarios::{RunOptions, run};
 use std::cell::RefCell;
@@ -94,17 +94,17 @@ static ALLOCATOR: PeakAlloc = PeakAlloc;
 
 /// The limits of a fuzzed run of `bytes`: the budget depends on the input only, so a failure
 /// replays.
-fn limits(bytes: &[u8]) -> Limits {
+fn limits(bytes: &[u8]) -> RunLimits {
     let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
-    Limits {
+    RunLimits {
         memory_max: if hash.is_multiple_of(SMALL_BUDGET_ODDS) {
             MEMORY_SMALL
         } else {
             MEMORY_MAX
         },
-        ..Limits::default()
+        ..RunLimits::default()
     }
 }
 
@@ -203,7 +203,7 @@ fn header_sets(bytes: &[u8]) -> Vec<Override> {
 
 /// Reading `bytes` (with the overrides of its first lines) and running what reads, twice, and
 /// one of its variants.
-fn checked(file: &str, bytes: &[u8], limits: &Limits) -> Result<Outcome, String> {
+fn checked(file: &str, bytes: &[u8], limits: &RunLimits) -> Result<Outcome, String> {
     let sets = header_sets(bytes);
     let read = if sets.is_empty() {
         parse_bytes(file, bytes, limits)

@@ -1,8 +1,8 @@
 //! The library: every scenario shows what its header claims, in numbers, at its own seed;
 //! its compact summary is snapshotted; and every run replays to the same digest.
 
-use scenarios::library::{LIBRARY, find};
-use scenarios::load::parse;
+use scenarios::cli::library::{LIBRARY, find};
+use scenarios::format::load::parse;
 use scenarios::report::Format;
 use scenarios::{Report, RunOptions, run};
 use sim_core::sim::first_divergence;

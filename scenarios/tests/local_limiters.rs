@@ -3,7 +3,7 @@
 //! knows what the others admitted. A central limiter (one budget for the fleet) is compared
 //! with this.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::{Report, RunOptions, run};
 
 /// A gateway of `replicas` replicas, each with its own token bucket of 100/s (burst 10) on its

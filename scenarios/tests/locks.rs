@@ -1,10 +1,10 @@
 //! Row locks (`StoreOp::Locked`) against optimistic concurrency, through the figures a user
 //! reads: the store's commits, conflicts and locks, the client's attempts and makespan.
 
-use scenarios::library::find;
-use scenarios::limits::Limits;
-use scenarios::load::parse;
-use scenarios::overrides::{Overrides, parse_overridden};
+use scenarios::cli::library::find;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse;
+use scenarios::format::overrides::{Overrides, parse_overridden};
 use scenarios::report::{LockReport, StoreReport};
 use scenarios::{Report, RunOptions, run};
 
@@ -15,7 +15,7 @@ fn occ(variant: Option<&str>, seed: u64) -> Report {
         variant: variant.map(str::to_string),
         sets: Vec::new(),
     };
-    let s = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides).unwrap();
+    let s = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap();
     let options = RunOptions {
         seed: Some(seed),
         ..RunOptions::default()

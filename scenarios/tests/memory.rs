@@ -5,8 +5,8 @@
 //! One test in its own binary, so that the peak resident memory of the process (`VmHWM` in
 //! `/proc/self/status`) is this run's.
 
-use scenarios::limits::Limits;
-use scenarios::load::load_with;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::load_with;
 use scenarios::{RunOptions, run};
 
 /// The process's peak resident memory in bytes (Linux).
@@ -27,9 +27,9 @@ fn peak_resident_bytes() -> u64 {
 #[test]
 fn an_unbounded_queue_stops_at_the_memory_budget_with_a_full_report() {
     let budget = 64u64 << 20;
-    let limits = Limits {
+    let limits = RunLimits {
         memory_max: budget,
-        ..Limits::default()
+        ..RunLimits::default()
     };
     let file = "tests/memory/overloaded-unbounded-queue.ron";
     let scenario = load_with(file, &limits).expect("the file is valid");

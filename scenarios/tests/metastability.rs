@@ -3,8 +3,8 @@
 //! expectations that use it; and what validation refuses.
 
 use scenarios::Report;
-use scenarios::library::find;
-use scenarios::load::parse;
+use scenarios::cli::library::find;
+use scenarios::format::load::parse;
 use scenarios::report::metastability::{Metastability, Verdict};
 
 /// The report of `text` (a scenario file) at its own seed.

@@ -2,10 +2,10 @@
 //! says the same, and a bad override is one line that names it.
 
 use scenarios::Scenario;
-use scenarios::library;
-use scenarios::limits::Limits;
-use scenarios::overrides::{Override, Overrides, parse_overridden};
-use scenarios::schema::{Layer, Load};
+use scenarios::cli::library;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::overrides::{Override, Overrides, parse_overridden};
+use scenarios::format::schema::{Layer, Load};
 use std::process::Command;
 
 /// The library scenario `name` with `sets` (and a variant) applied, or the error as a user
@@ -19,7 +19,7 @@ fn check(name: &str, variant: Option<&str>, sets: &[&str]) -> Result<Scenario, S
             .map(|s| s.parse::<Override>().unwrap())
             .collect(),
     };
-    parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
+    parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
         .map_err(|e| e.to_string())
 }
 
@@ -184,7 +184,7 @@ fn a_bad_variant_is_an_error_at_its_line() {
         let e = parse_overridden(
             "x.ron",
             text,
-            &Limits::default(),
+            &RunLimits::default(),
             &Overrides {
                 variant: variant.map(str::to_string),
                 sets: vec![],
@@ -200,7 +200,7 @@ fn a_bad_variant_is_an_error_at_its_line() {
     let e = parse_overridden(
         "x.ron",
         &text.replace("services.api.workers", "services.s.workers"),
-        &Limits::default(),
+        &RunLimits::default(),
         &Overrides::default(),
     )
     .unwrap_err()
@@ -213,7 +213,7 @@ fn a_bad_variant_is_an_error_at_its_line() {
     let e = parse_overridden(
         "x.ron",
         &malformed,
-        &Limits::default(),
+        &RunLimits::default(),
         &Overrides::default(),
     )
     .unwrap_err()
@@ -513,7 +513,7 @@ fn an_error_in_a_variant_says_where_in_the_variants_map() {
 fn a_variants_map_whose_brackets_go_wrong_says_where() {
     let text = library::find("metastable-retry").unwrap().text;
     let read = |text: &str| {
-        parse_overridden("m.ron", text, &Limits::default(), &Overrides::default())
+        parse_overridden("m.ron", text, &RunLimits::default(), &Overrides::default())
             .unwrap_err()
             .to_string()
     };
@@ -540,7 +540,7 @@ fn a_name_that_cannot_be_a_field_is_refused_on_one_line() {
     // Found by the fuzz campaign: a variant's path may hold a line break (a RON string can);
     // the message still takes one line.
     let file = "tests/fuzz-found/variant-path-with-a-line-break.ron";
-    let e = scenarios::load::load(file).unwrap_err().to_string();
+    let e = scenarios::format::load::load(file).unwrap_err().to_string();
     assert_eq!(
         e,
         format!(

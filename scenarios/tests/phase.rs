@@ -6,11 +6,12 @@
 //! Cost: 6 × 4 cells × 3 seeds of a 30s run, twice (one and two threads): about 10 seconds of
 //! CPU in the test profile.
 
+use scenarios::cli::library;
 use scenarios::experiment::phase::{
     Phase, parse_axis, phase_map, render_json, render_svg, render_text,
 };
-use scenarios::limits::Limits;
-use scenarios::overrides::{Override, Overrides};
+use scenarios::format::limits::RunLimits;
+use scenarios::format::overrides::{Override, Overrides};
 
 /// The book's map, on `jobs` threads.
 fn book_map(jobs: usize) -> scenarios::experiment::phase::PhaseMap {
@@ -28,7 +29,7 @@ fn book_map(jobs: usize) -> scenarios::experiment::phase::PhaseMap {
         },
         jobs: Some(jobs),
     };
-    phase_map(&command, &Limits::default()).unwrap_or_else(|e| panic!("{e}"))
+    phase_map(&command, &library::open, &RunLimits::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! Connection pools: a call's pool per calling replica and a service's `max_connections`,
 //! through the figures a user reads (the report's pool and connections sections).
 
-use scenarios::library::find;
-use scenarios::limits::Limits;
-use scenarios::load::parse;
-use scenarios::overrides::{Overrides, parse_overridden};
+use scenarios::cli::library::find;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse;
+use scenarios::format::overrides::{Overrides, parse_overridden};
 use scenarios::report::{CallReport, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 
@@ -178,7 +178,7 @@ fn a_smaller_pool_avoids_the_refusals_of_pool_exhaustion() {
         sets: Vec::new(),
     };
     let scenario =
-        parse_overridden(entry.name, entry.text, &Limits::default(), &overrides).unwrap();
+        parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap();
     let r = run(&scenario, entry.name, &RunOptions::default())
         .unwrap()
         .report;

@@ -5,7 +5,7 @@
 //! law) and `max_keys` caps the tenants in flight; a class's cost is what a call's `Limiter`
 //! layer charges.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::report::{ClassReport, ClientReport, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 

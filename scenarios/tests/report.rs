@@ -7,7 +7,7 @@ use scenarios::figures::{
     CallSiteFigures, CallStats, ClientBucket, ClientFigures, Figures, RunBucket, RunMeta,
     ServiceCounts, ServiceFigures,
 };
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::report::Format;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime, StopReason};

@@ -2,10 +2,10 @@
 //! scale-in with draining), cold starts and rolling deploys, through the reports a user reads
 //! (the JSON report's `scaling` section and its replicas-in-rotation series, the CSV columns).
 
-use scenarios::library::find;
-use scenarios::limits::Limits;
-use scenarios::load::parse;
-use scenarios::overrides::{Override, Overrides, parse_overridden};
+use scenarios::cli::library::find;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse;
+use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::report::{Format, Report};
 use scenarios::{RunOptions, run};
 use serde_json::Value;
@@ -25,7 +25,7 @@ fn check(name: &str, variant: Option<&str>, sets: &[(&str, &str)]) -> (Report, V
             })
             .collect(),
     };
-    let scenario = parse_overridden(entry.name, entry.text, &Limits::default(), &overrides)
+    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
         .expect("the file and its variants validate");
     let report = run(&scenario, entry.name, &RunOptions::default())
         .unwrap()

@@ -4,8 +4,9 @@
 
 use proptest::prelude::*;
 use scenarios::experiment::shrink::{ShrinkOptions, Shrunk, shrink};
-use scenarios::schema::{Expectation, FaultKind, Layer};
-use scenarios::{RunOptions, load, run};
+use scenarios::format::load;
+use scenarios::format::schema::{Expectation, FaultKind, Layer};
+use scenarios::{RunOptions, run};
 use std::process::Command;
 
 const RETRY_STORM: &str = "tests/shrink/retry-storm-bloated.ron";

@@ -3,7 +3,7 @@
 //! for every request, and replay to the same digest.
 
 use proptest::prelude::*;
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::{RunOptions, run};
 
 /// One service of the generated chain.

@@ -3,10 +3,10 @@
 //! from the quiet tenants, shadow mode counts exactly what enforcement refuses, and the
 //! attributes (tenant, retry safety) travel to every hop.
 
-use scenarios::library;
-use scenarios::limits::Limits;
-use scenarios::load::parse;
-use scenarios::overrides::{Overrides, parse_overridden};
+use scenarios::cli::library;
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse;
+use scenarios::format::overrides::{Overrides, parse_overridden};
 use scenarios::report::{ClassReport, ClientReport, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 
@@ -93,7 +93,7 @@ fn without_the_shedder_the_critical_class_is_refused_like_the_others() {
         variant: Some("fifo".to_string()),
         sets: Vec::new(),
     };
-    let fifo = parse_overridden("x", entry.text, &Limits::default(), &overrides).unwrap();
+    let fifo = parse_overridden("x", entry.text, &RunLimits::default(), &overrides).unwrap();
     let opts = RunOptions::default();
     let shed = run(&base, "x", &opts).unwrap().report;
     let plain = run(&fifo, "x", &opts).unwrap().report;

@@ -2,7 +2,7 @@
 //! closed loops, balancers, crashes, cancellation, caches, network faults, capacity drops,
 //! error rates, schedules and limits.
 
-use scenarios::load::parse;
+use scenarios::format::load::parse;
 use scenarios::report::{LatencyMs, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 use sim_core::queueing::{erlang_c, mm1_mean_wait, mmc_mean_wait};
@@ -529,7 +529,7 @@ fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
 #[test]
 fn client_side_throttling_ends_a_metastable_retry_storm() {
     // metastable-retry with adaptive throttling (K = 2) on every attempt of the client.
-    let text = scenarios::library::find("metastable-retry")
+    let text = scenarios::cli::library::find("metastable-retry")
         .unwrap()
         .text
         .replace(

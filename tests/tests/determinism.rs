@@ -56,10 +56,10 @@ fn library_digests_are_pinned() {
     // Every library scenario at its own seed: the same digest in the dev and the release
     // profile (this snapshot is shared by both runs of this file in `.ci/run`), and the
     // same as when the snapshot was taken.
-    let lines: Vec<String> = scenarios::library::LIBRARY
+    let lines: Vec<String> = scenarios::cli::library::LIBRARY
         .iter()
         .map(|entry| {
-            let scenario = scenarios::load::parse(entry.name, entry.text).expect("valid");
+            let scenario = scenarios::format::load::parse(entry.name, entry.text).expect("valid");
             let out = scenarios::run(&scenario, entry.name, &scenarios::RunOptions::default())
                 .expect("the library runs");
             let r = &out.report;

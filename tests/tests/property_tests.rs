@@ -5,7 +5,7 @@
 // ANCHOR: imports
 use patterns::limiter::{BucketConfig, Cost, RateLimiter, TokenBucket};
 use proptest::prelude::*;
-use scenarios::schema::{Load, Schedule};
+use scenarios::format::schema::{Load, Schedule};
 use scenarios::{RunOptions, Scenario, run};
 use sim_core::{Rate, SimDuration, SimTime};
 // ANCHOR_END: imports
@@ -49,7 +49,7 @@ proptest! {
 const RETRY_BUDGETS: &str = include_str!("../../book/src/scenarios/retry-budgets.ron");
 
 fn retry_budgets(rate_per_s: u32, outage_at_s: u64, outage_s: u64) -> Scenario {
-    let mut scenario = scenarios::load::parse("retry-budgets.ron", RETRY_BUDGETS).unwrap();
+    let mut scenario = scenarios::format::load::parse("retry-budgets.ron", RETRY_BUDGETS).unwrap();
     for client in scenario.clients.values_mut() {
         client.load = Load::Open {
             rate: Schedule::Constant(Rate::per_second(f64::from(rate_per_s))),

@@ -2,7 +2,7 @@
 //! what `resim list` prints. A change to the world, a report or the library that changes them
 //! fails here until the README is brought up to date.
 
-use scenarios::library::{self, DEFAULT_EXAMPLE};
+use scenarios::cli::library::{self, DEFAULT_EXAMPLE};
 use scenarios::report::Format;
 use scenarios::{RunOptions, run};
 
@@ -43,7 +43,8 @@ fn readme_shows_what_the_first_command_prints() {
     // `cargo run --release` runs `resim` with no arguments: the built-in library example with
     // the default options, exactly as below.
     let entry = library::find(DEFAULT_EXAMPLE).expect("the built-in example is in the library");
-    let scenario = scenarios::load::parse(entry.name, entry.text).expect("library scenarios parse");
+    let scenario =
+        scenarios::format::load::parse(entry.name, entry.text).expect("library scenarios parse");
     let output = run(&scenario, DEFAULT_EXAMPLE, &RunOptions::default()).expect("it runs");
     check("resim-output", &Format::Human.render(&output.report));
 }

@@ -2,11 +2,11 @@
 //! print and whether every run passed out. The progress bar is drawn on stderr only when it
 //! is a terminal.
 
+use super::Opener;
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
-use crate::library::resolve_each;
-use crate::limits::Limits;
-use crate::overrides::Overrides;
+use crate::format::limits::RunLimits;
+use crate::format::overrides::Overrides;
 use sim_core::SimDuration;
 use std::io::IsTerminal as _;
 
@@ -40,9 +40,9 @@ pub struct Outcome {
     pub passed: bool,
 }
 
-/// Runs a sweep. Every grid point is read and validated before any run starts; an error is
-/// one line for stderr (exit code 2).
-pub fn sweep(command: &Sweep, limits: &Limits) -> Result<Outcome, String> {
+/// Runs a sweep of the scenario `open` reads. Every grid point is read and validated before
+/// any run starts; an error is one line for stderr (exit code 2).
+pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Outcome, String> {
     let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
     let each: Vec<Overrides> = plan
         .points
@@ -53,7 +53,9 @@ pub fn sweep(command: &Sweep, limits: &Limits) -> Result<Outcome, String> {
             overrides
         })
         .collect();
-    let scenarios = resolve_each(&command.file, limits, &each).map_err(|e| e.to_string())?;
+    let scenarios = open(&command.file)
+        .and_then(|source| source.apply_each(limits, &each))
+        .map_err(|e| e.to_string())?;
     let words: Vec<String> = each.iter().map(Overrides::command_line).collect();
     let setup = SweepSetup {
         file: &command.file,
@@ -117,13 +119,14 @@ pub struct CompareOutput {
 pub fn compare_command(
     files: &[String],
     variants: &[String],
-    sets: &[crate::overrides::Override],
+    sets: &[crate::format::overrides::Override],
     (seeds, duration, jobs): ((u64, u64), Option<SimDuration>, Option<usize>),
-    limits: &Limits,
+    open: Opener<'_>,
+    limits: &RunLimits,
     output: &CompareOutput,
 ) -> Result<Outcome, String> {
     let sides = super::compare::sides(files, variants, sets)?;
-    let comparison = super::compare::compare(&sides, seeds, duration, jobs, limits)?;
+    let comparison = super::compare::compare(&sides, seeds, duration, jobs, open, limits)?;
     if (output.svg.is_some() || output.html.is_some())
         && let Some(first) = &comparison.first
     {

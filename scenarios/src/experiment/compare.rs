@@ -12,10 +12,10 @@
 //! `resim compare --svg` draws on the same axes (one seed rather than an average: an average
 //! of runs whose storms start at different moments would draw a storm no run had).
 
+use super::Opener;
 use super::stats::{Moments, t_interval};
-use crate::library::resolve;
-use crate::limits::Limits;
-use crate::overrides::Overrides;
+use crate::format::limits::RunLimits;
+use crate::format::overrides::Overrides;
 use crate::report::Report;
 use crate::{RunOptions, run};
 use rayon::prelude::*;
@@ -185,13 +185,15 @@ fn run_side(
     Ok((samples, first.expect("at least one seed")))
 }
 
-/// Runs both sides on `seeds` (on `jobs` threads) and compares them.
+/// Runs both sides on `seeds` (on `jobs` threads) and compares them; `open` reads each side's
+/// file.
 pub fn compare(
     sides: &[Side; 2],
     seeds: (u64, u64),
     duration: Option<SimDuration>,
     jobs: Option<usize>,
-    limits: &Limits,
+    open: Opener<'_>,
+    limits: &RunLimits,
 ) -> Result<Comparison, String> {
     if seeds.1 < seeds.0 {
         return Err(format!(
@@ -202,7 +204,10 @@ pub fn compare(
     let mut samples = Vec::with_capacity(2);
     let mut firsts = Vec::with_capacity(2);
     for side in sides {
-        let scenario = resolve(&side.file, limits, &side.overrides).map_err(|e| e.to_string())?;
+        let scenario = open(&side.file)
+            .and_then(|source| source.apply_each(limits, std::slice::from_ref(&side.overrides)))
+            .map_err(|e| e.to_string())?
+            .remove(0);
         let (s, first) = run_side(&scenario, &side.file, seeds, duration, jobs)?;
         samples.push(s);
         firsts.push(first);
@@ -405,7 +410,7 @@ pub fn render(c: &Comparison) -> String {
 pub fn sides(
     files: &[String],
     variants: &[String],
-    sets: &[crate::overrides::Override],
+    sets: &[crate::format::overrides::Override],
 ) -> Result<[Side; 2], String> {
     let side = |file: &str, variant: Option<&String>| Side {
         label: match variant {

@@ -8,11 +8,16 @@
 //! |---|---|
 //! | [`command`] | `resim sweep` and `resim merge` as the command line runs them |
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
+//! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
 //! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
 //! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
 //! | [`shrink`] | `resim shrink`: a smaller scenario that still fails the same expectation |
+//!
+//! **Layer rule:** experiments use runs, reports and the format; never the world (they read
+//! finished reports) or the command line: what a name on a command line means comes in as an
+//! [`Opener`].
 //!
 //! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
 //! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
@@ -21,6 +26,7 @@
 
 pub mod command;
 pub mod compare;
+pub mod determinism;
 pub mod phase;
 pub mod plan;
 pub mod shrink;
@@ -31,3 +37,11 @@ pub use plan::{GridAxis, Partition, Plan};
 pub use sweep::{
     RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
 };
+
+use crate::format::error::ScenarioError;
+use crate::format::overrides::Source;
+
+/// How an experiment reads the scenario a command names: the command line gives its own
+/// (a file, else a library scenario of that name), so that what a name means is said in one
+/// place and an experiment only reads what it is handed.
+pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Source, ScenarioError>;

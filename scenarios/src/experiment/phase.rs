@@ -7,13 +7,14 @@
 //! map is printed as a text table (rows are y values, the last on top, as in the SVG) or as
 //! JSON, and drawn as an SVG heat map by [`crate::report::render::charts::heatmap`].
 
+use super::Opener;
 use super::command::Outcome;
 use super::plan::{GridAxis, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
-use crate::library::resolve_each;
-use crate::limits::Limits;
-use crate::overrides::{Flag, Overrides};
-use crate::report::metastability::{Verdict, window};
+use crate::format::limits::RunLimits;
+use crate::format::overrides::{Flag, Overrides};
+use crate::format::verdict::window;
+use crate::report::metastability::{Verdict, describe};
 use crate::report::render::charts::heatmap::{HeatMap, heatmap};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -186,9 +187,14 @@ pub struct PhaseMap {
     pub cells: Vec<Cell>,
 }
 
-/// Runs the map. Every grid point is read and validated, and must have a trigger that ends,
-/// before any run starts; an error is one line for stderr (exit code 2).
-pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
+/// Runs the map of the scenario `open` reads. Every grid point is read and validated, and must
+/// have a trigger that ends, before any run starts; an error is one line for stderr (exit
+/// code 2).
+pub fn phase_map(
+    command: &Phase,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<PhaseMap, String> {
     if command.x.path == command.y.path {
         return Err(format!(
             "--x and --y both set {}; give the two axes different paths",
@@ -205,7 +211,9 @@ pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
             overrides
         })
         .collect();
-    let scenarios = resolve_each(&command.file, limits, &each).map_err(|e| e.to_string())?;
+    let scenarios = open(&command.file)
+        .and_then(|source| source.apply_each(limits, &each))
+        .map_err(|e| e.to_string())?;
     for (i, s) in scenarios.iter().enumerate() {
         window(s, s.duration).map_err(|why| {
             format!(
@@ -290,7 +298,7 @@ pub fn phase_map(command: &Phase, limits: &Limits) -> Result<PhaseMap, String> {
         y: command.y.path.clone(),
         y_values: command.y.values.iter().map(|v| shown(v)).collect(),
         seeds: command.seeds,
-        thresholds: scenarios[0].verdict.describe(),
+        thresholds: describe(&scenarios[0].verdict),
         cells,
     })
 }
@@ -386,9 +394,10 @@ pub fn phase_command(
     command: &Phase,
     json: bool,
     svg: Option<&str>,
-    limits: &Limits,
+    open: Opener<'_>,
+    limits: &RunLimits,
 ) -> Result<Outcome, String> {
-    let map = phase_map(command, limits)?;
+    let map = phase_map(command, open, limits)?;
     if let Some(path) = svg {
         std::fs::write(path, render_svg(&map)?)
             .map_err(|e| format!("{path}: cannot write: {e}"))?;

@@ -3,7 +3,7 @@
 //! every seed. Every run has a stable index, `point × seeds + seed offset`, which is the order
 //! of the output and what [`Partition`] splits on.
 
-use crate::overrides::{Flag, Override};
+use crate::format::overrides::{Flag, Override};
 use std::fmt;
 use std::str::FromStr;
 

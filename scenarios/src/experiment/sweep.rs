@@ -4,8 +4,8 @@
 
 use super::plan::{Plan, RunSpec};
 use super::stats::{Moments, wilson};
-use crate::error::ScenarioError;
-use crate::schema::Scenario;
+use crate::format::error::ScenarioError;
+use crate::format::schema::Scenario;
 use crate::{Report, RunOptions, run};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

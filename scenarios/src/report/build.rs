@@ -8,7 +8,7 @@ use crate::figures::{
     ServiceBucket, ServiceFigures,
 };
 use crate::figures::{ClassFigures, TrafficFigures};
-use crate::schema::{FaultKind, Load, Scenario, Schedule};
+use crate::format::schema::{FaultKind, Load, Scenario, Schedule};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime};
 
@@ -92,7 +92,7 @@ impl Report {
             network: network(scenario, figures),
             limiters: figures.distributed.clone(),
             trace,
-            warnings: crate::warnings::warnings(scenario),
+            warnings: crate::format::warnings::warnings(scenario),
         }
     }
 }
@@ -563,7 +563,9 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
                 warmup,
             } => {
                 let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
-                let end = crate::scaling::deploy_end(f.at, replicas, *batch, *downtime, *warmup);
+                let end = crate::format::schema::scaling::deploy_end(
+                    f.at, replicas, *batch, *downtime, *warmup,
+                );
                 push(
                     "deploy",
                     service,

@@ -13,6 +13,10 @@
 //!
 //! Every figure is a pure function of the run's figures, so two runs with the same digest
 //! print the same report. Floats appear only here, rounded for display.
+//!
+//! **Layer rule:** the report uses the format (the scenario, its verdict settings) and
+//! `figures.rs`; never the world (it sees a run only through its figures), runs, experiments
+//! or the command line. `run.rs` builds it when the world is done.
 
 mod build;
 pub mod metastability;

@@ -228,7 +228,7 @@ pub struct ServiceReport {
     pub connections: Option<ConnectionsReport>,
 }
 
-/// Capacity events at a service ([`crate::capacity`]).
+/// Capacity events at a service ([`crate::format::schema::capacity`]).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CapacityEventsReport {
     /// Replica pauses (a pause of three replicas counts three).
@@ -285,7 +285,7 @@ pub struct PoolReport {
 }
 
 /// The blast radius at a service: caller units (tenant keys) and the replicas they lost
-/// ([`crate::isolation`]).
+/// ([`crate::format::schema::isolation`]).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct BlastReport {
     /// `none`, `cells` or `shuffle_sharding`.
@@ -722,7 +722,7 @@ pub struct Report {
     /// configured limit, store failures and how they were decided, and per bucket the
     /// admissions charged and the over-admissions among them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub limiters: Vec<crate::world::DistributedFigures>,
+    pub limiters: Vec<crate::figures::DistributedFigures>,
     /// The events of the trace window, when one was asked for (`--trace FROM..TO`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<String>,

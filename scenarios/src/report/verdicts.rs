@@ -5,11 +5,12 @@
 //! A window that holds no bucket is refused by validation; one whose buckets hold no request
 //! fails, saying so, since a ratio of nothing is no evidence either way.
 
-use super::metastability::{Metastability, NoVerdict};
+use super::metastability::Metastability;
 use super::types::{ExpectationResult, Summary, Threshold};
 use super::{ratio, round3};
 use crate::figures::{ClientFigures, Figures};
-use crate::schema::Expectation;
+use crate::format::schema::Expectation;
+use crate::format::verdict::NoVerdict;
 use sim_core::SimDuration;
 
 /// The verdict on `e`.

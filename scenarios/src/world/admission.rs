@@ -1,6 +1,6 @@
 //! The admission layers that read a request's attributes: rate limits keyed on the tenant and
 //! charged the class's cost, in shadow mode or enforced ([`RateLimits`]), and the priority
-//! shedder ([`Priority`]).
+//! shedder ([`PriorityShedding`]).
 //!
 //! A service's enforcing `RateLimit` layers act as one composite limiter (peek then commit,
 //! as [`patterns::limiter::Composite`]): every layer is asked without charging, and only when
@@ -10,7 +10,7 @@
 
 use super::outcome::Reason;
 use super::traffic::Attrs;
-use crate::schema::{KeyedLimit, LimitKey};
+use crate::format::schema::{KeyedLimit, LimitKey};
 use patterns::limiter::{Cost, Keyed, KeyedConfig, Limiter, RateDecision, RateLimiter};
 use patterns::shedder::{PriorityConfig, PriorityShedder};
 use sim_core::{SimDuration, SimTime};
@@ -118,14 +118,14 @@ impl RateLimits {
 
 /// A service's priority shedder.
 #[derive(Debug)]
-pub struct Priority {
+pub struct PriorityShedding {
     shedder: PriorityShedder,
 }
 
-impl Priority {
+impl PriorityShedding {
     /// The shedder of `config` (validated with the scenario).
-    pub fn new(config: &PriorityConfig) -> Priority {
-        Priority {
+    pub fn new(config: &PriorityConfig) -> PriorityShedding {
+        PriorityShedding {
             shedder: PriorityShedder::new(config).expect("configs are validated with the scenario"),
         }
     }

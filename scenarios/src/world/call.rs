@@ -24,7 +24,7 @@ use super::site::{Fell, Side};
 use super::stack::{Acquire, Permits, Ticket};
 use super::traffic::Attrs;
 use super::{C, CallKey, HedgeKey, JobKey, World};
-use crate::schema::Abandoned;
+use crate::format::schema::Abandoned;
 use patterns::retry::{GiveUpReason, RetryDecision, RetryRequest, Safety};
 use sim_core::{SimDuration, SimTime, TimerId};
 use slotmap::{Key, KeyData};

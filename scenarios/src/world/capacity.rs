@@ -1,4 +1,4 @@
-//! Capacity events ([`crate::capacity`]): stop-the-world pauses, zone failures and liveness
+//! Capacity events ([`crate::format::schema::capacity`]): stop-the-world pauses, zone failures and liveness
 //! probes, and the world's handlers of their events (`Pause` and `ZoneFailure` faults,
 //! `LivenessTick`, `LivenessDeadline`).
 //!
@@ -24,9 +24,9 @@
 
 use super::msg::Msg;
 use super::{C, World, later};
-use crate::capacity::{Liveness, ProbeServer, zone_of};
 use crate::figures::CapacityFigures;
-use crate::schema::{FaultKind, Scenario};
+use crate::format::schema::capacity::{Liveness, ProbeServer, zone_of};
+use crate::format::schema::{FaultKind, Scenario};
 use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 

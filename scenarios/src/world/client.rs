@@ -9,7 +9,7 @@ use super::traffic::{self, Attrs, Mix};
 #[cfg(test)]
 use crate::figures::ClientBucket;
 use crate::figures::{ClientFigures, ReasonCounts};
-use crate::schema::{self, FaultKind, Load, Schedule};
+use crate::format::schema::{self, FaultKind, Load, Schedule};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::sample::{exponential, uniform_below};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};

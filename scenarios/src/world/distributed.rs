@@ -26,12 +26,12 @@ use super::job::Stage;
 use super::outcome::{Outcome, Reason};
 use super::site::{CallSite, Caller};
 use super::{C, CallKey, JobKey, World};
-use crate::distributed::{
+use crate::figures::DistributedFigures;
+use crate::format::schema::distributed::{
     DistributedLimiter, LimiterState, OnStoreFailure, STORE_TIMEOUT_DEFAULT, StoreClock,
 };
-use crate::schema::{Admission, Call, CallSafety, Layer, Scenario};
+use crate::format::schema::{Admission, Call, CallSafety, Layer, Scenario};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
-use serde::Serialize;
 use sim_core::{Seed, SimDuration, SimTime};
 use slotmap::Key;
 use std::collections::VecDeque;
@@ -79,39 +79,6 @@ enum StoreResult {
         tokens: u64,
         retry_after: Option<SimDuration>,
     },
-}
-
-/// The figures of one distributed limiter.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct DistributedFigures {
-    /// Its path, `services.NAME.admission[i]`.
-    pub path: String,
-    /// Where its state lives: `local`, `central_atomic`, `central_racy`, `lease`.
-    pub state: String,
-    /// Decisions asked of it.
-    pub decisions: u64,
-    /// Store calls sent (scripts, reads, writes, leases; not those an open breaker refused).
-    pub round_trips: u64,
-    /// Decisions that admitted (fail-open ones included).
-    pub admitted: u64,
-    /// Decisions that refused (fail-closed and cached ones included).
-    pub refused: u64,
-    /// Refusals made by the local decision cache, without the store.
-    pub refused_cached: u64,
-    /// Admissions the configured limit, kept exactly at the true time, would have refused.
-    pub over_admitted: u64,
-    /// Store calls that failed (timeout, open breaker, the store's refusal or error).
-    pub store_failures: u64,
-    /// Decisions made by `on_store_failure: Open` (admitted without the store).
-    pub failed_open: u64,
-    /// Decisions made by `on_store_failure: Closed` (refused without the store).
-    pub failed_closed: u64,
-    /// Tokens the store granted in leases.
-    pub lease_tokens: u64,
-    /// Per report bucket: admissions charged in it (by the time they were committed).
-    pub charged_by_bucket: Vec<u64>,
-    /// Per report bucket: over-admissions among them.
-    pub over_admitted_by_bucket: Vec<u64>,
 }
 
 /// How the limiter decides.
@@ -204,7 +171,7 @@ pub fn build(
                 _ => None,
             };
             let mut skew_rng = seed.stream(&format!("{path}/skew"));
-            let replicas = (0..crate::scaling::slots(sv))
+            let replicas = (0..crate::format::schema::scaling::slots(sv))
                 .map(|_| ReplicaPart {
                     local: matches!(mode, Mode::Local)
                         .then(|| Limiter::new(&d.limiter).expect(built)),
@@ -222,7 +189,7 @@ pub fn build(
                 let target = names.binary_search(&store).expect("validated store") as u32;
                 let call = store_call(store, d);
                 let spath = format!("{path}.store");
-                for r in 0..crate::scaling::slots(sv) {
+                for r in 0..crate::format::schema::scaling::slots(sv) {
                     mine.push(sites.len() as u32);
                     let caller = Caller::Replica(i as u32, r);
                     sites.push(CallSite::new(spath.clone(), caller, target, &call, seed));

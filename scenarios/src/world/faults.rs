@@ -7,7 +7,7 @@
 
 use super::msg::Msg;
 use super::{C, World, later};
-use crate::schema::{Fault, FaultKind};
+use crate::format::schema::{Fault, FaultKind};
 use sim_core::SimDuration;
 
 /// The scenario's faults and which are active.

@@ -19,7 +19,7 @@ use super::replica::Enqueue;
 use super::service::Admit;
 use super::traffic::Attrs;
 use super::{C, CallKey, JobKey, World};
-use crate::schema::{Abandoned, CallSafety};
+use crate::format::schema::{Abandoned, CallSafety};
 use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::Begin;
 use sim_core::{SimDuration, SimTime, TimerId};

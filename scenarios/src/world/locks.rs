@@ -1,4 +1,4 @@
-//! Row locks of a `Locked` store (see [`crate::contention::StoreOp::Locked`]), the world's
+//! Row locks of a `Locked` store (see [`crate::format::schema::contention::StoreOp::Locked`]), the world's
 //! side: a job that has read its row takes the row's lock before its work, or waits for it
 //! holding its worker; a lock given back (by [`super::store::StoreState::unlock`], wherever
 //! a job ends its work or is removed) passes to the first waiter, whose work starts after

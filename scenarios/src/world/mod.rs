@@ -10,6 +10,10 @@
 //! fields private and offers methods; the world's handlers (in the modules of the things they
 //! move: calls in `call`, jobs in `job`) go through those methods.
 //!
+//! **Layer rule:** the world is built from the format's [`Scenario`] and hands over
+//! [`Figures`] (`figures.rs`, its boundary) when a run ends; it uses `format/` and `figures.rs`
+//! only, never the report, runs, experiments or the command line.
+//!
 //! Vocabulary: a *request* is what a client offers; a *call* is one logical call from a
 //! caller (a client or a service) to a target service, possibly made of several *attempts*;
 //! a *job* is one attempt as the target replica sees it.
@@ -81,16 +85,14 @@ mod store;
 mod trace;
 pub mod traffic;
 
-pub use distributed::DistributedFigures;
 pub use msg::{Msg, Net, Packet};
-pub use network::client_node;
 pub use outcome::{Outcome, REASONS, Reason, failure_of};
 pub use pace::Quota;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
 use crate::figures::{CallSiteFigures, Figures, RunBucket};
-use crate::schema::Scenario;
+use crate::format::schema::Scenario;
 use call::Call;
 use client::{Client, Requester, bucket_mut};
 use hedge::Race;
@@ -285,7 +287,8 @@ impl World {
         }
         let mut services = Vec::new();
         for (i, (name, sv)) in s.services.iter().enumerate() {
-            let mut replica_sites = vec![Vec::new(); crate::scaling::slots(sv) as usize];
+            let mut replica_sites =
+                vec![Vec::new(); crate::format::schema::scaling::slots(sv) as usize];
             for (k, c) in sv.calls.iter().enumerate() {
                 let path = format!("services.{name}.calls[{k}]");
                 for (r, mine) in replica_sites.iter_mut().enumerate() {
@@ -306,7 +309,7 @@ impl World {
         sharding::install(s, seed, bucket, &mut services);
         // A service a rolling deploy aims at gets replica slots that can leave rotation.
         for f in &s.faults {
-            if let crate::schema::FaultKind::Deploy { service, .. } = &f.kind {
+            if let crate::format::schema::FaultKind::Deploy { service, .. } = &f.kind {
                 let i = names.binary_search(&service.as_str());
                 services[i.expect("fault targets are checked by validation")].deployed();
             }
@@ -316,7 +319,7 @@ impl World {
         // limiters has the sites it always had.
         let distributed = distributed::build(s, seed, bucket, &mut sites);
         let pooled = s.services.values().flat_map(|sv| {
-            let slots = crate::scaling::slots(sv) as usize;
+            let slots = crate::format::schema::scaling::slots(sv) as usize;
             sv.calls
                 .iter()
                 .flat_map(move |c| std::iter::repeat_n(c, slots))

@@ -11,23 +11,12 @@
 //! other draw; overlapping latency faults add up).
 
 use super::msg::{Net, Packet};
-use crate::schema::{FaultKind, Scenario};
+use crate::format::schema::{FaultKind, Scenario};
 use sim_core::{ConfigError, EntityId, Seed, SimDuration, SimTime};
 use sim_net::{FaultConfig, LinkConfig, NodeId, Verdict};
 
 /// Builds the network of `s` for a run with `seed`, every node played by `entity`. Returns
 /// the network and the nodes: the clients' first, then the services', in name order.
-/// The name of a client's node on the network. Without a network section nothing names
-/// nodes, and a client may share its name with a service; it gets a name of its own then.
-/// Validation checks that every node's name is its own.
-pub fn client_node(s: &Scenario, name: &str) -> String {
-    if s.services.contains_key(name) {
-        format!("clients.{name}")
-    } else {
-        name.to_string()
-    }
-}
-
 pub fn build(
     s: &Scenario,
     seed: Seed,
@@ -41,7 +30,7 @@ pub fn build(
     }
     let mut nodes = Vec::new();
     for name in s.clients.keys() {
-        nodes.push(net.add_node(&client_node(s, name), entity)?);
+        nodes.push(net.add_node(&s.client_node(name), entity)?);
     }
     for name in s.services.keys() {
         nodes.push(net.add_node(name, entity)?);
@@ -66,7 +55,7 @@ pub fn build(
         .chain(s.services.iter().flat_map(|(name, sv)| {
             sv.admission
                 .iter()
-                .filter_map(crate::distributed::store_of)
+                .filter_map(crate::format::schema::distributed::store_of)
                 .map(move |store| (service_node(name), store))
         }));
     for (caller, target) in callers {
@@ -90,7 +79,7 @@ pub fn build(
 /// world's).
 fn install_fault(
     net: &mut Net,
-    f: &crate::schema::Fault,
+    f: &crate::format::schema::Fault,
     seed: Seed,
     service_node: impl Fn(&str) -> NodeId,
 ) -> Result<(), ConfigError> {

@@ -15,8 +15,8 @@
 //! and a reply of a service without a limiter costs no bytes on the wire.
 
 use super::{CallKey, World};
-use crate::answers::PaceConfig;
 use crate::figures::PaceFigures;
+use crate::format::schema::answers::PaceConfig;
 use sim_core::{SimDuration, SimTime};
 
 impl World {

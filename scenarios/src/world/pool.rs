@@ -1,4 +1,4 @@
-//! Connection pools (see [`crate::pool`]): one per calling replica of a pooled call site,
+//! Connection pools (see [`crate::format::schema::pool`]): one per calling replica of a pooled call site,
 //! their connections idle, in use and opening, their FIFO queues of waiting attempts, and
 //! the connections each target holds open over all the pools toward it.
 //!
@@ -25,8 +25,8 @@ use super::msg::Msg;
 use super::outcome::Reason;
 use super::{C, CallKey, World};
 use crate::figures::{ConnectionFigures, PoolFigures};
-use crate::pool::Pool;
-use crate::schema::Scenario;
+use crate::format::schema::Scenario;
+use crate::format::schema::pool::Pool;
 use sim_core::metrics::{GaugeSeries, LatencyHistogram};
 use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;

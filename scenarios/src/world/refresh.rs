@@ -14,7 +14,7 @@
 
 use super::JobKey;
 use crate::figures::RefreshFigures;
-use crate::schema::Cache;
+use crate::format::schema::Cache;
 use sim_core::sample::{open_unit_f64, uniform_below};
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
 use slotmap::SecondaryMap;

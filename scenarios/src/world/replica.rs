@@ -8,7 +8,7 @@
 //! health checks count.
 
 use super::JobKey;
-use crate::schema::{Discipline, QueueConfig, Service};
+use crate::format::schema::{Discipline, QueueConfig, Service};
 use patterns::bulkhead::KeyedBulkhead;
 use patterns::coalesce::Coalescer;
 use patterns::concurrency::ConcurrencyLimiter;
@@ -479,7 +479,7 @@ impl Replica {
 
 fn concurrency_of(s: &Service) -> Option<ConcurrencyLimiter> {
     s.admission.iter().find_map(|a| match a {
-        crate::schema::Admission::Concurrency(c) => Some(
+        crate::format::schema::Admission::Concurrency(c) => Some(
             ConcurrencyLimiter::new(c)
                 .expect("concurrency configs are validated with the scenario"),
         ),
@@ -494,7 +494,7 @@ fn coalescer_of(s: &Service) -> Option<Coalescer<u32>> {
 
 fn tenant_bulkhead_of(s: &Service) -> Option<KeyedBulkhead<u32>> {
     s.admission.iter().find_map(|a| match a {
-        crate::schema::Admission::TenantBulkhead(c) => {
+        crate::format::schema::Admission::TenantBulkhead(c) => {
             Some(KeyedBulkhead::new(c).expect("bulkhead configs are validated with the scenario"))
         }
         _ => None,

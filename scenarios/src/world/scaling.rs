@@ -12,7 +12,7 @@
 //! rotation and the hot path pays one `Option` check when a job starts work and when the
 //! queue changes.
 //!
-//! The scaler (see [`crate::scaling`] for the rule it follows) reads integrals, not samples:
+//! The scaler (see [`crate::format::schema::scaling`] for the rule it follows) reads integrals, not samples:
 //! the busy workers' time (the service's own), the queued requests' time and the replicas in
 //! rotation's time, snapshotted at every tick, so a datapoint is the exact time-average over
 //! its period. Nothing here draws a random number.
@@ -20,8 +20,8 @@
 use super::msg::Msg;
 use super::{C, World, later};
 use crate::figures::ScalingFigures;
-use crate::scaling::{Autoscale, ColdStart, ScaleMetric};
-use crate::schema::FaultKind;
+use crate::format::schema::FaultKind;
+use crate::format::schema::scaling::{Autoscale, ColdStart, ScaleMetric};
 use sim_core::metrics::GaugeSeries;
 use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -92,7 +92,7 @@ impl Scaling {
     /// The slots of a service of `config` with `slots` slots, the first `replicas` in
     /// rotation, if it autoscales or cold-starts (or `deployed`: a deploy aims at it).
     pub fn new(
-        config: &crate::schema::Service,
+        config: &crate::format::schema::Service,
         slots: usize,
         deployed: bool,
         bucket: SimDuration,
@@ -247,7 +247,7 @@ impl Scaling {
 
     /// One tick of the scaler at `now`: takes a snapshot, reads the newest datapoint that
     /// is at least `delay` old, and decides (Kubernetes HPA's rule with AWS target
-    /// tracking's cooldowns; see [`crate::scaling`]). `busy_ns` is the service's busy-worker
+    /// tracking's cooldowns; see [`crate::format::schema::scaling`]). `busy_ns` is the service's busy-worker
     /// integral, `workers` its workers per replica.
     pub fn tick(&mut self, now: SimTime, busy_ns: u128, workers: u32) -> Decision {
         let a = self

@@ -10,7 +10,7 @@
 //! world is split by owner, and this is one owner.
 
 use super::JobKey;
-use super::admission::{Limited, Priority, RateLimits};
+use super::admission::{Limited, PriorityShedding, RateLimits};
 use super::capacity::Capacity;
 use super::client::bucket_mut;
 use super::job::Job;
@@ -22,9 +22,9 @@ use super::scaling::Scaling;
 use super::sharding::{self, Sharding};
 use super::store::StoreState;
 use super::traffic::Attrs;
-use crate::answers::RetryAfter;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts, ServiceFigures};
-use crate::schema::{Admission, Balancer, FaultKind, Service as Config};
+use crate::format::schema::answers::RetryAfter;
+use crate::format::schema::{Admission, Balancer, FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, Limiter, RateLimiter};
@@ -90,7 +90,7 @@ pub struct Service {
     /// Its `RateLimit` layers (keyed, costed, shadow).
     rate_limits: RateLimits,
     /// Its priority shedder.
-    priority: Option<Priority>,
+    priority: Option<PriorityShedding>,
     pid: Option<Pid>,
     faults: Faults,
     round_robin: usize,
@@ -173,7 +173,7 @@ impl Service {
                     })
                 }
                 Admission::RateLimit(k) => rate_limits.push(k),
-                Admission::Priority(p) => priority = Some(Priority::new(p)),
+                Admission::Priority(p) => priority = Some(PriorityShedding::new(p)),
                 // One per replica, built with the replicas.
                 Admission::TenantBulkhead(_) => {}
             }
@@ -184,7 +184,7 @@ impl Service {
             SimTime::ZERO,
             f64::from(config.replicas) * f64::from(config.workers),
         );
-        let slots = crate::scaling::slots(config);
+        let slots = crate::format::schema::scaling::slots(config);
         let scaling = Scaling::new(config, slots as usize, false, bucket).map(Box::new);
         let mut replicas: Vec<Replica> = (0..slots).map(|_| Replica::new(config)).collect();
         for (r, replica) in replicas.iter_mut().enumerate() {

@@ -10,7 +10,7 @@
 //! it was. A gauge counts the units whose every replica is down, over time.
 //!
 //! The tables are built once, with the world, from the service's stream
-//! `services/NAME/isolation` (see [`crate::isolation`] for the draws); a service neither
+//! `services/NAME/isolation` (see [`crate::format::schema::isolation`] for the draws); a service neither
 //! isolated nor poisoned has no `Sharding` and pays one `Option` check per attempt sent and
 //! per job started.
 
@@ -20,8 +20,8 @@ use super::replica::Replica;
 use super::service::Service;
 use super::{C, JobKey, World, later};
 use crate::figures::BlastFigures;
-use crate::isolation::{Isolation, Units};
-use crate::schema::{Balancer, FaultKind, Scenario};
+use crate::format::schema::isolation::{Isolation, Units};
+use crate::format::schema::{Balancer, FaultKind, Scenario};
 use sim_core::metrics::GaugeSeries;
 use sim_core::sample::uniform_below;
 use sim_core::{RngStream, Seed, SimDuration, SimTime};

@@ -17,7 +17,7 @@ use super::stack::{
 use crate::figures::{
     AdaptiveTimeoutFigures, BreakerFigures, BreakerTransition, CallStats, PaceFigures, SiteBucket,
 };
-use crate::schema::{Call, CallSafety, Layer};
+use crate::format::schema::{Call, CallSafety, Layer};
 use patterns::budget::RetryBudget;
 use patterns::bulkhead::BulkheadPermit;
 use patterns::fallback::{Fallback, Served};

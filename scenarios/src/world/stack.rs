@@ -18,8 +18,8 @@
 
 use super::outcome::{Outcome, Reason, Refusal, accepted_by_backend};
 use super::pace::Pace;
-use crate::schema::Layer;
-use crate::validate::LAYERS_MAX;
+use crate::format::limits::LAYERS_MAX;
+use crate::format::schema::Layer;
 use patterns::breaker::{Breaker, BreakerDecision, Permit};
 use patterns::bulkhead::{Bulkhead, BulkheadDecision, BulkheadPermit};
 use patterns::limiter::{Cost, Limiter, RateLimiter};

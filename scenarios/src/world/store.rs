@@ -1,4 +1,4 @@
-//! A service's keyed store under optimistic concurrency (see [`crate::contention`]): the
+//! A service's keyed store under optimistic concurrency (see [`crate::format::schema::contention`]): the
 //! versions of its rows, the read each working job made, and the store's figures.
 //!
 //! A job reads when its work starts ([`StoreState::read`]) and writes when its work is done
@@ -15,8 +15,8 @@
 //! grows with the rows in use, not with the rows of the store.
 
 use super::JobKey;
-use crate::contention::{KeyDist, Store, StoreOp};
 use crate::figures::{LockFigures, StoreFigures};
+use crate::format::schema::contention::{KeyDist, Store, StoreOp};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::sample::{uniform_below, unit_f64};
 use sim_core::{RngStream, Seed, SimDuration, SimTime};

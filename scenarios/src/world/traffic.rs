@@ -6,7 +6,7 @@
 
 use super::client::bucket_mut;
 use crate::figures::{ClassFigures, TenantFigures, TrafficFigures};
-use crate::traffic::{Popularity, RequestClass};
+use crate::format::schema::traffic::{Popularity, RequestClass};
 use sim_core::sample::{uniform_below, unit_f64};
 use sim_core::{RngStream, Seed, SimDuration};
 

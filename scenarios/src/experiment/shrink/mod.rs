@@ -24,10 +24,10 @@
 pub mod pretty;
 pub mod reduce;
 
-use crate::error::ScenarioError;
+use crate::format::error::ScenarioError;
+use crate::format::schema::Scenario;
+use crate::format::validate::validate;
 use crate::report::ExpectationResult;
-use crate::schema::Scenario;
-use crate::validate::validate;
 use crate::{RunOptions, run};
 use reduce::{Candidate, candidates, client_of, kind_of};
 use std::collections::BTreeSet;
@@ -225,7 +225,7 @@ pub fn shrink(scenario: &Scenario, file: &str, options: &ShrinkOptions) -> Resul
         );
     }
     let text = pretty::to_ron(&result)?;
-    let reread = crate::load::parse_with(file, &text, &scenario.limits)
+    let reread = crate::format::load::parse_with(file, &text, &scenario.limits)
         .map_err(|e| format!("{file}: the shrunk scenario does not read back: {e}"))?;
     let last = run(&reread, file, &run_options).map_err(|e: ScenarioError| e.to_string())?;
     let after = last

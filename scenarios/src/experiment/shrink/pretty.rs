@@ -7,12 +7,12 @@
 //! always reads back as the scenario it was made from; when a pass cannot keep that
 //! promise, its output is not used.
 
-use crate::schema::Scenario;
+use crate::format::schema::Scenario;
 
 /// The widest line a bracket is folded into.
 pub const WIDTH: usize = 100;
 
-/// The scenario as RON text that reads back (`load::parse`) as the same scenario.
+/// The scenario as RON text that reads back (`format::load::parse`) as the same scenario.
 pub fn to_ron(scenario: &Scenario) -> Result<String, String> {
     let config = ron::ser::PrettyConfig::new()
         .indentor("    ")
@@ -47,7 +47,7 @@ pub fn to_ron(scenario: &Scenario) -> Result<String, String> {
 
 /// Whether `text` reads back as `scenario` (syntax only: the scenario was valid already).
 fn reads_as(text: &str, scenario: &Scenario) -> bool {
-    match crate::load::parse_syntax("shrunk", text) {
+    match crate::format::read::parse_syntax("shrunk", text) {
         Ok(mut s) => {
             s.limits = scenario.limits.clone();
             s.variants = scenario.variants.clone();
@@ -221,8 +221,8 @@ mod tests {
 
     #[test]
     fn every_library_scenario_reads_back_from_its_shortened_text() {
-        for entry in crate::library::LIBRARY {
-            let s = crate::load::parse(entry.name, entry.text).unwrap();
+        for entry in crate::cli::library::LIBRARY {
+            let s = crate::format::load::parse(entry.name, entry.text).unwrap();
             let text = to_ron(&s).unwrap();
             assert!(reads_as(&text, &s), "{}:\n{text}", entry.name);
         }
@@ -230,9 +230,9 @@ mod tests {
 
     #[test]
     fn defaults_are_left_out_and_small_brackets_folded() {
-        let s = crate::load::parse(
+        let s = crate::format::load::parse(
             "retry-storm",
-            crate::library::find("retry-storm").unwrap().text,
+            crate::cli::library::find("retry-storm").unwrap().text,
         )
         .unwrap();
         let text = to_ron(&s).unwrap();

@@ -8,7 +8,7 @@
 //! order the search tries them; split over files, that order would no longer read top to
 //! bottom.
 
-use crate::schema::{Expectation, FaultKind, Layer, Load, Scenario, Schedule};
+use crate::format::schema::{Expectation, FaultKind, Layer, Load, Scenario, Schedule};
 use sim_core::{Dist, Rate, SimDuration};
 
 /// A scenario one change smaller, and what the change was.
@@ -185,13 +185,14 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
     }
     // A service's optional parts.
     for (name, service) in &s.services {
-        let mut drop = |what: &str, present: bool, f: &dyn Fn(&mut crate::schema::Service)| {
-            if present {
-                let mut c = s.clone();
-                f(c.services.get_mut(name).expect("listed"));
-                push(format!("dropped services.{name}.{what}"), c, target);
-            }
-        };
+        let mut drop =
+            |what: &str, present: bool, f: &dyn Fn(&mut crate::format::schema::Service)| {
+                if present {
+                    let mut c = s.clone();
+                    f(c.services.get_mut(name).expect("listed"));
+                    push(format!("dropped services.{name}.{what}"), c, target);
+                }
+            };
         drop("outlier", service.outlier.is_some(), &|x| x.outlier = None);
         drop("health_check", service.health_check.is_some(), &|x| {
             x.health_check = None

@@ -1,11 +1,11 @@
-//! The `Recovers` and `Metastable` expectations: judged from the run's verdict, and validated
-//! against the scenario's triggers.
+//! The `Recovers` and `Metastable` expectations, judged from the run's verdict (their validation
+//! against the scenario's triggers is the format's: [`crate::format::verdict`]).
 
-use super::{Metastability, NoVerdict, Verdict, round3, window};
+use super::{Metastability, Verdict, round3};
 use crate::figures::Figures;
+use crate::format::schema::Expectation;
+use crate::format::verdict::NoVerdict;
 use crate::report::types::{ExpectationResult, Threshold};
-use crate::schema::{Expectation, Scenario};
-use patterns::ConfigError;
 
 /// The verdict on a `Recovers` or `Metastable` expectation, from the run's verdict.
 pub(crate) fn expectation(
@@ -70,33 +70,4 @@ pub(crate) fn expectation(
         pass,
         threshold,
     }
-}
-
-/// Validation of a `Recovers` or `Metastable` expectation at `path` beyond its client's name
-/// (which validation checks as for every expectation): a client left out must be the only one
-/// (`named` says whether one was given), and the scenario needs a trigger that ends within the
-/// run.
-pub(crate) fn validate_expectation(
-    path: &str,
-    named: bool,
-    scenario: &Scenario,
-) -> Result<(), ConfigError> {
-    if !named && scenario.clients.len() > 1 {
-        return Err(ConfigError::new(
-            format!("{path}.client"),
-            format!(
-                "the scenario has {} clients; say which one the verdict is about, e.g. client: {:?}",
-                scenario.clients.len(),
-                scenario.clients.keys().next().map_or("", String::as_str)
-            ),
-        ));
-    }
-    window(scenario, scenario.duration).map(|_| ()).map_err(|why| {
-        ConfigError::new(
-            path,
-            format!(
-                "needs a verdict, but {why} (or judge a window with GoodputAtLeast or GoodputAtMost)"
-            ),
-        )
-    })
 }

@@ -4,22 +4,15 @@
 //!
 //! | type | what |
 //! |---|---|
-//! | [`VerdictConfig`] | the file's optional `verdict: (...)` section: the thresholds |
-//! | [`Trigger`] | a disturbance on the timeline that ends: [`triggers`] finds them |
 //! | [`Verdict`] | one client's verdict, as data |
 //! | [`Metastability`] | the report's `metastability` section: thresholds, trigger, verdicts |
 //!
 //! | module | what |
 //! |---|---|
-//! | `triggers` | the timeline's triggers and the window a verdict is judged over |
-//! | `expect` | the `Recovers` and `Metastable` expectations, and their validation |
+//! | `expect` | the verdict on the `Recovers` and `Metastable` expectations |
 //!
-//! What counts as a trigger: a fault with a `duration` (it ends at `at + duration`), a cache
-//! flush (an instant: the cold cache is the system's to recover from), a `Spike` schedule
-//! (`base`, then `peak` from `start` to `end`), and a `Steps` schedule that goes back down
-//! (from the first step of the stretch above the lower rate to the step that brings it down).
-//! A `Ramp` never returns, and a fault without a `duration` never ends: a scenario with such a
-//! fault has no verdict, since nothing ever stops disturbing it.
+//! The thresholds ([`VerdictConfig`]), the triggers a verdict is counted from and the window it
+//! is judged over are the file's: [`crate::format::verdict`].
 //!
 //! The figure is each client's success ratio per report bucket, by bucket of offer (the
 //! requests offered in a bucket, and how many of them succeeded). Successes per second would
@@ -45,94 +38,14 @@
 //! (collapsed, then metastable, then the longest recovery).
 
 mod expect;
-mod triggers;
 
 pub(crate) use expect::expectation;
-pub(crate) use expect::validate_expectation;
-pub use triggers::{NoVerdict, Trigger, Window, triggers, window};
 
 use crate::figures::{ClientFigures, Figures};
-use crate::schema::Scenario;
-use patterns::ConfigError;
-use serde::{Deserialize, Serialize};
+use crate::format::schema::Scenario;
+use crate::format::verdict::{NoVerdict, VerdictConfig, Window, window};
+use serde::Serialize;
 use sim_core::SimDuration;
-
-/// The thresholds of the verdict: the file's optional `verdict: (...)` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VerdictConfig {
-    /// A bucket is healthy when its success ratio is at least this share of the baseline's
-    /// (0–1; default 0.9).
-    #[serde(default = "default_healthy_ratio")]
-    pub healthy_ratio: f64,
-    /// The least success ratio of the baseline (0–1; default 0.9); below it the run is
-    /// collapsed: it was not healthy before the trigger.
-    #[serde(default = "default_baseline_min_ratio")]
-    pub baseline_min_ratio: f64,
-    /// How long healthy buckets must follow one another to count as recovery (default 5s;
-    /// rounded up to whole report buckets).
-    #[serde(default = "default_sustain")]
-    pub sustain: SimDuration,
-}
-
-fn default_healthy_ratio() -> f64 {
-    0.9
-}
-
-fn default_baseline_min_ratio() -> f64 {
-    0.9
-}
-
-fn default_sustain() -> SimDuration {
-    SimDuration::from_secs(5)
-}
-
-impl Default for VerdictConfig {
-    fn default() -> Self {
-        VerdictConfig {
-            healthy_ratio: default_healthy_ratio(),
-            baseline_min_ratio: default_baseline_min_ratio(),
-            sustain: default_sustain(),
-        }
-    }
-}
-
-impl VerdictConfig {
-    /// The thresholds in words, as reports and phase maps state them.
-    pub fn describe(&self) -> String {
-        format!(
-            "healthy bucket ≥ {}% of the baseline success ratio; recovery = {} of healthy buckets in a row; baseline under {}% = collapsed",
-            fmt_num(100.0 * self.healthy_ratio),
-            self.sustain,
-            fmt_num(100.0 * self.baseline_min_ratio)
-        )
-    }
-
-    /// Checks the thresholds; field paths are relative to the section.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        for (field, value) in [
-            ("healthy_ratio", self.healthy_ratio),
-            ("baseline_min_ratio", self.baseline_min_ratio),
-        ] {
-            if !(value.is_finite() && value > 0.0 && value <= 1.0) {
-                return Err(ConfigError::new(
-                    field,
-                    format!("must be a ratio above 0 and at most 1, got {value}"),
-                ));
-            }
-        }
-        if self.sustain.is_zero() || self.sustain > SimDuration::CONFIG_MAX {
-            return Err(ConfigError::new(
-                "sustain",
-                format!(
-                    "must be longer than 0s and at most 100 years, got {}",
-                    self.sustain
-                ),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// One client's verdict.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -283,6 +196,16 @@ impl Metastability {
 fn fmt_num(x: f64) -> String {
     let r = libm::round(x * 1000.0) / 1000.0;
     format!("{r}")
+}
+
+/// The thresholds of `cfg` in words, as reports and phase maps state them.
+pub fn describe(cfg: &VerdictConfig) -> String {
+    format!(
+        "healthy bucket ≥ {}% of the baseline success ratio; recovery = {} of healthy buckets in a row; baseline under {}% = collapsed",
+        fmt_num(100.0 * cfg.healthy_ratio),
+        cfg.sustain,
+        fmt_num(100.0 * cfg.baseline_min_ratio)
+    )
 }
 
 fn round3(x: f64) -> f64 {

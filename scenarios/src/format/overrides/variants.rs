@@ -4,7 +4,7 @@
 
 use super::edit::{Build, Place, Shape};
 use super::{Step, parse_path};
-use crate::load::{Kind, Text};
+use crate::format::read::{Kind, Text};
 
 /// One variant: its name and its overrides, in the file's order.
 #[derive(Debug, Clone)]
@@ -159,7 +159,8 @@ fn unbalanced(base: &Text) -> Option<(usize, String)> {
                         ));
                     }
                     Some(&o) if variants.is_some() => {
-                        let (line, column) = crate::load::line_column(&base.text, t[o].start);
+                        let (line, column) =
+                            crate::format::read::line_column(&base.text, t[o].start);
                         return Some((
                             t[i].start,
                             format!(

@@ -2,7 +2,7 @@
 //! shuffle sharding), the [`Units`] its replicas are assigned to, and their validation.
 //!
 //! A *caller unit* is a tenant key: the key a request carries from its class's `tenants`
-//! (see [`crate::traffic`]), or key 0 for a client without classes and a class without
+//! (see [`crate::format::schema::traffic`]), or key 0 for a client without classes and a class without
 //! tenants. It is the unit a real cell router or shuffle-sharding table keys on (a customer,
 //! an API key), and it is what makes "the callers that lost all their replicas" a count: a
 //! tenant key is the one thing all of a customer's requests, retries and downstream calls
@@ -29,14 +29,11 @@
 //! The world's side (the assignment tables, the tracking of units that lost their replicas,
 //! the poison requests) is `world::sharding`.
 
-use crate::schema::{Client, FaultKind, Scenario, Service};
+use crate::format::limits::ASSIGNMENTS_MAX;
+use crate::format::schema::{Client, FaultKind, Scenario, Service};
 use serde::{Deserialize, Serialize};
 use sim_core::ConfigError;
 use std::collections::BTreeMap;
-
-/// The most replica assignments one isolated service may hold: units × replicas per unit
-/// (each is 8 bytes: the unit's entry and the replica's reverse entry).
-pub const ASSIGNMENTS_MAX: u64 = 4_000_000;
 
 /// How a service's replicas are split among its callers (see the [module](self) docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

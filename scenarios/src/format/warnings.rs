@@ -11,7 +11,7 @@
 //! The percentages are found by walking the scenario as serde writes it, so a field added to
 //! any pattern's configuration is covered by its name alone.
 
-use crate::schema::{Admission, Scenario};
+use crate::format::schema::{Admission, Scenario};
 use serde_json::Value;
 
 /// Whether a field of this name holds a percentage (0–100).
@@ -138,7 +138,7 @@ mod tests {
                 services: {{ "api": (workers: 1, work: Constant(value: "1ms")) }},
             )"#
         );
-        warnings(&crate::load::parse("w.ron", &text).unwrap_or_else(|e| panic!("{e}")))
+        warnings(&crate::format::load::parse("w.ron", &text).unwrap_or_else(|e| panic!("{e}")))
     }
 
     #[test]

@@ -1,12 +1,13 @@
-//! [`Limits`]: the memory budget and the rate limit a scenario is validated against, and the
-//! estimate of what a run needs ([`footprint`]).
+//! What a scenario needs of its [`RunLimits`]: the estimate of the
+//! memory the file fixes ([`footprint`], held to the memory budget by [`check_memory`]) and its
+//! arrival rates ([`check_rates`], held to the rate limit).
 //!
 //! Some of a run's memory is fixed by the file before the first event: the report series
 //! (one entry per bucket for each client, each service and each call site), the closed-loop
 //! users (each one starts with a scheduled event and holds at most one request), each
 //! replica's state, and the windows of its patterns (a breaker's ring of outcomes, a
 //! throttle's buckets, a sliding log's entries), which fill up as calls go through them. Validation estimates these from the
-//! file and refuses a scenario whose total is over [`Limits::memory_max`], naming the field
+//! file and refuses a scenario whose total is over [`RunLimits::memory_max`], naming the field
 //! that makes it large and a value that fits. What grows with traffic while running (requests
 //! in flight) is bounded by the event budget instead.
 //!
@@ -17,11 +18,11 @@
 //! Somewhat over 600 lines on purpose: every part of a file's memory is estimated here, next
 //! to the others, so that one file says what a scenario may hold.
 
-use crate::schema::{Layer, Load, Scenario, Schedule};
+use crate::format::limits::{Bytes, RunLimits};
+use crate::format::schema::{Layer, Load, Scenario, Schedule};
 use patterns::breaker::SlidingWindowType;
 use patterns::limiter::LimiterConfig;
 use sim_core::{Rate, SimDuration};
-use std::fmt;
 
 /// Report series, per bucket, whatever the topology (the row of the report, and the
 /// latency histogram's own fields: its counts are [`latency_bucket_bytes`]).
@@ -76,35 +77,6 @@ fn latency_bucket_bytes(duration: SimDuration) -> u64 {
     let mut histogram = sim_core::metrics::LatencyHistogram::compact();
     histogram.record(duration.min(sim_core::metrics::LATENCY_MAX));
     histogram.heap_bytes()
-}
-
-/// What a run may use. The defaults fit a 2-core machine with 24 GB of memory running a few
-/// runs side by side; the command line raises them (`--max-memory`, `--max-rate`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Limits {
-    /// The most memory, in bytes, the parts of a run that the file fixes may need (see the
-    /// module docs). Default 4 GiB.
-    pub memory_max: u64,
-    /// The fastest arrival rate of one client, load spikes included. Default 1,000,000/s: at
-    /// that rate the default event budget is spent within a few simulated seconds. At most
-    /// one per nanosecond, the clock's resolution.
-    pub rate_max: Rate,
-}
-
-impl Limits {
-    /// The default memory budget.
-    pub const MEMORY_MAX_DEFAULT: u64 = 4 << 30;
-    /// The default rate limit, per second.
-    pub const RATE_MAX_DEFAULT: f64 = 1_000_000.0;
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            memory_max: Self::MEMORY_MAX_DEFAULT,
-            rate_max: Rate::per_second(Self::RATE_MAX_DEFAULT),
-        }
-    }
 }
 
 /// One part of a run's memory, as [`footprint`] estimates it.
@@ -188,7 +160,9 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         let calls = sv.calls.len() as u64;
         (
             n.saturating_add(calls),
-            i.saturating_add(calls.saturating_mul(u64::from(crate::scaling::slots(sv)))),
+            i.saturating_add(
+                calls.saturating_mul(u64::from(crate::format::schema::scaling::slots(sv))),
+            ),
         )
     });
     let bytes_per_bucket = SERIES_BUCKET_BYTES
@@ -244,7 +218,10 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
                 },
             });
             let Some(t) = &class.tenants else { continue };
-            let zipf = matches!(t.popularity, crate::traffic::Popularity::Zipf { .. });
+            let zipf = matches!(
+                t.popularity,
+                crate::format::schema::traffic::Popularity::Zipf { .. }
+            );
             let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
             let reported = u64::from(t.reported.min(t.keys)) + 2;
             parts.push(Part {
@@ -263,7 +240,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         }
     }
     for (name, sv) in &s.services {
-        let replicas = u64::from(crate::scaling::slots(sv));
+        let replicas = u64::from(crate::format::schema::scaling::slots(sv));
         let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
         let per_replica = REPLICA_BYTES
             .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
@@ -284,8 +261,8 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             },
         });
         for (i, a) in sv.admission.iter().enumerate() {
-            if let crate::schema::Admission::RateLimit(k) = a
-                && k.key == crate::schema::LimitKey::Tenant
+            if let crate::format::schema::Admission::RateLimit(k) = a
+                && k.key == crate::format::schema::LimitKey::Tenant
             {
                 parts.push(Part {
                     field: format!("services.{name}.admission[{i}].max_keys"),
@@ -304,12 +281,12 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             // Per caller unit: its cell, or its shard and the shard's reverse entries, and
             // the most of its group down at once (counted from the vectors, not measured).
             let per_unit = match iso {
-                crate::isolation::Isolation::Cells { .. } => 8,
-                crate::isolation::Isolation::ShuffleSharding { shard_size } => {
+                crate::format::schema::isolation::Isolation::Cells { .. } => 8,
+                crate::format::schema::isolation::Isolation::ShuffleSharding { shard_size } => {
                     8u64.saturating_add(8u64.saturating_mul(u64::from(shard_size)))
                 }
             };
-            let units = crate::isolation::Units::of(s).len();
+            let units = crate::format::schema::isolation::Units::of(s).len();
             parts.push(Part {
                 field: format!("services.{name}.isolation"),
                 bytes: units.saturating_mul(per_unit),
@@ -440,7 +417,7 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
 }
 
 /// The error for a scenario whose parts do not fit in `limits.memory_max`, if any.
-pub fn check_memory(s: &Scenario, limits: &Limits) -> Result<(), patterns::ConfigError> {
+pub fn check_memory(s: &Scenario, limits: &RunLimits) -> Result<(), patterns::ConfigError> {
     let parts = footprint(s);
     let total = parts.iter().fold(0u64, |t, p| t.saturating_add(p.bytes));
     if total <= limits.memory_max {
@@ -472,7 +449,7 @@ pub fn check_memory(s: &Scenario, limits: &Limits) -> Result<(), patterns::Confi
 
 /// Every arrival rate of every client, times the load spikes aimed at it, within
 /// `limits.rate_max`.
-pub fn check_rates(s: &Scenario, limits: &Limits) -> Result<(), patterns::ConfigError> {
+pub fn check_rates(s: &Scenario, limits: &RunLimits) -> Result<(), patterns::ConfigError> {
     let max = limits.rate_max.as_per_second();
     let limit = format!(
         "faster than the limit of {} for one client",
@@ -516,7 +493,7 @@ pub fn check_rates(s: &Scenario, limits: &Limits) -> Result<(), patterns::Config
         }
         // Spikes multiply: overlapping ones compound, so the bound takes them all.
         for (i, f) in s.faults.iter().enumerate() {
-            if let crate::schema::FaultKind::LoadSpike { client, factor } = &f.kind
+            if let crate::format::schema::FaultKind::LoadSpike { client, factor } = &f.kind
                 && client == name
                 && *factor > 1.0
             {
@@ -648,82 +625,9 @@ fn round_up_nicely(d: SimDuration) -> Option<SimDuration> {
         .find(|&n| n >= d)
 }
 
-/// A byte count for people: `512 B`, `1.5 KiB`, `4 GiB`, `1.6 TiB`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bytes(pub u64);
-
-impl fmt::Display for Bytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-        let mut value = self.0 as f64;
-        let mut unit = 0;
-        while value >= 1024.0 && unit + 1 < UNITS.len() {
-            value /= 1024.0;
-            unit += 1;
-        }
-        if unit == 0 || value >= 10.0 || value.fract() == 0.0 {
-            write!(f, "{} {}", libm::round(value), UNITS[unit])
-        } else {
-            write!(f, "{:.1} {}", value, UNITS[unit])
-        }
-    }
-}
-
-impl std::str::FromStr for Bytes {
-    type Err = String;
-
-    /// `4GiB`, `512 MiB`, `8G` (binary), `4GB` (decimal) or a plain number of bytes.
-    fn from_str(text: &str) -> Result<Self, String> {
-        let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let number: f64 = number
-            .parse()
-            .map_err(|_| format!("{text:?}: write a size such as 8GiB, 512MiB or 4000000000"))?;
-        let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 1.0,
-            "k" | "kib" => 1024.0,
-            "m" | "mib" => 1024.0 * 1024.0,
-            "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
-            "t" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-            "kb" => 1e3,
-            "mb" => 1e6,
-            "gb" => 1e9,
-            "tb" => 1e12,
-            other => {
-                return Err(format!(
-                    "{text:?}: unknown unit {other:?} (use B, KiB, MiB, GiB, TiB, or KB, MB, GB, TB)"
-                ));
-            }
-        };
-        let bytes = number * scale;
-        if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
-            return Err(format!(
-                "{text:?}: must be at least 1 byte and below 16 EiB"
-            ));
-        }
-        Ok(Bytes(bytes as u64))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_read_and_print_for_people() {
-        assert_eq!("8GiB".parse(), Ok(Bytes(8 << 30)));
-        assert_eq!("512 MiB".parse(), Ok(Bytes(512 << 20)));
-        assert_eq!("4GB".parse(), Ok(Bytes(4_000_000_000)));
-        assert_eq!("1000".parse(), Ok(Bytes(1000)));
-        assert!("8 furlongs".parse::<Bytes>().is_err());
-        assert!("0".parse::<Bytes>().is_err());
-        assert_eq!(Bytes(4 << 30).to_string(), "4 GiB");
-        assert_eq!(Bytes(1536).to_string(), "1.5 KiB");
-        assert_eq!(Bytes(100).to_string(), "100 B");
-    }
 
     #[test]
     fn durations_read_in_their_own_unit() {

@@ -1,7 +1,7 @@
 //! The triggers of a scenario's timeline (see the parent module for what counts) and the
 //! [`Window`] a verdict is judged over.
 
-use crate::schema::{FaultKind, Load, Scenario, Schedule};
+use crate::format::schema::{FaultKind, Load, Scenario, Schedule};
 use sim_core::SimDuration;
 
 /// A disturbance on the timeline.
@@ -133,7 +133,7 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
                     kind: "deploy".to_string(),
                     label: format!("deploy {service}"),
                     start: f.at,
-                    end: Some(crate::scaling::deploy_end(
+                    end: Some(crate::format::schema::scaling::deploy_end(
                         f.at, replicas, *batch, *downtime, *warmup,
                     )),
                 });

@@ -13,24 +13,13 @@
 //! inherit the class, priority, cost, tenant and retry safety of the request they serve, as
 //! gRPC's criticality and a tenant header propagate.
 
+use crate::format::limits::{
+    CLASSES_MAX, PRIORITY_LEVEL_MAX, TENANT_KEYS_MAX, TENANTS_REPORTED_MAX,
+};
 use patterns::ConfigError;
 use patterns::limiter::{LimiterConfig, WhenFull};
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
-
-/// The most classes one client may declare.
-pub const CLASSES_MAX: usize = 64;
-
-/// The most tenant keys one class may draw from (a Zipf class keeps one cumulative weight
-/// per key, 8 bytes each).
-pub const TENANT_KEYS_MAX: u32 = 1_000_000;
-
-/// The most tenants a class reports one by one (the rest are summed as "others").
-pub const TENANTS_REPORTED_MAX: u32 = 100;
-
-/// The highest numeric priority level ([`Priority::Level`]); levels are 0 (least important)
-/// to 63, the priority shedder's classes.
-pub const PRIORITY_LEVEL_MAX: u8 = 63;
 
 /// One class of a client's requests.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //! followed by a unit, or by `/` and a unit, is never valid RON, so quoting it changes no
 //! value that RON would read; valid RON (`32`, `1e3`, `0x10`, `1u8`, `"30s"`) is left as it is.
 
-use crate::load::{Kind, Token, lex};
+use crate::format::read::{Kind, Token, lex};
 use std::borrow::Cow;
 
 /// `typed` with every duration or rate written without quotes put in quotes.

@@ -16,11 +16,9 @@
 //! (10 minutes); the pool starts empty and opens connections on demand (HikariCP's
 //! `minimumIdle` of 0). The world's side is `world::pool`.
 
+use crate::format::limits::POOL_SIZE_MAX;
 use serde::{Deserialize, Serialize};
 use sim_core::{ConfigError, SimDuration};
-
-/// The largest pool (connections per calling replica).
-pub const SIZE_MAX: u32 = 100_000;
 
 /// A pool of connections from each replica of the calling service to the call's target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,10 +71,10 @@ impl Default for Pool {
 impl Pool {
     /// Checks the pool; field names are relative to it.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(1..=SIZE_MAX).contains(&self.size) {
+        if !(1..=POOL_SIZE_MAX).contains(&self.size) {
             return Err(ConfigError::new(
                 "size",
-                format!("must be in [1, {SIZE_MAX}], got {}", self.size),
+                format!("must be in [1, {POOL_SIZE_MAX}], got {}", self.size),
             ));
         }
         for (field, d) in [

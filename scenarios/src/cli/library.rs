@@ -1,5 +1,11 @@
 //! The scenario library: the files of `scenarios/library/`, embedded so that `resim list`
-//! and `resim run NAME` work from any directory.
+//! and `resim run NAME` work from any directory, and what a name on the command line means
+//! (a file, else a library scenario: [`open`], [`resolve`]).
+
+use crate::format::error::ScenarioError;
+use crate::format::limits::RunLimits;
+use crate::format::overrides::{Overrides, Source};
+use crate::format::schema::Scenario;
 
 /// One library scenario: its name (the file stem) and its text.
 #[derive(Debug, Clone, Copy)]
@@ -12,7 +18,7 @@ pub struct Entry {
 
 macro_rules! entries {
     ($($name:literal),* $(,)?) => {
-        &[$(Entry { name: $name, text: include_str!(concat!("../library/", $name, ".ron")) }),*]
+        &[$(Entry { name: $name, text: include_str!(concat!("../../library/", $name, ".ron")) }),*]
     };
 }
 
@@ -74,7 +80,7 @@ pub fn find(name: &str) -> Option<&'static Entry> {
 
 /// The one-line description of a library scenario (its `description` field).
 pub fn headline(entry: &Entry) -> String {
-    match crate::load::parse(entry.name, entry.text) {
+    match crate::format::load::parse(entry.name, entry.text) {
         Ok(s) => s.description,
         // The library is tested to parse; say so rather than hide it if it ever does not.
         Err(e) => format!("(does not parse: {e})"),
@@ -86,9 +92,9 @@ pub fn headline(entry: &Entry) -> String {
 /// command that takes a scenario reads.
 pub fn resolve(
     file: &str,
-    limits: &crate::limits::Limits,
-    overrides: &crate::overrides::Overrides,
-) -> Result<crate::Scenario, crate::ScenarioError> {
+    limits: &RunLimits,
+    overrides: &Overrides,
+) -> Result<Scenario, ScenarioError> {
     Ok(resolve_each(file, limits, std::slice::from_ref(overrides))?.remove(0))
 }
 
@@ -96,22 +102,19 @@ pub fn resolve(
 /// checked once.
 pub fn resolve_each(
     file: &str,
-    limits: &crate::limits::Limits,
-    each: &[crate::overrides::Overrides],
-) -> Result<Vec<crate::Scenario>, crate::ScenarioError> {
-    let source = open(file)?;
-    let checked = source.check(limits)?;
-    each.iter()
-        .map(|overrides| source.apply(&checked, limits, overrides))
-        .collect()
+    limits: &RunLimits,
+    each: &[Overrides],
+) -> Result<Vec<Scenario>, ScenarioError> {
+    open(file)?.apply_each(limits, each)
 }
 
-/// A file on disk, else the library scenario of that name, read (not yet checked).
-pub fn open(file: &str) -> Result<crate::overrides::Source, crate::ScenarioError> {
+/// A file on disk, else the library scenario of that name, read (not yet checked): what the
+/// command line hands to the experiments as their [`Opener`](crate::experiment::Opener).
+pub fn open(file: &str) -> Result<Source, ScenarioError> {
     if !std::path::Path::new(file).exists()
         && let Some(entry) = find(file)
     {
-        return crate::overrides::Source::read(entry.name, entry.text);
+        return Source::read(entry.name, entry.text);
     }
-    crate::load::read_source(file)
+    crate::format::load::read_source(file)
 }

@@ -16,17 +16,23 @@
 //!
 //! A pattern layer may be written with one pair of parentheses or two (`Retry(max_attempts: 3)`
 //! or `Retry((max_attempts: 3))`): files are read with RON's `unwrap_variant_newtypes`
-//! extension, and [`crate::load`] accepts the older, doubled form too.
+//! extension, and [`crate::format::read`] accepts the older, doubled form too.
 
-pub use crate::answers::{PaceConfig, RetryAfter};
-pub use crate::contention::{KeyDist, Store, StoreOp};
-pub use crate::distributed::{
-    DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock,
-};
-pub use crate::isolation::Isolation;
-use crate::limits::Limits;
-pub use crate::report::metastability::VerdictConfig;
-pub use crate::traffic::{KeyedLimit, LimitKey, Popularity, Priority, RequestClass, Tenants};
+pub mod answers;
+pub mod capacity;
+pub mod contention;
+pub mod distributed;
+pub mod isolation;
+pub mod pool;
+pub mod scaling;
+pub mod traffic;
+
+use crate::format::limits::RunLimits;
+pub use crate::format::verdict::VerdictConfig;
+pub use answers::{PaceConfig, RetryAfter};
+pub use contention::{KeyDist, Store, StoreOp};
+pub use distributed::{DistributedLimiter, FanOut, LimiterState, OnStoreFailure, StoreClock};
+pub use isolation::Isolation;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::bulkhead::BulkheadConfig;
 pub use patterns::coalesce::CoalesceConfig;
@@ -45,6 +51,7 @@ pub use sim_net::NetworkConfig;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
+pub use traffic::{KeyedLimit, LimitKey, Popularity, Priority, RequestClass, Tenants};
 
 /// A whole scenario: topology, load, faults and expectations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,18 +92,31 @@ pub struct Scenario {
     #[serde(default)]
     pub expectations: Vec<Expectation>,
     /// The thresholds of the metastability verdict every run with a trigger that ends gets
-    /// ([`crate::report::metastability`]); all optional.
+    /// ([`crate::format::verdict`]); all optional.
     #[serde(default)]
     pub verdict: VerdictConfig,
     /// The memory budget and rate limit the scenario is validated against. Not part of the
     /// file, so a file cannot raise its own limits: the defaults, or what the command line
     /// says (`--max-memory`, `--max-rate`). Validation of `run`'s overrides uses them too.
     #[serde(skip)]
-    pub limits: Limits,
+    pub limits: RunLimits,
     /// The names of the file's `variants` (sets of overrides that `--variant NAME` applies; see
-    /// [`crate::overrides`]), in the file's order. Read from the text, not by serde.
+    /// [`crate::format::overrides`]), in the file's order. Read from the text, not by serde.
     #[serde(skip)]
     pub variants: Vec<String>,
+}
+
+impl Scenario {
+    /// The name of client `name`'s node on the network. Without a network section nothing
+    /// names nodes, and a client may share its name with a service; it gets a name of its own
+    /// then. Validation checks that every node's name is its own; the world names its nodes so.
+    pub fn client_node(&self, name: &str) -> String {
+        if self.services.contains_key(name) {
+            format!("clients.{name}")
+        } else {
+            name.to_string()
+        }
+    }
 }
 
 fn client_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Client>, D::Error> {
@@ -108,7 +128,7 @@ fn service_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Ser
 }
 
 /// A map of names that refuses a name given twice (a `BTreeMap` would keep the last one).
-/// The error is raised at the second; [`crate::load`] adds where the first was.
+/// The error is raised at the second; [`crate::format::read`] adds where the first was.
 struct UniqueNames<T>(&'static str, PhantomData<T>);
 
 impl<'de, T: Deserialize<'de>> Visitor<'de> for UniqueNames<T> {
@@ -154,11 +174,11 @@ pub struct Client {
     pub load: Load,
     /// The call each request makes (target, timeouts, pattern stack).
     pub call: Call,
-    /// The mix of request classes it sends (see [`crate::traffic`]); without it, one
+    /// The mix of request classes it sends (see [`traffic`]); without it, one
     /// default class.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<RequestClass>,
-    /// The zone it stands in ([`crate::capacity`]): a `ZoneFailure` of that zone silences
+    /// The zone it stands in ([`capacity`]): a `ZoneFailure` of that zone silences
     /// it while it lasts. Without one, it is in no zone.
     #[serde(default)]
     pub zone: Option<u32>,
@@ -265,10 +285,10 @@ pub struct Call {
     #[serde(default)]
     pub fan_out: Option<FanOut>,
     /// A pool of connections toward the target, one per calling replica
-    /// ([`crate::pool::Pool`]): each attempt checks a connection out before it is sent.
+    /// ([`pool::Pool`]): each attempt checks a connection out before it is sent.
     /// Service calls only.
     #[serde(default)]
-    pub pool: Option<crate::pool::Pool>,
+    pub pool: Option<pool::Pool>,
 }
 
 /// Whether an operation may run twice.
@@ -322,7 +342,7 @@ pub enum Layer {
     /// place of the call's `timeout` (set one or the other). Acts on every attempt, wherever
     /// it is listed.
     AdaptiveTimeout(AdaptiveTimeoutConfig),
-    /// Client-side pacing on the target's rate-limit figures ([`crate::answers::PaceConfig`]):
+    /// Client-side pacing on the target's rate-limit figures ([`answers::PaceConfig`]):
     /// after a reply says the target's quota is used up (`remaining` 0), calls wait at this
     /// layer until the quota's reset instead of being sent to be refused.
     Pace(PaceConfig),
@@ -389,7 +409,7 @@ pub struct Service {
     #[serde(default)]
     pub retry_after: Option<SimDuration>,
     /// A keyed store of versioned rows that each request reads when its work starts and
-    /// writes when it ends ([`crate::contention::Store`]): optimistic concurrency makes
+    /// writes when it ends ([`contention::Store`]): optimistic concurrency makes
     /// concurrent writers of a row conflict.
     #[serde(default)]
     pub store: Option<Store>,
@@ -397,26 +417,26 @@ pub struct Service {
     /// per caller unit (tenant key); the balancer picks among the unit's replicas only.
     #[serde(default)]
     pub isolation: Option<Isolation>,
-    /// Target tracking that adds and removes replicas ([`crate::scaling::Autoscale`]):
+    /// Target tracking that adds and removes replicas ([`scaling::Autoscale`]):
     /// `replicas` is then the count at the start, within its `min_replicas` and
     /// `max_replicas`.
     #[serde(default)]
-    pub autoscale: Option<crate::scaling::Autoscale>,
+    pub autoscale: Option<scaling::Autoscale>,
     /// A replica that (re)starts after time 0 works slower for a while
-    /// ([`crate::scaling::ColdStart`]).
+    /// ([`scaling::ColdStart`]).
     #[serde(default)]
-    pub cold_start: Option<crate::scaling::ColdStart>,
+    pub cold_start: Option<scaling::ColdStart>,
     /// The zones its replicas spread over: replica `i` stands in zone `i mod zones`, and a
-    /// `ZoneFailure` of a zone takes its replicas there down ([`crate::capacity`]). Without
+    /// `ZoneFailure` of a zone takes its replicas there down ([`capacity`]). Without
     /// it, the service is in no zone.
     #[serde(default)]
     pub zones: Option<u32>,
     /// Liveness probes that restart a replica which stops answering them
-    /// ([`crate::capacity::Liveness`]).
+    /// ([`capacity::Liveness`]).
     #[serde(default)]
-    pub liveness: Option<crate::capacity::Liveness>,
+    pub liveness: Option<capacity::Liveness>,
     /// The most connections the service accepts from every caller's pools together
-    /// ([`crate::pool`]); an open beyond it is refused (`connection_refused`). Unlimited
+    /// ([`pool`]); an open beyond it is refused (`connection_refused`). Unlimited
     /// when absent.
     #[serde(default)]
     pub max_connections: Option<u32>,
@@ -790,7 +810,7 @@ pub enum FaultKind {
     /// every request of tenant `tenant` that a worker of `service` starts crashes its
     /// replica (everything the replica holds is lost, as in `Crash`), which restarts cold
     /// after the service's `restart` time. A retry of the request crashes the next replica it
-    /// reaches ([`crate::isolation`]: cells and shuffle sharding bound how many that is).
+    /// reaches ([`isolation`]: cells and shuffle sharding bound how many that is).
     Poison {
         /// The service.
         service: String,
@@ -815,7 +835,7 @@ pub enum FaultKind {
     /// A stop-the-world pause (a garbage collection) of replicas of `service` for the
     /// fault's `duration`: their workers make no progress (work in progress resumes after,
     /// its end pushed back by the pause) while requests keep arriving and queue. With
-    /// `every`, it comes back each period until the end of the run ([`crate::capacity`]).
+    /// `every`, it comes back each period until the end of the run ([`capacity`]).
     Pause {
         /// The service.
         service: String,
@@ -829,14 +849,14 @@ pub enum FaultKind {
     /// Zone `zone` fails for the fault's `duration`: every replica of every service with
     /// `zones` that stands in it goes down (as in a crash, out of rotation) and restarts cold
     /// after its service's `restart` once the zone is back; the clients in the zone offer
-    /// nothing meanwhile ([`crate::capacity`]).
+    /// nothing meanwhile ([`capacity`]).
     ZoneFailure {
         /// The zone, from 0.
         zone: u32,
     },
     /// Requests to `service` fail with a client error (a 4xx such as 400 or 404) with this
     /// probability after their work: counted as `client_error`, never retried
-    /// ([`crate::answers`]).
+    /// ([`answers`]).
     ClientErrorRate {
         /// The service.
         service: String,
@@ -950,7 +970,7 @@ pub enum Expectation {
         /// The largest success ratio, in 0–1.
         max_ratio: f64,
     },
-    /// At most `max_ratio` of the caller units (tenant keys, [`crate::isolation`]) lost all
+    /// At most `max_ratio` of the caller units (tenant keys, [`isolation`]) lost all
     /// their replicas of `service` at the same instant during the run: the blast radius of a
     /// poison request or a crash under the service's `isolation`.
     BlastRadiusAtMost {

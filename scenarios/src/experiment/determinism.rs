@@ -7,8 +7,8 @@
 //! [`TRACE_EVENTS_MAX`] events, and the instant of the first difference is then described event
 //! by event, for each run, by a third and fourth run with a trace window there.
 
-use crate::error::ScenarioError;
-use crate::schema::Scenario;
+use crate::format::error::ScenarioError;
+use crate::format::schema::Scenario;
 use crate::{RunOptions, run};
 use sim_core::SimDuration;
 use sim_core::sim::{TraceRecord, first_divergence};

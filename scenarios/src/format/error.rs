@@ -29,7 +29,7 @@ pub enum ScenarioError {
         /// What the parser expected.
         message: String,
     },
-    /// The scenario parses but a value is impossible (see [`crate::validate`]).
+    /// The scenario parses but a value is impossible (see [`crate::format::validate`]).
     Invalid {
         /// The path as given.
         file: String,
@@ -89,3 +89,40 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
+
+/// Text as one line, as messages show what was typed: each run of white space that holds a
+/// line break becomes one space.
+pub fn one_line(text: &str) -> String {
+    if !text.contains(['\n', '\r']) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    for c in text.chars() {
+        if c.is_whitespace() {
+            run.push(c);
+            continue;
+        }
+        if !run.is_empty() {
+            out.push_str(if run.contains(['\n', '\r']) {
+                " "
+            } else {
+                &run
+            });
+            run.clear();
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_shown_on_one_line() {
+        assert_eq!(one_line("a\n   b  c\r\nd"), "a b  c d");
+        assert_eq!(one_line("(at: 1s)"), "(at: 1s)");
+    }
+}

@@ -1,6 +1,6 @@
 //! Capacity that changes while the load does, in the scenario format: a service's
 //! [`Autoscale`] (target tracking), its replicas' [`ColdStart`], and the numbers of a rolling
-//! [`Deploy`](crate::schema::FaultKind::Deploy); their validation.
+//! [`Deploy`](crate::format::schema::FaultKind::Deploy); their validation.
 //!
 //! The scaler follows the Kubernetes Horizontal Pod Autoscaler's rule and AWS target
 //! tracking's cooldowns: every `period` it reads the average of its metric over the last
@@ -226,7 +226,7 @@ pub fn deploy_end(
 /// The replica slots the world allocates for service `s`: its `max_replicas` when it
 /// autoscales (slots out of rotation cost a few hundred bytes and no events), else its
 /// `replicas`.
-pub fn slots(s: &crate::schema::Service) -> u32 {
+pub fn slots(s: &crate::format::schema::Service) -> u32 {
     s.autoscale
         .as_ref()
         .map_or(s.replicas, |a| a.max_replicas.max(s.replicas))

@@ -6,37 +6,23 @@
 //! Parsing already guarantees types, units and known field names; this module checks what
 //! types cannot say: that names refer to something, that the call graph has no cycle, that
 //! counts are positive, ratios lie in 0–1, distributions can be sampled and faults and
-//! expectations aim at something that exists within the run. Last, it checks that the run
-//! fits its [`Limits`](crate::limits::Limits): arrival rates within the rate limit, and the
-//! memory the file fixes within the memory budget (see [`crate::limits`]).
+//! expectations aim at something that exists within the run, each count within its `*_MAX`
+//! ([`crate::format::limits`]). Last, it checks that the run fits its
+//! [`RunLimits`](crate::format::limits::RunLimits): arrival rates within the rate limit, and the
+//! memory the file fixes within the memory budget (see [`crate::format::footprint`]).
 //!
 //! Every check is a loop over the file's own lists, never a recursion, so a file with tens of
 //! thousands of services cannot overflow the stack.
 
-use crate::schema::*;
-use crate::world::client_node;
+use crate::format::limits::{CALLS_MAX, DURATION_MAX, LAYERS_MAX, REPLICAS_MAX};
+use crate::format::schema::*;
 use patterns::ConfigError;
 use patterns::retry::RetryPolicy;
 use sim_core::{Dist, SimDuration};
 use std::collections::BTreeMap;
 
-/// The most downstream calls one service may make per request.
-pub const CALLS_MAX: usize = 8;
-
-/// The longest run, and the longest duration a scenario may hold anywhere: a bound that keeps
-/// every instant of a run, plus any configured span, plus any sampled delay (at most
-/// `sim_core::sample::SAMPLE_MAX`), representable. 100 years of 365.25 days, as humantime
-/// counts them ([`SimDuration::CONFIG_MAX`]).
-pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
-
 /// The most names an error lists when it says which names exist.
 const NAMES_LISTED_MAX: usize = 12;
-
-/// The most layers in one call's pattern stack.
-pub const LAYERS_MAX: usize = 6;
-
-/// The most replicas of one service.
-pub const REPLICAS_MAX: u32 = 10_000;
 
 type Check = Result<(), ConfigError>;
 
@@ -229,7 +215,10 @@ pub fn validate(s: &Scenario) -> Check {
                 "a client's call has no connection pool: put the pool on a service's call",
             ));
         }
-        crate::traffic::validate_classes(&format!("{path}.classes"), &client.classes)?;
+        crate::format::schema::traffic::validate_classes(
+            &format!("{path}.classes"),
+            &client.classes,
+        )?;
         if let Some(z) = client.zone {
             zone_in_range(&format!("{path}.zone"), z, s)?;
         }
@@ -244,13 +233,13 @@ pub fn validate(s: &Scenario) -> Check {
     for (i, e) in s.expectations.iter().enumerate() {
         expectation(&format!("expectations[{i}]"), e, s)?;
     }
-    crate::isolation::check(s)?;
+    crate::format::schema::isolation::check(s)?;
     if let Some(n) = &s.network {
         network(n, s)?;
     }
     s.verdict.validate().map_err(|e| e.at("verdict"))?;
-    crate::limits::check_rates(s, &s.limits)?;
-    crate::limits::check_memory(s, &s.limits)
+    crate::format::footprint::check_rates(s, &s.limits)?;
+    crate::format::footprint::check_memory(s, &s.limits)
 }
 
 /// Every client and service has a name, and a network node of its own: a client that
@@ -258,7 +247,7 @@ pub fn validate(s: &Scenario) -> Check {
 /// service may be called.
 fn nodes(s: &Scenario) -> Check {
     let mut taken: BTreeMap<String, String> = BTreeMap::new();
-    let clients = s.clients.keys().map(|n| ("clients", n, client_node(s, n)));
+    let clients = s.clients.keys().map(|n| ("clients", n, s.client_node(n)));
     let services = s.services.keys().map(|n| ("services", n, n.clone()));
     for (kind, name, node) in clients.chain(services) {
         if name.is_empty() {
@@ -377,7 +366,7 @@ fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
         ));
     }
     if let Some(f) = &c.fan_out {
-        crate::distributed::validate_fan_out(&format!("{path}.fan_out"), f)?;
+        crate::format::schema::distributed::validate_fan_out(&format!("{path}.fan_out"), f)?;
     }
     if let Some(p) = &c.pool {
         let ppath = format!("{path}.pool");
@@ -553,11 +542,16 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
                     .validate()
                     .map_err(|e| e.at(&format!("{apath}.controller")))?;
             }
-            Admission::RateLimit(k) => crate::traffic::validate_keyed_limit(&apath, k)?,
-            Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath))?,
-            Admission::Distributed(d) => {
-                crate::distributed::validate_limiter(&apath, own_name(path), d, services)?
+            Admission::RateLimit(k) => {
+                crate::format::schema::traffic::validate_keyed_limit(&apath, k)?
             }
+            Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath))?,
+            Admission::Distributed(d) => crate::format::schema::distributed::validate_limiter(
+                &apath,
+                own_name(path),
+                d,
+                services,
+            )?,
             Admission::TenantBulkhead(b) => {
                 only_one(&s.admission[..i], a, &apath, "TenantBulkhead")?;
                 b.validate().map_err(|e| e.at(&apath))?
@@ -645,10 +639,10 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
     capacity_events(path, s)
 }
 
-/// A service's zones and liveness probes ([`crate::capacity`]).
+/// A service's zones and liveness probes ([`crate::format::schema::capacity`]).
 fn capacity_events(path: &str, s: &Service) -> Check {
     if let Some(z) = s.zones {
-        crate::capacity::validate_zones(z, s.replicas).map_err(|e| e.at(path))?;
+        crate::format::schema::capacity::validate_zones(z, s.replicas).map_err(|e| e.at(path))?;
     }
     if let Some(l) = &s.liveness {
         let lpath = format!("{path}.liveness");
@@ -659,7 +653,7 @@ fn capacity_events(path: &str, s: &Service) -> Check {
     Ok(())
 }
 
-/// A service's autoscaler and cold start ([`crate::scaling`]).
+/// A service's autoscaler and cold start ([`crate::format::schema::scaling`]).
 fn scaling(path: &str, s: &Service) -> Check {
     if let Some(a) = &s.autoscale {
         let apath = format!("{path}.autoscale");
@@ -907,7 +901,7 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             }
             if let Some(p) = every {
                 clock(&format!("{kpath}.every"), *p)?;
-                crate::capacity::validate_every(*p, d).map_err(|e| e.at(&kpath))?;
+                crate::format::schema::capacity::validate_every(*p, d).map_err(|e| e.at(&kpath))?;
             }
             Ok(())
         }
@@ -1039,7 +1033,7 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
             if let Some(c) = client {
                 cl(c)?;
             }
-            crate::report::metastability::validate_expectation(path, client.is_some(), s)?;
+            crate::format::verdict::validate_expectation(path, client.is_some(), s)?;
             match e {
                 Expectation::Recovers { within, .. } => nonzero(&format!("{path}.within"), *within),
                 _ => Ok(()),
@@ -1081,7 +1075,7 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
             ratio(&format!("{path}.{name}"), *r)
         }
         Expectation::BlastRadiusAtMost { service, max_ratio } => {
-            crate::isolation::check_expectation(path, service, s)?;
+            crate::format::schema::isolation::check_expectation(path, service, s)?;
             ratio(&format!("{path}.max_ratio"), *max_ratio)
         }
     }

@@ -1,4 +1,7 @@
-//! Reading a scenario: bytes → RON text → [`Scenario`] → validated, or a [`ScenarioError`].
+//! Reading scenario text, the one pipeline under [`load`](crate::format::load) and
+//! [`overrides`](crate::format::overrides): text lexed once (a `Text`), RON → [`Scenario`],
+//! RON's errors in the file's words, validation, and the count of what reading costs
+//! ([`Work`]). Both of its users stand on it; it uses neither.
 //!
 //! Longer than most files on purpose: the token pass and the error translation share the
 //! positions they compute, and splitting them would pass those around for nothing.
@@ -14,40 +17,16 @@
 //! RON's errors are then put in the scenario's words: a name where RON wanted an identifier
 //! is looked up again with a stand-in name, so the error lists the variants or fields that
 //! would fit; internal type names (`RawRetryConfig`) become the names a file uses (`Retry`).
-//! The text is at most [`FILE_BYTES_MAX`] long and nests at most [`NESTING_MAX`] levels deep;
-//! beyond that RON would recurse deeper than a thread's stack allows.
+//! The text is at most [`FILE_BYTES_MAX`](crate::format::limits::FILE_BYTES_MAX) long (what
+//! [`load`](crate::format::load) reads) and nests at most [`NESTING_MAX`] levels deep; beyond
+//! that RON would recurse deeper than a thread's stack allows.
 
-use crate::error::ScenarioError;
-use crate::limits::Limits;
-use crate::overrides::{Overrides, Source};
-use crate::schema::Scenario;
-use crate::validate::validate;
+use crate::format::error::ScenarioError;
+use crate::format::limits::{NESTING_MAX, RunLimits};
+use crate::format::schema::Scenario;
+use crate::format::validate::validate;
 use ron::error::{Error as RonError, Position, SpannedError};
 use std::collections::BTreeMap;
-use std::io::Read as _;
-
-/// The largest scenario file read, in bytes.
-pub const FILE_BYTES_MAX: u64 = 64 << 20;
-
-/// How deeply a file may nest (RON's recursion limit, which counts structures, lists and
-/// variants): each `Mixture` inside another takes seven levels, so about 17 fit. At this limit
-/// a debug build reads the file within a test thread's 2 MiB stack.
-pub const NESTING_MAX: usize = 128;
-
-/// Parses and validates scenario text against the default [`Limits`]; `file` names it in
-/// errors.
-pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-    parse_with(file, text, &Limits::default())
-}
-
-/// Parses scenario text and validates it against `limits`, which the scenario keeps
-/// ([`Scenario::limits`]) for the validation of a run's overrides. Each of the file's
-/// `variants` is applied, parsed and validated too (as `resim check` and `resim run` do), and
-/// named in [`Scenario::variants`]; the scenario returned is the file as written (see
-/// [`crate::overrides`] for the variants).
-pub fn parse_with(file: &str, text: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    crate::overrides::parse_overridden(file, text, limits, &Overrides::default())
-}
 
 /// Parses scenario text (without a `variants` field) into a [`Scenario`], without validating
 /// it: syntax errors carry the line and column.
@@ -109,7 +88,7 @@ pub(crate) fn deserialize_scenario(text: &str) -> Result<Scenario, SpannedError>
 pub(crate) fn validate_with(
     file: &str,
     mut scenario: Scenario,
-    limits: &Limits,
+    limits: &RunLimits,
 ) -> Result<Scenario, ScenarioError> {
     scenario.limits = limits.clone();
     count(|w| w.validations += 1);
@@ -118,74 +97,6 @@ pub(crate) fn validate_with(
         error,
     })?;
     Ok(scenario)
-}
-
-/// Parses and validates the bytes of a scenario file (and each of its variants): text that is
-/// not UTF-8 is an error with the line and column of the first byte that is not.
-pub fn parse_bytes(file: &str, bytes: &[u8], limits: &Limits) -> Result<Scenario, ScenarioError> {
-    crate::overrides::parse_overridden(file, utf8(file, bytes)?, limits, &Overrides::default())
-}
-
-/// The bytes as text, or an error at the first byte that is not UTF-8.
-fn utf8<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, ScenarioError> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let good = &bytes[..e.valid_up_to()];
-        let good = std::str::from_utf8(good).unwrap_or_default();
-        let (line, column) = line_column(good, good.len());
-        ScenarioError::Syntax {
-            file: file.to_string(),
-            line,
-            column,
-            message: format!(
-                "the file is not UTF-8 text (byte 0x{:02x} here); save it as UTF-8",
-                bytes[e.valid_up_to()]
-            ),
-        }
-    })
-}
-
-/// Reads, parses and validates the scenario file at `path` (and each of its variants) against
-/// the default [`Limits`].
-pub fn load(path: &str) -> Result<Scenario, ScenarioError> {
-    load_with(path, &Limits::default())
-}
-
-/// Reads, parses and validates the scenario file at `path` (and each of its variants) against
-/// `limits`.
-pub fn load_with(path: &str, limits: &Limits) -> Result<Scenario, ScenarioError> {
-    load_bytes(path, limits, &Overrides::default())
-}
-
-/// Reads the scenario file at `path`, checks it and each of its variants, applies
-/// `overrides`, and validates the result against `limits`.
-pub fn load_bytes(
-    path: &str,
-    limits: &Limits,
-    overrides: &Overrides,
-) -> Result<Scenario, ScenarioError> {
-    let source = read_source(path)?;
-    let checked = source.check(limits)?;
-    source.apply(&checked, limits, overrides)
-}
-
-/// Reads the scenario file at `path` (the only file reading in resim) and lexes it.
-pub fn read_source(path: &str) -> Result<Source, ScenarioError> {
-    let read = |reason: String| ScenarioError::Read {
-        file: path.to_string(),
-        reason,
-    };
-    let file = std::fs::File::open(path).map_err(|e| read(e.to_string()))?;
-    let mut bytes = Vec::new();
-    file.take(FILE_BYTES_MAX + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| read(e.to_string()))?;
-    if bytes.len() as u64 > FILE_BYTES_MAX {
-        return Err(read(format!(
-            "the file is larger than {} MiB, the most a scenario file may be",
-            FILE_BYTES_MAX >> 20
-        )));
-    }
-    Source::read(path, utf8(path, &bytes)?)
 }
 
 /// What reading scenario text has cost on this thread: the measure of the work that checking a
@@ -581,7 +492,7 @@ impl Duplicate {
         format!(
             "{} {} is defined twice (first at line {line}, column {column}); rename one or merge them",
             self.what,
-            crate::overrides::one_line(&self.key)
+            crate::format::error::one_line(&self.key)
         )
     }
 }

@@ -12,7 +12,8 @@
 //! the file, or about the override whose value it is in.
 
 use super::Step;
-use crate::load::{Kind, Text};
+use crate::format::error::one_line;
+use crate::format::read::{Kind, Text};
 use std::collections::BTreeMap;
 
 /// The tokens `start..end` (end exclusive) of text `text`: 0 is the file, `n` the piece `n − 1`.
@@ -337,7 +338,7 @@ impl<'a> Build<'a> {
         self.values.push(value);
         let mut anchor = self.root();
         for (n, step) in steps.iter().enumerate() {
-            let walked = super::one_line(&super::path_text(&steps[..n]));
+            let walked = one_line(&super::path_text(&steps[..n]));
             let place = if n == 0 {
                 "the top level".to_string()
             } else {
@@ -421,7 +422,7 @@ impl<'a> Build<'a> {
         {
             return Err(format!(
                 "{place} has no field `{}`, and no field is called so: a field name is letters, digits and `_`",
-                super::one_line(bad)
+                one_line(bad)
             ));
         }
         if rest.iter().any(|s| matches!(s, Step::Index(_))) {
@@ -470,10 +471,10 @@ impl<'a> Build<'a> {
         match why {
             Nowhere::NoName { names } => {
                 let Step::Key(k) = step else { unreachable!() };
-                let names: Vec<String> = names.iter().map(|n| super::one_line(n)).collect();
+                let names: Vec<String> = names.iter().map(|n| one_line(n)).collect();
                 format!(
                     "{place} has no `{}`; its names are: {}",
-                    super::one_line(k),
+                    one_line(k),
                     names.join(", ")
                 )
             }
@@ -496,7 +497,7 @@ impl<'a> Build<'a> {
                     Shape::Scalar => "a single value",
                 };
                 let step = match step {
-                    Step::Key(k) => format!("`.{}`", super::one_line(k)),
+                    Step::Key(k) => format!("`.{}`", one_line(k)),
                     Step::Index(i) => format!("`[{i}]`"),
                     Step::Append => "`[+]`".to_string(),
                 };

@@ -14,12 +14,9 @@
 //!
 //! The world's side (versions, the reads in flight, the figures) is `world::store`.
 
+use crate::format::limits::ROWS_MAX;
 use serde::{Deserialize, Serialize};
 use sim_core::{ConfigError, SimDuration};
-
-/// The most rows of one store (each is 8 bytes of version, plus a cumulative weight for a
-/// Zipf key).
-pub const ROWS_MAX: u32 = 1_000_000;
 
 /// A keyed store in a service: rows with versions that its requests read and write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

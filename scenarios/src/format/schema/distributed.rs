@@ -17,9 +17,10 @@
 //! are the world's own, and the script runs at the end of its work. A store call has a
 //! timeout and may have a breaker; a call that fails is decided by `on_store_failure`.
 //!
-//! These types live here rather than in [`crate::schema`] so that the schema file only
+//! These types live here rather than in [`crate::format::schema`] so that the schema file only
 //! names them; the world's side is `world::distributed` and `world::fanout`.
 
+use crate::format::limits::{FAN_OUT_MAX, LEASE_BATCH_MAX};
 use patterns::ConfigError;
 pub use patterns::breaker::BreakerConfig;
 pub use patterns::limiter::LimiterConfig;
@@ -56,9 +57,6 @@ pub struct DistributedLimiter {
 
 /// The timeout of a store call when the file gives none.
 pub const STORE_TIMEOUT_DEFAULT: SimDuration = SimDuration::from_millis(100);
-
-/// The most tokens one lease may take.
-pub const LEASE_BATCH_MAX: u64 = 1_000_000;
 
 /// Where a limiter's state lives.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -129,9 +127,6 @@ pub struct FanOut {
     pub quorum: Option<u32>,
 }
 
-/// The most leaves of one fan-out.
-pub const FAN_OUT_MAX: u32 = 100_000;
-
 impl FanOut {
     /// The successes that complete the call.
     pub fn needed(&self) -> u32 {
@@ -141,7 +136,7 @@ impl FanOut {
 
 /// The most leaves of any fan-out call of scenario `s` (1 without one): the most calls one
 /// event may start, which sets how often a run checks its memory.
-pub fn fan_out_max(s: &crate::schema::Scenario) -> u64 {
+pub fn fan_out_max(s: &crate::format::schema::Scenario) -> u64 {
     let calls = s.clients.values().map(|c| &c.call);
     let calls = calls.chain(s.services.values().flat_map(|sv| sv.calls.iter()));
     calls
@@ -152,9 +147,9 @@ pub fn fan_out_max(s: &crate::schema::Scenario) -> u64 {
 }
 
 /// The store a service's admission layer calls, if it is a distributed limiter with one.
-pub fn store_of(a: &crate::schema::Admission) -> Option<&String> {
+pub fn store_of(a: &crate::format::schema::Admission) -> Option<&String> {
     match a {
-        crate::schema::Admission::Distributed(DistributedLimiter {
+        crate::format::schema::Admission::Distributed(DistributedLimiter {
             state: LimiterState::Central { store, .. } | LimiterState::Lease { store, .. },
             ..
         }) => Some(store),

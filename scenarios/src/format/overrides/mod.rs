@@ -33,10 +33,11 @@ mod edit;
 mod typed;
 mod variants;
 
-use crate::error::ScenarioError;
-use crate::limits::Limits;
-use crate::load::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
-use crate::schema::Scenario;
+use crate::format::error::{ScenarioError, one_line};
+use crate::format::limits::OVERRIDES_MAX;
+use crate::format::limits::RunLimits;
+use crate::format::read::{Text, duplicate_key, line_column, parse_text, ron_error, validate_with};
+use crate::format::schema::Scenario;
 use edit::{Build, Place};
 use std::fmt;
 use std::str::FromStr;
@@ -118,32 +119,6 @@ impl fmt::Display for Override {
     }
 }
 
-/// Text as one line, as messages show what was typed: each run of white space that holds a
-/// line break becomes one space.
-pub fn one_line(text: &str) -> String {
-    if !text.contains(['\n', '\r']) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut run = String::new();
-    for c in text.chars() {
-        if c.is_whitespace() {
-            run.push(c);
-            continue;
-        }
-        if !run.is_empty() {
-            out.push_str(if run.contains(['\n', '\r']) {
-                " "
-            } else {
-                &run
-            });
-            run.clear();
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// What to change in a scenario before it runs: a variant of the file (applied first), then
 /// the command line's overrides in their order (a later one wins).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -182,9 +157,6 @@ impl Overrides {
         self.variant.is_none() && self.sets.is_empty()
     }
 }
-
-/// The most overrides one scenario takes (a variant's and the command line's together).
-pub const OVERRIDES_MAX: usize = 256;
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,11 +230,11 @@ fn path_text(steps: &[Step]) -> String {
 
 /// Parses scenario text, applies `overrides` and validates the result against `limits`, with
 /// every variant of the file checked first: the one way a scenario is read
-/// ([`crate::load::parse_with`] calls it with no overrides).
+/// ([`crate::format::load::parse_with`] calls it with no overrides).
 pub fn parse_overridden(
     file: &str,
     text: &str,
-    limits: &Limits,
+    limits: &RunLimits,
     overrides: &Overrides,
 ) -> Result<Scenario, ScenarioError> {
     let source = Source::read(file, text)?;
@@ -327,7 +299,7 @@ impl Source {
 
     /// What `resim check` does: the file as written, then each of its variants, parsed and
     /// validated against `limits`. The file's scenario, with the names of its variants.
-    pub fn check(&self, limits: &Limits) -> Result<Scenario, ScenarioError> {
+    pub fn check(&self, limits: &RunLimits) -> Result<Scenario, ScenarioError> {
         let blanked;
         let base = match self.cut {
             Some((start, end)) => {
@@ -346,12 +318,25 @@ impl Source {
         Ok(scenario)
     }
 
+    /// The scenarios of several sets of overrides (the points of a grid): the file and its
+    /// variants are checked once ([`Source::check`]), then each set is applied ([`Source::apply`]).
+    pub fn apply_each(
+        &self,
+        limits: &RunLimits,
+        each: &[Overrides],
+    ) -> Result<Vec<Scenario>, ScenarioError> {
+        let checked = self.check(limits)?;
+        each.iter()
+            .map(|overrides| self.apply(&checked, limits, overrides))
+            .collect()
+    }
+
     /// The scenario `checked` (what [`Source::check`] gave) with `overrides` applied, parsed
     /// and validated against `limits`.
     pub fn apply(
         &self,
         checked: &Scenario,
-        limits: &Limits,
+        limits: &RunLimits,
         overrides: &Overrides,
     ) -> Result<Scenario, ScenarioError> {
         if overrides.is_empty() {
@@ -449,7 +434,7 @@ impl Source {
     }
 
     /// A variant on its own: its errors point into the `variants` map.
-    fn check_variant(&self, variant: &Variant, limits: &Limits) -> Result<(), ScenarioError> {
+    fn check_variant(&self, variant: &Variant, limits: &RunLimits) -> Result<(), ScenarioError> {
         let located = |at: usize, path: String, message: String| {
             let (line, column) = line_column(&self.base.text, at);
             ScenarioError::Variant {
@@ -514,7 +499,7 @@ impl Source {
         &self,
         build: &Build,
         steps: &[Vec<Step>],
-        limits: &Limits,
+        limits: &RunLimits,
     ) -> Result<Scenario, Blame> {
         for (owner, value) in build.values() {
             let t = build.text(value.text);
@@ -535,7 +520,7 @@ impl Source {
             }
         }
         let emitted = build.emit();
-        let scenario = match crate::load::deserialize_scenario(&emitted.text) {
+        let scenario = match crate::format::read::deserialize_scenario(&emitted.text) {
             Ok(s) => s,
             Err(e) => return Err(self.syntax_blame(build, &emitted, steps, &e)),
         };
@@ -601,7 +586,7 @@ impl Source {
         let wanted_string = matches!(e.code, ron::error::Error::ExpectedString)
             .then_some(token)
             .flatten()
-            .filter(|t| t.kind != crate::load::Kind::Text)
+            .filter(|t| t.kind != crate::format::read::Kind::Text)
             .and_then(|t| {
                 // The value with the word RON wanted as a string in quotes.
                 let (text, lo) = emitted.origin(t.start);
@@ -665,22 +650,24 @@ fn check_single_value(build: &Build, value: Place) -> Result<(), String> {
     let mut values = 0;
     while i < value.end {
         // `Name(…)` is one value with its group.
-        if t.tokens[i].kind == crate::load::Kind::Name
+        if t.tokens[i].kind == crate::format::read::Kind::Name
             && t.tokens
                 .get(i + 1)
-                .is_some_and(|t| t.kind == crate::load::Kind::Open(b'('))
+                .is_some_and(|t| t.kind == crate::format::read::Kind::Open(b'('))
         {
             i += 1;
         }
         match t.tokens[i].kind {
-            crate::load::Kind::Open(_) => match t.pairs[i] {
+            crate::format::read::Kind::Open(_) => match t.pairs[i] {
                 Some(c) => i = c + 1,
                 None => return Err(format!("{one}; a bracket is not closed")),
             },
-            crate::load::Kind::Close(_) => {
+            crate::format::read::Kind::Close(_) => {
                 return Err(format!("{one}; a bracket closes that was not opened"));
             }
-            crate::load::Kind::Comma | crate::load::Kind::Colon => return Err(one.to_string()),
+            crate::format::read::Kind::Comma | crate::format::read::Kind::Colon => {
+                return Err(one.to_string());
+            }
             _ => i += 1,
         }
         values += 1;
@@ -736,11 +723,5 @@ mod tests {
         assert!(value("3, workers: 4").is_err());
         assert!(value("(").is_err());
         assert!(value("1 2").is_err());
-    }
-
-    #[test]
-    fn a_value_is_shown_on_one_line() {
-        assert_eq!(one_line("a\n   b  c\r\nd"), "a b  c d");
-        assert_eq!(one_line("(at: 1s)"), "(at: 1s)");
     }
 }

@@ -1,0 +1,333 @@
+//! What each `resim` command takes: the clap types of the command line, and the parsers of
+//! the values its flags are written in (seeds, windows, `--set`).
+
+use crate::experiment::Partition;
+use crate::experiment::shrink;
+use crate::format::error::one_line;
+use crate::format::limits::{Bytes, RunLimits};
+use crate::format::overrides::{Flag, Override, Overrides};
+use crate::report::Format;
+use clap::{Args, Parser, Subcommand};
+use sim_core::{Rate, SimDuration};
+
+/// resim: a deterministic simulator for resilience patterns.
+#[derive(Parser)]
+#[command(name = "resim", version, about)]
+pub(super) struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Option<Command>,
+    #[command(flatten)]
+    pub(super) limits: LimitArgs,
+}
+
+/// What validation lets a run use; a scenario over them is refused before it runs.
+#[derive(clap::Args)]
+pub(super) struct LimitArgs {
+    /// The memory budget of a run, e.g. "8GiB" (default: 4GiB).
+    #[arg(long, value_name = "SIZE", global = true)]
+    pub(super) max_memory: Option<Bytes>,
+    /// The fastest arrival rate of one client, e.g. "5000000/s" (default: 1000000/s).
+    #[arg(long, value_name = "RATE", global = true)]
+    pub(super) max_rate: Option<Rate>,
+}
+
+impl LimitArgs {
+    /// The flags as command-line words (` --max-memory 1GiB`), exact, for a replay.
+    pub(super) fn command_line(&self) -> String {
+        let mut words = String::new();
+        if let Some(Bytes(m)) = self.max_memory {
+            // In the largest binary unit that holds it exactly, as a user would type it.
+            let (n, unit) = [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")]
+                .into_iter()
+                .find(|(size, _)| m > 0 && m.is_multiple_of(*size))
+                .map_or((m, ""), |(size, unit)| (m / size, unit));
+            words.push_str(&format!(" --max-memory {n}{unit}"));
+        }
+        if let Some(r) = self.max_rate {
+            words.push_str(&format!(" --max-rate {r}"));
+        }
+        words
+    }
+
+    pub(super) fn limits(&self) -> RunLimits {
+        let mut limits = RunLimits::default();
+        if let Some(Bytes(m)) = self.max_memory {
+            limits.memory_max = m;
+        }
+        if let Some(r) = self.max_rate {
+            limits.rate_max = r;
+        }
+        limits
+    }
+}
+
+#[derive(Subcommand)]
+pub(super) enum Command {
+    /// Run a scenario file or a library scenario by name (no file: the built-in example).
+    Run(RunArgs),
+    /// Run a scenario once per seed of a range (and per grid point), in parallel; say which
+    /// runs fail an expectation and give statistics per grid point.
+    Sweep(SweepArgs),
+    /// Run two scenarios on the same seeds and compare their figures: two files, or one file
+    /// and one or two of its variants.
+    Compare {
+        /// Two files (or library names), or one with `--variant`.
+        #[arg(required = true, num_args = 1..=2, value_name = "FILE")]
+        files: Vec<String>,
+        /// A variant of the file: two to compare them, one to compare it with the file as
+        /// written.
+        #[arg(long = "variant", value_name = "NAME")]
+        variants: Vec<String>,
+        /// Change a value on both sides (as for `run`).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// The seeds, e.g. "1..20" (both ends included).
+        #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..20")]
+        seeds: (u64, u64),
+        /// Simulated duration, e.g. "120s".
+        #[arg(long)]
+        duration: Option<SimDuration>,
+        /// Runs at once (default: one per core).
+        #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+        /// `text` (the table) or `json` (the same figures as one JSON object).
+        #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        format: String,
+        /// Also write the charts of the first seed to DIR: goodput and p99 latency of both
+        /// sides on the same axes.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<String>,
+        /// Also write one HTML page with the table and those charts.
+        #[arg(long, value_name = "FILE")]
+        html: Option<String>,
+    },
+    /// Map where a scenario is stable, metastable or collapsed over two axes of values: each
+    /// cell runs the seeds and counts their metastability verdicts.
+    Phase(PhaseArgs),
+    /// Search for a smaller scenario that still fails the same expectation at a seed: drop
+    /// clients, services, calls, layers and faults, shorten the run, lower counts.
+    Shrink(ShrinkArgs),
+    /// Print the output of a sweep from the `--out` files of all its partitions.
+    Merge {
+        /// The `--out` files of `resim sweep --partition K/N`, one per partition.
+        #[arg(required = true, value_name = "FILE.jsonl")]
+        files: Vec<String>,
+    },
+    /// Validate a scenario and each of its variants without running it (with `--variant` and
+    /// `--set`, also what they make).
+    Check {
+        /// A `.ron` file, or the name of a library scenario.
+        file: String,
+        #[command(flatten)]
+        overrides: OverrideArgs,
+    },
+    /// List the library scenarios with what each shows.
+    List,
+}
+
+/// Changes to a scenario before it runs: one of its variants, then `--set` overrides.
+#[derive(Args, Default, Clone)]
+pub(super) struct OverrideArgs {
+    /// Change a value before the run, e.g. `services.api.workers=32` or `duration=30s` (the
+    /// path as errors name it, the value in the file's RON syntax, where a duration or a rate
+    /// may go without quotes); `faults[+]=(…)` appends to a list; repeatable, a later one wins.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub(super) sets: Vec<String>,
+    /// Apply one of the file's named `variants` (before any --set).
+    #[arg(long, value_name = "NAME")]
+    pub(super) variant: Option<String>,
+}
+
+impl OverrideArgs {
+    /// The overrides, or the one-line error about the first `--set` that is malformed.
+    pub(super) fn overrides(&self, file: &str) -> Result<Overrides, String> {
+        Ok(Overrides {
+            variant: self.variant.clone(),
+            sets: parse_sets(file, &self.sets)?,
+        })
+    }
+}
+
+/// `--set` texts as overrides, or the one-line error about the first malformed one.
+pub(super) fn parse_sets(file: &str, sets: &[String]) -> Result<Vec<Override>, String> {
+    sets.iter()
+        .map(|text| {
+            Override::parse(Flag::Set, text).map_err(|m| flag_error(file, Flag::Set, text, &m))
+        })
+        .collect()
+}
+
+/// An error about a flag: the file, the flag and its text as typed, and what is wrong.
+pub(super) fn flag_error(file: &str, flag: Flag, text: &str, message: &str) -> String {
+    format!("{file}: {flag} {}: {message}", one_line(text))
+}
+
+/// What `resim sweep` takes.
+#[derive(Args)]
+pub(super) struct SweepArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The seeds, e.g. "1..20" (both ends included).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds)]
+    pub(super) seeds: (u64, u64),
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    pub(super) duration: Option<SimDuration>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+    /// Run every seed for each of these values, e.g. `services.db.workers=16,32`; repeatable
+    /// (the grid is every combination).
+    #[arg(long, value_name = "PATH=V1,V2,…")]
+    pub(super) grid: Vec<String>,
+    /// Runs at once (default: one per core); the output is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(super) jobs: Option<u16>,
+    /// Also write one JSON line per run to FILE (for `resim merge`, or your own analysis).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(super) out: Option<String>,
+    /// Make only every N-th run, starting at the K-th (K/N, e.g. 1/2), to split a sweep
+    /// across machines; `resim merge` joins the parts.
+    #[arg(long, value_name = "K/N")]
+    pub(super) partition: Option<Partition>,
+}
+
+/// What `resim phase` takes.
+#[derive(Args)]
+pub(super) struct PhaseArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The columns: `PATH=V1,V2,…` or `PATH=START..END:STEP`, e.g.
+    /// `clients.users.call.stack[0].max_attempts=1..4:1`.
+    #[arg(long, value_name = "PATH=VALUES")]
+    pub(super) x: String,
+    /// The rows, as for `--x`.
+    #[arg(long, value_name = "PATH=VALUES")]
+    pub(super) y: String,
+    /// The seeds of every cell, e.g. "1..5" (both ends included).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..5")]
+    pub(super) seeds: (u64, u64),
+    /// Runs at once (default: one per core); the map is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(super) jobs: Option<u16>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+    /// Also draw the map as an SVG heat map in FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(super) svg: Option<String>,
+    /// How to print the map.
+    #[arg(long, value_enum, default_value = "text")]
+    pub(super) format: PhaseFormat,
+}
+
+/// How `resim phase` prints its map.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum PhaseFormat {
+    /// A table: rows are y values, columns x values.
+    Text,
+    /// One JSON object with every cell's counts.
+    Json,
+}
+
+/// What `resim shrink` takes.
+#[derive(Args)]
+pub(super) struct ShrinkArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The seed at which an expectation fails.
+    #[arg(long)]
+    pub(super) seed: u64,
+    /// Which expectation to keep failing: its index (`2` for `expectations[2]`), its kind
+    /// (`GoodputAtMost`) or words of its text in the report (default: the first that fails).
+    #[arg(long, value_name = "K|TEXT")]
+    pub(super) expectation: Option<String>,
+    /// The most runs the search makes.
+    #[arg(long, value_name = "RUNS", default_value_t = shrink::BUDGET_DEFAULT)]
+    pub(super) budget: u64,
+    /// Write the smaller scenario to FILE (default: print it after the summary).
+    #[arg(long, value_name = "FILE")]
+    pub(super) out: Option<String>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+}
+
+/// What `resim run` takes; all of it optional, so `resim` alone runs the built-in example.
+#[derive(Args, Default)]
+pub(super) struct RunArgs {
+    /// A `.ron` file, or the name of a library scenario (see `resim list`).
+    pub(super) file: Option<String>,
+    /// The seed (default: the scenario's own).
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    pub(super) duration: Option<SimDuration>,
+    /// Report bucket width, e.g. "500ms".
+    #[arg(long)]
+    pub(super) bucket: Option<SimDuration>,
+    /// The event budget (the run stops and says so when it is spent).
+    #[arg(long)]
+    pub(super) max_events: Option<u64>,
+    /// Describe every event between two instants, e.g. "10s..10.5s".
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
+    pub(super) trace: Option<(SimDuration, SimDuration)>,
+    /// How to print the report.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub(super) format: Option<Format>,
+    /// Print one JSON object instead of the readable report (`--format json`).
+    #[arg(long, conflicts_with = "format")]
+    pub(super) json: bool,
+    /// Also write the time series to DIR/series.csv (as `--format csv` prints it).
+    #[arg(long, value_name = "DIR")]
+    pub(super) csv: Option<String>,
+    /// Also write one SVG chart per figure to DIR (traffic, latency, each service, breakers,
+    /// call sites, expectations).
+    #[arg(long, value_name = "DIR")]
+    pub(super) svg: Option<String>,
+    /// Also write one self-contained HTML page with the report's tables and every chart.
+    #[arg(long, value_name = "FILE")]
+    pub(super) html: Option<String>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+    /// Run twice and compare the digests; on a difference, show the first divergent event
+    /// (exit code 1) instead of the report.
+    #[arg(long)]
+    pub(super) check_determinism: bool,
+}
+
+/// The most seeds one sweep runs.
+const SWEEP_SEEDS_MAX: u64 = 10_000;
+
+/// `FROM..TO`, both included.
+fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
+    let (from, to) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: write the seeds as FROM..TO, e.g. 1..20"))?;
+    let parse = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{t:?} is not a seed (a whole number)"))
+    };
+    let (from, to) = (parse(from)?, parse(to)?);
+    if to < from {
+        return Err(format!("{text:?}: the range ends before it starts"));
+    }
+    if to - from >= SWEEP_SEEDS_MAX {
+        return Err(format!(
+            "{text:?}: at most {SWEEP_SEEDS_MAX} seeds per sweep"
+        ));
+    }
+    Ok((from, to))
+}
+
+/// `FROM..TO`, two durations since the start of the run.
+fn parse_window(text: &str) -> Result<(SimDuration, SimDuration), String> {
+    let (from, to) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?}: write the window as FROM..TO, e.g. 10s..10.5s"))?;
+    let from: SimDuration = from.parse().map_err(|e| format!("{e}"))?;
+    let to: SimDuration = to.parse().map_err(|e| format!("{e}"))?;
+    if to < from {
+        return Err(format!("{text:?}: the window ends before it starts"));
+    }
+    Ok((from, to))
+}

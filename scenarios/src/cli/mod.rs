@@ -1,0 +1,346 @@
+//! The `resim` command line: run a scenario, check one, sweep, compare, map, shrink, merge, or
+//! list the library. [`main`] is the whole binary; `src/main.rs` only calls it.
+//!
+//! | module | what |
+//! |---|---|
+//! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
+//! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
+//!
+//! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
+//! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
+//! code of what was done so far.
+//!
+//! **Layer rule:** the command line is the top layer: it may use every other one (the format,
+//! runs, reports, experiments) and nothing uses it. It is the only place that reads flags,
+//! prints, and decides what a name means; the experiments get its [`library::open`].
+
+mod args;
+pub mod library;
+
+use crate::experiment::command::{
+    CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
+};
+use crate::experiment::determinism::{self, Verdict, check_determinism};
+use crate::experiment::{GridAxis, phase, shrink};
+use crate::format::error::ScenarioError;
+use crate::format::limits::RunLimits;
+use crate::format::overrides::{Flag, Overrides};
+use crate::format::schema::Scenario;
+use crate::report::{Format, Report, render};
+use crate::run::{RunOptions, run};
+use anyhow::Context as _;
+use args::{Cli, Command, PhaseFormat, RunArgs, ShrinkArgs, flag_error, parse_sets};
+use clap::Parser as _;
+use library::{DEFAULT_EXAMPLE, resolve};
+use std::process::ExitCode;
+
+/// The `resim` binary: parses the command line, runs the command, and gives the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let limits = cli.limits.limits();
+    let command = cli.command.unwrap_or(Command::Run(RunArgs::default()));
+    match command {
+        Command::List => {
+            for entry in library::LIBRARY {
+                if !emit(&format!(
+                    "{:<32} {}\n",
+                    entry.name,
+                    library::headline(entry)
+                )) {
+                    break;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Sweep(args) => {
+            let file = args.file.clone();
+            let grid: Result<Vec<GridAxis>, String> = args
+                .grid
+                .iter()
+                .map(|text| {
+                    GridAxis::parse(Flag::Grid, text)
+                        .map_err(|m| flag_error(&file, Flag::Grid, text, &m))
+                })
+                .collect();
+            let command = args.overrides.overrides(&file).and_then(|overrides| {
+                Ok(Sweep {
+                    file: args.file,
+                    seeds: args.seeds,
+                    duration: args.duration,
+                    overrides,
+                    grid: grid?,
+                    jobs: args.jobs.map(usize::from),
+                    out: args.out,
+                    partition: args.partition,
+                })
+            });
+            report_outcome(command.and_then(|c| sweep(&c, &library::open, &limits)))
+        }
+        Command::Phase(args) => {
+            let file = args.file.clone();
+            let axis = |flag: Flag, text: &str| {
+                phase::parse_axis_of(flag, text).map_err(|m| flag_error(&file, flag, text, &m))
+            };
+            let command = (|| {
+                Ok(phase::Phase {
+                    x: axis(Flag::X, &args.x)?,
+                    y: axis(Flag::Y, &args.y)?,
+                    overrides: args.overrides.overrides(&file)?,
+                    file: args.file.clone(),
+                    seeds: args.seeds,
+                    jobs: args.jobs.map(usize::from),
+                })
+            })();
+            let json = args.format == PhaseFormat::Json;
+            report_outcome(command.and_then(|c| {
+                phase::phase_command(&c, json, args.svg.as_deref(), &library::open, &limits)
+            }))
+        }
+        Command::Merge { files } => report_outcome(merge_files(&files)),
+        Command::Shrink(args) => shrink_file(&args, &limits),
+        Command::Compare {
+            files,
+            variants,
+            sets,
+            seeds,
+            duration,
+            jobs,
+            format,
+            svg,
+            html,
+        } => report_outcome(parse_sets(&files[0], &sets).and_then(|sets| {
+            compare_command(
+                &files,
+                &variants,
+                &sets,
+                (seeds, duration, jobs.map(usize::from)),
+                &library::open,
+                &limits,
+                &CompareOutput {
+                    json: format == "json",
+                    svg,
+                    html,
+                },
+            )
+        })),
+        Command::Check { file, overrides } => match overrides
+            .overrides(&file)
+            .and_then(|o| check(&file, &limits, &o).map_err(|e| e.to_string()))
+        {
+            Ok((s, words)) => {
+                let variants = if s.variants.is_empty() {
+                    String::new()
+                } else {
+                    format!(", variants {}", s.variants.join(", "))
+                };
+                emit(&format!(
+                    "{file}{words}: ok ({}: {} clients, {} services, {} faults, {} expectations{variants})\n",
+                    s.name,
+                    s.clients.len(),
+                    s.services.len(),
+                    s.faults.len(),
+                    s.expectations.len()
+                ));
+                // Accepted settings that may not mean what their author meant, as the
+                // report's `warnings` lists them.
+                for w in crate::format::warnings::warnings(&s) {
+                    eprintln!("{file}{words}: warning: {w}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
+    }
+}
+
+/// `resim check`: the file and each of its variants parse and validate, and so does what the
+/// overrides make of it. The scenario as overridden, with the names of the file's variants,
+/// and the command-line words of the overrides.
+fn check(
+    file: &str,
+    limits: &RunLimits,
+    overrides: &Overrides,
+) -> Result<(Scenario, String), ScenarioError> {
+    Ok((resolve(file, limits, overrides)?, overrides.command_line()))
+}
+
+/// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
+/// asked, and exit code 1 with the replay command when an expectation failed.
+fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
+    let format = if args.json {
+        Format::Json
+    } else {
+        args.format.unwrap_or(Format::Human)
+    };
+    let file = args.file.unwrap_or_else(|| DEFAULT_EXAMPLE.to_string());
+    let options = RunOptions {
+        seed: args.seed,
+        duration: args.duration,
+        bucket: args.bucket,
+        max_events: args.max_events,
+        trace_capacity: 0,
+        trace_window: args.trace,
+    };
+    let overrides = match args.overrides.overrides(&file) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.check_determinism {
+        return match resolve(&file, limits, &overrides).and_then(|s| {
+            Ok((
+                check_determinism(&s, &file, &options)?,
+                options.seed.unwrap_or(s.seed),
+            ))
+        }) {
+            Ok((verdict, seed)) => {
+                emit(&determinism::render(&verdict, seed));
+                match verdict {
+                    Verdict::Same { .. } => ExitCode::SUCCESS,
+                    Verdict::Different { .. } => ExitCode::from(1),
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let mut report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options))
+    {
+        Ok(o) => o.report,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    // The report's replay command carries every flag that shaped the run.
+    report.replay_flags = format!(
+        "{}{limit_flags}{}",
+        report.replay_flags,
+        overrides.command_line()
+    );
+    if let Some(dir) = args.csv
+        && let Err(e) = write_csv(&dir, &Format::Csv.render(&report))
+    {
+        eprintln!("{e:#}");
+        return ExitCode::from(2);
+    }
+    if (args.svg.is_some() || args.html.is_some())
+        && let Err(e) = write_charts(&report, args.svg.as_deref(), args.html.as_deref())
+    {
+        eprintln!("{e:#}");
+        return ExitCode::from(2);
+    }
+    emit(&format.render(&report));
+    // The report says why the run stopped early; a report read by a program (CSV, JSON)
+    // may not be read by a person, so the memory limit is said on stderr too.
+    if let Some(detail) = &report.stop_detail {
+        eprintln!("{file}: stopped: {}: {detail}", report.stop_reason);
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "expectation failed for seed {}; replay: {}",
+            report.seed,
+            report.replay_command(),
+        );
+        ExitCode::from(1)
+    }
+}
+
+/// `resim shrink`: the summary (and the file, unless `--out`); exit code 2 when nothing
+/// fails or the input is bad.
+fn shrink_file(args: &ShrinkArgs, limits: &RunLimits) -> ExitCode {
+    let options = shrink::ShrinkOptions {
+        seed: args.seed,
+        expectation: args.expectation.clone(),
+        budget: args.budget,
+    };
+    let shrunk = args
+        .overrides
+        .overrides(&args.file)
+        .and_then(|o| resolve(&args.file, limits, &o).map_err(|e| e.to_string()))
+        .and_then(|s| shrink::shrink(&s, &args.file, &options));
+    let written = shrunk.and_then(|s| match &args.out {
+        Some(path) => std::fs::write(path, &s.text)
+            .map(|()| shrink::render(&s, Some(path)))
+            .map_err(|e| format!("{path}: cannot write: {e}")),
+        None => Ok(shrink::render(&s, None)),
+    });
+    match written {
+        Ok(text) => {
+            emit(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Writes `text` to stdout; false when the reader has gone (a closed pipe, as in
+/// `resim run x | head -1`), which is not an error: the rest is not wanted, and the command
+/// ends quietly. Any other failure to write (a full disk) is said on stderr, exit code 2.
+fn emit(text: &str) -> bool {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => false,
+        Err(e) => {
+            eprintln!("resim: cannot write the output: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Prints a sweep's or merge's text; exit code 1 when a run failed, 2 on an error.
+fn report_outcome(outcome: Result<Outcome, String>) -> ExitCode {
+    match outcome {
+        Ok(o) => {
+            emit(&o.text);
+            if o.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The charts of `report` as DIR/NAME.svg, and the HTML page as FILE, as asked.
+fn write_charts(report: &Report, svg: Option<&str>, html: Option<&str>) -> anyhow::Result<()> {
+    let charts = render::charts(report)?;
+    if let Some(dir) = svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create directory"))?;
+        for c in &charts {
+            let path = std::path::Path::new(dir).join(format!("{}.svg", c.name));
+            std::fs::write(&path, &c.svg)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+    }
+    if let Some(file) = html {
+        std::fs::write(file, render::html(report, &charts))
+            .with_context(|| format!("{file}: cannot write"))?;
+    }
+    Ok(())
+}
+
+fn write_csv(dir: &str, text: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("{dir}: cannot create directory"))?;
+    let path = std::path::Path::new(dir).join("series.csv");
+    std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))
+}
