@@ -40,8 +40,8 @@
 //! concurrency limits (fixed, AIMD, Vegas, Gradient2, Envoy gradient), the PID shedder, CoDel
 //! for RPC queues with adaptive LIFO, single-flight coalescing, and, reading a request's
 //! class and tenant ([`format::schema::traffic`]), the priority shedder, limiters keyed per
-//! tenant, composite (peek then commit) and shadow limits, with each request's cost. Not wired: CoDel in its
-//! RFC 8289 packet-queue form, adaptive timeouts.
+//! tenant, composite (peek then commit) and shadow limits, with each request's cost, CoDel in
+//! its RFC 8289 form as a queue discipline (`CoDelRfc`), and adaptive per-attempt timeouts.
 //!
 //! Only this crate does I/O in resim, and only at its edges: [`format::load::load`] reads a
 //! file and the command line ([`cli`]) writes reports.

@@ -17,6 +17,23 @@
 //! **Layer rule:** the report uses the format (the scenario, its verdict settings) and
 //! `figures.rs`; never the world (it sees a run only through its figures), runs, experiments
 //! or the command line. `run.rs` builds it when the world is done.
+//!
+//! # Decisions
+//!
+//! *amplification* is the clients' (attempts their call sites make per offered request, and per
+//! call at each call site); what a tier receives per offered request is its service's *load
+//! factor*, so a retry storm shows at the tier it hits instead of as one sum over all tiers
+//! (DESIGN's `summary.amplification` keeps its key with this meaning). A figure nothing gave a
+//! value (the latency of a bucket without successes, the wait at a service where no attempt
+//! started) is absent, `null` in JSON and "–" in text, never 0. The series counts outcomes,
+//! ratios and latencies by bucket of offer and `goodput_per_s` by bucket of completion. Busy
+//! workers are "busy"; "in flight" means admitted and not yet answered. JSON keys name the unit
+//! before the qualifier (`latency_ms_p99`); `tests/report.rs` checks every key. What the charts
+//! draw is in the report too, so any renderer can draw it: per bucket the clients' attempts,
+//! latency p50/p99/max, each client's outcomes, each service's refusals by reason and capacity
+//! (workers of the replicas that are up), each call site's attempts, retries, budget refusals
+//! and timeouts; each breaker's states as spans; the scenario's faults and load spikes as a
+//! `timeline`; each expectation's `threshold` (figure, bound, value, window, observed value).
 
 mod build;
 pub mod metastability;

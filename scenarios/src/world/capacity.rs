@@ -21,6 +21,24 @@
 //! is probed at a phase of its own (slot `r` of `n` at `period × (r + 1) / n`, then every
 //! period), as a kubelet probes each pod from its own start. Nothing here draws a random
 //! number.
+//!
+//! # Decisions
+//!
+//! A pause stops a replica's workers, not its admission: requests are admitted and queue, and
+//! the end of each job working there is pushed back by the pause's length (its `WorkDone` timer
+//! rescheduled; `Stage::Working` keeps its `until` for this). A job waiting on downstream calls
+//! is not frozen (the replies are handled when they come). Zone failures and liveness restarts
+//! reuse the replica slots of scaling (a `Down` slot, out of rotation until its restart) and
+//! the `Crash` fault's crash and cold restart, so balancers, health checks and the autoscaler
+//! treat them like any slot out of rotation. A probe served by the workers waits its turn first
+//! in, first out whatever the queue's discipline (a listen backlog): its turn is the replica's
+//! count of jobs that will have left the queue when it is first in line, and the first free
+//! worker after that answers it at once; each replica is probed at a phase of its own (slot `r`
+//! of `n` at `period × (r + 1) / n`), because probes that all fire at once restart every
+//! replica together and hide the spiral a kubelet's staggered probes produce. None of it draws
+//! a random number; a service without any of it has no `Capacity` and pays one `Option` check
+//! when a worker looks for a waiting job, and a replica pays one check of its pause when a job
+//! could start.
 
 use super::msg::Msg;
 use super::{C, World, later};

@@ -20,6 +20,21 @@
 //! Every admission is also charged, at the true time it was committed (at the store for a
 //! central decision, at the replica otherwise), to an exact reference limiter of the same
 //! configuration: an admission the reference refuses is an over-admission.
+//!
+//! # Decisions
+//!
+//! A limiter's store is an ordinary service, and a store call is an ordinary call of a call
+//! site of its own (one per replica, appended after every other site so a scenario without one
+//! keeps its sites, streams and digest), owned by `Owner::Store`; the script runs on the
+//! limiter's state, held by the world, when the store job's work is done, and its answer waits
+//! in a slot keyed by the call for the reply to carry it (a lost or late reply carries nothing;
+//! the store's change stands). A job waiting for a decision is in `Stage::Admitting`.
+//! Distributed limiters decide before the service's other admission layers. Over-admission is
+//! measured, not modelled: every admission is charged at the true time it was committed to an
+//! exact limiter of the same configuration, and each one it refuses counts. A fan-out call is a
+//! shell (like a hedged call's) whose `n` leaves, `Owner::Leaf`, each go through the whole
+//! stack; its gather keeps each leaf's key and id (16 bytes a leaf). A scenario that uses
+//! neither pays one emptiness check on arrival, on work done and on a call's end.
 
 use super::call::Owner;
 use super::job::Stage;

@@ -56,6 +56,29 @@
 //! its jobs that hold one; the service gauges count what the replicas hold. The gauges are
 //! checked after every event in debug builds, the jobs every 4096 events and at the end of
 //! every run.
+//!
+//! # Decisions
+//!
+//! The whole world is one `World` entity that holds every client, service, replica, call and
+//! job and dispatches on its own `Msg` enum; each message's `kind` word folds in the component
+//! and request ids, so the digest and the trace still say which component an event was for.
+//! Calls carry run-wide ids and the id of the client request they serve, so a trace follows one
+//! request across services. A job that leaves its replica's queue for any reason (a worker, a
+//! shedder, a cancellation) is taken out of it: every queued key is a live queued job. A
+//! pattern decision reaches the world whole: a refusal carries the refuser's retry-after
+//! (limiter, breaker, server) to the retry policy, and a shaping limiter's delay holds the
+//! request back. A hedged call is a shell whose owner sees one outcome; each racing attempt
+//! goes through the whole stack. Each replica of a calling service has its own breaker,
+//! bulkhead, limiter and retry budget, as each process of a real service would. Each client
+//! request's outcome counts in the report bucket of its offer. Runs are capped at 100 simulated
+//! years so the clock cannot overflow. The world's gauges are checked after every event in
+//! debug builds, its jobs every 4,096 events and at the end of every run.
+//!
+//! # Memory per component
+//!
+//! A client keeps a latency histogram (three significant digits with up to 64 clients, two
+//! beyond: a few KB) and five counters per bucket; a link keeps a compact histogram only once
+//! its latency varies; queues and tables grow as used. `examples/bench_scale` measures it.
 
 mod adaptive;
 mod admission;

@@ -13,6 +13,19 @@
 //! The quota waits beside the reply packet, in the world's table keyed by the call (with the
 //! attempt it answers), and is taken when the reply arrives: a lost reply carries nothing,
 //! and a reply of a service without a limiter costs no bytes on the wire.
+//!
+//! # Decisions
+//!
+//! A 429 fault refuses at admission, before the priority shedder and the limiters, as a gateway
+//! in front of the service would, and a 4xx fault fails after the work, as a handler that
+//! rejects a request does; both draw from the service's fault stream only while active, so no
+//! other scenario's numbers move. The quota travels in the reply packet, read from the
+//! service's admission `Limiter`s by `peek` when the reply leaves (the IETF draft's headers
+//! describe the quota at response time); a service without one sends none and pays one
+//! emptiness check per reply. A `Pace` gate holds calls with the shaping limiter's `Delay` path
+//! and counts its holds apart from `shaped`. An adaptive timeout replaces the call's `timeout`,
+//! learns from every answered attempt (timed-out ones at their timeout) and is one `Option` on
+//! the call site; the attempt's send time is kept in `Attempt::InFlight`.
 
 use super::{CallKey, World};
 use crate::figures::PaceFigures;

@@ -19,6 +19,24 @@
 //! the oldest idle ones are those that time out; a pool keeps at most one eviction pending,
 //! for its oldest idle connection. A scenario without pools has an empty [`Pools`] and its
 //! hot path pays one emptiness check per attempt sent and ended.
+//!
+//! # Decisions
+//!
+//! A pool belongs to a call site instance (one per calling replica), so the pools of one site
+//! are summed in its figures as its counters are. An attempt checks a connection out after its
+//! inner gates and before it is sent (a worker of the calling job is held meanwhile), and
+//! checks it in when the attempt ends at the caller (reply, timeout, cancellation), not when
+//! the target finishes. Opens are driven by demand: a pool opens a connection for each waiter
+//! no open under way serves, within its size; a new connection goes to the first waiter, and a
+//! refused open (the target at `max_connections` over every pool toward it, counted from the
+//! start of the open) fails the first waiter with `connection_refused` after the handshake's
+//! `connect_time`. Idle connections are reused last in, first out, and one pending eviction per
+//! pool closes the oldest at its `idle_timeout`. A pool decides and records; what the world
+//! must do (schedule an open's end or an eviction, send or fail a waiting attempt) is an effect
+//! acted on after the event, like bulkhead wakes. Pools draw no random numbers; a scenario
+//! without any has an empty `Pools`, pays one emptiness check per attempt sent and ended and
+//! one per event, and keeps its digest. Crashes do not close a pool's connections (a crashed
+//! caller's attempts give theirs back as they are cancelled).
 
 use super::call::Attempt;
 use super::msg::Msg;

@@ -6,6 +6,23 @@
 //! reason (a worker took it, a shedder dropped it, its caller's cancellation arrived) is
 //! taken out of it, so the queue's length is what the capacity, the depth figures and the
 //! health checks count.
+//!
+//! # Decisions
+//!
+//! A request's priority level reaches its replica's queue at enqueue, so the `Priority`
+//! discipline (`LevelQueue`: the most important first, and a full queue makes room by evicting
+//! the newest of the least important level below the arrival's, which fails as `queue_full`)
+//! and the priority shedder read the same level; an eviction is the queue's own refusal, so it
+//! needs no figure of its own. `CoDelRfc` is the patterns crate's `CoDelQueue` as it is, RFC
+//! 8289 step by step, beside the RPC `CoDel`: its drops are `shed`. A `TenantBulkhead` is one
+//! `KeyedBulkhead` per replica (like the concurrency limit, since workers are a replica's),
+//! tried after every other admission layer but the concurrency limit, and given back when the
+//! job leaves the world (`take_job`); a crash starts the replica's table afresh with its jobs
+//! lost. Its refusals are `concurrency_limited`, and the per-tenant figures of the classes say
+//! whom they hit. A call's `Limiter` layers charge the request's class cost through a `Ticket`
+//! (the call's id and cost) that every gate is shown; distributed limiters still count
+//! requests. A scenario with none of these pays nothing new: the queue variant is chosen when
+//! the replica is built, and the bulkhead is an `Option` checked at admission.
 
 use super::JobKey;
 use crate::format::schema::{Discipline, QueueConfig, Service};

@@ -16,6 +16,22 @@
 //! the busy workers' time (the service's own), the queued requests' time and the replicas in
 //! rotation's time, snapshotted at every tick, so a datapoint is the exact time-average over
 //! its period. Nothing here draws a random number.
+//!
+//! # Decisions
+//!
+//! A service that autoscales gets `max_replicas` replica slots (call sites, limiters and cache
+//! entries included) when the world is built, and `Scaling` moves them between parked,
+//! starting, in rotation, draining and redeploying; only the slots in rotation are seen by the
+//! balancer, the health checks and outlier ejection, and a draining replica serves its own
+//! queue until its drain ends (what it still holds is then lost). The scaler follows the
+//! Kubernetes HPA rule (`ceil(current × metric / target)`, a tolerance band, a scale-in
+//! stabilisation window) with AWS target tracking's cooldowns, on exact time-averages: the
+//! service's busy-worker integral and the scaling's own queue and rotation integrals,
+//! snapshotted at each tick, a datapoint becoming visible `delay` after its period ends. It
+//! draws no random numbers. A service without a scaler, a cold start or a deploy has no
+//! `Scaling`: its hot path pays an `Option` check when work starts and when its queue changes,
+//! and its digest is what it was (measured with `bench_mm1_scenario`: 925 against 930 ns per
+//! request, interleaved runs of the binaries before and after, within the machine's noise).
 
 use super::msg::Msg;
 use super::{C, World, later};

@@ -13,6 +13,21 @@
 //! `services/NAME/isolation` (see [`crate::format::schema::isolation`] for the draws); a service neither
 //! isolated nor poisoned has no `Sharding` and pays one `Option` check per attempt sent and
 //! per job started.
+//!
+//! # Decisions
+//!
+//! The caller unit is the tenant key, the one thing a customer's requests, retries and
+//! downstream calls share at every hop, so "the units that lost all their replicas" is a count
+//! a reader can act on. An isolated service draws its table once, with the world, from its own
+//! stream `services/NAME/isolation` (unit by unit in key order: a cell, or a partial
+//! Fisher–Yates shuffle of the replicas), and the balancer applies its usual rule to the unit's
+//! replicas only. A service neither isolated nor aimed at by a `Poison` fault has no table and
+//! draws nothing, so every earlier digest is unchanged; it pays one `Option` check per attempt
+//! sent and per job started. A poison request crashes its replica when a worker would start it
+//! (the replica's jobs are lost as in a `Crash`), and the replica restarts after the service's
+//! `restart`. Each group of replicas (all of them, a cell, a unit's shard) keeps the most of
+//! its replicas down at once, updated on crashes and restarts, and a gauge counts the units
+//! with no replica up.
 
 use super::msg::Msg;
 use super::outcome::{Outcome, Reason};

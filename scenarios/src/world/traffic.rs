@@ -3,6 +3,20 @@
 //!
 //! A client without classes has no `Mix`: its requests carry [`Attrs::DEFAULT`] and it draws
 //! nothing, so its random streams, and its runs, are those it had before classes existed.
+//!
+//! # Decisions
+//!
+//! A request's `Attrs` (12 bytes) are drawn once, when the client offers it, and copied onto
+//! every call and job that serves it, so a service's downstream calls inherit them without a
+//! lookup. A client without classes has no `Mix` and draws nothing: its requests carry
+//! `Attrs::DEFAULT` (`Critical`, cost 1, tenant 0) and every digest of a scenario without
+//! classes is what it was before classes existed. Class and tenant draws come from streams of
+//! their own (`clients/NAME/classes`, `clients/NAME/classes/CLASS/tenants`). Per-tenant figures
+//! are bounded: a class reports its `reported` most popular keys by rank (at most 100) and sums
+//! the rest as `others`, so a Zipf over a million keys keeps a hundred and two histograms; the
+//! Zipf table (8 bytes per key) and the per-tenant limiters (`max_keys`) are estimated at
+//! validation. A service's admission `Limiter` and `RateLimit` layers are shared by its
+//! replicas (one per service); limiters on a call's stack are one per calling replica.
 
 use super::client::bucket_mut;
 use crate::figures::{ClassFigures, TenantFigures, TrafficFigures};

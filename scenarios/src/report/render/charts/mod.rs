@@ -23,6 +23,20 @@
 //! | `panel` | axes, ticks, shaded windows, lines, legends |
 //! | `marks` | the breaker bands and the expectation panels |
 //! | [`heatmap`] | a grid of cells split by class (the phase map of `resim phase`), from its own data |
+//!
+//! # Decisions
+//!
+//! `plotters` with only its SVG backend and line series, no font features, so no font is loaded
+//! and text is laid out by plotters' own width estimate: the same report gives the same bytes
+//! on any machine (snapshots in `tests/charts.rs` pin two library scenarios), and the build
+//! pulls no font or image libraries. Ticks of log axes, and every other float function, use
+//! `libm`. A chart has at most 600 columns: beyond, buckets are merged (counts summed into
+//! rates over the merged length, gauges averaged, quantiles taken at their largest, and the
+//! title says so). Legends sit under the plot, never over the data; window names sit at the top
+//! of the plot, on the first of three rows where they do not run into another. Drawing the
+//! charts and the page costs little against the run: under callgrind, `resim run
+//! metastable-retry` (60s) executes 1,072.6M instructions, 1,078.5M with `--svg` and `--html`
+//! (+0.55%).
 
 mod data;
 pub mod heatmap;
