@@ -1,6 +1,8 @@
 //! Tidiness of the simulation code in `scenarios/src`: nothing reads the wall clock or OS
 //! entropy, no hash containers (their order is not deterministic), no platform math; and each
-//! layer of the crate uses only the layers below it (`layers_use_only_the_layers_below_them`).
+//! layer of the crate uses only the layers below it (`layers_use_only_the_layers_below_them`);
+//! functions fit a screen, but for a list of the long ones that may only get shorter
+//! (`functions_fit_a_screen`).
 
 /// Every `.rs` file under `scenarios/src`, with its text.
 fn sources() -> Vec<(String, String)> {
@@ -279,4 +281,178 @@ fn layers_use_only_the_layers_below_them() {
         "imports against the layers of scenarios (format ← figures.rs ← world, report ← run ← experiment ← cli):\n{}",
         found.join("\n")
     );
+}
+
+/// The longest a function of `scenarios/src` may be, in lines from its signature to its
+/// closing brace: one that does not fit a screen does several things.
+const FUNCTION_LINES_MAX: usize = 70;
+
+/// The functions that were longer than [`FUNCTION_LINES_MAX`] when the check came in (file,
+/// name, lines): each may shrink but not grow, and leaves the list once it fits; a function
+/// not listed may not pass the limit. The list may only get shorter.
+const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
+    ("scenarios/src/cli/mod.rs", "main", 121),
+    ("scenarios/src/cli/mod.rs", "run_file", 85),
+    ("scenarios/src/experiment/compare.rs", "render", 86),
+    ("scenarios/src/experiment/phase.rs", "phase_map", 112),
+    ("scenarios/src/experiment/shrink/mod.rs", "shrink", 128),
+    (
+        "scenarios/src/experiment/shrink/reduce.rs",
+        "candidates",
+        306,
+    ),
+    (
+        "scenarios/src/experiment/shrink/reduce.rs",
+        "simpler_dists",
+        71,
+    ),
+    ("scenarios/src/experiment/sweep.rs", "render", 96),
+    ("scenarios/src/format/footprint.rs", "footprint", 192),
+    ("scenarios/src/format/footprint.rs", "windows", 71),
+    ("scenarios/src/format/overrides/mod.rs", "apply", 99),
+    ("scenarios/src/format/overrides/mod.rs", "syntax_blame", 73),
+    ("scenarios/src/format/overrides/variants.rs", "find", 91),
+    ("scenarios/src/format/read.rs", "explain", 114),
+    ("scenarios/src/format/read.rs", "lex", 122),
+    (
+        "scenarios/src/format/schema/distributed.rs",
+        "validate_limiter",
+        111,
+    ),
+    ("scenarios/src/format/validate.rs", "call", 107),
+    ("scenarios/src/format/validate.rs", "expectation", 105),
+    ("scenarios/src/format/validate.rs", "fault", 159),
+    ("scenarios/src/format/validate.rs", "service", 188),
+    ("scenarios/src/format/verdict/triggers.rs", "triggers", 139),
+    ("scenarios/src/report/build.rs", "series_row", 130),
+    ("scenarios/src/report/build.rs", "service", 117),
+    ("scenarios/src/report/build.rs", "timeline", 169),
+    ("scenarios/src/report/metastability/mod.rs", "client", 74),
+    ("scenarios/src/report/render/charts/heatmap.rs", "draw", 97),
+    ("scenarios/src/report/render/charts/marks.rs", "bound", 84),
+    (
+        "scenarios/src/report/render/charts/marks.rs",
+        "breakers",
+        136,
+    ),
+    (
+        "scenarios/src/report/render/charts/marks.rs",
+        "expectation_panel",
+        138,
+    ),
+    (
+        "scenarios/src/report/render/charts/mod.rs",
+        "compare_charts",
+        72,
+    ),
+    ("scenarios/src/report/render/charts/mod.rs", "service", 180),
+    ("scenarios/src/report/render/compact.rs", "render", 124),
+    ("scenarios/src/report/render/csv.rs", "render", 118),
+    ("scenarios/src/report/render/html.rs", "components", 97),
+    ("scenarios/src/report/render/html.rs", "html", 83),
+    ("scenarios/src/report/render/human.rs", "call", 91),
+    ("scenarios/src/report/render/human.rs", "render", 78),
+    ("scenarios/src/report/render/human.rs", "service", 130),
+    ("scenarios/src/report/verdicts.rs", "judge", 94),
+    ("scenarios/src/run.rs", "run", 102),
+    ("scenarios/src/world/call.rs", "start_call", 71),
+    ("scenarios/src/world/distributed.rs", "build", 89),
+    ("scenarios/src/world/distributed.rs", "store_done", 75),
+    ("scenarios/src/world/mod.rs", "new", 103),
+    ("scenarios/src/world/scaling.rs", "tick", 133),
+    ("scenarios/src/world/service.rs", "admit", 74),
+    ("scenarios/src/world/service.rs", "new", 107),
+    ("scenarios/src/world/sharding.rs", "of", 76),
+    ("scenarios/src/world/trace.rs", "describe", 90),
+];
+
+/// Every function of `text` (before its `#[cfg(test)]` module) with its first line and its
+/// length in lines. Relies on rustfmt's layout: the body's closing brace sits alone at the
+/// signature's indentation.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = &line[..line.len() - code.len()];
+        let Some(rest) = [
+            "fn ",
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "const fn ",
+            "pub const fn ",
+        ]
+        .iter()
+        .find_map(|p| code.strip_prefix(p)) else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // The signature ends with the body's `{`, or with `;` for a declaration.
+        let Some(open) = (i..lines.len()).find(|&k| {
+            let t = lines[k].trim_end();
+            t.ends_with('{') || t.ends_with(';') || t.ends_with('}')
+        }) else {
+            continue;
+        };
+        let t = lines[open].trim_end();
+        if t.ends_with(';') || (t.ends_with('}') && open == i) {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = (open + 1..lines.len()).find(|&k| lines[k] == close) {
+            out.push((name, i + 1, end - i + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn functions_fit_a_screen() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/");
+    let mut problems = Vec::new();
+    // The longest function of each listed name and file (a file may have two of one name).
+    let mut longest = vec![None; LONG_FUNCTIONS.len()];
+    let mut count = 0;
+    for (path, text) in sources() {
+        let file = format!("scenarios/{}", path.strip_prefix(root).unwrap_or(&path));
+        for (name, line, length) in functions(&text) {
+            count += 1;
+            match LONG_FUNCTIONS
+                .iter()
+                .position(|(f, n, _)| *f == file && *n == name)
+            {
+                Some(k) => {
+                    longest[k] = longest[k].max(Some((length, line)));
+                }
+                None if length > FUNCTION_LINES_MAX => problems.push(format!(
+                    "{file}:{line}: `{name}` is {length} lines, more than {FUNCTION_LINES_MAX}; split it"
+                )),
+                None => {}
+            }
+        }
+    }
+    for ((file, name, max), found) in LONG_FUNCTIONS.iter().zip(longest) {
+        match found {
+            None => problems.push(format!(
+                "{file}: `{name}` is in LONG_FUNCTIONS but not in the file; take it out"
+            )),
+            Some((length, line)) if length > *max => problems.push(format!(
+                "{file}:{line}: `{name}` is {length} lines, more than the {max} it had when the check came in; split it"
+            )),
+            Some((length, line)) if length <= FUNCTION_LINES_MAX => problems.push(format!(
+                "{file}:{line}: `{name}` is {length} lines and fits: take it out of LONG_FUNCTIONS"
+            )),
+            Some(_) => {}
+        }
+    }
+    // A scanner that finds nothing would pass: the crate has hundreds of functions.
+    assert!(count > 500, "found only {count} functions");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
