@@ -299,7 +299,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     (
         "scenarios/src/experiment/shrink/reduce.rs",
         "candidates",
-        306,
+        300,
     ),
     (
         "scenarios/src/experiment/shrink/reduce.rs",
@@ -326,7 +326,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/format/verdict/triggers.rs", "triggers", 139),
     ("scenarios/src/report/build.rs", "series_row", 130),
     ("scenarios/src/report/build.rs", "service", 117),
-    ("scenarios/src/report/build.rs", "timeline", 169),
     ("scenarios/src/report/metastability/mod.rs", "client", 74),
     ("scenarios/src/report/render/charts/heatmap.rs", "draw", 97),
     ("scenarios/src/report/render/charts/marks.rs", "bound", 84),
@@ -363,7 +362,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/world/service.rs", "admit", 74),
     ("scenarios/src/world/service.rs", "new", 107),
     ("scenarios/src/world/sharding.rs", "of", 76),
-    ("scenarios/src/world/trace.rs", "describe", 90),
 ];
 
 /// Every function of `text` (before its `#[cfg(test)]` module) with its first line and its

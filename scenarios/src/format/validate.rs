@@ -780,21 +780,20 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
         nonzero(&format!("{path}.duration"), d)?;
     }
     let kpath = format!("{path}.kind");
-    let svc = |name: &str| known_service(&format!("{kpath}.service"), name, &s.services);
-    match &f.kind {
-        FaultKind::Slowdown { service, factor } => {
-            svc(service)?;
-            positive(&format!("{kpath}.factor"), *factor)
+    // What it acts on first: the checks of each kind below may look it up.
+    match f.kind.target() {
+        FaultTarget::Service(name) => {
+            known_service(&format!("{kpath}.service"), name, &s.services)?
         }
-        FaultKind::ErrorRate {
-            service,
-            error_ratio,
-        } => {
-            svc(service)?;
+        FaultTarget::Client(name) => known_client(&format!("{kpath}.client"), name, &s.clients)?,
+        FaultTarget::Zone(zone) => zone_in_range(&format!("{kpath}.zone"), zone, s)?,
+    }
+    match &f.kind {
+        FaultKind::Slowdown { factor, .. } => positive(&format!("{kpath}.factor"), *factor),
+        FaultKind::ErrorRate { error_ratio, .. } => {
             ratio(&format!("{kpath}.error_ratio"), *error_ratio)
         }
         FaultKind::CapacityDrop { service, workers } => {
-            svc(service)?;
             let full = s.services[service].workers;
             if *workers >= full {
                 return Err(err(
@@ -807,7 +806,6 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             Ok(())
         }
         FaultKind::Crash { service, replicas } => {
-            svc(service)?;
             if let Some(n) = replicas {
                 replicas_of(
                     &format!("{kpath}.replicas"),
@@ -818,7 +816,6 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             Ok(())
         }
         FaultKind::LoadSpike { client, factor } => {
-            known_client(&format!("{kpath}.client"), client, &s.clients)?;
             if !matches!(s.clients[client].load, Load::Open { .. }) {
                 return Err(err(
                     format!("{kpath}.client"),
@@ -829,25 +826,15 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             }
             positive(&format!("{kpath}.factor"), *factor)
         }
-        FaultKind::Latency { service, extra } => {
-            svc(service)?;
-            dist(&format!("{kpath}.extra"), extra)
-        }
-        FaultKind::Loss {
-            service,
-            loss_ratio,
-        } => {
-            svc(service)?;
-            ratio(&format!("{kpath}.loss_ratio"), *loss_ratio)
-        }
-        FaultKind::Partition { service } => svc(service),
+        FaultKind::Latency { extra, .. } => dist(&format!("{kpath}.extra"), extra),
+        FaultKind::Loss { loss_ratio, .. } => ratio(&format!("{kpath}.loss_ratio"), *loss_ratio),
+        FaultKind::Partition { .. } | FaultKind::Poison { .. } => Ok(()),
         FaultKind::Deploy {
             service,
             batch,
             downtime,
             warmup,
         } => {
-            svc(service)?;
             if f.duration.is_some() {
                 return Err(err(
                     format!("{path}.duration"),
@@ -868,7 +855,6 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             clock(&format!("{kpath}.warmup"), *warmup)
         }
         FaultKind::CacheFlush { service } => {
-            svc(service)?;
             if s.services[service].cache.is_none() {
                 return Err(err(
                     format!("{kpath}.service"),
@@ -879,13 +865,11 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             }
             Ok(())
         }
-        FaultKind::Poison { service, .. } => svc(service),
         FaultKind::Pause {
             service,
             replicas,
             every,
         } => {
-            svc(service)?;
             let Some(d) = f.duration else {
                 return Err(err(
                     format!("{path}.duration"),
@@ -905,8 +889,7 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             }
             Ok(())
         }
-        FaultKind::ZoneFailure { zone } => {
-            zone_in_range(&format!("{kpath}.zone"), *zone, s)?;
+        FaultKind::ZoneFailure { .. } => {
             if f.duration.is_none() {
                 return Err(err(
                     format!("{path}.duration"),
@@ -915,19 +898,14 @@ fn fault(path: &str, f: &Fault, s: &Scenario) -> Check {
             }
             Ok(())
         }
-        FaultKind::ClientErrorRate {
-            service,
-            error_ratio,
-        } => {
-            svc(service)?;
+        FaultKind::ClientErrorRate { error_ratio, .. } => {
             ratio(&format!("{kpath}.error_ratio"), *error_ratio)
         }
         FaultKind::TooManyRequests {
-            service,
             refused_ratio,
             retry_after,
+            ..
         } => {
-            svc(service)?;
             ratio(&format!("{kpath}.refused_ratio"), *refused_ratio)?;
             retry_after.validate(&format!("{kpath}.retry_after"), s.duration)
         }

@@ -8,7 +8,7 @@ use crate::figures::{
     ServiceBucket, ServiceFigures,
 };
 use crate::figures::{ClassFigures, TrafficFigures};
-use crate::format::schema::{FaultKind, Load, Scenario, Schedule};
+use crate::format::schema::{FaultKind, Load, Scenario, Schedule, times};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime};
 
@@ -430,11 +430,6 @@ fn breaker(b: &BreakerFigures, end: SimTime) -> BreakerReport {
     }
 }
 
-/// A factor for a label: `×4`, `×1.5`.
-fn times(factor: f64) -> String {
-    format!("×{}", round3(factor))
-}
-
 /// The scenario's faults and load spikes as windows of the run `[0, end)`, in file order
 /// (the spikes of clients' `Spike` schedules first, by client name).
 fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
@@ -475,86 +470,9 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
         }
     }
     for f in &scenario.faults {
-        let to = f.duration.map(|d| f.at.saturating_add(d));
-        let (kind, target, label) = match &f.kind {
-            FaultKind::Slowdown { service, factor } => (
-                "slowdown",
-                service,
-                format!("slowdown {service} {}", times(*factor)),
-            ),
-            FaultKind::ErrorRate {
-                service,
-                error_ratio,
-            } => (
-                "error_rate",
-                service,
-                format!("errors {service} {}%", round3(100.0 * error_ratio)),
-            ),
-            FaultKind::CapacityDrop { service, workers } => (
-                "capacity_drop",
-                service,
-                format!("capacity drop {service} to {workers} workers"),
-            ),
-            FaultKind::Crash { service, replicas } => (
-                "crash",
-                service,
-                match replicas {
-                    Some(n) => format!("crash {service} ({n} replicas)"),
-                    None => format!("crash {service}"),
-                },
-            ),
-            FaultKind::LoadSpike { client, factor } => (
-                "load_spike",
-                client,
-                format!("load spike {client} {}", times(*factor)),
-            ),
-            FaultKind::Latency { service, .. } => {
-                ("latency", service, format!("latency {service}"))
-            }
-            FaultKind::Loss {
-                service,
-                loss_ratio,
-            } => (
-                "loss",
-                service,
-                format!("loss {service} {}%", round3(100.0 * loss_ratio)),
-            ),
-            FaultKind::Partition { service } => {
-                ("partition", service, format!("partition {service}"))
-            }
-            FaultKind::Poison { service, tenant } => (
-                "poison",
-                service,
-                format!("poison {service} tenant {tenant}"),
-            ),
-            FaultKind::ClientErrorRate {
-                service,
-                error_ratio,
-            } => (
-                "client_error_rate",
-                service,
-                format!("4xx {service} {}%", round3(100.0 * error_ratio)),
-            ),
-            FaultKind::TooManyRequests {
-                service,
-                refused_ratio,
-                ..
-            } => (
-                "too_many_requests",
-                service,
-                format!("429 {service} {}%", round3(100.0 * refused_ratio)),
-            ),
+        let to = match &f.kind {
             // A flush is an instant: its duration is ignored.
-            FaultKind::CacheFlush { service } => {
-                push(
-                    "cache_flush",
-                    service,
-                    format!("cache flush {service}"),
-                    f.at,
-                    None,
-                );
-                continue;
-            }
+            FaultKind::CacheFlush { .. } => None,
             // A deploy's length follows from its batches.
             FaultKind::Deploy {
                 service,
@@ -563,46 +481,21 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
                 warmup,
             } => {
                 let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
-                let end = crate::format::schema::scaling::deploy_end(
+                Some(crate::format::schema::scaling::deploy_end(
                     f.at, replicas, *batch, *downtime, *warmup,
-                );
-                push(
-                    "deploy",
-                    service,
-                    format!("deploy {service} ({batch} at a time)"),
-                    f.at,
-                    Some(end),
-                );
-                continue;
+                ))
             }
             // A periodic pause lasts, as a disturbance, to the end of the run.
-            FaultKind::Pause {
-                service,
-                replicas,
-                every,
-            } => {
-                let of = replicas.map_or(String::new(), |n| format!(" ({n} replicas)"));
-                let d = f.duration.unwrap_or_default();
-                let (label, end) = match every {
-                    Some(p) => (format!("pause {service}{of} {d} every {p}"), None),
-                    None => (format!("pause {service}{of}"), to),
-                };
-                push("pause", service, label, f.at, end);
-                continue;
-            }
-            FaultKind::ZoneFailure { zone } => {
-                let target = format!("zone {zone}");
-                push(
-                    "zone_failure",
-                    &target,
-                    format!("zone {zone} fails"),
-                    f.at,
-                    to,
-                );
-                continue;
-            }
+            FaultKind::Pause { every: Some(_), .. } => None,
+            _ => f.duration.map(|d| f.at.saturating_add(d)),
         };
-        push(kind, target, label, f.at, to);
+        push(
+            &f.kind.snake_name(),
+            &f.kind.target().to_string(),
+            f.kind.label(f.duration),
+            f.at,
+            to,
+        );
     }
     out
 }

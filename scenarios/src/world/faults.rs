@@ -7,7 +7,7 @@
 
 use super::msg::Msg;
 use super::{C, World, later};
-use crate::format::schema::{Fault, FaultKind};
+use crate::format::schema::{Fault, FaultKind, FaultTarget};
 use sim_core::SimDuration;
 
 /// The scenario's faults and which are active.
@@ -34,7 +34,7 @@ impl Timeline {
     /// Whether a `ZoneFailure` of `zone` is under way.
     pub fn zone_failing(&self, zone: u32) -> bool {
         self.active_kinds()
-            .any(|k| matches!(k, FaultKind::ZoneFailure { zone: z } if *z == zone))
+            .any(|k| k.target() == FaultTarget::Zone(zone))
     }
 
     /// The kinds of the active faults, in file order.

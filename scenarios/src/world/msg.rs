@@ -188,49 +188,198 @@ impl From<sim_net::Delivery<Packet>> for Msg {
     }
 }
 
-impl Message for Msg {
-    fn kind(&self) -> u64 {
+impl Packet {
+    /// What a trace line calls the packet's arrival (`deliver`, `reply`, `cancel`).
+    pub fn trace_name(&self) -> &'static str {
+        match self {
+            Packet::Deliver { .. } => "deliver",
+            Packet::Reply { .. } => "reply",
+            Packet::Cancel { .. } => "cancel",
+        }
+    }
+}
+
+impl Msg {
+    /// What a trace line calls the event (`work-done`); a delivery is named by its packet,
+    /// and a wake-up of the network to release held messages is `network`.
+    pub fn trace_name(&self) -> &'static str {
+        self.facts().0
+    }
+
+    /// The event's trace name and its digest word: a tag in the top byte, under it a word
+    /// that names the component and the request the event is for. Both come from one match
+    /// so that a new event is given both at once.
+    #[inline]
+    fn facts(&self) -> (&'static str, u64) {
         let key = |k: u64| k & 0x00ff_ffff_ffff_ffff;
         let call_attempt =
             |call: CallKey, attempt: u32| call.data().as_ffi() ^ (u64::from(attempt) << 40);
-        let (tag, word) = match *self {
+        let pair = |high: u32, low: u32| (u64::from(high) << 32) | u64::from(low);
+        let (name, tag, word) = match *self {
             // sim-net's word names the packet and its copy, tagged apart from ours.
-            Msg::Net(ref d) => return d.kind(),
-            Msg::Arrival { client, emit } => (1, (u64::from(client) << 1) | u64::from(emit)),
-            Msg::Think { client, user } => (2, (u64::from(client) << 32) | u64::from(user)),
-            Msg::Released { job } => (3, job.data().as_ffi()),
-            Msg::WorkDone { job } => (4, job.data().as_ffi()),
-            Msg::GateReleased { call } => (5, call.data().as_ffi()),
-            Msg::Timeout { call, attempt } => (6, call_attempt(call, attempt)),
-            Msg::Retry { call } => (7, call.data().as_ffi()),
-            Msg::FaultStart { fault } => (9, u64::from(fault)),
-            Msg::FaultEnd { fault } => (10, u64::from(fault)),
-            Msg::Restart { service, replica } => {
-                (11, (u64::from(service) << 32) | u64::from(replica))
+            Msg::Net(ref d) => {
+                let name = d.payload().map_or("network", Packet::trace_name);
+                return (name, d.kind());
             }
-            Msg::PidTick { service } => (12, u64::from(service)),
-            Msg::HealthTick { service } => (13, u64::from(service)),
+            Msg::Arrival { client, emit } => (
+                if emit { "arrival" } else { "rate-change" },
+                1,
+                (u64::from(client) << 1) | u64::from(emit),
+            ),
+            Msg::Think { client, user } => ("user-ready", 2, pair(client, user)),
+            Msg::Released { job } => ("released", 3, job.data().as_ffi()),
+            Msg::WorkDone { job } => ("work-done", 4, job.data().as_ffi()),
+            Msg::GateReleased { call } => ("gate-release", 5, call.data().as_ffi()),
+            Msg::Timeout { call, attempt } => ("timeout", 6, call_attempt(call, attempt)),
+            Msg::Retry { call } => ("retry", 7, call.data().as_ffi()),
+            Msg::FaultStart { fault } => ("fault-start", 9, u64::from(fault)),
+            Msg::FaultEnd { fault } => ("fault-end", 10, u64::from(fault)),
+            Msg::Restart { service, replica } => ("restart", 11, pair(service, replica)),
+            Msg::PidTick { service } => ("pid-update", 12, u64::from(service)),
+            Msg::HealthTick { service } => ("health-check", 13, u64::from(service)),
             Msg::BulkheadExpire { site, side, gate } => (
+                "bulkhead-wait-ends",
                 14,
                 (u64::from(site) << 16) | ((side as u64) << 8) | u64::from(gate),
             ),
-            Msg::HedgeTimer { call } => (15, call.data().as_ffi()),
-            Msg::ScaleTick { service } => (16, u64::from(service)),
-            Msg::Scaled { service, replica } => {
-                (17, (u64::from(service) << 32) | u64::from(replica))
-            }
-            Msg::DeployBatch { fault } => (18, u64::from(fault)),
+            Msg::HedgeTimer { call } => ("hedge-timer", 15, call.data().as_ffi()),
+            Msg::ScaleTick { service } => ("scale-tick", 16, u64::from(service)),
+            Msg::Scaled { service, replica } => ("replica-slot", 17, pair(service, replica)),
+            Msg::DeployBatch { fault } => ("deploy-batch", 18, u64::from(fault)),
             Msg::LivenessTick { service, replica } => {
-                (19, (u64::from(service) << 32) | u64::from(replica))
+                ("liveness-probe", 19, pair(service, replica))
             }
             Msg::LivenessDeadline { service, replica } => {
-                (20, (u64::from(service) << 32) | u64::from(replica))
+                ("liveness-deadline", 20, pair(service, replica))
             }
-            Msg::PoolOpened { site, refused } => (21, (u64::from(site) << 1) | u64::from(refused)),
-            Msg::CheckoutTimeout { call, attempt } => (22, call_attempt(call, attempt)),
-            Msg::PoolEvict { site } => (23, u64::from(site)),
-            Msg::LockTimeout { job } => (24, job.data().as_ffi()),
+            Msg::PoolOpened { site, refused } => (
+                if refused {
+                    "pool-refused"
+                } else {
+                    "pool-opened"
+                },
+                21,
+                (u64::from(site) << 1) | u64::from(refused),
+            ),
+            Msg::CheckoutTimeout { call, attempt } => {
+                ("checkout-timeout", 22, call_attempt(call, attempt))
+            }
+            Msg::PoolEvict { site } => ("pool-evict", 23, u64::from(site)),
+            Msg::LockTimeout { job } => ("lock-timeout", 24, job.data().as_ffi()),
         };
-        (tag << 56) | key(word)
+        (name, (tag << 56) | key(word))
+    }
+}
+
+impl Message for Msg {
+    fn kind(&self) -> u64 {
+        self.facts().1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::Side;
+    use std::collections::BTreeSet;
+
+    /// One event of each kind (both names of the events that have two).
+    fn every_event() -> Vec<Msg> {
+        let (call, job) = (CallKey::default(), JobKey::default());
+        vec![
+            Msg::Arrival {
+                client: 0,
+                emit: true,
+            },
+            Msg::Arrival {
+                client: 0,
+                emit: false,
+            },
+            Msg::Think { client: 0, user: 0 },
+            Msg::WorkDone { job },
+            Msg::Released { job },
+            Msg::Timeout { call, attempt: 1 },
+            Msg::Retry { call },
+            Msg::GateReleased { call },
+            Msg::FaultStart { fault: 0 },
+            Msg::FaultEnd { fault: 0 },
+            Msg::Restart {
+                service: 0,
+                replica: 0,
+            },
+            Msg::PidTick { service: 0 },
+            Msg::HealthTick { service: 0 },
+            Msg::HedgeTimer { call },
+            Msg::ScaleTick { service: 0 },
+            Msg::Scaled {
+                service: 0,
+                replica: 0,
+            },
+            Msg::DeployBatch { fault: 0 },
+            Msg::LivenessTick {
+                service: 0,
+                replica: 0,
+            },
+            Msg::LivenessDeadline {
+                service: 0,
+                replica: 0,
+            },
+            Msg::BulkheadExpire {
+                site: 0,
+                side: Side::Outer,
+                gate: 0,
+            },
+            Msg::PoolOpened {
+                site: 0,
+                refused: false,
+            },
+            Msg::PoolOpened {
+                site: 0,
+                refused: true,
+            },
+            Msg::CheckoutTimeout { call, attempt: 1 },
+            Msg::PoolEvict { site: 0 },
+            Msg::LockTimeout { job },
+        ]
+    }
+
+    #[test]
+    fn every_event_has_a_trace_name_of_its_own() {
+        let events = every_event();
+        let names: BTreeSet<_> = events.iter().map(Msg::trace_name).collect();
+        assert_eq!(
+            names.len(),
+            events.len(),
+            "two events share a name: {names:?}"
+        );
+        for name in &names {
+            assert!(!name.is_empty() && !name.contains(' '), "{name:?}");
+        }
+        // The network's names are its packets' and `network`, none of them an event's.
+        let packets = [
+            Packet::Deliver {
+                job: JobKey::default(),
+            },
+            Packet::Cancel {
+                job: JobKey::default(),
+            },
+            Packet::Reply {
+                call: CallKey::default(),
+                attempt: 1,
+                outcome: Outcome::Ok,
+                retry_after: None,
+            },
+        ];
+        let mut all = names.clone();
+        all.extend(packets.iter().map(Packet::trace_name));
+        all.insert("network");
+        assert_eq!(all.len(), names.len() + packets.len() + 1, "{all:?}");
+    }
+
+    #[test]
+    fn every_event_kind_has_a_tag_of_its_own() {
+        // The two events of one kind with two names share their tag.
+        let tags: BTreeSet<_> = every_event().iter().map(|m| m.kind() >> 56).collect();
+        assert_eq!(tags.len(), every_event().len() - 2, "{tags:?}");
     }
 }

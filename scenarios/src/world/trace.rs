@@ -56,7 +56,7 @@ impl World {
             self.trace.as_mut().expect("checked above").left_out += 1;
             return;
         }
-        let (what, detail) = self.describe(msg);
+        let (what, detail) = (msg.trace_name(), self.describe(msg));
         let line = format!("{:<14} {what:<12} {detail}", now.to_string());
         self.trace.as_mut().expect("checked above").lines.push(line);
     }
@@ -89,94 +89,67 @@ impl World {
         }
     }
 
-    fn describe(&self, msg: &Msg) -> (&'static str, String) {
+    /// What the event is about: the attempt, call, client, service or replica it names.
+    fn describe(&self, msg: &Msg) -> String {
+        let service = |s: u32| self.services[s as usize].name();
         match msg {
             Msg::Net(d) => match d.payload() {
-                Some(Packet::Deliver { job }) => ("deliver", self.job_name(*job)),
+                Some(Packet::Deliver { job } | Packet::Cancel { job }) => self.job_name(*job),
                 Some(Packet::Reply {
                     call,
                     attempt,
                     outcome,
                     ..
-                }) => (
-                    "reply",
-                    format!(
-                        "attempt {attempt} {} to {}",
-                        outcome.name(),
-                        self.call_name(*call)
-                    ),
+                }) => format!(
+                    "attempt {attempt} {} to {}",
+                    outcome.name(),
+                    self.call_name(*call)
                 ),
-                Some(Packet::Cancel { job }) => ("cancel", self.job_name(*job)),
-                None => ("network", "held messages are released".to_string()),
+                None => "held messages are released".to_string(),
             },
-            Msg::Arrival { client, emit } => (
-                if *emit { "arrival" } else { "rate-change" },
-                self.clients[*client as usize].name().to_string(),
-            ),
-            Msg::Think { client, user } => (
-                "user-ready",
-                format!("{} user {user}", self.clients[*client as usize].name()),
-            ),
-            Msg::Released { job } => ("released", self.job_name(*job)),
-            Msg::WorkDone { job } => ("work-done", self.job_name(*job)),
-            Msg::Timeout { call, attempt } => (
-                "timeout",
-                format!("attempt {attempt} of {}", self.call_name(*call)),
-            ),
-            Msg::Retry { call } => ("retry", self.call_name(*call)),
-            Msg::GateReleased { call } => ("gate-release", self.call_name(*call)),
-            Msg::FaultStart { fault } => ("fault-start", format!("faults[{fault}]")),
-            Msg::FaultEnd { fault } => ("fault-end", format!("faults[{fault}]")),
-            Msg::Restart { service, replica } => (
-                "restart",
-                format!("{}/{replica}", self.services[*service as usize].name()),
-            ),
-            Msg::PidTick { service } => (
-                "pid-update",
-                self.services[*service as usize].name().to_string(),
-            ),
-            Msg::HealthTick { service } => (
-                "health-check",
-                self.services[*service as usize].name().to_string(),
-            ),
-            Msg::HedgeTimer { call } => ("hedge-timer", self.call_name(*call)),
-            Msg::ScaleTick { service } => (
-                "scale-tick",
-                self.services[*service as usize].name().to_string(),
-            ),
-            Msg::Scaled { service, replica } => (
-                "replica-slot",
-                format!("{}/{replica}", self.services[*service as usize].name()),
-            ),
-            Msg::DeployBatch { fault } => ("deploy-batch", format!("faults[{fault}]")),
-            Msg::LivenessTick { service, replica } => (
-                "liveness-probe",
-                format!("{}/{replica}", self.services[*service as usize].name()),
-            ),
-            Msg::LivenessDeadline { service, replica } => (
-                "liveness-deadline",
-                format!("{}/{replica}", self.services[*service as usize].name()),
-            ),
-            Msg::PoolOpened { site, refused } => (
-                if *refused {
-                    "pool-refused"
-                } else {
-                    "pool-opened"
-                },
-                self.sites[*site as usize].path().to_string(),
-            ),
-            Msg::CheckoutTimeout { call, attempt } => (
-                "checkout-timeout",
-                format!("{} attempt {attempt}", self.call_name(*call)),
-            ),
-            Msg::LockTimeout { job } => ("lock-timeout", self.job_name(*job)),
-            Msg::PoolEvict { site } => {
-                ("pool-evict", self.sites[*site as usize].path().to_string())
+            Msg::Arrival { client, .. } => self.clients[*client as usize].name().to_string(),
+            Msg::Think { client, user } => {
+                format!("{} user {user}", self.clients[*client as usize].name())
             }
-            Msg::BulkheadExpire { site, .. } => (
-                "bulkhead-wait-ends",
-                self.sites[*site as usize].path().to_string(),
-            ),
+            Msg::Released { job } | Msg::WorkDone { job } | Msg::LockTimeout { job } => {
+                self.job_name(*job)
+            }
+            Msg::Timeout { call, attempt } => {
+                format!("attempt {attempt} of {}", self.call_name(*call))
+            }
+            Msg::Retry { call } | Msg::GateReleased { call } | Msg::HedgeTimer { call } => {
+                self.call_name(*call)
+            }
+            Msg::FaultStart { fault } | Msg::FaultEnd { fault } | Msg::DeployBatch { fault } => {
+                format!("faults[{fault}]")
+            }
+            Msg::PidTick { service: s }
+            | Msg::HealthTick { service: s }
+            | Msg::ScaleTick { service: s } => service(*s).to_string(),
+            Msg::Restart {
+                service: s,
+                replica,
+            }
+            | Msg::Scaled {
+                service: s,
+                replica,
+            }
+            | Msg::LivenessTick {
+                service: s,
+                replica,
+            }
+            | Msg::LivenessDeadline {
+                service: s,
+                replica,
+            } => {
+                format!("{}/{replica}", service(*s))
+            }
+            Msg::PoolOpened { site, .. }
+            | Msg::PoolEvict { site }
+            | Msg::BulkheadExpire { site, .. } => self.sites[*site as usize].path().to_string(),
+            Msg::CheckoutTimeout { call, attempt } => {
+                format!("{} attempt {attempt}", self.call_name(*call))
+            }
         }
     }
 }

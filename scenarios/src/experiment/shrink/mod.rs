@@ -29,7 +29,7 @@ use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use crate::report::ExpectationResult;
 use crate::{RunOptions, run};
-use reduce::{Candidate, candidates, client_of, kind_of};
+use reduce::{Candidate, candidates, client_of};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
@@ -136,7 +136,7 @@ pub fn shrink(scenario: &Scenario, file: &str, options: &ShrinkOptions) -> Resul
     let verdicts = &first.report.expectations;
     let target = pick_target(scenario, verdicts, options, file)?;
     let key = (
-        kind_of(&scenario.expectations[target]),
+        scenario.expectations[target].name(),
         client_of(&scenario.expectations[target]).map(str::to_string),
     );
     let measured = verdicts[target].threshold.observed;
@@ -156,7 +156,7 @@ pub fn shrink(scenario: &Scenario, file: &str, options: &ShrinkOptions) -> Resul
     let mut fails =
         |c: &Candidate, runs: &mut u64| -> Option<bool> {
             let e = &c.scenario.expectations.get(c.target)?;
-            if (kind_of(e), client_of(e).map(str::to_string)) != key {
+            if (e.name(), client_of(e).map(str::to_string)) != key {
                 return None;
             }
             validate(&c.scenario).ok()?;
@@ -298,7 +298,7 @@ fn pick_target(
             .iter()
             .zip(verdicts)
             .enumerate()
-            .map(|(i, (e, v))| format!("[{i}] {} ({})", kind_of(e), v.expectation))
+            .map(|(i, (e, v))| format!("[{i}] {} ({})", e.name(), v.expectation))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -315,7 +315,7 @@ fn pick_target(
             let words = asked.to_lowercase();
             let matching: Vec<usize> = (0..verdicts.len())
                 .filter(|&i| {
-                    kind_of(&scenario.expectations[i]).to_lowercase() == words
+                    scenario.expectations[i].name().to_lowercase() == words
                         || verdicts[i].expectation.to_lowercase().contains(&words)
                 })
                 .collect();

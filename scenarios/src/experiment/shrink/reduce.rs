@@ -8,7 +8,7 @@
 //! order the search tries them; split over files, that order would no longer read top to
 //! bottom.
 
-use crate::format::schema::{Expectation, FaultKind, Layer, Load, Scenario, Schedule};
+use crate::format::schema::{Expectation, FaultKind, FaultTarget, Layer, Load, Scenario, Schedule};
 use sim_core::{Dist, Rate, SimDuration};
 
 /// A scenario one change smaller, and what the change was.
@@ -38,22 +38,6 @@ pub fn client_of(e: &Expectation) -> Option<&str> {
     }
 }
 
-/// The kind of an expectation, as the file names it.
-pub fn kind_of(e: &Expectation) -> &'static str {
-    match e {
-        Expectation::GoodputAtLeast { .. } => "GoodputAtLeast",
-        Expectation::GoodputAtMost { .. } => "GoodputAtMost",
-        Expectation::P99AtMost { .. } => "P99AtMost",
-        Expectation::AmplificationAtMost { .. } => "AmplificationAtMost",
-        Expectation::RecoveredWithin { .. } => "RecoveredWithin",
-        Expectation::Recovers { .. } => "Recovers",
-        Expectation::Metastable { .. } => "Metastable",
-        Expectation::ClassGoodputAtLeast { .. } => "ClassGoodputAtLeast",
-        Expectation::ClassGoodputAtMost { .. } => "ClassGoodputAtMost",
-        Expectation::BlastRadiusAtMost { .. } => "BlastRadiusAtMost",
-    }
-}
-
 /// Every scenario one change smaller than `s` (whose target expectation is at `target`).
 pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
     let mut out = Vec::new();
@@ -77,7 +61,7 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
             let mut c = s.clone();
             c.expectations.remove(i);
             let t = if i < target { target - 1 } else { target };
-            push(format!("dropped expectations[{i}] ({})", kind_of(e)), c, t);
+            push(format!("dropped expectations[{i}] ({})", e.name()), c, t);
         }
     }
     // Clients, with what is about them.
@@ -88,7 +72,7 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
         let mut c = s.clone();
         c.clients.remove(name);
         c.faults
-            .retain(|f| !matches!(&f.kind, FaultKind::LoadSpike { client, .. } if client == name));
+            .retain(|f| f.kind.target() != FaultTarget::Client(name));
         if let Some(t) = retain_expectations(&mut c, target, |e| client_of(e) != Some(name)) {
             push(format!("dropped client {name}"), c, t);
         }
@@ -104,7 +88,7 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
             service.calls.retain(|call| &call.target != name);
         }
         c.faults
-            .retain(|f| fault_service(&f.kind) != Some(name.as_str()));
+            .retain(|f| f.kind.target() != FaultTarget::Service(name));
         push(
             format!("dropped service {name} and the calls to it"),
             c,
@@ -114,11 +98,8 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
     for (i, f) in s.faults.iter().enumerate() {
         let mut c = s.clone();
         c.faults.remove(i);
-        push(
-            format!("dropped faults[{i}] ({})", fault_name(&f.kind)),
-            c,
-            target,
-        );
+        let (kind, of) = (f.kind.name(), f.kind.target());
+        push(format!("dropped faults[{i}] ({kind} of {of})"), c, target);
     }
     if s.network.is_some() {
         let mut c = s.clone();
@@ -147,10 +128,7 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
                 .stack
                 .remove(i);
             push(
-                format!(
-                    "dropped clients.{name}.call.stack[{i}] ({})",
-                    layer_name(layer)
-                ),
+                format!("dropped clients.{name}.call.stack[{i}] ({})", layer.name()),
                 c,
                 target,
             );
@@ -166,7 +144,7 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
                 push(
                     format!(
                         "dropped services.{name}.calls[{k}].stack[{i}] ({})",
-                        layer_name(layer)
+                        layer.name()
                     ),
                     c,
                     target,
@@ -410,61 +388,6 @@ fn retain_expectations(
     let before = s.expectations[..target].iter().filter(|e| !keep(e)).count();
     s.expectations.retain(|e| keep(e));
     Some(target - before)
-}
-
-/// The service a fault acts on.
-fn fault_service(kind: &FaultKind) -> Option<&str> {
-    match kind {
-        FaultKind::Slowdown { service, .. }
-        | FaultKind::ErrorRate { service, .. }
-        | FaultKind::CapacityDrop { service, .. }
-        | FaultKind::Crash { service, .. }
-        | FaultKind::Latency { service, .. }
-        | FaultKind::Loss { service, .. }
-        | FaultKind::Partition { service }
-        | FaultKind::CacheFlush { service }
-        | FaultKind::Poison { service, .. }
-        | FaultKind::Deploy { service, .. }
-        | FaultKind::ClientErrorRate { service, .. }
-        | FaultKind::TooManyRequests { service, .. } => Some(service),
-        FaultKind::Pause { service, .. } => Some(service),
-        FaultKind::LoadSpike { .. } | FaultKind::ZoneFailure { .. } => None,
-    }
-}
-
-fn fault_name(kind: &FaultKind) -> String {
-    let what = match kind {
-        FaultKind::Slowdown { .. } => "Slowdown",
-        FaultKind::ErrorRate { .. } => "ErrorRate",
-        FaultKind::CapacityDrop { .. } => "CapacityDrop",
-        FaultKind::Crash { .. } => "Crash",
-        FaultKind::LoadSpike { client, .. } => return format!("LoadSpike of {client}"),
-        FaultKind::Latency { .. } => "Latency",
-        FaultKind::Loss { .. } => "Loss",
-        FaultKind::Partition { .. } => "Partition",
-        FaultKind::CacheFlush { .. } => "CacheFlush",
-        FaultKind::Poison { .. } => "Poison",
-        FaultKind::Deploy { .. } => "Deploy",
-        FaultKind::Pause { .. } => "Pause",
-        FaultKind::ZoneFailure { zone } => return format!("ZoneFailure of zone {zone}"),
-        FaultKind::ClientErrorRate { .. } => "ClientErrorRate",
-        FaultKind::TooManyRequests { .. } => "TooManyRequests",
-    };
-    format!("{what} of {}", fault_service(kind).unwrap_or("?"))
-}
-
-fn layer_name(layer: &Layer) -> &'static str {
-    match layer {
-        Layer::Retry(_) => "Retry",
-        Layer::Breaker(_) => "Breaker",
-        Layer::Bulkhead(_) => "Bulkhead",
-        Layer::Limiter(_) => "Limiter",
-        Layer::Hedge(_) => "Hedge",
-        Layer::Fallback(_) => "Fallback",
-        Layer::Throttle(_) => "Throttle",
-        Layer::AdaptiveTimeout(_) => "AdaptiveTimeout",
-        Layer::Pace(_) => "Pace",
-    }
 }
 
 /// `s` run for `d` instead: faults from `d` on are dropped and the others end by `d`, an

@@ -1,7 +1,7 @@
 //! The triggers of a scenario's timeline (see the parent module for what counts) and the
 //! [`Window`] a verdict is judged over.
 
-use crate::format::schema::{FaultKind, Load, Scenario, Schedule};
+use crate::format::schema::{FaultKind, Load, Scenario, Schedule, times};
 use sim_core::SimDuration;
 
 /// A disturbance on the timeline.
@@ -15,11 +15,6 @@ pub struct Trigger {
     pub start: SimDuration,
     /// When it ends; `None` for a fault that lasts to the end of the run.
     pub end: Option<SimDuration>,
-}
-
-/// A factor for a label: `×4`, `×1.5`.
-fn times(factor: f64) -> String {
-    format!("×{}", libm::round(factor * 1000.0) / 1000.0)
 }
 
 /// The scenario's disturbances, in the order of the timeline: the clients' schedules by
@@ -77,50 +72,8 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
         }
     }
     for f in &scenario.faults {
-        let (kind, label) = match &f.kind {
-            FaultKind::Slowdown { service, factor } => {
-                ("slowdown", format!("slowdown {service} {}", times(*factor)))
-            }
-            FaultKind::ErrorRate {
-                service,
-                error_ratio,
-            } => (
-                "error_rate",
-                format!(
-                    "errors {service} {}%",
-                    libm::round(1000.0 * error_ratio) / 10.0
-                ),
-            ),
-            FaultKind::CapacityDrop { service, workers } => (
-                "capacity_drop",
-                format!("capacity drop {service} to {workers} workers"),
-            ),
-            FaultKind::Crash { service, .. } => ("crash", format!("crash {service}")),
-            FaultKind::LoadSpike { client, factor } => (
-                "load_spike",
-                format!("load spike {client} {}", times(*factor)),
-            ),
-            FaultKind::Latency { service, .. } => ("latency", format!("latency {service}")),
-            FaultKind::Loss { service, .. } => ("loss", format!("loss {service}")),
-            FaultKind::Partition { service } => ("partition", format!("partition {service}")),
-            FaultKind::Poison { service, tenant } => {
-                ("poison", format!("poison {service} tenant {tenant}"))
-            }
-            FaultKind::ClientErrorRate { service, .. } => {
-                ("client_error_rate", format!("4xx {service}"))
-            }
-            FaultKind::TooManyRequests { service, .. } => {
-                ("too_many_requests", format!("429 {service}"))
-            }
-            FaultKind::CacheFlush { service } => {
-                out.push(Trigger {
-                    kind: "cache_flush".to_string(),
-                    label: format!("cache flush {service}"),
-                    start: f.at,
-                    end: Some(f.at),
-                });
-                continue;
-            }
+        let end = match &f.kind {
+            FaultKind::CacheFlush { .. } => Some(f.at),
             // A deploy is a disturbance until its last batch has warmed up.
             FaultKind::Deploy {
                 service,
@@ -129,36 +82,19 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
                 warmup,
             } => {
                 let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
-                out.push(Trigger {
-                    kind: "deploy".to_string(),
-                    label: format!("deploy {service}"),
-                    start: f.at,
-                    end: Some(crate::format::schema::scaling::deploy_end(
-                        f.at, replicas, *batch, *downtime, *warmup,
-                    )),
-                });
-                continue;
+                Some(crate::format::schema::scaling::deploy_end(
+                    f.at, replicas, *batch, *downtime, *warmup,
+                ))
             }
             // A periodic pause disturbs until the end of the run.
-            FaultKind::Pause { service, every, .. } => {
-                out.push(Trigger {
-                    kind: "pause".to_string(),
-                    label: format!("pause {service}"),
-                    start: f.at,
-                    end: match every {
-                        Some(_) => None,
-                        None => f.duration.map(|d| f.at.saturating_add(d)),
-                    },
-                });
-                continue;
-            }
-            FaultKind::ZoneFailure { zone } => ("zone_failure", format!("zone {zone} fails")),
+            FaultKind::Pause { every: Some(_), .. } => None,
+            _ => f.duration.map(|d| f.at.saturating_add(d)),
         };
         out.push(Trigger {
-            kind: kind.to_string(),
-            label,
+            kind: f.kind.snake_name(),
+            label: f.kind.short_label(),
             start: f.at,
-            end: f.duration.map(|d| f.at.saturating_add(d)),
+            end,
         });
     }
     out
