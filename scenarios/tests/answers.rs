@@ -3,17 +3,11 @@
 //! reading a rate-limited service's quota, and the `AdaptiveTimeout` layer. Each test runs a
 //! scenario and reads its report, as a user would.
 
-use scenarios::format::load::parse;
-use scenarios::report::CallReport;
-use scenarios::{Report, RunOptions, run};
+mod support;
 
-/// Parses and runs a scenario written for the test.
-fn check(text: &str) -> Report {
-    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario, "test.ron", &RunOptions::default())
-        .unwrap()
-        .report
-}
+use scenarios::Report;
+use scenarios::report::CallReport;
+use support::{run_library_with, run_text};
 
 /// The client's call site.
 fn client_call(r: &Report) -> &CallReport {
@@ -26,7 +20,7 @@ fn client_call(r: &Report) -> &CallReport {
 /// One open-loop client at 100/s for 20s calling `api` (50 workers, 1ms of work) with a
 /// retry policy of three attempts, under `fault` from the start.
 fn retried(fault: &str) -> Report {
-    check(&format!(
+    run_text(&format!(
         r#"Scenario(
             name: "t",
             duration: "20s",
@@ -59,7 +53,7 @@ fn client_errors_are_not_retried_while_server_errors_are() {
 
 /// The same client under a 429 fault from 5s to 10s with `retry_after`.
 fn throttled(retry_after: &str) -> Report {
-    check(&format!(
+    run_text(&format!(
         r#"Scenario(
             name: "t",
             duration: "20s",
@@ -105,7 +99,7 @@ fn a_fixed_retry_after_shorter_than_the_fault_is_refused_again() {
 /// `users` closed-loop users (no think time to speak of) calling `api`, which admits 50
 /// requests per one-second window, with `stack`.
 fn windowed(stack: &str) -> Report {
-    check(&format!(
+    run_text(&format!(
         r#"Scenario(
             name: "t",
             duration: "20s",
@@ -149,7 +143,7 @@ fn pacing_on_the_quota_avoids_the_refusals_and_keeps_goodput_at_the_limit() {
 /// Open-loop 100/s to `api` (100 workers, exponential work of mean 10ms), slowed down
 /// `factor` times from 10s to 20s, with either a fixed `timeout` or an adaptive one.
 fn slowed(factor: u32, timeout: &str) -> Report {
-    check(&format!(
+    run_text(&format!(
         r#"Scenario(
             name: "t",
             duration: "30s",
@@ -211,20 +205,6 @@ fn an_adaptive_timeout_waits_out_a_dependency_that_hangs() {
     assert!(adaptive.summary.successes > fixed.summary.successes);
 }
 
-/// A library scenario, with its variant, as `resim run NAME [--variant V]` runs it.
-fn library(name: &str, variant: Option<&str>) -> Report {
-    let entry = scenarios::cli::library::find(name).expect("a library scenario");
-    let overrides = scenarios::format::overrides::Overrides {
-        variant: variant.map(str::to_string),
-        sets: Vec::new(),
-    };
-    let limits = scenarios::format::limits::RunLimits::default();
-    let s =
-        scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
-            .unwrap_or_else(|e| panic!("{e}"));
-    run(&s, name, &RunOptions::default()).unwrap().report
-}
-
 #[test]
 fn the_library_scenarios_and_their_variants_meet_their_expectations() {
     let refused = |r: &Report| {
@@ -234,9 +214,9 @@ fn the_library_scenarios_and_their_variants_meet_their_expectations() {
             .copied()
             .unwrap_or(0)
     };
-    let hammer = library("retry-after-429", None);
-    let honour = library("retry-after-429", Some("retry-after"));
-    let paced = library("retry-after-429", Some("paced"));
+    let hammer = run_library_with("retry-after-429", None, &[], None);
+    let honour = run_library_with("retry-after-429", Some("retry-after"), &[], None);
+    let paced = run_library_with("retry-after-429", Some("paced"), &[], None);
     for r in [&hammer, &honour, &paced] {
         assert!(r.passed(), "{:?}", r.expectations);
         assert_eq!(r.summary.successes, 3000, "the limit: 100 a window for 30s");
@@ -250,16 +230,16 @@ fn the_library_scenarios_and_their_variants_meet_their_expectations() {
         "{}",
         refused(&hammer)
     );
-    let errors = library("client-errors", None);
-    let server = library("client-errors", Some("server-errors"));
+    let errors = run_library_with("client-errors", None, &[], None);
+    let server = run_library_with("client-errors", Some("server-errors"), &[], None);
     assert!(errors.passed() && server.passed());
     assert!(
         (server.summary.amplification - 1.24).abs() < 0.02,
         "{:?}",
         server.summary
     );
-    let adaptive = library("adaptive-timeout", None);
-    let fixed = library("adaptive-timeout", Some("fixed"));
+    let adaptive = run_library_with("adaptive-timeout", None, &[], None);
+    let fixed = run_library_with("adaptive-timeout", Some("fixed"), &[], None);
     assert!(adaptive.passed() && fixed.passed());
     let timeouts = |r: &Report| client_call(r).counts.timeouts;
     assert!(

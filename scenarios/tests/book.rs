@@ -15,23 +15,19 @@
 //!
 //! The scenario reference's completeness is checked in `book_reference.rs`.
 
+mod support;
+
 use scenarios::format::load::load;
 use scenarios::{Report, RunOptions, run};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-/// The workspace root: commands in the book run from there, as a reader who cloned the
-/// repository would run them.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("scenarios/ is inside the workspace")
-        .to_path_buf()
-}
+use support::{
+    call_report, class_report, client_failures, client_report, resim_in, run_library,
+    run_library_with, service_report, workspace_root,
+};
 
 fn src() -> PathBuf {
-    root().join("book/src")
+    workspace_root().join("book/src")
 }
 
 /// Every file under `dir` whose name ends with `ext`, sorted.
@@ -99,7 +95,7 @@ fn fences(text: &str) -> Vec<Fence> {
 }
 
 /// What `resim ARGS` prints, run from the workspace root: the command line, stdout, stderr.
-fn resim(command: &str) -> String {
+fn resim_output(command: &str) -> String {
     let args: Vec<&str> = command
         .strip_prefix("$ resim")
         .expect("an output block starts with `$ resim`")
@@ -112,14 +108,10 @@ fn resim(command: &str) -> String {
                 .unwrap_or(a)
         })
         .collect();
-    let out = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(&args)
-        .current_dir(root())
-        .output()
-        .expect("the resim binary runs");
+    let out = resim_in(&workspace_root(), &args);
     let mut text = format!("{command}\n");
-    text.push_str(&String::from_utf8(out.stdout).expect("stdout is UTF-8"));
-    text.push_str(&String::from_utf8(out.stderr).expect("stderr is UTF-8"));
+    text.push_str(&out.stdout);
+    text.push_str(&out.stderr);
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -138,7 +130,7 @@ struct OutputBlock {
 fn every_output_in_the_book_and_the_readme_is_what_resim_prints() {
     let mut blocks = Vec::new();
     let mut pages = files(&src(), "md");
-    pages.push(root().join("README.md"));
+    pages.push(workspace_root().join("README.md"));
     for file in pages {
         let text = read(&file);
         for f in fences(&text) {
@@ -174,7 +166,7 @@ fn every_output_in_the_book_and_the_readme_is_what_resim_prints() {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(block) = blocks.get(i) else { break };
                     let command = block.shown.lines().next().unwrap();
-                    let output = resim(command);
+                    let output = resim_output(command);
                     results.lock().unwrap()[i] = Some(output);
                 }
             });
@@ -425,32 +417,14 @@ fn book_run(file: &str) -> Report {
         .report
 }
 
-fn service<'a>(r: &'a Report, name: &str) -> &'a scenarios::report::ServiceReport {
-    r.services.iter().find(|s| s.name == name).unwrap()
-}
-
 fn percent(part: u64, whole: u64) -> String {
     format!("{:.1}%", 100.0 * part as f64 / whole as f64)
-}
-
-fn call<'a>(r: &'a Report, path: &str) -> &'a scenarios::report::CallReport {
-    r.calls.iter().find(|c| c.path == path).unwrap()
-}
-
-fn library_run(name: &str, seed: Option<u64>) -> Report {
-    let entry = scenarios::cli::library::find(name).unwrap();
-    let scenario = scenarios::format::load::parse(entry.name, entry.text).unwrap();
-    let options = RunOptions {
-        seed,
-        ..RunOptions::default()
-    };
-    run(&scenario, name, &options).unwrap().report
 }
 
 #[test]
 fn getting_started_says_what_the_first_run_shows() {
     let page = "getting-started.md";
-    let r = library_run("cascading-failure-mitigated", None);
+    let r = run_library("cascading-failure-mitigated");
     charts_are_current("cascading-failure-mitigated", &r);
     let s = &r.summary;
     claim(
@@ -470,17 +444,17 @@ fn getting_started_says_what_the_first_run_shows() {
         page,
         format!(
             "api received one attempt per request (load {:.2})",
-            service(&r, "api").load_factor
+            service_report(&r, "api").load_factor
         ),
     );
     claim(
         page,
         format!(
             "only {:.2} per request reached the database",
-            service(&r, "db").load_factor
+            service_report(&r, "db").load_factor
         ),
     );
-    let db = call(&r, "services.api.calls[0]");
+    let db = call_report(&r, "services.api.calls[0]");
     claim(
         page,
         format!(
@@ -506,7 +480,7 @@ fn getting_started_says_what_the_first_run_shows() {
     claim(page, "stays around four fifths");
     assert!(r.goodput_ratio_between(31.0, 45.0) > 0.99);
     // Another seed: numbers move a little, the digest entirely.
-    let other = library_run("cascading-failure-mitigated", Some(6));
+    let other = run_library_with("cascading-failure-mitigated", None, &[], Some(6));
     assert_ne!(other.digest, r.digest);
     let moved = (other.summary.successes as f64 / other.summary.offered as f64
         - s.successes as f64 / s.offered as f64)
@@ -532,18 +506,19 @@ fn first_scenario_says_what_each_step_shows() {
         page,
         format!(
             "api's workers are busy {:.1}% of the time and the database's {:.1}%",
-            100.0 * service(&one, "api").utilisation,
-            100.0 * service(&one, "db").utilisation
+            100.0 * service_report(&one, "api").utilisation,
+            100.0 * service_report(&one, "db").utilisation
         ),
     );
     assert_eq!(
-        service(&one, "api").queue_depth_replica_max + service(&one, "db").queue_depth_replica_max,
+        service_report(&one, "api").queue_depth_replica_max
+            + service_report(&one, "db").queue_depth_replica_max,
         0
     );
 
     let two = book_run("first-2-slowdown.ron");
     let s = &two.summary;
-    let api = service(&two, "api");
+    let api = service_report(&two, "api");
     assert_eq!(api.queue_depth_replica_max, 1000);
     claim(page, "fills up to its capacity of 1000 (`max 1000`)");
     claim(
@@ -568,7 +543,7 @@ fn first_scenario_says_what_each_step_shows() {
         page,
         format!("barely changes ({})", percent(s.successes, s.offered)),
     );
-    let db = call(&three, "services.api.calls[0]");
+    let db = call_report(&three, "services.api.calls[0]");
     claim(
         page,
         format!(
@@ -576,8 +551,8 @@ fn first_scenario_says_what_each_step_shows() {
             db.rejected_by_reason["breaker_open"], db.counts.timeouts
         ),
     );
-    assert_eq!(call(&three, "clients.users.call").counts.timeouts, 0);
-    assert_eq!(service(&three, "api").wasted_jobs, 0);
+    assert_eq!(call_report(&three, "clients.users.call").counts.timeouts, 0);
+    assert_eq!(service_report(&three, "api").wasted_jobs, 0);
     claim(
         page,
         format!("keep a p99 of {:.1}ms", s.latency_ms.as_ref().unwrap().p99),
@@ -596,15 +571,15 @@ fn ratio_percent(r: &Report, from_s: f64, to_s: f64) -> String {
 #[test]
 fn the_retry_storm_story_is_what_the_library_shows() {
     let page = "failures/retry-storm.md";
-    let r = library_run("retry-storm", None);
-    let db = service(&r, "db");
+    let r = run_library("retry-storm");
+    let db = service_report(&r, "db");
     claim(
         page,
         format!(
             "The clients made {:.2} attempts per request, and the api made {:.2} database \
              attempts per call: the database received {:.2} attempts per request offered",
             r.summary.amplification,
-            call(&r, "services.api.calls[0]").amplification,
+            call_report(&r, "services.api.calls[0]").amplification,
             db.load_factor
         ),
     );
@@ -632,26 +607,28 @@ fn the_retry_storm_story_is_what_the_library_shows() {
         "it never comes back"
     );
 
-    let jitter = library_run("retry-storm-full-jitter", None);
+    let jitter = run_library("retry-storm-full-jitter");
     claim(
         page,
         format!(
             "The database still receives {:.2} attempts per offered request",
-            service(&jitter, "db").load_factor
+            service_report(&jitter, "db").load_factor
         ),
     );
     assert!(jitter.goodput_ratio_between(40.0, 60.0) < 0.01);
 
-    let budget = library_run("retry-storm-budget", None);
+    let budget = run_library("retry-storm-budget");
     claim(
         page,
         format!(
             "receives {:.2} attempts per offered request instead of {:.2}. The budget refused \
              {} retries at the client and {} at the api",
-            service(&budget, "db").load_factor,
+            service_report(&budget, "db").load_factor,
             db.load_factor,
-            call(&budget, "clients.users.call").counts.budget_exhausted,
-            call(&budget, "services.api.calls[0]")
+            call_report(&budget, "clients.users.call")
+                .counts
+                .budget_exhausted,
+            call_report(&budget, "services.api.calls[0]")
                 .counts
                 .budget_exhausted
         ),
@@ -670,16 +647,16 @@ fn the_retry_storm_story_is_what_the_library_shows() {
 #[test]
 fn the_cascading_failure_story_is_what_the_library_shows() {
     let page = "failures/cascading-failure.md";
-    let r = library_run("cascading-failure", None);
+    let r = run_library("cascading-failure");
     claim(
         page,
         format!(
             "Only {:.0}% of requests reach the database (`load {:.2}`)",
-            100.0 * service(&r, "db").load_factor,
-            service(&r, "db").load_factor
+            100.0 * service_report(&r, "db").load_factor,
+            service_report(&r, "db").load_factor
         ),
     );
-    let api = service(&r, "api");
+    let api = service_report(&r, "api");
     claim(
         page,
         format!(
@@ -700,7 +677,7 @@ fn the_cascading_failure_story_is_what_the_library_shows() {
     );
     assert!(r.goodput_ratio_between(31.0, 45.0) > 0.95);
 
-    let fixed = library_run("cascading-failure-mitigated", None);
+    let fixed = run_library("cascading-failure-mitigated");
     claim(
         page,
         format!(
@@ -714,7 +691,7 @@ fn the_cascading_failure_story_is_what_the_library_shows() {
 #[test]
 fn the_metastable_story_is_what_the_library_shows() {
     let page = "failures/metastable-failure.md";
-    let r = library_run("metastable-retry", None);
+    let r = run_library("metastable-retry");
     claim(
         page,
         format!(
@@ -722,7 +699,7 @@ fn the_metastable_story_is_what_the_library_shows() {
             ratio_percent(&r, 0.0, 10.0)
         ),
     );
-    let api = service(&r, "api");
+    let api = service_report(&r, "api");
     assert_eq!(api.queue_depth_replica_max, 500);
     claim(
         page,
@@ -746,8 +723,8 @@ fn the_metastable_story_is_what_the_library_shows() {
         format!("it spent {:.1}s of worker time", api.wasted_work_s),
     );
 
-    let budget = library_run("metastable-retry-budget", None);
-    let codel = library_run("metastable-retry-codel", None);
+    let budget = run_library("metastable-retry-budget");
+    let codel = run_library("metastable-retry-codel");
     // The verdict's recovery time, as the reports print it.
     let back = |r: &Report| {
         let m = r
@@ -771,13 +748,13 @@ fn the_metastable_story_is_what_the_library_shows() {
         ),
     );
     claim(page, format!("(recovered after {})", back(&codel)));
-    assert!(service(&budget, "api").load_factor < 1.1);
+    assert!(service_report(&budget, "api").load_factor < 1.1);
 }
 
 #[test]
 fn the_thundering_herd_story_is_what_the_library_shows() {
     let page = "failures/thundering-herd.md";
-    let r = library_run("thundering-herd", None);
+    let r = run_library("thundering-herd");
     let failed = r.summary.failures_by_reason["queue_full"];
     assert_eq!(r.summary.failures, failed);
     claim(
@@ -785,7 +762,7 @@ fn the_thundering_herd_story_is_what_the_library_shows() {
         format!(
             "{failed} requests fail with `queue_full` after spending all five attempts, although \
              the api is busy only {:.1}% of the time",
-            100.0 * service(&r, "api").utilisation
+            100.0 * service_report(&r, "api").utilisation
         ),
     );
     // The waves: from 10s, a full bucket then an empty one, five times.
@@ -798,7 +775,7 @@ fn the_thundering_herd_story_is_what_the_library_shows() {
         let at = 20 + 2 * wave;
         assert!(queue[at] >= 20 && queue[at + 1] < 5, "{wave}: {queue:?}");
     }
-    let jitter = library_run("thundering-herd-full-jitter", None);
+    let jitter = run_library("thundering-herd-full-jitter");
     claim(
         page,
         format!(
@@ -808,34 +785,30 @@ fn the_thundering_herd_story_is_what_the_library_shows() {
     );
     assert!(jitter.summary.attempts < r.summary.attempts);
 
-    let cache = library_run("thundering-herd-cache", None);
+    let cache = run_library("thundering-herd-cache");
     claim(
         page,
         format!(
             "the database's queue climbs to {}, api workers pile up waiting on it, and between \
              10s and 14s only {} of the requests succeed",
-            service(&cache, "db").queue_depth_replica_max,
+            service_report(&cache, "db").queue_depth_replica_max,
             ratio_percent(&cache, 10.0, 14.0)
         ),
     );
-    let coalesced = library_run("thundering-herd-cache-coalesced", None);
+    let coalesced = run_library("thundering-herd-cache-coalesced");
     claim(
         page,
         format!(
             "Between 10s and 14s, {} of the requests succeed, and the database's queue never \
              holds more than {} requests",
             ratio_percent(&coalesced, 10.0, 14.0),
-            service(&coalesced, "db").queue_depth_replica_max
+            service_report(&coalesced, "db").queue_depth_replica_max
         ),
     );
 }
 
-fn client<'a>(r: &'a Report, name: &str) -> &'a scenarios::report::ClientReport {
-    r.clients.iter().find(|c| c.name == name).unwrap()
-}
-
 fn client_percent(r: &Report, name: &str) -> String {
-    let c = client(r, name);
+    let c = client_report(r, name);
     percent(c.successes, c.offered)
 }
 
@@ -856,15 +829,15 @@ fn the_retries_chapter_is_what_its_scenario_shows() {
             client_percent(&r, "retrying")
         ),
     );
-    let a = call(&r, "clients.retrying.call").amplification;
+    let a = call_report(&r, "clients.retrying.call").amplification;
     assert!((a - 1.39).abs() < 0.05, "close to 1 + 0.3 + 0.09: {a}");
     claim(page, format!("The price is {a:.2} attempts per request"));
     claim(
         page,
         format!(
             "({} against {})",
-            p99(client(&r, "retrying")),
-            p99(client(&r, "once"))
+            p99(client_report(&r, "retrying")),
+            p99(client_report(&r, "once"))
         ),
     );
 }
@@ -873,8 +846,8 @@ fn the_retries_chapter_is_what_its_scenario_shows() {
 fn the_retry_budgets_chapter_is_what_its_scenario_shows() {
     let page = "patterns/retry-budgets.md";
     let r = book_run("retry-budgets.ron");
-    let plain = call(&r, "clients.plain.call");
-    let budgeted = call(&r, "clients.budgeted.call");
+    let plain = call_report(&r, "clients.plain.call");
+    let budgeted = call_report(&r, "clients.budgeted.call");
     claim(
         page,
         format!(
@@ -921,44 +894,50 @@ fn the_timeouts_chapter_is_what_its_scenario_shows() {
     let r = book_run("timeouts.ron");
     claim(
         page,
-        format!("The patient client's p99 is {}", p99(client(&r, "patient"))),
+        format!(
+            "The patient client's p99 is {}",
+            p99(client_report(&r, "patient"))
+        ),
     );
     claim(
         page,
-        format!("The bounded client's is {}", p99(client(&r, "bounded"))),
+        format!(
+            "The bounded client's is {}",
+            p99(client_report(&r, "bounded"))
+        ),
     );
-    let failed = client(&r, "bounded").failures;
+    let failed = client_report(&r, "bounded").failures;
     claim(page, format!("Only {failed} requests failed"));
-    assert_eq!(client(&r, "patient").failures, 0);
+    assert_eq!(client_report(&r, "patient").failures, 0);
     claim(
         page,
         format!(
             "The first api's workers are busy {:.1}% of the time, most of it waiting for the slow \
              tail; the second's {:.1}%",
-            100.0 * service(&r, "api-a").utilisation,
-            100.0 * service(&r, "api-b").utilisation
+            100.0 * service_report(&r, "api-a").utilisation,
+            100.0 * service_report(&r, "api-b").utilisation
         ),
     );
-    assert!(service(&r, "db-b").cancelled > 0);
+    assert!(service_report(&r, "db-b").cancelled > 0);
 }
 
 #[test]
 fn the_circuit_breakers_chapter_is_what_its_scenario_shows() {
     let page = "patterns/circuit-breakers.md";
     let r = book_run("circuit-breakers.ron");
-    let plain = client(&r, "plain");
-    let guarded = client(&r, "breaker");
+    let plain = client_report(&r, "plain");
+    let guarded = client_report(&r, "breaker");
     claim(
         page,
         format!(
             "the first api's queue grows to {} requests, {} requests time out at the client, and \
              the client's p99 is {}",
-            service(&r, "api-a").queue_depth_replica_max,
+            service_report(&r, "api-a").queue_depth_replica_max,
             plain.failures_by_reason["timeout"],
             p99(plain)
         ),
     );
-    let db = call(&r, "services.api-b.calls[0]");
+    let db = call_report(&r, "services.api-b.calls[0]");
     let breaker = &db.breakers[0];
     claim(
         page,
@@ -983,7 +962,7 @@ fn the_circuit_breakers_chapter_is_what_its_scenario_shows() {
 #[test]
 fn the_bulkheads_chapter_is_what_the_library_shows() {
     let page = "patterns/bulkheads.md";
-    let shared = library_run("bulkhead-isolation", None);
+    let shared = run_library("bulkhead-isolation");
     claim(
         page,
         format!(
@@ -992,7 +971,7 @@ fn the_bulkheads_chapter_is_what_the_library_shows() {
         ),
     );
     assert!(shared.summary.failures_by_reason["queue_full"] > 0);
-    let separate = library_run("bulkhead-isolation-separate", None);
+    let separate = run_library("bulkhead-isolation-separate");
     claim(
         page,
         format!(
@@ -1000,13 +979,16 @@ fn the_bulkheads_chapter_is_what_the_library_shows() {
             ratio_percent(&separate, 12.0, 30.0)
         ),
     );
-    assert!(call(&separate, "services.frontend.calls[1]").rejected_by_reason["bulkhead_full"] > 0);
+    assert!(
+        call_report(&separate, "services.frontend.calls[1]").rejected_by_reason["bulkhead_full"]
+            > 0
+    );
 }
 
 #[test]
 fn the_load_shedding_chapter_is_what_the_library_shows() {
     let page = "patterns/load-shedding.md";
-    let none = library_run("shedding-codel-vs-pid-none", None);
+    let none = run_library("shedding-codel-vs-pid-none");
     claim(
         page,
         format!(
@@ -1018,11 +1000,11 @@ fn the_load_shedding_chapter_is_what_the_library_shows() {
         page,
         format!(
             "the api does {:.1}s of wasted work",
-            service(&none, "api").wasted_work_s
+            service_report(&none, "api").wasted_work_s
         ),
     );
-    let codel = library_run("shedding-codel-vs-pid-codel", None);
-    let pid = library_run("shedding-codel-vs-pid-pid", None);
+    let codel = run_library("shedding-codel-vs-pid-codel");
+    let pid = run_library("shedding-codel-vs-pid-pid");
     let p = |r: &Report| format!("{:.1}ms", r.summary.latency_ms.as_ref().unwrap().p99);
     claim(
         page,
@@ -1046,7 +1028,7 @@ fn the_load_shedding_chapter_is_what_the_library_shows() {
 #[test]
 fn the_rate_limiters_chapter_is_what_the_library_shows() {
     let page = "patterns/rate-limiters.md";
-    let r = library_run("limiter-comparison", None);
+    let r = run_library("limiter-comparison");
     // The most requests each limiter let through in any one second (ten 100ms buckets).
     let most_in_a_second = |name: &str| {
         let i = r.services.iter().position(|s| s.name == name).unwrap();
@@ -1078,7 +1060,7 @@ fn the_verification_chapter_agrees_with_queueing_theory() {
     let r = book_run("queueing.ron");
     for (name, workers, lambda) in [("mm1", 1u32, 50.0), ("mm4", 4, 300.0)] {
         let mu = 100.0;
-        let s = service(&r, name);
+        let s = service_report(&r, name);
         let rho = lambda / (mu * f64::from(workers));
         let waits = erlang_c(workers, lambda / mu);
         let wq_ms = 1000.0 * mmc_mean_wait(workers, lambda, mu);
@@ -1152,7 +1134,7 @@ fn the_replay_chapter_is_what_the_runs_show() {
             r.summary.latency_ms.as_ref().unwrap().p99
         ),
     );
-    let api = service(&r, "api");
+    let api = service_report(&r, "api");
     let peak = r
         .series
         .iter()
@@ -1174,21 +1156,24 @@ fn the_hedging_chapter_is_what_its_scenario_shows() {
     let r = book_run("hedging.ron");
     claim(
         page,
-        format!("The single client's p99 is {}", p99(client(&r, "single"))),
+        format!(
+            "The single client's p99 is {}",
+            p99(client_report(&r, "single"))
+        ),
     );
-    let hedged = call(&r, "clients.hedged.call");
+    let hedged = call_report(&r, "clients.hedged.call");
     claim(
         page,
         format!(
             "The hedged client's is {}, for {:.2} attempts per request: {} hedges were sent and {} \
              of them answered first",
-            p99(client(&r, "hedged")),
+            p99(client_report(&r, "hedged")),
             hedged.amplification,
             hedged.counts.hedges,
             hedged.counts.hedge_wins
         ),
     );
-    assert!(service(&r, "api-b").cancelled > 0);
+    assert!(service_report(&r, "api-b").cancelled > 0);
     assert!(r.passed());
 }
 
@@ -1196,7 +1181,7 @@ fn the_hedging_chapter_is_what_its_scenario_shows() {
 fn the_fallbacks_chapter_is_what_its_scenario_shows() {
     let page = "patterns/fallbacks.md";
     let r = book_run("fallbacks.ron");
-    let strict = client(&r, "strict");
+    let strict = client_report(&r, "strict");
     claim(
         page,
         format!(
@@ -1205,9 +1190,9 @@ fn the_fallbacks_chapter_is_what_its_scenario_shows() {
             percent(strict.successes, strict.offered)
         ),
     );
-    let degrading = client(&r, "degrading");
+    let degrading = client_report(&r, "degrading");
     assert_eq!(degrading.failures, 0);
-    let c = call(&r, "clients.degrading.call");
+    let c = call_report(&r, "clients.degrading.call");
     claim(
         page,
         format!(
@@ -1230,15 +1215,11 @@ fn observed(r: &Report, expectation: &str) -> String {
     e.observed.split_whitespace().next().unwrap().to_string()
 }
 
-fn failures(c: &scenarios::report::ClientReport, reason: &str) -> u64 {
-    c.failures_by_reason.get(reason).copied().unwrap_or(0)
-}
-
 #[test]
 fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
     let page = "patterns/concurrency-limits.md";
     let r = book_run("concurrency-limits.ron");
-    let none = service(&r, "api-none");
+    let none = service_report(&r, "api-none");
     claim(
         page,
         format!(
@@ -1248,13 +1229,13 @@ fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
             none.wasted_work_s
         ),
     );
-    assert!(failures(client(&r, "none"), "timeout") > 10_000);
+    assert!(client_failures(client_report(&r, "none"), "timeout") > 10_000);
     // Every limit refuses the excess and lets nothing time out; fixed, Gradient2 and Envoy
     // serve about two thirds of the spike (1000 of 1500 per second).
     for name in ["fixed", "aimd", "vegas", "gradient2", "envoy"] {
-        let c = client(&r, name);
-        assert_eq!(failures(c, "timeout"), 0, "{name}");
-        assert!(failures(c, "concurrency_limited") > 4000, "{name}");
+        let c = client_report(&r, name);
+        assert_eq!(client_failures(c, "timeout"), 0, "{name}");
+        assert!(client_failures(c, "concurrency_limited") > 4000, "{name}");
     }
     for name in ["gradient2", "envoy"] {
         let ratio: f64 = observed(&r, &format!("{name} success ratio from 5s to 15s"))
@@ -1263,25 +1244,25 @@ fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
             .unwrap();
         assert!((60.0..72.0).contains(&ratio), "{name}: {ratio}");
     }
-    let wait = |name: &str| format!("{:.1}ms", service(&r, name).wait_ms_mean.unwrap());
+    let wait = |name: &str| format!("{:.1}ms", service_report(&r, name).wait_ms_mean.unwrap());
     claim(
         page,
         format!("the fixed limit's mean wait is {}", wait("api-fixed")),
     );
-    assert!(service(&r, "api-fixed").queue_depth_replica_max <= 10);
+    assert!(service_report(&r, "api-fixed").queue_depth_replica_max <= 10);
     claim(page, format!("holds the wait at {}", wait("api-gradient2")));
     claim(
         page,
         format!("at a concurrency of 3, at {}", wait("api-envoy")),
     );
-    assert!(service(&r, "api-aimd").queue_depth_replica_max > 180);
+    assert!(service_report(&r, "api-aimd").queue_depth_replica_max > 180);
     claim(
         page,
         format!(
             "its mean wait is {} and its p99 {}, against {} for the fixed limit",
             wait("api-aimd"),
-            p99(client(&r, "aimd")),
-            p99(client(&r, "fixed"))
+            p99(client_report(&r, "aimd")),
+            p99(client_report(&r, "fixed"))
         ),
     );
     claim(
@@ -1297,8 +1278,8 @@ fn the_concurrency_limits_chapter_is_what_its_scenario_shows() {
 fn the_idempotency_chapter_is_what_its_scenario_shows() {
     let page = "patterns/idempotency.md";
     let r = book_run("idempotency.ron");
-    let once = client(&r, "unsafe");
-    let timeouts = failures(once, "timeout");
+    let once = client_report(&r, "unsafe");
+    let timeouts = client_failures(once, "timeout");
     assert_eq!(once.failures, timeouts);
     claim(
         page,
@@ -1308,17 +1289,17 @@ fn the_idempotency_chapter_is_what_its_scenario_shows() {
         ),
     );
     // The charges were made: each timed-out request is a job the service finished for nobody.
-    assert_eq!(service(&r, "payments-a").wasted_jobs, timeouts);
-    let blind = client(&r, "blind");
+    assert_eq!(service_report(&r, "payments-a").wasted_jobs, timeouts);
+    let blind = client_report(&r, "blind");
     assert!(blind.successes * once.offered > once.successes * blind.offered);
-    let twice = service(&r, "payments-b").duplicate_executions;
+    let twice = service_report(&r, "payments-b").duplicate_executions;
     claim(
         page,
         format!(
             "its service ran {twice} charges a second time (`duplicate executions`): {twice} customers"
         ),
     );
-    let keyed = service(&r, "payments-c");
+    let keyed = service_report(&r, "payments-c");
     assert_eq!(keyed.duplicate_executions, 0);
     claim(
         page,
@@ -1332,7 +1313,7 @@ fn the_idempotency_chapter_is_what_its_scenario_shows() {
         page,
         format!(
             "the keyed client's p99 is {} against the blind client's {}",
-            p99(client(&r, "keyed")),
+            p99(client_report(&r, "keyed")),
             p99(blind)
         ),
     );
@@ -1342,14 +1323,14 @@ fn the_idempotency_chapter_is_what_its_scenario_shows() {
 fn the_health_checks_chapter_is_what_its_scenario_shows() {
     let page = "patterns/health-checks.md";
     let r = book_run("health-checks.ron");
-    let lost = |name: &str| failures(client(&r, name), "unavailable");
+    let lost = |name: &str| client_failures(client_report(&r, name), "unavailable");
     // Round robin: a third of 10s at 300/s.
     assert!((900..1100).contains(&lost("blind")), "{}", lost("blind"));
     claim(
         page,
         format!("whole 10 seconds: {} requests fail", lost("blind")),
     );
-    let probed = service(&r, "api-probed");
+    let probed = service_report(&r, "api-probed");
     assert_eq!(probed.marked_unhealthy, 1);
     claim(
         page,
@@ -1359,7 +1340,7 @@ fn the_health_checks_chapter_is_what_its_scenario_shows() {
             lost("probed")
         ),
     );
-    let ejecting = service(&r, "api-ejecting");
+    let ejecting = service_report(&r, "api-ejecting");
     assert_eq!(lost("ejecting"), 5 * ejecting.ejections);
     claim(
         page,
@@ -1370,7 +1351,7 @@ fn the_health_checks_chapter_is_what_its_scenario_shows() {
         ),
     );
     for name in ["blind", "probed", "ejecting"] {
-        assert_eq!(client(&r, name).failures, lost(name), "{name}");
+        assert_eq!(client_report(&r, name).failures, lost(name), "{name}");
     }
 }
 
@@ -1401,7 +1382,7 @@ fn the_network_faults_chapter_is_what_its_scenario_shows() {
             "{} of its requests succeed in that window, and its service runs {} requests more \
              than once",
             observed(&r, "tight success ratio from 4s to 8s"),
-            service(&r, "api-c").duplicate_executions
+            service_report(&r, "api-c").duplicate_executions
         ),
     );
     // The partition: every link to and from a service dropped messages.
@@ -1411,8 +1392,8 @@ fn the_network_faults_chapter_is_what_its_scenario_shows() {
             .all(|l| l.dropped.values().sum::<u64>() > 0)
     );
     for name in ["once", "retrying", "tight"] {
-        let c = client(&r, name);
-        assert_eq!(c.failures, failures(c, "timeout"), "{name}");
+        let c = client_report(&r, name);
+        assert_eq!(c.failures, client_failures(c, "timeout"), "{name}");
     }
 }
 
@@ -1472,12 +1453,12 @@ fn the_head_of_line_section_is_what_its_scenario_shows() {
             p50(&many)
         ),
     );
-    assert_eq!(service(&many, "api").queue_depth_replica_max, 0);
+    assert_eq!(service_report(&many, "api").queue_depth_replica_max, 0);
     claim(
         page,
         format!(
             "holds up to {} requests at once",
-            service(&one, "api").queue_depth_replica_max
+            service_report(&one, "api").queue_depth_replica_max
         ),
     );
 }
@@ -1486,7 +1467,7 @@ fn the_head_of_line_section_is_what_its_scenario_shows() {
 fn the_coalescing_chapter_is_what_its_scenario_shows() {
     let page = "patterns/coalescing.md";
     let r = book_run("coalescing.ron");
-    let db = service(&r, "db-plain");
+    let db = service_report(&r, "db-plain");
     claim(
         page,
         format!(
@@ -1497,8 +1478,8 @@ fn the_coalescing_chapter_is_what_its_scenario_shows() {
             db.wait_ms_p99.unwrap()
         ),
     );
-    assert!(service(&r, "api-plain").failed_by_reason["queue_full"] > 1000);
-    let hot = service(&r, "api-hot");
+    assert!(service_report(&r, "api-plain").failed_by_reason["queue_full"] > 1000);
+    let hot = service_report(&r, "api-hot");
     claim(
         page,
         format!(
@@ -1507,10 +1488,10 @@ fn the_coalescing_chapter_is_what_its_scenario_shows() {
              requests",
             observed(&r, "hot-keys success ratio from 5s to 10s"),
             hot.coalesced,
-            service(&r, "db-hot").queue_depth_replica_max
+            service_report(&r, "db-hot").queue_depth_replica_max
         ),
     );
-    assert_eq!(service(&r, "api-many").coalesced, 0);
+    assert_eq!(service_report(&r, "api-many").coalesced, 0);
     claim(
         page,
         format!(
@@ -1558,7 +1539,7 @@ fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() 
     };
 
     // M/D/1: λ = 250/s, constant 2ms. The queue length per bucket is Little's λ·W_q.
-    let md1 = service(&r, "md1");
+    let md1 = service_report(&r, "md1");
     let wq_theory = 1000.0 * md1_mean_wait(250.0, 0.002);
     let wq = md1.wait_ms_mean.unwrap();
     let lq = per_bucket("md1", &|p| p.queue_total_mean * 1000.0 / 250.0);
@@ -1572,7 +1553,7 @@ fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() 
     );
 
     // Erlang B: 4 workers, a = 3, no queue.
-    let mm44 = service(&r, "mm44");
+    let mm44 = service_report(&r, "mm44");
     let lost = mm44.failed_by_reason["concurrency_limited"];
     let b_theory = erlang_b(4, 3.0);
     let b = lost as f64 / mm44.arrivals as f64;
@@ -1592,7 +1573,7 @@ fn the_verification_chapter_agrees_with_pollaczek_khinchine_erlang_b_and_mm1k() 
     assert!((mm44.busy_workers_mean - 3.0 * (1.0 - b_theory)).abs() < 0.03);
 
     // M/M/1/5: one in service and four waiting.
-    let mm15 = service(&r, "mm15");
+    let mm15 = service_report(&r, "mm15");
     let p_theory = mm1k_blocking(450.0, 500.0, 5);
     let p = mm15.failed_by_reason["queue_full"] as f64 / mm15.arrivals as f64;
     let batches = per_bucket("mm15", &|s| 1.0 - s.ok as f64 / s.arrivals as f64);
@@ -1694,7 +1675,7 @@ fn charts_are_current(name: &str, r: &Report) {
 fn the_failure_stories_read_their_charts_right() {
     let per_s = |r: &Report, n: u64| n as f64 / r.bucket_s;
 
-    let r = library_run("metastable-retry", None);
+    let r = run_library("metastable-retry");
     charts_are_current("metastable-retry", &r);
     let page = "failures/metastable-failure.md";
     let spike = max_over(&r, 10.0, 15.0, |row| per_s(&r, row.attempts));
@@ -1721,7 +1702,7 @@ fn the_failure_stories_read_their_charts_right() {
         "{page} says goodput stays at zero after the spike"
     );
 
-    let r = library_run("retry-storm", None);
+    let r = run_library("retry-storm");
     charts_are_current("retry-storm", &r);
     let page = "failures/retry-storm.md";
     let before = mean_over(&r, 0.0, 10.0, |row| per_s(&r, row.attempts));
@@ -1737,7 +1718,7 @@ fn the_failure_stories_read_their_charts_right() {
     assert!(after > before * 2.0);
     assert_eq!(max_over(&r, 20.0, 60.0, |row| row.goodput_per_s), 0.0);
 
-    let r = library_run("cascading-failure", None);
+    let r = run_library("cascading-failure");
     charts_are_current("cascading-failure", &r);
     let page = "failures/cascading-failure.md";
     let capacity = r.series[0]
@@ -1777,7 +1758,7 @@ fn the_failure_stories_read_their_charts_right() {
     );
 
     let page = "failures/thundering-herd.md";
-    let r = library_run("thundering-herd-cache", None);
+    let r = run_library("thundering-herd-cache");
     charts_are_current("thundering-herd-cache", &r);
     let stampede = max_over(&r, 10.0, 20.0, |row| {
         service_point(row, "db").queue_total_max as f64
@@ -1795,7 +1776,7 @@ fn the_failure_stories_read_their_charts_right() {
             hundreds(stampede)
         ),
     );
-    let r = library_run("thundering-herd-cache-coalesced", None);
+    let r = run_library("thundering-herd-cache-coalesced");
     charts_are_current("thundering-herd-cache-coalesced", &r);
     let coalesced = max_over(&r, 0.0, 30.0, |row| {
         service_point(row, "db").queue_total_max as f64
@@ -1827,7 +1808,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
             .traffic
             .clone()
     };
-    let global = library_run("noisy-neighbour", None);
+    let global = run_library("noisy-neighbour");
     let after = global
         .expectations
         .iter()
@@ -1865,7 +1846,7 @@ fn the_traffic_classes_chapter_is_what_the_library_shows() {
     let steady = class(&tenant, "steady", "steady");
     assert!(steady.failures_by_reason.is_empty());
 
-    let shed = library_run("criticality-shedding", None);
+    let shed = run_library("criticality-shedding");
     charts_are_current("criticality-shedding", &shed);
     let recommend = class(&shed, "users", "recommend").success_ratio.unwrap();
     assert!(
@@ -1926,12 +1907,12 @@ fn the_distributed_rate_limiting_chapter_is_what_its_runs_show() {
             .collect();
         claim(page, format!("| {shown} | {} |", row.join(" | ")));
     }
-    let race = library_run("distributed-limiter-race", None);
+    let race = run_library("distributed-limiter-race");
     assert_eq!(
         race.summary.successes,
         race.summary.offered - race.summary.requests_in_flight
     );
-    let leases = library_run("quota-leases", None);
+    let leases = run_library("quota-leases");
     let l = &leases.limiters[0];
     assert!(
         l.round_trips * 5 < l.decisions,
@@ -1945,8 +1926,8 @@ fn the_distributed_rate_limiting_chapter_is_what_its_runs_show() {
 fn the_fan_out_chapter_is_what_its_runs_show() {
     let page = "patterns/fan-out.md";
     claim(page, "1 − 0.99^100 = 63%");
-    let plain = library_run("fan-out-tail", None);
-    let leaf = service(&plain, "leaf");
+    let plain = run_library("fan-out-tail");
+    let leaf = service_report(&plain, "leaf");
     // Every request offered sends its 100 leaves (those offered at the very end may not
     // have reached the leaves yet).
     assert!(leaf.arrivals >= 100 * (plain.summary.offered - plain.summary.requests_in_flight));
@@ -1979,7 +1960,7 @@ fn poison_shards(variant: &str, seed: u64) -> scenarios::report::BlastReport {
 #[test]
 fn the_blast_radius_story_is_what_the_library_shows() {
     let page = "failures/blast-radius.md";
-    let blast = |r: &Report| service(r, "api").blast_radius.clone().unwrap();
+    let blast = |r: &Report| service_report(r, "api").blast_radius.clone().unwrap();
     let window = |r: &Report| {
         let e = r
             .expectations
@@ -1988,7 +1969,7 @@ fn the_blast_radius_story_is_what_the_library_shows() {
             .unwrap();
         e.observed.clone()
     };
-    let none = library_run("poison-pill", None);
+    let none = run_library("poison-pill");
     let b = blast(&none);
     claim(
         page,
@@ -2000,7 +1981,7 @@ fn the_blast_radius_story_is_what_the_library_shows() {
         page,
         format!("customers' success ratio is {}", window(&none)),
     );
-    let cells = library_run("poison-pill-cells", None);
+    let cells = run_library("poison-pill-cells");
     let b = blast(&cells);
     claim(page, format!("{} crashes in all", words(b.poison_crashes)));
     claim(
@@ -2017,7 +1998,7 @@ fn the_blast_radius_story_is_what_the_library_shows() {
         page,
         format!("{} of the customers' requests", &observed[..5]),
     );
-    let shards = library_run("poison-pill-shuffle-sharding", None);
+    let shards = run_library("poison-pill-shuffle-sharding");
     let b = blast(&shards);
     claim(
         page,
@@ -2094,13 +2075,13 @@ fn the_capacity_chapter_reads_its_runs_right() {
         service_point(row, "api").replicas_in_rotation_mean.unwrap()
     };
 
-    let slow = library_run("autoscaler-lag", None);
+    let slow = run_library("autoscaler-lag");
     let scaling = api(&slow).scaling.unwrap();
     assert_eq!((scaling.replicas_min, scaling.replicas_max), (4, 4));
     claim(page, "`replicas api in rotation min 4 max 4`");
     assert_eq!(slow.metastability.as_ref().unwrap().verdict, "metastable");
 
-    let fast = library_run("autoscaler-lag-fast", None);
+    let fast = run_library("autoscaler-lag-fast");
     charts_are_current("autoscaler-lag-fast", &fast);
     // Nothing before the 15s tick's replicas enter rotation at 20s, then 7, then 12 at 25s.
     assert_eq!(replicas_at(&fast, 19.0), 4.0);
@@ -2116,47 +2097,16 @@ fn the_capacity_chapter_reads_its_runs_right() {
     claim(page, "goodput is back 9 seconds after the spike");
     assert!(api(&fast).scaling.unwrap().scale_ins >= 1);
 
-    let deploy = library_run("rolling-deploy", None);
+    let deploy = run_library("rolling-deploy");
     charts_are_current("rolling-deploy", &deploy);
     let scaling = api(&deploy).scaling.unwrap();
     assert_eq!((scaling.replicas_min, scaling.replicas_max), (6, 8));
     assert_eq!(scaling.deploy_restarts, 8);
     claim(page, "go from 8 to 6 and back four times");
     assert!(deploy.summary.failures > 0);
-    let headroom = library_run("rolling-deploy-headroom", None);
+    let headroom = run_library("rolling-deploy-headroom");
     assert_eq!(headroom.summary.failures, 0);
     claim(page, "costs nothing a user would see");
-}
-
-/// Runs library scenario `name` with its variant `variant`.
-fn library_variant(name: &str, variant: &str) -> Report {
-    let overrides = scenarios::format::overrides::Overrides {
-        variant: Some(variant.to_string()),
-        sets: Vec::new(),
-    };
-    let entry = scenarios::cli::library::find(name).unwrap();
-    let scenario = scenarios::format::overrides::parse_overridden(
-        entry.name,
-        entry.text,
-        &scenarios::format::limits::RunLimits::default(),
-        &overrides,
-    )
-    .unwrap();
-    run(&scenario, entry.name, &RunOptions::default())
-        .unwrap()
-        .report
-}
-
-/// The class `name` of client `client`.
-fn class_of<'a>(r: &'a Report, client: &str, name: &str) -> &'a scenarios::report::ClassReport {
-    r.clients
-        .iter()
-        .find(|c| c.name == client)
-        .unwrap()
-        .classes
-        .iter()
-        .find(|k| k.name == name)
-        .unwrap()
 }
 
 #[test]
@@ -2164,26 +2114,30 @@ fn the_queue_and_tenant_sections_are_what_the_library_shows() {
     // A priority queue: the critical class in full; served oldest first, it loses like the
     // sheddable one, exactly as behind the shedder's `fifo` variant.
     let page = "patterns/traffic-classes.md";
-    let queue = library_run("criticality-queue", None);
+    let queue = run_library("criticality-queue");
     assert!(
-        class_of(&queue, "users", "checkout")
+        class_report(&queue, "users", "checkout")
             .traffic
             .failures_by_reason
             .is_empty()
     );
-    let shedder = library_run("criticality-shedding", None);
+    let shedder = run_library("criticality-shedding");
     assert!(
-        class_of(&queue, "users", "recommend").traffic.success_ratio
-            > class_of(&shedder, "users", "recommend")
+        class_report(&queue, "users", "recommend")
+            .traffic
+            .success_ratio
+            > class_report(&shedder, "users", "recommend")
                 .traffic
                 .success_ratio
     );
-    let fifo = library_variant("criticality-queue", "fifo");
-    let shed_fifo = library_variant("criticality-shedding", "fifo");
-    let checkout = &class_of(&fifo, "users", "checkout").traffic;
+    let fifo = run_library_with("criticality-queue", Some("fifo"), &[], None);
+    let shed_fifo = run_library_with("criticality-shedding", Some("fifo"), &[], None);
+    let checkout = &class_report(&fifo, "users", "checkout").traffic;
     assert_eq!(
         checkout.successes,
-        class_of(&shed_fifo, "users", "checkout").traffic.successes
+        class_report(&shed_fifo, "users", "checkout")
+            .traffic
+            .successes
     );
     claim(
         page,
@@ -2195,20 +2149,20 @@ fn the_queue_and_tenant_sections_are_what_the_library_shows() {
 
     // A per-tenant bulkhead: the flood at what its slots serve, by Little's law.
     let page = "patterns/bulkheads.md";
-    let held = library_run("tenant-bulkhead", None);
-    let flood = class_of(&held, "noisy", "flood").traffic.successes as f64 / 20.0;
+    let held = run_library("tenant-bulkhead");
+    let flood = class_report(&held, "noisy", "flood").traffic.successes as f64 / 20.0;
     assert!(flood <= 1000.0, "{flood}");
     claim(
         page,
         format!("the flood is served at {flood:.0}/s during its 20s"),
     );
     assert!(
-        class_of(&held, "steady", "steady")
+        class_report(&held, "steady", "steady")
             .traffic
             .failures_by_reason
             .is_empty()
     );
-    let open = library_variant("tenant-bulkhead", "unprotected");
+    let open = run_library_with("tenant-bulkhead", Some("unprotected"), &[], None);
     let after = open
         .expectations
         .iter()
@@ -2222,8 +2176,8 @@ fn the_queue_and_tenant_sections_are_what_the_library_shows() {
 
     // RFC CoDel: the control law's count for the step, and a little more for the drain.
     let page = "patterns/load-shedding.md";
-    let rfc = library_run("shedding-codel-rfc", None);
-    let shed = service(&rfc, "api").failed_by_reason["shed"];
+    let rfc = run_library("shedding-codel-rfc");
+    let shed = service_report(&rfc, "api").failed_by_reason["shed"];
     let law = (30.0_f64 / 0.2).powi(2) as u64;
     assert_eq!(law, 22_500);
     assert!(
@@ -2251,50 +2205,36 @@ fn the_capacity_chapter_reads_its_pauses_zones_and_probes_right() {
         ok as f64 / offered as f64
     };
 
-    let gc = library_run("gc-pause", None);
+    let gc = run_library("gc-pause");
     assert_eq!(events(&gc).paused_s, 8.0);
     claim(page, "the time paused, 8 seconds");
     let failed = 1.0 - success_from(&gc, 10.0);
     assert!((0.02..0.03).contains(&failed), "{failed}");
     claim(page, "2.5% of the requests after 10 seconds fail");
 
-    let zone = library_run("zone-failure", None);
+    let zone = run_library("zone-failure");
     assert_eq!(zone.summary.failures, 0);
     claim(page, "no request fails");
     let office = zone.clients.iter().find(|c| c.name == "office").unwrap();
     assert!((4900..5100).contains(&office.offered), "{}", office.offered);
     claim(page, "offers 50 seconds of its load");
 
-    let spiral = library_run("liveness-death-spiral", None);
+    let spiral = run_library("liveness-death-spiral");
     charts_are_current("liveness-death-spiral", &spiral);
     assert_eq!(events(&spiral).liveness_restarts, 18);
     claim(page, "restart 18 replicas in 120 seconds");
     let after = success_from(&spiral, 60.0);
     assert!((0.40..0.42).contains(&after), "{after}");
     claim(page, "only 41% of the requests succeed");
-    let dedicated = library_run("liveness-death-spiral-dedicated", None);
+    let dedicated = run_library("liveness-death-spiral-dedicated");
     assert_eq!(events(&dedicated).liveness_restarts, 0);
     claim(page, "the same spike restarts nothing");
 }
 
-/// A library scenario with its variant, as `resim run NAME --variant V` runs it.
-fn variant_run(name: &str, variant: &str) -> Report {
-    let entry = scenarios::cli::library::find(name).unwrap();
-    let overrides = scenarios::format::overrides::Overrides {
-        variant: Some(variant.to_string()),
-        sets: Vec::new(),
-    };
-    let limits = scenarios::format::limits::RunLimits::default();
-    let s =
-        scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
-            .unwrap();
-    run(&s, name, &RunOptions::default()).unwrap().report
-}
-
 #[test]
 fn the_client_error_adaptive_timeout_and_pacing_sections_are_what_the_library_shows() {
-    let four = library_run("client-errors", None);
-    let five = variant_run("client-errors", "server-errors");
+    let four = run_library("client-errors");
+    let five = run_library_with("client-errors", Some("server-errors"), &[], None);
     claim(
         "patterns/retries.md",
         format!(
@@ -2314,8 +2254,8 @@ fn the_client_error_adaptive_timeout_and_pacing_sections_are_what_the_library_sh
         ),
     );
     let page = "patterns/timeouts.md";
-    let adaptive = library_run("adaptive-timeout", None);
-    let fixed = variant_run("adaptive-timeout", "fixed");
+    let adaptive = run_library("adaptive-timeout");
+    let fixed = run_library_with("adaptive-timeout", Some("fixed"), &[], None);
     // The first expectation of each is the success ratio during the slowdown.
     let share = |r: &Report| {
         let observed = &r.expectations[0].observed;
@@ -2341,9 +2281,9 @@ fn the_client_error_adaptive_timeout_and_pacing_sections_are_what_the_library_sh
     );
     let page = "patterns/rate-limiters.md";
     let refused = |r: &Report| r.services[0].failed_by_reason["rate_limited"];
-    let hammer = library_run("retry-after-429", None);
-    let honour = variant_run("retry-after-429", "retry-after");
-    let paced = variant_run("retry-after-429", "paced");
+    let hammer = run_library("retry-after-429");
+    let honour = run_library_with("retry-after-429", Some("retry-after"), &[], None);
+    let paced = run_library_with("retry-after-429", Some("paced"), &[], None);
     claim(
         page,
         format!(
@@ -2374,9 +2314,12 @@ fn the_client_error_adaptive_timeout_and_pacing_sections_are_what_the_library_sh
 #[test]
 fn the_connection_pools_section_is_what_the_library_shows() {
     let page = "failures/contention.md";
-    let r = library_run("pool-exhaustion", None);
-    let pool = call(&r, "services.api.calls[0]").pool.clone().unwrap();
-    let db = service(&r, "db");
+    let r = run_library("pool-exhaustion");
+    let pool = call_report(&r, "services.api.calls[0]")
+        .pool
+        .clone()
+        .unwrap();
+    let db = service_report(&r, "db");
     claim(
         page,
         format!(
@@ -2400,7 +2343,10 @@ fn the_connection_pools_section_is_what_the_library_shows() {
         scenarios::format::overrides::parse_overridden(entry.name, entry.text, &limits, &overrides)
             .unwrap();
     let sized = run(&s, entry.name, &RunOptions::default()).unwrap().report;
-    let pool = call(&sized, "services.api.calls[0]").pool.clone().unwrap();
+    let pool = call_report(&sized, "services.api.calls[0]")
+        .pool
+        .clone()
+        .unwrap();
     assert_eq!((pool.refused_opens, sized.summary.failures), (0, 0));
     claim(
         page,

@@ -2,54 +2,11 @@
 //! spiral), through the reports a user reads (the JSON report's `capacity_events` section,
 //! its per-bucket `liveness_restarts`, the CSV columns, latency and goodput).
 
-use scenarios::cli::library::find;
-use scenarios::format::limits::RunLimits;
-use scenarios::format::load::parse;
-use scenarios::format::overrides::{Override, Overrides, parse_overridden};
+mod support;
+
 use scenarios::report::{Format, Report};
-use scenarios::{RunOptions, run};
 use serde_json::Value;
-
-/// The report of library scenario `name` (with `variant` and `sets` applied) at `seed` (its
-/// own when `None`), and the same report as JSON.
-fn check(
-    name: &str,
-    variant: Option<&str>,
-    sets: &[(&str, &str)],
-    seed: Option<u64>,
-) -> (Report, Value) {
-    let entry = find(name).expect("in the library");
-    let overrides = Overrides {
-        variant: variant.map(str::to_string),
-        sets: sets
-            .iter()
-            .map(|(path, value)| Override {
-                path: path.to_string(),
-                value: value.to_string(),
-                ..Override::default()
-            })
-            .collect(),
-    };
-    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
-        .expect("the file and its variants validate");
-    let options = RunOptions {
-        seed,
-        ..RunOptions::default()
-    };
-    let report = run(&scenario, entry.name, &options).unwrap().report;
-    let json = serde_json::from_str(&Format::Json.render(&report)).unwrap();
-    (report, json)
-}
-
-/// The report of a scenario written here.
-fn run_text(text: &str) -> (Report, Value) {
-    let scenario = parse("capacity.ron", text).unwrap();
-    let report = run(&scenario, "capacity.ron", &RunOptions::default())
-        .unwrap()
-        .report;
-    let json = serde_json::from_str(&Format::Json.render(&report)).unwrap();
-    (report, json)
-}
+use support::{run_library_with, run_text, with_json};
 
 /// The success ratio of the requests offered in the buckets starting at or after `from_s`.
 fn success_after(json: &Value, from_s: f64) -> f64 {
@@ -89,22 +46,22 @@ fn one_request(at: &str) -> String {
 #[test]
 fn a_pause_freezes_the_work_in_progress_and_holds_arrivals_in_the_queue() {
     // Work under way when the pause starts (at 50ms) resumes after it: 100ms + 200ms.
-    let (report, json) = run_text(&one_request("50ms"));
+    let (report, json) = with_json(run_text(&one_request("50ms")));
     assert_eq!(report.summary.successes, 1);
     assert_eq!(max_ms(&report), 300);
     assert_eq!(events(&json)["pauses"], 1);
     assert_eq!(events(&json)["paused_s"], 0.2);
     // A request that arrives during a pause waits in the queue until it ends.
-    let (report, _) = run_text(&one_request("0s"));
+    let (report, _) = with_json(run_text(&one_request("0s")));
     assert_eq!(max_ms(&report), 300);
     // A pause that begins after the work ended changes nothing.
-    let (report, _) = run_text(&one_request("150ms"));
+    let (report, _) = with_json(run_text(&one_request("150ms")));
     assert_eq!(max_ms(&report), 100);
 }
 
 #[test]
 fn periodic_pauses_of_half_the_replicas_cost_timeouts_and_set_the_p99() {
-    let (paused, json) = check("gc-pause", None, &[], None);
+    let (paused, json) = with_json(run_library_with("gc-pause", None, &[], None));
     assert!(paused.passed(), "{:?}", paused.expectations);
     // Ten pauses (10s to 55s) of 2 replicas, 400ms each; the one that starts at the end
     // counts nothing.
@@ -112,13 +69,18 @@ fn periodic_pauses_of_half_the_replicas_cost_timeouts_and_set_the_p99() {
     let timeouts = paused.summary.failures as f64 / paused.summary.offered as f64;
     assert!(timeouts > 0.01, "{timeouts}");
     // Without the pauses nothing fails and the p99 is a few times the work.
-    let (calm, json) = check("gc-pause", None, &[("faults", "[]")], None);
+    let (calm, json) = with_json(run_library_with(
+        "gc-pause",
+        None,
+        &[("faults", "[]")],
+        None,
+    ));
     assert_eq!(calm.summary.failures, 0);
     assert!(json["services"][0].get("capacity_events").is_none());
     let p99 = |r: &Report| r.summary.latency_ms.as_ref().unwrap().p99;
     assert!(p99(&calm) < 60.0, "{}", p99(&calm));
     // With a timeout longer than the pause nothing fails, but the p99 is in the pause.
-    let (patient, _) = check("gc-pause", Some("patient"), &[], None);
+    let (patient, _) = with_json(run_library_with("gc-pause", Some("patient"), &[], None));
     assert_eq!(patient.summary.failures, 0);
     assert!(
         (300.0..=400.0).contains(&p99(&patient)),
@@ -129,7 +91,7 @@ fn periodic_pauses_of_half_the_replicas_cost_timeouts_and_set_the_p99() {
 
 #[test]
 fn a_zone_failure_takes_its_replicas_and_clients_out_until_it_ends() {
-    let (report, json) = check("zone-failure", None, &[], None);
+    let (report, json) = with_json(run_library_with("zone-failure", None, &[], None));
     assert!(report.passed(), "{:?}", report.expectations);
     let api = &json["services"][0];
     assert_eq!(api["capacity_events"]["zone_downs"], 2);
@@ -156,7 +118,12 @@ fn a_zone_failure_takes_its_replicas_and_clients_out_until_it_ends() {
         }
     }
     // Without headroom the survivors are overloaded until the zone is back.
-    let (tight, json) = check("zone-failure", Some("no-headroom"), &[], None);
+    let (tight, json) = with_json(run_library_with(
+        "zone-failure",
+        Some("no-headroom"),
+        &[],
+        None,
+    ));
     assert!(tight.passed(), "{:?}", tight.expectations);
     assert!(success_after(&json, 50.0) > 0.99);
 }
@@ -164,7 +131,12 @@ fn a_zone_failure_takes_its_replicas_and_clients_out_until_it_ends() {
 #[test]
 fn liveness_probes_served_by_busy_workers_turn_a_spike_into_a_death_spiral_on_every_seed() {
     for seed in [1, 2, 3, 7] {
-        let (spiral, json) = check("liveness-death-spiral", None, &[], Some(seed));
+        let (spiral, json) = with_json(run_library_with(
+            "liveness-death-spiral",
+            None,
+            &[],
+            Some(seed),
+        ));
         let restarts = events(&json)["liveness_restarts"].as_u64().unwrap();
         let after = success_after(&json, 60.0);
         // More restarts than replicas: replicas restarted once come back and fail again.
@@ -180,7 +152,12 @@ fn liveness_probes_served_by_busy_workers_turn_a_spike_into_a_death_spiral_on_ev
             .sum();
         assert_eq!(per_bucket, restarts);
 
-        let (dedicated, json) = check("liveness-death-spiral-dedicated", None, &[], Some(seed));
+        let (dedicated, json) = with_json(run_library_with(
+            "liveness-death-spiral-dedicated",
+            None,
+            &[],
+            Some(seed),
+        ));
         assert_eq!(events(&json)["liveness_restarts"], 0, "seed {seed}");
         assert_eq!(events(&json)["liveness_probe_failures"], 0, "seed {seed}");
         assert!(success_after(&json, 60.0) > 0.999, "seed {seed}");
@@ -191,19 +168,19 @@ fn liveness_probes_served_by_busy_workers_turn_a_spike_into_a_death_spiral_on_ev
         );
     }
     // Without the spike, the same probes never fail: the spiral needs the overload.
-    let (calm, json) = check(
+    let (calm, json) = with_json(run_library_with(
         "liveness-death-spiral",
         None,
         &[("clients.users.load.rate", "Constant(\"1900/s\")")],
         None,
-    );
+    ));
     assert_eq!(events(&json)["liveness_restarts"], 0);
     assert_eq!(calm.summary.failures, 0);
 }
 
 #[test]
 fn liveness_restarts_are_in_the_csv_and_a_dedicated_probe_fails_only_in_a_pause() {
-    let (spiral, _) = check("liveness-death-spiral", None, &[], None);
+    let (spiral, _) = with_json(run_library_with("liveness-death-spiral", None, &[], None));
     let csv = Format::Csv.render(&spiral);
     let header = csv.lines().next().unwrap();
     assert!(header.ends_with("api_liveness_restarts"), "{header}");
@@ -222,7 +199,7 @@ fn liveness_restarts_are_in_the_csv_and_a_dedicated_probe_fails_only_in_a_pause(
     );
     // A 3-second pause every 5 seconds against a 1-second timeout: dedicated probes fail
     // and restart the paused replicas.
-    let (_, json) = check(
+    let (_, json) = with_json(run_library_with(
         "liveness-death-spiral-dedicated",
         None,
         &[
@@ -233,7 +210,7 @@ fn liveness_restarts_are_in_the_csv_and_a_dedicated_probe_fails_only_in_a_pause(
             ("expectations", "[]"),
         ],
         None,
-    );
+    ));
     assert!(events(&json)["liveness_restarts"].as_u64().unwrap() >= 2);
     assert!(events(&json)["pauses"].as_u64().unwrap() >= 2);
 }

@@ -3,19 +3,13 @@
 //! (resvg) and must show something besides its background; the same run gives the same
 //! bytes; the HTML page needs nothing from the network.
 
+mod support;
+
 use scenarios::cli::library::{LIBRARY, find};
 use scenarios::format::load::parse;
 use scenarios::report::render::{self, Chart};
-use scenarios::{Report, RunOptions, run};
-
-/// The report of library scenario `name` at its own seed.
-fn report(name: &str) -> Report {
-    let entry = find(name).unwrap_or_else(|| panic!("{name} is in the library"));
-    let scenario = parse(entry.name, entry.text).unwrap();
-    run(&scenario, entry.name, &RunOptions::default())
-        .unwrap()
-        .report
-}
+use scenarios::{RunOptions, run};
+use support::run_library;
 
 /// Rendered by resvg (without fonts: text is not drawn, lines and areas are): the share of
 /// pixels that differ from the white background, and whether anything at all was drawn
@@ -52,7 +46,7 @@ fn render(chart: &Chart) -> (f64, bool) {
 #[test]
 fn every_chart_of_every_library_scenario_renders_with_something_drawn() {
     for entry in LIBRARY {
-        let r = report(entry.name);
+        let r = run_library(entry.name);
         let charts = render::charts(&r).unwrap();
         let names: Vec<&str> = charts.iter().map(|c| c.name.as_str()).collect();
         for must in ["traffic", "latency", "calls"] {
@@ -91,14 +85,14 @@ fn every_chart_of_every_library_scenario_renders_with_something_drawn() {
 
 #[test]
 fn the_same_run_draws_the_same_bytes() {
-    let a = render::charts(&report("cascading-failure-mitigated")).unwrap();
-    let b = render::charts(&report("cascading-failure-mitigated")).unwrap();
+    let a = render::charts(&run_library("cascading-failure-mitigated")).unwrap();
+    let b = render::charts(&run_library("cascading-failure-mitigated")).unwrap();
     assert_eq!(a, b);
 }
 
 /// Snapshots every chart of library scenario `name`.
 fn snapshot(name: &str) {
-    let r = report(name);
+    let r = run_library(name);
     for c in render::charts(&r).unwrap() {
         insta::with_settings!({
             description => format!("scenario {name}, seed {}, chart {}", r.seed, c.name),
@@ -121,7 +115,7 @@ fn the_charts_of_a_mitigated_cascade() {
 
 #[test]
 fn the_charts_show_what_the_report_says() {
-    let r = report("cascading-failure-mitigated");
+    let r = run_library("cascading-failure-mitigated");
     let charts = render::charts(&r).unwrap();
     let svg = |name: &str| {
         &charts
@@ -175,7 +169,7 @@ fn a_failed_expectation_is_drawn_red() {
 
 #[test]
 fn the_html_page_is_self_contained() {
-    let r = report("metastable-retry");
+    let r = run_library("metastable-retry");
     let charts = render::charts(&r).unwrap();
     let page = render::html(&r, &charts);
     assert!(page.starts_with("<!DOCTYPE html>"));
@@ -233,7 +227,7 @@ fn a_log_latency_axis_starts_well_below_every_line() {
 
 #[test]
 fn the_service_chart_names_summed_and_per_replica_queues() {
-    let r = report("cascading-failure");
+    let r = run_library("cascading-failure");
     let charts = render::charts(&r).unwrap();
     let api = &charts.iter().find(|c| c.name == "service-api").unwrap().svg;
     // api has three replicas: the summed queue and the longest queue of one of them (db has one).

@@ -1,9 +1,12 @@
 //! `resim check`: malformed scenario files give one line with the file, the location and the
 //! fix, and no input makes the parser panic.
 
+mod support;
+
 use proptest::prelude::*;
 use scenarios::ScenarioError;
 use scenarios::format::load::{load, parse};
+use support::{Resim, resim};
 
 const BASE: &str = r#"// a valid scenario that each case below breaks in one place
 Scenario(
@@ -881,19 +884,6 @@ fn scenarios_built_in_rust_are_held_to_the_same_clock() {
     );
 }
 
-/// `resim` run with `args` from the crate's directory: (exit code, stdout, stderr).
-fn resim(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .output()
-        .expect("resim runs");
-    (
-        out.status.code().expect("resim exits by itself"),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn the_command_line_raises_the_limits() {
     let dir = std::env::temp_dir().join(format!("resim-check-limits-{}", std::process::id()));
@@ -907,10 +897,16 @@ fn the_command_line_raises_the_limits() {
         "long.ron",
         BASE.replacen("duration: \"10s\"", "duration: \"100y\"", 1),
     );
-    let (code, _, err) = resim(&["check", &long]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["check", &long]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("raise the budget with --max-memory"), "{err}");
-    let (code, out, err) = resim(&["check", &long, "--max-memory", "64TiB"]);
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&["check", &long, "--max-memory", "64TiB"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(": ok ("), "{out}");
 
@@ -918,14 +914,18 @@ fn the_command_line_raises_the_limits() {
         "fast.ron",
         BASE.replacen("Constant(\"100/s\")", "Constant(\"2000000/s\")", 1),
     );
-    assert_eq!(resim(&["check", &fast]).0, 2);
-    assert_eq!(resim(&["check", &fast, "--max-rate", "2000000/s"]).0, 0);
+    assert_eq!(resim(&["check", &fast]).code, 2);
+    assert_eq!(resim(&["check", &fast, "--max-rate", "2000000/s"]).code, 0);
 
     // A value the flag cannot take is bad input too.
-    let (code, _, err) = resim(&["check", &long, "--max-memory", "lots"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["check", &long, "--max-memory", "lots"]);
     assert_eq!(code, 2, "{err}");
 
-    let (code, _, err) = resim(&["run", "metastable-retry", "--bucket", "1ns"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["run", "metastable-retry", "--bucket", "1ns"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("metastable-retry: bucket: "), "{err}");
@@ -934,7 +934,9 @@ fn the_command_line_raises_the_limits() {
 
 #[test]
 fn resim_check_reads_files_that_are_not_utf8_and_says_where() {
-    let (code, _, err) = resim(&["check", "tests/malformed/not-utf8.ron"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["check", "tests/malformed/not-utf8.ron"]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(
         err.trim_end(),

@@ -1,29 +1,26 @@
 //! `resim run FILE --check-determinism`: the run made twice, and what it says about them.
 
+mod support;
+
 use scenarios::experiment::determinism::{Verdict, render};
 use sim_core::SimTime;
 use sim_core::sim::TraceRecord;
-use std::process::Command;
-
-fn resim(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap(),
-        String::from_utf8(o.stdout).unwrap(),
-        String::from_utf8(o.stderr).unwrap(),
-    )
-}
+use support::{Resim, resim_in, workspace_root};
 
 #[test]
 fn a_deterministic_run_gives_its_digest_twice() {
     let file = "book/src/scenarios/replay.ron";
-    let (code, out, err) = resim(&["run", file, "--seed", "19", "--check-determinism"]);
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim_in(
+        &workspace_root(),
+        &["run", file, "--seed", "19", "--check-determinism"],
+    );
     assert_eq!((code, err.as_str()), (0, ""));
-    let (_, json, _) = resim(&["run", file, "--seed", "19", "--json"]);
+    let Resim { stdout: json, .. } =
+        resim_in(&workspace_root(), &["run", file, "--seed", "19", "--json"]);
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(
         out,

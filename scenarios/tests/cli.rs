@@ -1,30 +1,13 @@
 //! The `resim` binary as a user runs it: exit codes, one-line errors, the replay line, JSON,
 //! CSV, charts, the library list and the built-in example.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
+use support::resim_in;
 
-/// What one invocation of `resim` gave back.
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `resim` with `args` from a scratch directory.
-fn check(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .current_dir(scratch())
-        .output()
-        .expect("resim runs");
-    Outcome {
-        code: out.status.code().expect("resim exits by itself"),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
+/// A scratch directory, where `resim` runs and writes what it is asked to write.
 fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("resim-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -51,7 +34,7 @@ Scenario(
 #[test]
 fn run_prints_a_report_that_ends_with_the_replay_command() {
     let file = write("small.ron", SMALL);
-    let o = check(&["run", &file, "--seed", "42"]);
+    let o = resim_in(&scratch(), &["run", &file, "--seed", "42"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("summary"));
     assert!(o.stdout.contains("PASS c success ratio"));
@@ -63,9 +46,9 @@ fn run_prints_a_report_that_ends_with_the_replay_command() {
 #[test]
 fn the_same_seed_prints_the_same_report() {
     let file = write("same.ron", SMALL);
-    let a = check(&["run", &file, "--seed", "9"]);
-    let b = check(&["run", &file, "--seed", "9"]);
-    let c = check(&["run", &file, "--seed", "10"]);
+    let a = resim_in(&scratch(), &["run", &file, "--seed", "9"]);
+    let b = resim_in(&scratch(), &["run", &file, "--seed", "9"]);
+    let c = resim_in(&scratch(), &["run", &file, "--seed", "10"]);
     assert_eq!(a.stdout, b.stdout);
     assert_ne!(a.stdout, c.stdout);
 }
@@ -76,7 +59,7 @@ fn a_failed_expectation_exits_1_and_names_the_seed() {
         .replace("min_ratio: 0.5", "min_ratio: 1.0")
         .replace("factor: 2.0", "factor: 20.0");
     let file = write("failing.ron", &text);
-    let o = check(&["run", &file, "--seed", "3"]);
+    let o = resim_in(&scratch(), &["run", &file, "--seed", "3"]);
     assert_eq!(o.code, 1);
     assert!(o.stdout.contains("FAIL c success ratio"));
     assert!(o.stderr.contains("seed 3"), "{}", o.stderr);
@@ -87,14 +70,14 @@ fn a_failed_expectation_exits_1_and_names_the_seed() {
 fn bad_input_exits_2_with_one_line() {
     let file = write("bad.ron", &SMALL.replace("workers: 4", "workers: 0"));
     for args in [vec!["check", &file], vec!["run", &file]] {
-        let o = check(&args);
+        let o = resim_in(&scratch(), &args);
         assert_eq!(o.code, 2);
         assert_eq!(
             o.stderr,
             format!("{file}: services.s.workers: must be at least 1, got 0\n")
         );
     }
-    let o = check(&["check", "no-such-file.ron"]);
+    let o = resim_in(&scratch(), &["check", "no-such-file.ron"]);
     assert_eq!(o.code, 2);
     assert_eq!(o.stderr.lines().count(), 1);
     assert!(
@@ -104,7 +87,7 @@ fn bad_input_exits_2_with_one_line() {
     );
 
     let syntax = write("syntax.ron", &SMALL.replace("workers: 4,", "workers: 4"));
-    let o = check(&["check", &syntax]);
+    let o = resim_in(&scratch(), &["check", &syntax]);
     assert_eq!(o.code, 2);
     assert!(
         o.stderr.starts_with(&format!("{syntax}:6:")),
@@ -116,23 +99,26 @@ fn bad_input_exits_2_with_one_line() {
 #[test]
 fn overrides_are_validated_like_the_file() {
     let file = write("override.ron", SMALL);
-    let o = check(&["run", &file, "--duration", "1s"]);
+    let o = resim_in(&scratch(), &["run", &file, "--duration", "1s"]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("faults[0].at"), "{}", o.stderr);
-    let o = check(&["run", &file, "--duration", "10"]);
+    let o = resim_in(&scratch(), &["run", &file, "--duration", "10"]);
     assert_eq!(
         o.code, 2,
         "a unit-less duration is refused by the argument parser"
     );
-    let o = check(&[
-        "run",
-        &file,
-        "--duration",
-        "8s",
-        "--bucket",
-        "500ms",
-        "--json",
-    ]);
+    let o = resim_in(
+        &scratch(),
+        &[
+            "run",
+            &file,
+            "--duration",
+            "8s",
+            "--bucket",
+            "500ms",
+            "--json",
+        ],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let json: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(json["series"].as_array().unwrap().len(), 16);
@@ -141,7 +127,7 @@ fn overrides_are_validated_like_the_file() {
 #[test]
 fn json_has_the_contract_fields() {
     let file = write("json.ron", SMALL);
-    let o = check(&["run", &file, "--seed", "5", "--json"]);
+    let o = resim_in(&scratch(), &["run", &file, "--seed", "5", "--json"]);
     assert_eq!(o.code, 0);
     assert_eq!(o.stdout.lines().count(), 1, "one object");
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
@@ -172,7 +158,7 @@ fn json_has_the_contract_fields() {
 fn csv_writes_the_series() {
     let file = write("csv.ron", SMALL);
     let dir = scratch().join("csv-out");
-    let o = check(&["run", &file, "--csv", dir.to_str().unwrap()]);
+    let o = resim_in(&scratch(), &["run", &file, "--csv", dir.to_str().unwrap()]);
     assert_eq!(o.code, 0);
     let text = std::fs::read_to_string(dir.join("series.csv")).unwrap();
     assert!(
@@ -189,14 +175,17 @@ fn svg_and_html_write_the_charts_and_the_page() {
     let file = write("charts.ron", SMALL);
     let dir = scratch().join("charts-out");
     let page = scratch().join("charts.html");
-    let o = check(&[
-        "run",
-        &file,
-        "--svg",
-        dir.to_str().unwrap(),
-        "--html",
-        page.to_str().unwrap(),
-    ]);
+    let o = resim_in(
+        &scratch(),
+        &[
+            "run",
+            &file,
+            "--svg",
+            dir.to_str().unwrap(),
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     // The report is printed as without the flags.
     assert!(o.stdout.starts_with("resim · small"), "{}", o.stdout);
@@ -225,7 +214,10 @@ fn svg_and_html_write_the_charts_and_the_page() {
     );
 
     // A place it cannot write is bad input, in one line.
-    let o = check(&["run", &file, "--html", "/nonexistent-dir/x.html"]);
+    let o = resim_in(
+        &scratch(),
+        &["run", &file, "--html", "/nonexistent-dir/x.html"],
+    );
     assert_eq!(o.code, 2);
     assert!(
         o.stderr
@@ -238,29 +230,44 @@ fn svg_and_html_write_the_charts_and_the_page() {
 #[test]
 fn format_selects_the_renderer() {
     let file = write("format.ron", SMALL);
-    let json = check(&["run", &file, "--seed", "5", "--format", "json"]);
+    let json = resim_in(
+        &scratch(),
+        &["run", &file, "--seed", "5", "--format", "json"],
+    );
     assert_eq!(json.code, 0, "{}", json.stderr);
     assert_eq!(
         json.stdout,
-        check(&["run", &file, "--seed", "5", "--json"]).stdout
+        resim_in(&scratch(), &["run", &file, "--seed", "5", "--json"]).stdout
     );
-    let human = check(&["run", &file, "--seed", "5", "--format", "human"]);
-    assert_eq!(human.stdout, check(&["run", &file, "--seed", "5"]).stdout);
+    let human = resim_in(
+        &scratch(),
+        &["run", &file, "--seed", "5", "--format", "human"],
+    );
+    assert_eq!(
+        human.stdout,
+        resim_in(&scratch(), &["run", &file, "--seed", "5"]).stdout
+    );
     assert!(human.stdout.starts_with("resim · small · seed 5"));
-    let compact = check(&["run", &file, "--seed", "5", "--format", "compact"]);
+    let compact = resim_in(
+        &scratch(),
+        &["run", &file, "--seed", "5", "--format", "compact"],
+    );
     assert!(compact.stdout.starts_with("offered "), "{}", compact.stdout);
     // The CSV on stdout is the file `--csv DIR` writes.
     let dir = scratch().join("format-out");
-    let csv = check(&[
-        "run",
-        &file,
-        "--seed",
-        "5",
-        "--format",
-        "csv",
-        "--csv",
-        dir.to_str().unwrap(),
-    ]);
+    let csv = resim_in(
+        &scratch(),
+        &[
+            "run",
+            &file,
+            "--seed",
+            "5",
+            "--format",
+            "csv",
+            "--csv",
+            dir.to_str().unwrap(),
+        ],
+    );
     assert_eq!(csv.code, 0, "{}", csv.stderr);
     assert_eq!(
         csv.stdout,
@@ -268,20 +275,20 @@ fn format_selects_the_renderer() {
     );
     assert!(csv.stdout.starts_with("t_s,offered,"));
     // An unknown format, or two ways of choosing one, is bad input.
-    let o = check(&["run", &file, "--format", "xml"]);
+    let o = resim_in(&scratch(), &["run", &file, "--format", "xml"]);
     assert_eq!(o.code, 2);
     assert!(
         o.stderr.contains("human, json, csv, compact"),
         "{}",
         o.stderr
     );
-    let o = check(&["run", &file, "--json", "--format", "csv"]);
+    let o = resim_in(&scratch(), &["run", &file, "--json", "--format", "csv"]);
     assert_eq!(o.code, 2);
 }
 
 #[test]
 fn list_names_every_library_scenario_once() {
-    let o = check(&["list"]);
+    let o = resim_in(&scratch(), &["list"]);
     assert_eq!(o.code, 0);
     assert_eq!(
         o.stdout.lines().count(),
@@ -293,14 +300,14 @@ fn list_names_every_library_scenario_once() {
 
 #[test]
 fn library_names_run_without_a_path() {
-    let o = check(&["check", "retry-storm"]);
+    let o = resim_in(&scratch(), &["check", "retry-storm"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.starts_with("retry-storm: ok"));
 }
 
 #[test]
 fn no_arguments_runs_the_built_in_example() {
-    let o = check(&[]);
+    let o = resim_in(&scratch(), &[]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.starts_with("resim · metastable-retry · seed 7"));
     assert!(
@@ -313,7 +320,10 @@ fn no_arguments_runs_the_built_in_example() {
 #[test]
 fn trace_describes_a_window_of_the_history() {
     let file = write("trace.ron", SMALL);
-    let o = check(&["run", &file, "--seed", "4", "--trace", "2s..2.05s"]);
+    let o = resim_in(
+        &scratch(),
+        &["run", &file, "--seed", "4", "--trace", "2s..2.05s"],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let trace: Vec<&str> = o
         .stdout
@@ -334,10 +344,13 @@ fn trace_describes_a_window_of_the_history() {
             .any(|l| l.contains("deliver") && l.contains("s/0 attempt 1 of clients.c.call call #"))
     );
     // The same seed, the same story; the replay line is still last.
-    let again = check(&["run", &file, "--seed", "4", "--trace", "2s..2.05s"]);
+    let again = resim_in(
+        &scratch(),
+        &["run", &file, "--seed", "4", "--trace", "2s..2.05s"],
+    );
     assert_eq!(o.stdout, again.stdout);
     assert!(o.stdout.trim_end().ends_with("--seed 4"));
-    let o = check(&["run", &file, "--trace", "2s"]);
+    let o = resim_in(&scratch(), &["run", &file, "--trace", "2s"]);
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("FROM..TO"), "{}", o.stderr);
 }
@@ -345,7 +358,7 @@ fn trace_describes_a_window_of_the_history() {
 #[test]
 fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
     let file = write("sweep.ron", SMALL);
-    let o = check(&["sweep", &file, "--seeds", "1..4"]);
+    let o = resim_in(&scratch(), &["sweep", &file, "--seeds", "1..4"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     // One line per seed, then the statistics over them, then the verdict.
     assert_eq!(
@@ -374,7 +387,7 @@ fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
             "expectations: [P99AtMost(client: \"c\", max: \"100ms\")]",
         ),
     );
-    let o = check(&["sweep", &picky, "--seeds", "1..10"]);
+    let o = resim_in(&scratch(), &["sweep", &picky, "--seeds", "1..10"]);
     let passing = o.stdout.lines().filter(|l| l.contains(" PASS ")).count();
     let failing: Vec<&str> = o.stdout.lines().filter(|l| l.contains(" FAIL ")).collect();
     assert!(passing > 0 && !failing.is_empty(), "{}", o.stdout);
@@ -386,7 +399,7 @@ fn sweep_runs_a_range_of_seeds_and_names_the_failing_ones() {
         last.ends_with(&format!("replay: resim run {picky} --seed {first}")),
         "{last}"
     );
-    let o = check(&["sweep", &file, "--seeds", "5..1"]);
+    let o = resim_in(&scratch(), &["sweep", &file, "--seeds", "5..1"]);
     assert_eq!(o.code, 2);
 }
 
@@ -396,7 +409,7 @@ fn a_run_over_the_memory_budget_stops_with_a_full_report_and_says_why() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/memory/overloaded-unbounded-queue.ron"
     );
-    let o = check(&["run", file, "--max-memory", "64MiB"]);
+    let o = resim_in(&scratch(), &["run", file, "--max-memory", "64MiB"]);
     // Exit codes as for any other stop: here the expectation failed.
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
@@ -423,7 +436,10 @@ fn a_run_over_the_memory_budget_stops_with_a_full_report_and_says_why() {
         "{}",
         o.stderr
     );
-    let o = check(&["run", file, "--max-memory", "64MiB", "--json"]);
+    let o = resim_in(
+        &scratch(),
+        &["run", file, "--max-memory", "64MiB", "--json"],
+    );
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["stop_reason"], "memory_limit");
     assert!(
@@ -480,7 +496,10 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
 #[test]
 fn messages_held_by_a_clog_stop_the_run_at_the_memory_budget() {
     let file = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/memory/clogged-link.ron");
-    let o = check(&["run", file, "--max-memory", "16MiB", "--json"]);
+    let o = resim_in(
+        &scratch(),
+        &["run", file, "--max-memory", "16MiB", "--json"],
+    );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(v["stop_reason"], "memory_limit");

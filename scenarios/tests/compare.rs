@@ -1,11 +1,13 @@
 //! `resim compare`: two scenarios on the same seeds, with the differences a reader of the
 //! library expects, and nothing where there is no difference.
 
+mod support;
+
 use scenarios::cli::library;
 use scenarios::experiment::compare::{Comparison, Row, compare, sides};
 use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::Override;
-use std::process::Command;
+use support::{Resim, resim};
 
 /// Compares two files, or a file with variants, over seeds 1..5 with `sets` on both sides.
 fn check(files: &[&str], variants: &[&str], sets: &[&str]) -> Comparison {
@@ -101,18 +103,11 @@ fn a_scenario_against_itself_differs_in_nothing() {
 
 #[test]
 fn the_command_line_prints_the_table_and_refuses_a_third_side() {
-    let resim = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_resim"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            o.status.code().unwrap(),
-            String::from_utf8(o.stdout).unwrap(),
-            String::from_utf8(o.stderr).unwrap(),
-        )
-    };
-    let (code, out, err) = resim(&[
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&[
         "compare",
         "retry-storm",
         "retry-storm-budget",
@@ -133,7 +128,9 @@ fn the_command_line_prints_the_table_and_refuses_a_third_side() {
             .any(|l| l.starts_with("  amplification") && l.ends_with("significant")),
         "{out}"
     );
-    let (code, _, err) = resim(&["compare", "retry-storm"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["compare", "retry-storm"]);
     assert_eq!(code, 2);
     assert!(err.starts_with("compare two files"), "{err}");
 }
@@ -189,33 +186,25 @@ fn json_gives_every_figure_of_the_table_and_svg_draws_both_sides() {
     let dir = std::env::temp_dir().join(format!("resim-compare-{}", std::process::id()));
     let svg = dir.join("charts");
     let html = dir.join("compare.html");
-    let o = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args([
-            "compare",
-            "retry-storm",
-            "retry-storm-budget",
-            "--seeds",
-            "1..3",
-            "--set",
-            "duration=\"15s\"",
-            "--set",
-            "expectations=[]",
-            "--format",
-            "json",
-            "--svg",
-            svg.to_str().unwrap(),
-            "--html",
-            html.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let o = resim(&[
+        "compare",
+        "retry-storm",
+        "retry-storm-budget",
+        "--seeds",
+        "1..3",
+        "--set",
+        "duration=\"15s\"",
+        "--set",
+        "expectations=[]",
+        "--format",
+        "json",
+        "--svg",
+        svg.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let json: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(json["a"], "retry-storm");
     assert_eq!(json["b"], "retry-storm-budget");
     assert_eq!(json["seeds"], serde_json::json!([1, 3]));

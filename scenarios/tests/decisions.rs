@@ -3,24 +3,9 @@
 //! policy like a server's `Retry-After`. Each test runs a scenario and reads what a user
 //! reads: its report.
 
-use scenarios::format::load::parse;
-use scenarios::{Report, RunOptions, run};
+mod support;
 
-/// Parses and runs a scenario written for the test.
-fn check(text: &str) -> Report {
-    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario, "test.ron", &RunOptions::default())
-        .unwrap()
-        .report
-}
-
-/// The latency of the run's successes (every test here has some).
-fn latency(r: &Report) -> &scenarios::report::LatencyMs {
-    r.summary
-        .latency_ms
-        .as_ref()
-        .expect("the run has successes")
-}
+use support::{latency, run_text};
 
 /// One open-loop client at `rate` calling `api` with `stack`, and `api` as given.
 fn scenario(rate: &str, stack: &str, api: &str, faults: &str) -> String {
@@ -39,7 +24,7 @@ fn scenario(rate: &str, stack: &str, api: &str, faults: &str) -> String {
 fn a_leaky_bucket_queue_at_admission_shapes_arrivals_to_its_rate() {
     // 50/s arrive; the service's leaky bucket releases 20/s and holds up to 40 waiting. The
     // admitted requests start work at its pace, each after waiting its turn.
-    let r = check(&scenario(
+    let r = run_text(&scenario(
         "50/s",
         "",
         r#"workers: 100, work: Constant(value: "1ms"), admission: [Limiter((kind: "leaky_queue", rate: "20/s", queue_capacity: 40))]"#,
@@ -60,7 +45,7 @@ fn a_leaky_bucket_queue_at_admission_shapes_arrivals_to_its_rate() {
 #[test]
 fn a_leaky_bucket_queue_in_a_call_stack_paces_the_calls() {
     // The client's own leaky bucket lets 20 calls a second go; the service is fast and idle.
-    let r = check(&scenario(
+    let r = run_text(&scenario(
         "50/s",
         r#"Limiter((kind: "leaky_queue", rate: "20/s", queue_capacity: 10))"#,
         r#"workers: 100, work: Constant(value: "1ms")"#,
@@ -82,7 +67,7 @@ fn a_retry_waits_for_the_open_breaker_to_half_open() {
     // requests that meet an open breaker near the end of the fault succeed after it.
     let stack = r#"Retry((max_attempts: 3, backoff: (strategy: Constant(delay: "10ms"), jitter: None))),
         Breaker((sliding_window_size: 10, minimum_number_of_calls: 10, wait_duration_in_open_state: "1s"))"#;
-    let r = check(&scenario(
+    let r = run_text(&scenario(
         "50/s",
         stack,
         r#"workers: 100, work: Constant(value: "1ms")"#,
@@ -100,7 +85,7 @@ fn a_retry_waits_for_the_client_limiter_to_refill() {
     // window; retries wait for it instead of failing 1ms later.
     let stack = r#"Retry((max_attempts: 2, backoff: (strategy: Constant(delay: "1ms"), jitter: None))),
         Limiter((kind: "fixed_window", limit: 10, window: "1s"))"#;
-    let r = check(&scenario(
+    let r = run_text(&scenario(
         "12/s",
         stack,
         r#"workers: 100, work: Constant(value: "1ms")"#,
@@ -112,7 +97,7 @@ fn a_retry_waits_for_the_client_limiter_to_refill() {
 #[test]
 fn a_setting_upstream_accepts_with_a_warning_runs_and_is_reported() {
     // Netflix's AIMD builder accepts an initial limit below the minimum and warns; so do we.
-    let r = check(&scenario(
+    let r = run_text(&scenario(
         "50/s",
         "",
         r#"workers: 10, work: Constant(value: "1ms"), admission: [Concurrency((kind: "aimd", initial_limit: 5))]"#,
@@ -132,7 +117,7 @@ fn a_setting_upstream_accepts_with_a_warning_runs_and_is_reported() {
 fn a_percentage_written_as_a_ratio_runs_and_is_reported_with_both_readings() {
     // resilience4j's `failureRateThreshold` is a percentage: 0.5 is half a percent, which
     // opens the breaker on almost any failure. Accepted, as upstream accepts it, and named.
-    let r = check(&scenario(
+    let r = run_text(&scenario(
         "50/s",
         "Breaker((failure_rate_threshold: 0.5))",
         r#"workers: 10, work: Constant(value: "1ms")"#,

@@ -4,17 +4,11 @@
 //! over-admits more as the store gets slower and the load denser, and the latency of a
 //! fan-out to n exponential leaves is the maximum of n exponentials.
 
-use scenarios::figures::DistributedFigures;
-use scenarios::format::load::parse;
-use scenarios::{Report, RunOptions, run};
+mod support;
 
-/// Runs a scenario given as text and hands back its report.
-fn report(text: &str) -> Report {
-    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario, "test.ron", &RunOptions::default())
-        .unwrap()
-        .report
-}
+use scenarios::Report;
+use scenarios::figures::DistributedFigures;
+use support::run_text;
 
 /// The only distributed limiter of a report.
 fn limiter(r: &Report) -> &DistributedFigures {
@@ -41,7 +35,7 @@ fn limited(replicas: u32, limit: u64, state: &str, latency: &str, rate: &str, se
 #[test]
 fn local_limiters_admit_n_times_the_limit_and_a_central_atomic_one_the_limit() {
     let (n, limit) = (4, 100);
-    let local = report(&limited(
+    let local = run_text(&limited(
         n,
         limit,
         "Local",
@@ -56,7 +50,7 @@ fn local_limiters_admit_n_times_the_limit_and_a_central_atomic_one_the_limit() {
     assert_eq!(l.admitted, 10 * u64::from(n) * limit);
     assert_eq!(l.over_admitted, 10 * u64::from(n - 1) * limit);
     assert_eq!(l.round_trips, 0);
-    let central = report(&limited(
+    let central = run_text(&limited(
         n,
         limit,
         "Central(store: \"store\")",
@@ -73,7 +67,7 @@ fn local_limiters_admit_n_times_the_limit_and_a_central_atomic_one_the_limit() {
 #[test]
 fn an_atomic_central_limiter_never_exceeds_its_limit_in_any_window() {
     for seed in 1..=3 {
-        let r = report(&limited(
+        let r = run_text(&limited(
             8,
             300,
             "Central(store: \"store\", atomic: true)",
@@ -101,7 +95,7 @@ fn a_lease_of_b_tokens_over_serves_by_at_most_b_per_replica_per_window() {
     // spent in the next one.
     for rate in ["820/s", "850/s", "900/s"] {
         let state = format!("Lease(store: \"store\", batch: {batch})");
-        let r = report(&limited(
+        let r = run_text(&limited(
             n as u32,
             limit,
             &state,
@@ -127,7 +121,7 @@ fn a_lease_of_b_tokens_over_serves_by_at_most_b_per_replica_per_window() {
 fn racy(latency_us: u64, rate: u64) -> u64 {
     let latency = format!("Constant(value: \"{latency_us}us\")");
     let rate = format!("{rate}/s");
-    let r = report(&limited(
+    let r = run_text(&limited(
         8,
         300,
         "Central(store: \"store\", atomic: false)",
@@ -160,7 +154,7 @@ fn fan_out_latency_is_the_maximum_of_n_exponential_leaves() {
     }},
 )"#
     );
-    let r = report(&text);
+    let r = run_text(&text);
     let lat = r.summary.latency_ms.as_ref().expect("successes");
     // P(max <= x) = (1 - e^(-x/m))^n, so the quantile q is -m ln(1 - q^(1/n)).
     let quantile = |q: f64| -10.0 * (1.0 - q.powf(1.0 / f64::from(n))).ln();
@@ -202,8 +196,8 @@ fn a_quorum_completes_before_the_slowest_leaves() {
 )"#
         )
     };
-    let all = report(&text(""));
-    let quorum = report(&text(", quorum: 10"));
+    let all = run_text(&text(""));
+    let quorum = run_text(&text(", quorum: 10"));
     let p50 = |r: &Report| r.summary.latency_ms.as_ref().unwrap().p50;
     // The median of the 10th of 20 exponentials is about 0.67 of the mean of one leaf; that
     // of the 20th about 3.5 times it.
@@ -217,7 +211,7 @@ fn a_quorum_completes_before_the_slowest_leaves() {
 
 #[test]
 fn replica_clocks_that_disagree_over_admit_and_the_store_clock_does_not() {
-    let skewed = report(&limited(
+    let skewed = run_text(&limited(
         8,
         100,
         "Central(store: \"store\", clock: Replica, skew: Uniform(low: \"0ms\", high: \"400ms\"))",
@@ -225,7 +219,7 @@ fn replica_clocks_that_disagree_over_admit_and_the_store_clock_does_not() {
         "2000/s",
         5,
     ));
-    let store = report(&limited(
+    let store = run_text(&limited(
         8,
         100,
         "Central(store: \"store\", clock: Store)",

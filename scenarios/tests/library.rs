@@ -1,11 +1,14 @@
 //! The library: every scenario shows what its header claims, in numbers, at its own seed;
 //! its compact summary is snapshotted; and every run replays to the same digest.
 
+mod support;
+
 use scenarios::cli::library::{LIBRARY, find};
 use scenarios::format::load::parse;
 use scenarios::report::Format;
 use scenarios::{Report, RunOptions, run};
 use sim_core::sim::first_divergence;
+use support::{call_report, failures, latency, service_report};
 
 /// Runs library scenario `name` at its own seed, checks that its file's expectations hold,
 /// snapshots its compact summary, and hands the report to `claims` for the numbers its header
@@ -38,36 +41,12 @@ fn check(name: &str, claims: impl FnOnce(&Report)) {
     claims(&report);
 }
 
-fn service<'a>(r: &'a Report, name: &str) -> &'a scenarios::report::ServiceReport {
-    r.services.iter().find(|s| s.name == name).unwrap()
-}
-
-fn call<'a>(r: &'a Report, path: &str) -> &'a scenarios::report::CallReport {
-    r.calls.iter().find(|c| c.path == path).unwrap()
-}
-
-/// The clients' latency figures (the run had successes).
-fn latency(r: &Report) -> &scenarios::report::LatencyMs {
-    r.summary
-        .latency_ms
-        .as_ref()
-        .expect("some requests succeeded")
-}
-
-fn failures(r: &Report, reason: &str) -> u64 {
-    r.summary
-        .failures_by_reason
-        .get(reason)
-        .copied()
-        .unwrap_or(0)
-}
-
 #[test]
 fn retry_storm_amplifies_and_outlives_the_slowdown() {
     let mut plain = 0.0;
     check("retry-storm", |r| {
         // Two layers of 3 attempts: up to 9 db attempts per request.
-        plain = service(r, "db").load_factor;
+        plain = service_report(r, "db").load_factor;
         assert!(plain >= 7.0, "{plain}");
         assert!(
             r.summary.amplification >= 2.5,
@@ -75,10 +54,10 @@ fn retry_storm_amplifies_and_outlives_the_slowdown() {
             r.summary.amplification
         );
         assert!(r.goodput_ratio_between(40.0, 60.0) < 0.1);
-        assert!(service(r, "db").wasted_work_s > 100.0);
+        assert!(service_report(r, "db").wasted_work_s > 100.0);
     });
     check("retry-storm-full-jitter", |r| {
-        let jittered = service(r, "db").load_factor;
+        let jittered = service_report(r, "db").load_factor;
         assert!(
             (jittered - plain).abs() / plain < 0.1,
             "{jittered} vs {plain}"
@@ -87,11 +66,16 @@ fn retry_storm_amplifies_and_outlives_the_slowdown() {
     });
     check("retry-storm-budget", |r| {
         // About one db attempt per request, even through the slowdown.
-        let db = service(r, "db").load_factor;
+        let db = service_report(r, "db").load_factor;
         assert!(db <= 1.2, "{db}");
         assert!(r.goodput_ratio_between(25.0, 60.0) > 0.9);
-        assert!(call(r, "clients.users.call").counts.budget_exhausted > 0);
-        assert!(call(r, "services.api.calls[0]").counts.budget_exhausted > 0);
+        assert!(call_report(r, "clients.users.call").counts.budget_exhausted > 0);
+        assert!(
+            call_report(r, "services.api.calls[0]")
+                .counts
+                .budget_exhausted
+                > 0
+        );
     });
 }
 
@@ -99,7 +83,7 @@ fn retry_storm_amplifies_and_outlives_the_slowdown() {
 fn cascading_failure_spreads_and_the_patterns_contain_it() {
     check("cascading-failure", |r| {
         assert!(r.goodput_ratio_between(12.0, 30.0) < 0.4);
-        assert!(service(r, "api").ejections >= 1);
+        assert!(service_report(r, "api").ejections >= 1);
         assert!(
             r.goodput_ratio_between(35.0, 45.0) > 0.9,
             "recovers once the db does"
@@ -107,7 +91,7 @@ fn cascading_failure_spreads_and_the_patterns_contain_it() {
     });
     check("cascading-failure-mitigated", |r| {
         assert!(r.goodput_ratio_between(12.0, 30.0) > 0.75);
-        let db = call(r, "services.api.calls[0]");
+        let db = call_report(r, "services.api.calls[0]");
         assert!(db.breakers[0].transitions_total >= 2);
         assert!(db.rejected_by_reason["breaker_open"] > 0);
     });
@@ -157,13 +141,13 @@ fn a_cache_stampede_needs_coalescing() {
     check("thundering-herd-cache", |r| {
         assert!(r.goodput_ratio_between(10.0, 14.0) < 0.3);
         assert!(r.goodput_ratio_between(0.0, 10.0) > 0.99);
-        assert!(service(r, "db").queue_depth_replica_max >= 300);
+        assert!(service_report(r, "db").queue_depth_replica_max >= 300);
     });
     check("thundering-herd-cache-coalesced", |r| {
         assert!(r.goodput_ratio_between(10.0, 14.0) > 0.95);
-        assert!(service(r, "api").coalesced > 1000);
+        assert!(service_report(r, "api").coalesced > 1000);
         // At most one fetch per hot key per replica: 10 keys × 2 replicas.
-        assert!(service(r, "db").queue_depth_replica_max <= 20);
+        assert!(service_report(r, "db").queue_depth_replica_max <= 20);
     });
 }
 
@@ -174,7 +158,7 @@ fn bulkheads_isolate_a_slow_dependency() {
     });
     check("bulkhead-isolation-separate", |r| {
         assert!(r.goodput_ratio_between(12.0, 30.0) > 0.85);
-        let payments = call(r, "services.frontend.calls[1]");
+        let payments = call_report(r, "services.frontend.calls[1]");
         assert!(payments.rejected_by_reason["bulkhead_full"] > 0);
     });
 }
@@ -202,7 +186,7 @@ fn shedding_keeps_goodput_through_an_overload_step() {
         assert!(r.goodput_ratio_between(15.0, 40.0) < 0.05);
         // 20 workers busy for the 25s of the step is 500 worker-seconds: most of it wasted.
         assert!(
-            service(r, "api").wasted_work_s > 400.0,
+            service_report(r, "api").wasted_work_s > 400.0,
             "busy, but with expired work"
         );
     });
@@ -214,7 +198,7 @@ fn shedding_keeps_goodput_through_an_overload_step() {
     check("shedding-codel-vs-pid-pid", |r| {
         assert!(r.goodput_ratio_between(15.0, 40.0) > 0.6);
         assert!(latency(r).p99 <= 300.0);
-        assert!(service(r, "api").pid_drop_ratio_max > 0.2);
+        assert!(service_report(r, "api").pid_drop_ratio_max > 0.2);
     });
 }
 
@@ -301,7 +285,10 @@ fn fan_out_tail() {
 fn optimistic_writers_on_one_row_conflict_and_back_off() {
     check("occ-contention", |r| {
         // 20 writers, one commit each; every other write was a version conflict, retried.
-        let store = service(r, "db").store.as_ref().expect("the db has a store");
+        let store = service_report(r, "db")
+            .store
+            .as_ref()
+            .expect("the db has a store");
         assert_eq!((store.rows, store.commits), (1, 20));
         assert_eq!(store.conflicts, r.summary.attempts - 20);
         assert_eq!(failures(r, "version_conflict"), 0, "no writer gave up");
@@ -314,10 +301,10 @@ fn optimistic_writers_on_one_row_conflict_and_back_off() {
 #[test]
 fn cache_entries_expiring_together_stampede() {
     check("cache-expiry", |r| {
-        let refresh = service(r, "api").cache_refresh.as_ref().unwrap();
+        let refresh = service_report(r, "api").cache_refresh.as_ref().unwrap();
         assert_eq!(refresh.early_refreshes, 0);
         assert!(refresh.expired_misses > 100, "{refresh:?}");
-        assert!(service(r, "db").queue_depth_replica_max > 100);
+        assert!(service_report(r, "db").queue_depth_replica_max > 100);
         assert!(failures(r, "timeout") > 100);
     });
 }
@@ -325,7 +312,7 @@ fn cache_entries_expiring_together_stampede() {
 #[test]
 fn a_poison_pill_takes_every_customer_down_unless_cells_or_shards_contain_it() {
     let blast = |r: &Report| {
-        service(r, "api")
+        service_report(r, "api")
             .blast_radius
             .clone()
             .expect("the api is poisoned")
@@ -368,7 +355,7 @@ fn a_poison_pill_takes_every_customer_down_unless_cells_or_shards_contain_it() {
 #[test]
 fn a_scaler_a_minute_late_lets_the_spike_turn_metastable() {
     check("autoscaler-lag", |r| {
-        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        let scaling = service_report(r, "api").scaling.as_ref().unwrap();
         assert_eq!((scaling.replicas_min, scaling.replicas_max), (4, 4));
         assert_eq!(r.metastability.as_ref().unwrap().verdict, "metastable");
     });
@@ -377,7 +364,7 @@ fn a_scaler_a_minute_late_lets_the_spike_turn_metastable() {
 #[test]
 fn a_fast_scaler_adds_replicas_in_time_and_gives_them_back() {
     check("autoscaler-lag-fast", |r| {
-        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        let scaling = service_report(r, "api").scaling.as_ref().unwrap();
         assert_eq!(scaling.replicas_max, 12);
         assert!(
             scaling.scale_ins >= 1 && scaling.cold_jobs > 0,
@@ -390,12 +377,12 @@ fn a_fast_scaler_adds_replicas_in_time_and_gives_them_back() {
 #[test]
 fn a_rolling_deploy_without_headroom_fails_requests_in_each_batch() {
     check("rolling-deploy", |r| {
-        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        let scaling = service_report(r, "api").scaling.as_ref().unwrap();
         assert_eq!((scaling.replicas_min, scaling.deploy_restarts), (6, 8));
         assert!(failures(r, "queue_full") > 1000);
     });
     check("rolling-deploy-headroom", |r| {
-        let scaling = service(r, "api").scaling.as_ref().unwrap();
+        let scaling = service_report(r, "api").scaling.as_ref().unwrap();
         assert_eq!((scaling.replicas_min, scaling.deploy_restarts), (6, 8));
         assert_eq!(r.summary.failures, 0);
     });
@@ -439,7 +426,7 @@ fn a_tenant_bulkhead_holds_the_flood_to_its_workers() {
 fn rfc_codel_sheds_too_slowly_for_an_open_loop() {
     check("shedding-codel-rfc", |r| {
         // Some 30s of dropping at interval/sqrt(count): about (30 / 0.2)^2 drops.
-        let shed = service(r, "api").failed_by_reason["shed"];
+        let shed = service_report(r, "api").failed_by_reason["shed"];
         assert!((20_000..30_000).contains(&shed), "{shed}");
         assert!(failures(r, "timeout") > 50_000);
     });
@@ -448,22 +435,22 @@ fn rfc_codel_sheds_too_slowly_for_an_open_loop() {
 #[test]
 fn capacity_events_show_in_the_library_runs() {
     check("gc-pause", |r| {
-        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        let events = service_report(r, "api").capacity_events.as_ref().unwrap();
         assert_eq!(events.paused_s, 8.0);
         assert!(failures(r, "timeout") > 1000);
     });
     check("zone-failure", |r| {
-        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        let events = service_report(r, "api").capacity_events.as_ref().unwrap();
         assert_eq!(events.zone_downs, 2);
         assert_eq!(r.summary.failures, 0);
     });
     check("liveness-death-spiral", |r| {
-        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        let events = service_report(r, "api").capacity_events.as_ref().unwrap();
         assert!(events.liveness_restarts > 6, "{events:?}");
         assert!(failures(r, "unavailable") > 10_000);
     });
     check("liveness-death-spiral-dedicated", |r| {
-        let events = service(r, "api").capacity_events.as_ref().unwrap();
+        let events = service_report(r, "api").capacity_events.as_ref().unwrap();
         assert_eq!(events.liveness_restarts, 0);
     });
 }
@@ -556,12 +543,12 @@ fn pools_sized_beyond_the_database_limit_are_refused() {
     check("pool-exhaustion", |r| {
         // The pools together hold the database's 20 connections, never more; the next open
         // a replica's burst needs is refused and its request fails.
-        let db = service(r, "db")
+        let db = service_report(r, "db")
             .connections
             .as_ref()
             .expect("db connections");
         assert_eq!((db.max_connections, db.open_max), (Some(20), 20));
-        let pool = call(r, "services.api.calls[0]")
+        let pool = call_report(r, "services.api.calls[0]")
             .pool
             .as_ref()
             .expect("a pool");
@@ -578,6 +565,6 @@ fn pools_sized_beyond_the_database_limit_are_refused() {
             r.summary.failures_by_reason
         );
         // The database itself is far from busy: the failures are the pools', not its own.
-        assert!(service(r, "db").utilisation < 0.3);
+        assert!(service_report(r, "db").utilisation < 0.3);
     });
 }

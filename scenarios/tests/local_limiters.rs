@@ -3,12 +3,14 @@
 //! knows what the others admitted. A central limiter (one budget for the fleet) is compared
 //! with this.
 
-use scenarios::format::load::parse;
-use scenarios::{Report, RunOptions, run};
+mod support;
+
+use scenarios::Report;
+use support::run_text_at;
 
 /// A gateway of `replicas` replicas, each with its own token bucket of 100/s (burst 10) on its
 /// call to the backend, saturated by 4,000 requests per second for 10s.
-fn check(replicas: u32, seed: u64) -> Report {
+fn saturated_gateway(replicas: u32, seed: u64) -> Report {
     let text = format!(
         r#"Scenario(
         name: "local",
@@ -21,12 +23,7 @@ fn check(replicas: u32, seed: u64) -> Report {
         }},
     )"#
     );
-    let scenario = parse("local.ron", &text).unwrap_or_else(|e| panic!("{e}"));
-    let options = RunOptions {
-        seed: Some(seed),
-        ..RunOptions::default()
-    };
-    run(&scenario, "local.ron", &options).unwrap().report
+    run_text_at(&text, seed)
 }
 
 /// What the backend received: the attempts the gateway's limiters let through.
@@ -44,10 +41,10 @@ fn n_local_limiters_of_rate_r_admit_n_times_r_under_saturation() {
         // One replica: the burst, then one token every 10ms; the 1,000th refill falls at
         // 10s, the end of the run. Every replica sees at least 500 arrivals per second, five
         // times its rate, so each token is taken a few milliseconds after its refill.
-        let one = admitted(&check(1, seed));
+        let one = admitted(&saturated_gateway(1, seed));
         assert_eq!(one, 10 + 1000 - 1, "seed {seed}");
         for n in [2u64, 4, 8] {
-            let fleet = admitted(&check(n as u32, seed));
+            let fleet = admitted(&saturated_gateway(n as u32, seed));
             assert_eq!(fleet, n * one, "seed {seed}, {n} replicas");
         }
     }

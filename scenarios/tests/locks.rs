@@ -1,26 +1,16 @@
 //! Row locks (`StoreOp::Locked`) against optimistic concurrency, through the figures a user
 //! reads: the store's commits, conflicts and locks, the client's attempts and makespan.
 
-use scenarios::cli::library::find;
-use scenarios::format::limits::RunLimits;
+mod support;
+
 use scenarios::format::load::parse;
-use scenarios::format::overrides::{Overrides, parse_overridden};
 use scenarios::report::{LockReport, StoreReport};
 use scenarios::{Report, RunOptions, run};
+use support::{run_file_text, run_library_with};
 
 /// `occ-contention` (its `variant`, or the file) at `seed`.
 fn occ(variant: Option<&str>, seed: u64) -> Report {
-    let entry = find("occ-contention").unwrap();
-    let overrides = Overrides {
-        variant: variant.map(str::to_string),
-        sets: Vec::new(),
-    };
-    let s = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides).unwrap();
-    let options = RunOptions {
-        seed: Some(seed),
-        ..RunOptions::default()
-    };
-    run(&s, entry.name, &options).unwrap().report
+    run_library_with("occ-contention", variant, &[], Some(seed))
 }
 
 fn store(r: &Report) -> &StoreReport {
@@ -73,8 +63,7 @@ fn writers(op: &str) -> Report {
     services: {{ "db": (workers: 100, work: Constant(value: "30ms"), latency: Constant(value: "0s"), store: (op: {op})) }},
 )"#
     );
-    let s = parse("locks.ron", &text).unwrap();
-    run(&s, "locks.ron", &RunOptions::default()).unwrap().report
+    run_file_text("locks.ron", &text, &RunOptions::default())
 }
 
 #[test]

@@ -2,22 +2,13 @@
 //! were never healthy, in the library and in small files made for the purpose; the
 //! expectations that use it; and what validation refuses.
 
-use scenarios::Report;
+mod support;
+
 use scenarios::cli::library::find;
 use scenarios::format::load::parse;
 use scenarios::report::metastability::{Metastability, Verdict};
-
-/// The report of `text` (a scenario file) at its own seed.
-fn run_text(name: &str, text: &str) -> Report {
-    let s = parse(name, text).unwrap_or_else(|e| panic!("{e}"));
-    scenarios::run(&s, name, &Default::default())
-        .unwrap_or_else(|e| panic!("{e}"))
-        .report
-}
-
-fn library(name: &str) -> Report {
-    run_text(name, find(name).unwrap().text)
-}
+use scenarios::{Report, RunOptions};
+use support::{run_file_text, run_library};
 
 /// The run's verdict section, which every run with a trigger that ends has.
 fn verdict(r: &Report) -> &Metastability {
@@ -53,7 +44,11 @@ fn spike(base: &str, peak: &str, duration: &str) -> String {
 
 #[test]
 fn a_spike_that_leaves_room_never_degrades() {
-    let r = run_text("small.ron", &spike("200/s", "400/s", "30s"));
+    let r = run_file_text(
+        "small.ron",
+        &spike("200/s", "400/s", "30s"),
+        &RunOptions::default(),
+    );
     let m = verdict(&r);
     assert_eq!(m.verdict(), Verdict::NeverDegraded);
     assert_eq!(m.trigger_kind, "load_spike");
@@ -70,7 +65,11 @@ fn a_spike_that_leaves_room_never_degrades() {
 #[test]
 fn a_spike_past_capacity_with_retries_stays_down() {
     // 600/s on 800/s of capacity, then 1600/s for 5s: the timeouts' retries keep it full.
-    let r = run_text("storm.ron", &spike("600/s", "1600/s", "40s"));
+    let r = run_file_text(
+        "storm.ron",
+        &spike("600/s", "1600/s", "40s"),
+        &RunOptions::default(),
+    );
     let m = verdict(&r);
     assert_eq!(m.verdict(), Verdict::Metastable, "{m:?}");
     // Down in every bucket after the spike, as a user of the report sees it.
@@ -83,7 +82,11 @@ fn a_spike_past_capacity_with_retries_stays_down() {
 #[test]
 fn a_load_above_capacity_before_the_trigger_is_collapsed() {
     // 2000/s on 800/s of capacity: never healthy, so nothing to recover to.
-    let r = run_text("over.ron", &spike("2000/s", "2500/s", "30s"));
+    let r = run_file_text(
+        "over.ron",
+        &spike("2000/s", "2500/s", "30s"),
+        &RunOptions::default(),
+    );
     let m = verdict(&r);
     assert_eq!(m.verdict(), Verdict::Collapsed);
     let c = &m.clients[0];
@@ -94,13 +97,13 @@ fn a_load_above_capacity_before_the_trigger_is_collapsed() {
 #[test]
 fn the_library_stays_down_or_recovers_as_its_stories_say() {
     for name in ["metastable-retry", "retry-storm"] {
-        let r = library(name);
+        let r = run_library(name);
         assert_eq!(verdict(&r).verdict(), Verdict::Metastable, "{name}");
         assert!(r.passed(), "{name}: its Metastable expectation holds");
     }
     // The budget: the bucket at 15s (right after the spike) is still below 90% of the
     // baseline, the buckets from 16s on are above it: recovered 1s after the spike's end.
-    let r = library("metastable-retry-budget");
+    let r = run_library("metastable-retry-budget");
     let m = verdict(&r);
     let c = &m.clients[0];
     let healthy = c.healthy_success_ratio.unwrap();
@@ -117,7 +120,7 @@ fn the_library_stays_down_or_recovers_as_its_stories_say() {
     assert_eq!(c.recovered_after_s, Some(1.0));
     assert!(r.passed());
     // retry-storm's budget: the slowdown ends at 20s; 20s and 21s are down, 22s on are up.
-    let r = library("retry-storm-budget");
+    let r = run_library("retry-storm-budget");
     let m = verdict(&r);
     let healthy = m.clients[0].healthy_success_ratio.unwrap();
     assert_eq!(m.trigger_kind, "slowdown");
@@ -130,7 +133,7 @@ fn the_library_stays_down_or_recovers_as_its_stories_say() {
 
 #[test]
 fn a_cache_flush_is_an_instant_trigger() {
-    let r = library("thundering-herd-cache");
+    let r = run_library("thundering-herd-cache");
     let m = verdict(&r);
     assert_eq!(m.trigger_kind, "cache_flush");
     assert_eq!(m.trigger_end_s, 10.0);
@@ -158,7 +161,7 @@ fn steps_that_come_back_down_are_a_trigger_and_a_ramp_is_not() {
     services: { "api": (workers: 8, work: Exponential(mean: "10ms")) },
     expectations: [Recovers(within: "1s")],
 )"#;
-    let r = run_text("steps.ron", steps);
+    let r = run_file_text("steps.ron", steps, &RunOptions::default());
     let m = verdict(&r);
     assert_eq!(m.trigger_kind, "load_step");
     // The stretch above 100/s began at 8s and ended at 14s.
@@ -171,7 +174,11 @@ fn steps_that_come_back_down_are_a_trigger_and_a_ramp_is_not() {
             r#"Ramp(from: "100/s", to: "500/s", start: "5s", end: "10s")"#,
         )
         .replace("Recovers(within: \"1s\")", "");
-    assert!(run_text("ramp.ron", &ramp).metastability.is_none());
+    assert!(
+        run_file_text("ramp.ron", &ramp, &RunOptions::default())
+            .metastability
+            .is_none()
+    );
 }
 
 #[test]
@@ -179,7 +186,7 @@ fn the_expectations_judge_the_verdict_and_say_why_they_fail() {
     let text = find("metastable-retry-budget").unwrap().text;
     // Recovery took 1s: a limit under it fails, saying what happened.
     let strict = text.replace("Recovers(within: \"10s\")", "Recovers(within: \"500ms\")");
-    let r = run_text("strict.ron", &strict);
+    let r = run_file_text("strict.ron", &strict, &RunOptions::default());
     let e = &r.expectations[0];
     assert!(!e.pass);
     assert_eq!(e.observed, "recovered after 1s");
@@ -187,13 +194,13 @@ fn the_expectations_judge_the_verdict_and_say_why_they_fail() {
     assert_eq!(e.threshold.observed, Some(1.0));
     // Metastable fails on a run that recovers, and Recovers on one that stays down.
     let wrong = text.replace("Recovers(within: \"10s\")", "Metastable(client: \"users\")");
-    assert!(!run_text("wrong.ron", &wrong).passed());
+    assert!(!run_file_text("wrong.ron", &wrong, &RunOptions::default()).passed());
     let down = find("metastable-retry").unwrap().text.replacen(
         "Metastable()",
         "Recovers(within: \"30s\")",
         1,
     );
-    let r = run_text("down.ron", &down);
+    let r = run_file_text("down.ron", &down, &RunOptions::default());
     assert!(!r.passed());
     assert_eq!(
         r.expectations[0].observed,
@@ -221,7 +228,7 @@ fn thresholds_come_from_the_file_and_are_in_every_report() {
         "    verdict: (healthy_ratio: 0.5, sustain: \"3s\"),\n    expectations: [",
         1,
     );
-    let r = run_text("loose.ron", &text);
+    let r = run_file_text("loose.ron", &text, &RunOptions::default());
     let m = verdict(&r);
     assert_eq!((m.healthy_ratio, m.sustain_s), (0.5, 3.0));
     let human = scenarios::report::Format::Human.render(&r);
@@ -257,7 +264,7 @@ fn validation_asks_for_the_client_when_there_are_several() {
         "two.ron: expectations[0].client: the scenario has 2 clients; say which one the verdict is about, e.g. client: \"a\""
     );
     let named = two.replace("Recovers(within", "Recovers(client: \"b\", within");
-    let r = run_text("two.ron", &named);
+    let r = run_file_text("two.ron", &named, &RunOptions::default());
     assert_eq!(verdict(&r).clients.len(), 2);
     assert!(r.passed());
 }

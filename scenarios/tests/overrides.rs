@@ -1,12 +1,14 @@
 //! `--set PATH=VALUE` and a file's `variants`: an overridden scenario reads like a file that
 //! says the same, and a bad override is one line that names it.
 
+mod support;
+
 use scenarios::Scenario;
 use scenarios::cli::library;
 use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::format::schema::{Layer, Load};
-use std::process::Command;
+use support::{Resim, resim};
 
 /// The library scenario `name` with `sets` (and a variant) applied, or the error as a user
 /// reads it.
@@ -226,7 +228,9 @@ fn a_bad_variant_is_an_error_at_its_line() {
 
 #[test]
 fn the_command_line_takes_set_and_variant_and_exits_2_on_a_bad_one() {
-    let (code, _, err) = resim(&["run", "retry-storm", "--set", "services.api.workers=x"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["run", "retry-storm", "--set", "services.api.workers=x"]);
     assert_eq!(
         (code, err.as_str()),
         (
@@ -234,7 +238,11 @@ fn the_command_line_takes_set_and_variant_and_exits_2_on_a_bad_one() {
             "retry-storm: --set services.api.workers=x: expected integer\n"
         )
     );
-    let (code, out, err) = resim(&[
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&[
         "run",
         "metastable-retry",
         "--variant",
@@ -244,23 +252,11 @@ fn the_command_line_takes_set_and_variant_and_exits_2_on_a_bad_one() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("\"budget_exhausted\""), "{out}");
-    let (code, out, _) = resim(&["check", "metastable-retry"]);
+    let Resim {
+        code, stdout: out, ..
+    } = resim(&["check", "metastable-retry"]);
     assert_eq!(code, 0);
     assert!(out.ends_with(", variants budget)\n"), "{out}");
-}
-
-/// `resim ARGS` from the crate's directory: the exit code, stdout and stderr.
-fn resim(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap(),
-        String::from_utf8(o.stdout).unwrap(),
-        String::from_utf8(o.stderr).unwrap(),
-    )
 }
 
 #[test]
@@ -308,19 +304,29 @@ fn durations_and_rates_are_taken_as_typed_without_quotes() {
 
 #[test]
 fn check_takes_set_and_variant() {
-    let (code, out, err) = resim(&["check", "retry-storm", "--set", "duration=30s"]);
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&["check", "retry-storm", "--set", "duration=30s"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         out,
         "retry-storm --set 'duration=30s': ok (retry-storm: 1 clients, 2 services, 1 faults, 1 expectations)\n"
     );
-    let (code, out, err) = resim(&["check", "metastable-retry", "--variant", "budget"]);
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&["check", "metastable-retry", "--variant", "budget"]);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.starts_with("metastable-retry --variant budget: ok (metastable-retry: "),
         "{out}"
     );
-    let (code, _, err) = resim(&["check", "retry-storm", "--set", "services.api.workers=0"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["check", "retry-storm", "--set", "services.api.workers=0"]);
     assert_eq!(
         (code, err.as_str()),
         (
@@ -408,7 +414,9 @@ fn too_many_overrides_name_the_first_one_over() {
 
 #[test]
 fn the_command_line_names_the_flag_and_the_value_as_typed() {
-    let (code, _, err) = resim(&[
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&[
         "sweep",
         "retry-storm",
         "--seeds",
@@ -422,7 +430,9 @@ fn the_command_line_names_the_flag_and_the_value_as_typed() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
-    let (code, _, err) = resim(&[
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&[
         "phase",
         "metastable-retry",
         "--x",
@@ -466,7 +476,9 @@ fn the_command_line_names_the_flag_and_the_value_as_typed() {
             "retry-storm: --set name=storm: expected a string in double quotes, which the shell takes away: write --set 'name=\"storm\"'\n",
         ),
     ] {
-        let (code, _, err) = resim(&args);
+        let Resim {
+            code, stderr: err, ..
+        } = resim(&args);
         assert_eq!((code, err.as_str()), (2, message), "{args:?}");
     }
 }
@@ -487,7 +499,9 @@ fn noisy_variant(name: &str, from: &str, to: &str) -> String {
 #[test]
 fn an_error_in_a_variant_says_where_in_the_variants_map() {
     let file = noisy_variant("ratio.ron", "max_ratio: 0.05", "max_ratio: 1.5");
-    let (code, _, err) = resim(&["check", &file]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["check", &file]);
     assert_eq!(
         (code, err.as_str()),
         (
@@ -496,7 +510,9 @@ fn an_error_in_a_variant_says_where_in_the_variants_map() {
         )
     );
     let file = noisy_variant("field.ron", "max_ratio: 0.05", "max_rato: 0.05");
-    let (code, _, err) = resim(&["check", &file]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["check", &file]);
     assert_eq!(
         (code, err.as_str()),
         (
@@ -505,7 +521,11 @@ fn an_error_in_a_variant_says_where_in_the_variants_map() {
         )
     );
     // `run` checks every variant as `check` does, chosen or not.
-    let (code, _, run_err) = resim(&["run", &file]);
+    let Resim {
+        code,
+        stderr: run_err,
+        ..
+    } = resim(&["run", &file]);
     assert_eq!((code, run_err), (2, err));
 }
 
@@ -553,7 +573,11 @@ fn a_name_that_cannot_be_a_field_is_refused_on_one_line() {
 /// same run.
 #[test]
 fn the_replay_command_carries_every_flag_of_the_run() {
-    let (code, out, err) = resim(&[
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&[
         "run",
         "metastable-retry",
         "--seed",
@@ -584,7 +608,11 @@ fn the_replay_command_carries_every_flag_of_the_run() {
         .map(|w| w.trim_matches('\'').to_string())
         .collect();
     let digest = |args: &[&str]| {
-        let (_, json, err) = resim(&[args, &["--format", "json"]].concat());
+        let Resim {
+            stdout: json,
+            stderr: err,
+            ..
+        } = resim(&[args, &["--format", "json"]].concat());
         let report: serde_json::Value =
             serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {err}"));
         (report["digest"].clone(), report["replay_flags"].clone())
@@ -617,7 +645,11 @@ fn the_replay_command_carries_every_flag_of_the_run() {
 #[test]
 fn check_warns_about_a_percent_written_as_a_ratio() {
     let set = "services.api.calls[0].stack[1].failure_rate_threshold=0.5";
-    let (code, out, err) = resim(&["check", "cascading-failure-mitigated", "--set", set]);
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&["check", "cascading-failure-mitigated", "--set", set]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains(": ok ("), "{out}");
     assert!(
@@ -627,6 +659,6 @@ fn check_warns_about_a_percent_written_as_a_ratio() {
         "{err}"
     );
     assert!(err.contains("0.5"), "{err}");
-    let (_, _, err) = resim(&["check", "cascading-failure-mitigated"]);
+    let Resim { stderr: err, .. } = resim(&["check", "cascading-failure-mitigated"]);
     assert_eq!(err, "");
 }

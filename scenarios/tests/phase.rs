@@ -6,12 +6,15 @@
 //! Cost: 6 × 4 cells × 3 seeds of a 30s run, twice (one and two threads): about 10 seconds of
 //! CPU in the test profile.
 
+mod support;
+
 use scenarios::cli::library;
 use scenarios::experiment::phase::{
     Phase, parse_axis, phase_map, render_json, render_svg, render_text,
 };
 use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::{Override, Overrides};
+use support::{Resim, resim};
 
 /// The book's map, on `jobs` threads.
 fn book_map(jobs: usize) -> scenarios::experiment::phase::PhaseMap {
@@ -99,19 +102,6 @@ fn the_metastable_region_of_metastable_retry_is_mapped() {
     }
 }
 
-/// `resim ARGS`: exit code, stdout, stderr.
-fn resim(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
 #[test]
 fn a_map_without_a_trigger_or_with_one_axis_twice_is_refused_before_running() {
     let dir = std::env::temp_dir().join(format!("resim-phase-{}", std::process::id()));
@@ -128,7 +118,11 @@ fn a_map_without_a_trigger_or_with_one_axis_twice_is_refused_before_running() {
     )
     .unwrap();
     let path = file.to_str().unwrap();
-    let (code, out, err) = resim(&[
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&[
         "phase",
         path,
         "--x",
@@ -143,7 +137,9 @@ fn a_map_without_a_trigger_or_with_one_axis_twice_is_refused_before_running() {
             "{path}: at services.api.replicas=1 services.api.workers=1: no metastability verdict: the scenario has no trigger that ends (a fault with a `duration`, a cache flush, a `Spike` schedule or `Steps` that go back down)"
         )
     );
-    let (code, _, err) = resim(&[
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&[
         "phase",
         "metastable-retry",
         "--x",
@@ -156,7 +152,9 @@ fn a_map_without_a_trigger_or_with_one_axis_twice_is_refused_before_running() {
         err.trim_end(),
         "--x and --y both set services.api.workers; give the two axes different paths"
     );
-    let (code, _, err) = resim(&["phase", "metastable-retry", "--x", "a=3..1:1", "--y", "b=1"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["phase", "metastable-retry", "--x", "a=3..1:1", "--y", "b=1"]);
     assert_eq!(code, 2);
     assert!(err.contains("a range goes up by a positive step"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -1,30 +1,13 @@
 //! Connection pools: a call's pool per calling replica and a service's `max_connections`,
 //! through the figures a user reads (the report's pool and connections sections).
 
+mod support;
+
 use scenarios::cli::library::find;
 use scenarios::format::limits::RunLimits;
-use scenarios::format::load::parse;
 use scenarios::format::overrides::{Overrides, parse_overridden};
-use scenarios::report::{CallReport, ServiceReport};
-use scenarios::{Report, RunOptions, run};
-
-/// Runs `text` at `seed`.
-fn run_text(text: &str, seed: u64) -> Report {
-    let scenario = parse("pools.ron", text).unwrap();
-    let options = RunOptions {
-        seed: Some(seed),
-        ..RunOptions::default()
-    };
-    run(&scenario, "pools.ron", &options).unwrap().report
-}
-
-fn service<'a>(r: &'a Report, name: &str) -> &'a ServiceReport {
-    r.services.iter().find(|s| s.name == name).unwrap()
-}
-
-fn site<'a>(r: &'a Report, path: &str) -> &'a CallReport {
-    r.calls.iter().find(|c| c.path == path).unwrap()
-}
+use scenarios::{RunOptions, run};
+use support::{call_report, run_text_at, service_report};
 
 /// An api of `replicas` replicas calling a db through a pool of `size`, at `rate`, with the
 /// db's work `work` and its `max_connections` (a RON option).
@@ -59,12 +42,15 @@ fn a_pool_of_one_connection_serializes_a_replica() {
         r#"Constant(value: "10ms")"#,
         r#"checkout_timeout: "100s""#,
     );
-    let r = run_text(&text, 1);
-    let db = service(&r, "db");
+    let r = run_text_at(&text, 1);
+    let db = service_report(&r, "db");
     let bound = 20.0 / 0.010;
     assert!(db.ok as f64 <= bound, "{} > {bound}", db.ok);
     assert!(db.ok as f64 >= 0.99 * bound, "{} well under {bound}", db.ok);
-    let pool = site(&r, "services.api.calls[0]").pool.as_ref().unwrap();
+    let pool = call_report(&r, "services.api.calls[0]")
+        .pool
+        .as_ref()
+        .unwrap();
     assert_eq!(
         (pool.opened, pool.connections_open_max, pool.pool_held_max),
         (1, 1, 1)
@@ -88,9 +74,12 @@ fn open_connections_never_exceed_the_pool_or_the_database() {
             "latency: Constant",
             "max_connections: 16, latency: Constant",
         );
-        let r = run_text(&text, seed);
-        let db = service(&r, "db").connections.as_ref().unwrap();
-        let pool = site(&r, "services.api.calls[0]").pool.as_ref().unwrap();
+        let r = run_text_at(&text, seed);
+        let db = service_report(&r, "db").connections.as_ref().unwrap();
+        let pool = call_report(&r, "services.api.calls[0]")
+            .pool
+            .as_ref()
+            .unwrap();
         assert_eq!(db.max_connections, Some(16));
         assert!(db.open_max <= 16, "seed {seed}: {} open", db.open_max);
         assert!(
@@ -125,8 +114,11 @@ fn a_wait_longer_than_the_checkout_timeout_fails_with_pool_timeout() {
         r#"Constant(value: "50ms")"#,
         r#"checkout_timeout: "20ms""#,
     );
-    let r = run_text(&text, 3);
-    let pool = site(&r, "services.api.calls[0]").pool.as_ref().unwrap();
+    let r = run_text_at(&text, 3);
+    let pool = call_report(&r, "services.api.calls[0]")
+        .pool
+        .as_ref()
+        .unwrap();
     assert!(
         pool.checkout_timeouts > 500,
         "{} timeouts",
@@ -135,11 +127,11 @@ fn a_wait_longer_than_the_checkout_timeout_fails_with_pool_timeout() {
     // The waits that got a connection got it within the timeout.
     assert!(pool.wait_ms_p99.unwrap() <= 20.0);
     // Each timeout fails its call (no retries), and the api's request with it.
-    let api = service(&r, "api");
+    let api = service_report(&r, "api");
     let failed = api.failed_by_reason.get("dependency").copied().unwrap_or(0);
     assert_eq!(failed, pool.checkout_timeouts);
     // The db never works more than the two connections allow.
-    assert!(service(&r, "db").ok as f64 <= 20.0 / 0.050 * 2.0);
+    assert!(service_report(&r, "db").ok as f64 <= 20.0 / 0.050 * 2.0);
 }
 
 #[test]
@@ -157,8 +149,11 @@ fn idle_connections_close_after_their_idle_timeout() {
         r#"Open(rate: Constant("200/s"))"#,
         r#"Open(rate: Steps([(at: "0s", rate: "200/s"), (at: "1s", rate: "0/s")]))"#,
     );
-    let r = run_text(&text, 1);
-    let pool = site(&r, "services.api.calls[0]").pool.as_ref().unwrap();
+    let r = run_text_at(&text, 1);
+    let pool = call_report(&r, "services.api.calls[0]")
+        .pool
+        .as_ref()
+        .unwrap();
     assert!(pool.opened >= 2);
     assert_eq!(pool.closed_idle, pool.opened, "every connection closed");
     let open_at = |t: f64| {
@@ -183,8 +178,11 @@ fn a_smaller_pool_avoids_the_refusals_of_pool_exhaustion() {
         .unwrap()
         .report;
     assert!(r.passed(), "{:?}", r.expectations);
-    let db = service(&r, "db").connections.as_ref().unwrap();
-    let pool = site(&r, "services.api.calls[0]").pool.as_ref().unwrap();
+    let db = service_report(&r, "db").connections.as_ref().unwrap();
+    let pool = call_report(&r, "services.api.calls[0]")
+        .pool
+        .as_ref()
+        .unwrap();
     assert_eq!((db.refused, pool.refused_opens), (0, 0));
     assert_eq!((db.open_max, pool.pool_held_max), (20, 5));
     assert_eq!(r.summary.failures, 0);

@@ -5,43 +5,10 @@
 //! law) and `max_keys` caps the tenants in flight; a class's cost is what a call's `Limiter`
 //! layer charges.
 
-use scenarios::format::load::parse;
-use scenarios::report::{ClassReport, ClientReport, ServiceReport};
-use scenarios::{Report, RunOptions, run};
+mod support;
 
-/// Parses and runs a scenario written for the test on `seed`.
-fn check(text: &str, seed: u64) -> Report {
-    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
-    let options = RunOptions {
-        seed: Some(seed),
-        ..RunOptions::default()
-    };
-    run(&scenario, "test.ron", &options).unwrap().report
-}
-
-fn client<'a>(r: &'a Report, name: &str) -> &'a ClientReport {
-    r.clients.iter().find(|c| c.name == name).unwrap()
-}
-
-fn class<'a>(r: &'a Report, client_name: &str, name: &str) -> &'a ClassReport {
-    client(r, client_name)
-        .classes
-        .iter()
-        .find(|k| k.name == name)
-        .unwrap()
-}
-
-fn service<'a>(r: &'a Report, name: &str) -> &'a ServiceReport {
-    r.services.iter().find(|s| s.name == name).unwrap()
-}
-
-fn failed(r: &ClassReport, reason: &str) -> u64 {
-    r.traffic
-        .failures_by_reason
-        .get(reason)
-        .copied()
-        .unwrap_or(0)
-}
+use scenarios::report::ClassReport;
+use support::{class_failures, class_report, run_text_at, service_report};
 
 /// Critical requests at half the capacity, sheddable ones at twice it, through a queue of
 /// `discipline` with no admission control.
@@ -71,9 +38,9 @@ fn overload(discipline: &str) -> String {
 #[test]
 fn the_priority_queue_serves_the_critical_class_at_its_full_demand() {
     for seed in 1..=3 {
-        let r = check(&overload("Priority"), seed);
-        let critical = class(&r, "c", "critical");
-        let batch = class(&r, "c", "batch");
+        let r = run_text_at(&overload("Priority"), seed);
+        let critical = class_report(&r, "c", "critical");
+        let batch = class_report(&r, "c", "batch");
         // 500/s of critical demand against a capacity of 1000/s: every one served.
         assert!(critical.traffic.offered > 9_000, "{critical:?}");
         assert_eq!(critical.traffic.failures, 0, "seed {seed}: {critical:?}");
@@ -86,11 +53,11 @@ fn the_priority_queue_serves_the_critical_class_at_its_full_demand() {
         // with what is left, about half the capacity.
         assert_eq!(
             batch.traffic.failures,
-            failed(batch, "queue_full") + failed(batch, "timeout"),
+            class_failures(batch, "queue_full") + class_failures(batch, "timeout"),
             "seed {seed}: {batch:?}"
         );
         assert!(
-            failed(batch, "queue_full") > 25_000,
+            class_failures(batch, "queue_full") > 25_000,
             "seed {seed}: {batch:?}"
         );
         let served = batch.traffic.successes as f64 / 20.0;
@@ -100,9 +67,9 @@ fn the_priority_queue_serves_the_critical_class_at_its_full_demand() {
 
 #[test]
 fn a_fifo_queue_refuses_the_critical_class_like_the_others() {
-    let r = check(&overload("Fifo"), 1);
-    let critical = class(&r, "c", "critical");
-    let batch = class(&r, "c", "batch");
+    let r = run_text_at(&overload("Fifo"), 1);
+    let critical = class_report(&r, "c", "critical");
+    let batch = class_report(&r, "c", "batch");
     // The full queue refuses arrivals whatever their class: both lose about three in five.
     let ratio = |c: &ClassReport| c.traffic.success_ratio.unwrap();
     assert!(ratio(critical) < 0.5, "{critical:?}");
@@ -130,8 +97,8 @@ fn rfc_codel_drops_on_its_control_law() {
             work: Exponential(mean: "10ms"),
         ) },
     )"#;
-    let r = check(text, 1);
-    let api = service(&r, "api");
+    let r = run_text_at(text, 1);
+    let api = service_report(&r, "api");
     let shed = api.failed_by_reason["shed"] as f64;
     // Dropping starts about an interval after the overload does (5.1s) and lasts until the
     // queue drains after 25s: its length then (its maximum) leaves at the 2,000/s the workers
@@ -184,16 +151,16 @@ fn tenants(cap: &str, extra: &str) -> String {
 #[test]
 fn a_tenant_bulkhead_holds_a_flood_to_what_its_slots_serve() {
     for seed in 1..=3 {
-        let r = check(&tenants("max_concurrent: 4", ""), seed);
-        let flood = class(&r, "noisy", "flood");
-        let steady = class(&r, "steady", "steady");
+        let r = run_text_at(&tenants("max_concurrent: 4", ""), seed);
+        let flood = class_report(&r, "noisy", "flood");
+        let steady = class_report(&r, "steady", "steady");
         // Little's law: 4 slots per replica, each held 10ms on average (no wait: the flood
         // holds at most 4 of 10 workers), serve at most 2 × 4 / 10ms = 800 requests a second.
         let served = flood.traffic.successes as f64 / 20.0;
         assert!((700.0..=820.0).contains(&served), "seed {seed}: {served}/s");
         assert_eq!(
             flood.traffic.failures,
-            failed(flood, "concurrency_limited"),
+            class_failures(flood, "concurrency_limited"),
             "seed {seed}: {flood:?}"
         );
         // The steady tenants need 2 workers in all and have 12 left: nothing refused.
@@ -204,8 +171,8 @@ fn a_tenant_bulkhead_holds_a_flood_to_what_its_slots_serve() {
     // lose most of their requests too.
     let text = tenants("max_concurrent: 4", "")
         .replace("admission: [TenantBulkhead(max_concurrent: 4)],", "");
-    let r = check(&text, 1);
-    let steady = class(&r, "steady", "steady");
+    let r = run_text_at(&text, 1);
+    let steady = class_report(&r, "steady", "steady");
     assert!(steady.traffic.success_ratio.unwrap() < 0.6, "{steady:?}");
 }
 
@@ -216,8 +183,8 @@ fn max_keys_caps_the_tenants_in_flight() {
     let refusals = |max_keys: u32| {
         let text = tenants(&format!("max_concurrent: 100, max_keys: {max_keys}"), "")
             .replace(r#"Constant("5000/s")"#, r#"Constant("0/s")"#);
-        let r = check(&text, 1);
-        failed(class(&r, "steady", "steady"), "concurrency_limited")
+        let r = run_text_at(&text, 1);
+        class_failures(class_report(&r, "steady", "steady"), "concurrency_limited")
     };
     let (one, two, ten) = (refusals(1), refusals(2), refusals(10));
     assert!(one > 500, "{one}");
@@ -243,15 +210,18 @@ fn a_call_limiter_charges_each_request_its_class_cost() {
         ) },
         services: { "api": (workers: 100, work: Constant(value: "1ms")) },
     )"#;
-    let r = check(text, 1);
-    let (cheap, dear) = (class(&r, "c", "cheap"), class(&r, "c", "dear"));
+    let r = run_text_at(text, 1);
+    let (cheap, dear) = (
+        class_report(&r, "c", "cheap"),
+        class_report(&r, "c", "dear"),
+    );
     let tokens = cheap.traffic.successes + 4 * dear.traffic.successes;
     assert!((1_950..=2_010).contains(&tokens), "{tokens} tokens");
     // A dear request needs four tokens at once: the cheap ones, which need one, get more.
     assert!(cheap.traffic.successes > dear.traffic.successes);
     assert_eq!(
         dear.traffic.failures,
-        failed(dear, "client_limited"),
+        class_failures(dear, "client_limited"),
         "{dear:?}"
     );
 }

@@ -2,37 +2,13 @@
 //! scale-in with draining), cold starts and rolling deploys, through the reports a user reads
 //! (the JSON report's `scaling` section and its replicas-in-rotation series, the CSV columns).
 
-use scenarios::cli::library::find;
-use scenarios::format::limits::RunLimits;
+mod support;
+
 use scenarios::format::load::parse;
-use scenarios::format::overrides::{Override, Overrides, parse_overridden};
 use scenarios::report::{Format, Report};
 use scenarios::{RunOptions, run};
 use serde_json::Value;
-
-/// The report of library scenario `name` (with `variant` and `sets` applied) at its seed,
-/// and the same report as JSON.
-fn check(name: &str, variant: Option<&str>, sets: &[(&str, &str)]) -> (Report, Value) {
-    let entry = find(name).expect("in the library");
-    let overrides = Overrides {
-        variant: variant.map(str::to_string),
-        sets: sets
-            .iter()
-            .map(|(path, value)| Override {
-                path: path.to_string(),
-                value: value.to_string(),
-                ..Override::default()
-            })
-            .collect(),
-    };
-    let scenario = parse_overridden(entry.name, entry.text, &RunLimits::default(), &overrides)
-        .expect("the file and its variants validate");
-    let report = run(&scenario, entry.name, &RunOptions::default())
-        .unwrap()
-        .report;
-    let json = serde_json::from_str(&Format::Json.render(&report)).unwrap();
-    (report, json)
-}
+use support::{run_library_with, with_json};
 
 /// The api's replicas in rotation per bucket, from the JSON series, with each bucket's start.
 fn replicas_over_time(json: &Value) -> Vec<(f64, f64)> {
@@ -59,7 +35,7 @@ fn verdict(json: &Value) -> &str {
 fn a_slow_scaler_lets_a_spike_turn_metastable_where_a_fast_one_or_a_retry_budget_recovers() {
     // Slow: one-minute datapoints a minute old and a minute to start; nothing is added in
     // the 120 s run, and the retry storm outlives the spike.
-    let (slow, json) = check("autoscaler-lag", None, &[]);
+    let (slow, json) = with_json(run_library_with("autoscaler-lag", None, &[], None));
     assert!(slow.passed(), "{:?}", slow.expectations);
     assert_eq!(verdict(&json), "metastable");
     let replicas = replicas_over_time(&json);
@@ -69,7 +45,7 @@ fn a_slow_scaler_lets_a_spike_turn_metastable_where_a_fast_one_or_a_retry_budget
     // Fast: 5 s datapoints read at once, 5 s to start. Replicas arrive during the spike
     // (10 s to 15 s) or right after it, the service recovers, and after the 30 s scale-in
     // stabilisation the scaler gives replicas back.
-    let (fast, json) = check("autoscaler-lag", Some("fast"), &[]);
+    let (fast, json) = with_json(run_library_with("autoscaler-lag", Some("fast"), &[], None));
     assert!(fast.passed(), "{:?}", fast.expectations);
     assert_eq!(verdict(&json), "recovered");
     let replicas = replicas_over_time(&json);
@@ -96,18 +72,23 @@ fn a_slow_scaler_lets_a_spike_turn_metastable_where_a_fast_one_or_a_retry_budget
     );
 
     // The same slow scaler with a 10% retry budget: the storm never forms.
-    let (budget, json) = check("autoscaler-lag", Some("budget"), &[]);
+    let (budget, json) = with_json(run_library_with(
+        "autoscaler-lag",
+        Some("budget"),
+        &[],
+        None,
+    ));
     assert!(budget.passed(), "{:?}", budget.expectations);
     assert_eq!(verdict(&json), "recovered");
 
     // The library's standalone fast file is the fast variant.
-    let (file, _) = check("autoscaler-lag-fast", None, &[]);
+    let (file, _) = with_json(run_library_with("autoscaler-lag-fast", None, &[], None));
     assert_eq!(file.summary.successes, fast.summary.successes);
 }
 
 #[test]
 fn a_rolling_deploy_takes_a_batch_out_of_rotation_at_a_time_and_costs_only_without_headroom() {
-    let (tight, json) = check("rolling-deploy", None, &[]);
+    let (tight, json) = with_json(run_library_with("rolling-deploy", None, &[], None));
     assert!(tight.passed(), "{:?}", tight.expectations);
     let scaling = &json["services"][0]["scaling"];
     assert_eq!(scaling["replicas_min"], 6, "2 of 8 out at a time");
@@ -121,7 +102,7 @@ fn a_rolling_deploy_takes_a_batch_out_of_rotation_at_a_time_and_costs_only_witho
         }
     }
     assert!(tight.summary.failures > 0);
-    let (headroom, json) = check("rolling-deploy-headroom", None, &[]);
+    let (headroom, json) = with_json(run_library_with("rolling-deploy-headroom", None, &[], None));
     assert!(headroom.passed(), "{:?}", headroom.expectations);
     assert_eq!(json["services"][0]["scaling"]["deploy_restarts"], 8);
     assert_eq!(headroom.summary.failures, 0);
@@ -129,12 +110,13 @@ fn a_rolling_deploy_takes_a_batch_out_of_rotation_at_a_time_and_costs_only_witho
 
 #[test]
 fn cold_starts_slow_the_first_requests_of_a_restarted_replica() {
-    let (cold, json) = check("rolling-deploy-headroom", None, &[]);
-    let (warm, _) = check(
+    let (cold, json) = with_json(run_library_with("rolling-deploy-headroom", None, &[], None));
+    let (warm, _) = with_json(run_library_with(
         "rolling-deploy-headroom",
         None,
         &[("services.api.cold_start", "None")],
-    );
+        None,
+    ));
     assert!(
         json["services"][0]["scaling"]["cold_jobs"]
             .as_u64()
@@ -197,7 +179,7 @@ fn scale_in_drains_what_a_replica_holds_and_loses_only_what_outlasts_the_drain()
 
 #[test]
 fn a_scenario_without_scaling_reports_none_and_the_csv_has_a_column_for_one_with() {
-    let (plain, json) = check("metastable-retry", None, &[]);
+    let (plain, json) = with_json(run_library_with("metastable-retry", None, &[], None));
     assert!(json["services"][0].get("scaling").is_none());
     assert!(
         json["series"][0]["services"][0]
@@ -205,7 +187,7 @@ fn a_scenario_without_scaling_reports_none_and_the_csv_has_a_column_for_one_with
             .is_none()
     );
     assert!(!Format::Csv.render(&plain).contains("replicas_in_rotation"));
-    let (scaled, _) = check("rolling-deploy", None, &[]);
+    let (scaled, _) = with_json(run_library_with("rolling-deploy", None, &[], None));
     let csv = Format::Csv.render(&scaled);
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let column = header

@@ -2,12 +2,14 @@
 //! failure, the result fails the same expectation when read back and run, a passing scenario
 //! is refused, and no budget makes a shrink return a scenario that passes.
 
+mod support;
+
 use proptest::prelude::*;
 use scenarios::experiment::shrink::{ShrinkOptions, Shrunk, shrink};
 use scenarios::format::load;
 use scenarios::format::schema::{Expectation, FaultKind, Layer};
 use scenarios::{RunOptions, run};
-use std::process::Command;
+use support::{Resim, resim};
 
 const RETRY_STORM: &str = "tests/shrink/retry-storm-bloated.ron";
 const CHECKOUT: &str = "tests/shrink/checkout-timeouts-bloated.ron";
@@ -162,21 +164,13 @@ fn the_same_scenario_and_seed_shrink_to_the_same_file() {
     assert_eq!(a.changes, b.changes);
 }
 
-fn resim(args: &[&str]) -> (i32, String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code().unwrap(),
-        String::from_utf8(o.stdout).unwrap(),
-        String::from_utf8(o.stderr).unwrap(),
-    )
-}
-
 #[test]
 fn a_scenario_that_passes_is_refused() {
-    let (code, out, err) = resim(&["shrink", "retry-storm", "--seed", "3"]);
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&["shrink", "retry-storm", "--seed", "3"]);
     assert_eq!(code, 2, "{out}");
     assert!(
         err.starts_with(
@@ -185,7 +179,9 @@ fn a_scenario_that_passes_is_refused() {
         "{err}"
     );
     // An expectation that holds, named by its kind, is refused too.
-    let (code, _, err) = resim(&[
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&[
         "shrink",
         RETRY_STORM,
         "--seed",
@@ -198,7 +194,9 @@ fn a_scenario_that_passes_is_refused() {
         err.contains("expectations[0] (reports p99 latency at most 2s) holds at seed 3"),
         "{err}"
     );
-    let (code, _, err) = resim(&["shrink", RETRY_STORM, "--seed", "3", "--expectation", "7"]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim(&["shrink", RETRY_STORM, "--seed", "3", "--expectation", "7"]);
     assert_eq!(code, 2);
     assert!(
         err.contains("--expectation 7: there are 2 expectations: [0] P99AtMost"),
@@ -212,7 +210,11 @@ fn the_command_line_writes_a_file_that_fails_when_run() {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("small.ron");
     let out = out.to_str().unwrap();
-    let (code, text, err) = resim(&[
+    let Resim {
+        code,
+        stdout: text,
+        stderr: err,
+    } = resim(&[
         "shrink",
         CHECKOUT,
         "--seed",
@@ -230,7 +232,11 @@ fn the_command_line_writes_a_file_that_fails_when_run() {
         text.contains(&format!("wrote {out}; replay: resim run {out} --seed 3")),
         "{text}"
     );
-    let (code, report, _) = resim(&["run", out, "--seed", "3", "--format", "compact"]);
+    let Resim {
+        code,
+        stdout: report,
+        ..
+    } = resim(&["run", out, "--seed", "3", "--format", "compact"]);
     assert_eq!(code, 1, "{report}");
     assert!(report.contains("FAIL shoppers success ratio"), "{report}");
     std::fs::remove_dir_all(&dir).unwrap();

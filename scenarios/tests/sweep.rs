@@ -1,30 +1,10 @@
 //! `resim sweep` and `resim merge` as a user runs them: the same output whatever `-j` is, the
 //! partitions of a sweep merged give the sweep, statistics per grid point.
 
+mod support;
+
 use scenarios::experiment::{RunRecord, summarise};
-use std::path::PathBuf;
-use std::process::Command;
-
-/// What one invocation of `resim` gave back: exit code, stdout, stderr.
-fn resim(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("resim runs");
-    (
-        out.status.code().expect("resim exits by itself"),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use support::{Resim, resim_in, workspace_root};
 
 fn scratch(name: &str) -> String {
     let dir = std::env::temp_dir().join(format!("resim-sweep-test-{}", std::process::id()));
@@ -34,7 +14,7 @@ fn scratch(name: &str) -> String {
 
 /// A sweep of the replay scenario over 8 seeds and two grid points (16 short runs), with extra
 /// arguments; returns stdout and the JSON lines written.
-fn check(extra: &[&str], out: &str) -> (i32, String, String) {
+fn sweep_replay(extra: &[&str], out: &str) -> (i32, String, String) {
     let out = scratch(out);
     let mut args = vec![
         "sweep",
@@ -47,7 +27,11 @@ fn check(extra: &[&str], out: &str) -> (i32, String, String) {
         &out,
     ];
     args.extend_from_slice(extra);
-    let (code, stdout, stderr) = resim(&args);
+    let Resim {
+        code,
+        stdout,
+        stderr,
+    } = resim_in(&workspace_root(), &args);
     assert!(code == 0 || code == 1, "{stderr}");
     assert_eq!(stderr, "", "no progress bar when stderr is not a terminal");
     (code, stdout, std::fs::read_to_string(&out).unwrap())
@@ -62,8 +46,8 @@ fn records(jsonl: &str) -> Vec<RunRecord> {
 
 #[test]
 fn the_output_is_the_same_whatever_the_number_of_threads() {
-    let (code_1, out_1, jsonl_1) = check(&["-j", "1"], "j1.jsonl");
-    let (code_2, out_2, jsonl_2) = check(&["-j", "2"], "j2.jsonl");
+    let (code_1, out_1, jsonl_1) = sweep_replay(&["-j", "1"], "j1.jsonl");
+    let (code_2, out_2, jsonl_2) = sweep_replay(&["-j", "2"], "j2.jsonl");
     assert_eq!(out_1, out_2);
     assert_eq!(jsonl_1, jsonl_2);
     assert_eq!(code_1, code_2);
@@ -77,33 +61,49 @@ fn the_output_is_the_same_whatever_the_number_of_threads() {
 
 #[test]
 fn partitions_merged_are_the_unsplit_sweep() {
-    let (_, whole, whole_jsonl) = check(&[], "whole.jsonl");
-    let (_, _, part_1) = check(&["--partition", "1/2"], "part1.jsonl");
-    let (_, _, part_2) = check(&["--partition", "2/2"], "part2.jsonl");
+    let (_, whole, whole_jsonl) = sweep_replay(&[], "whole.jsonl");
+    let (_, _, part_1) = sweep_replay(&["--partition", "1/2"], "part1.jsonl");
+    let (_, _, part_2) = sweep_replay(&["--partition", "2/2"], "part2.jsonl");
     assert_eq!(part_1.lines().count(), 8);
     assert_eq!(part_2.lines().count(), 8);
     let mut joined: Vec<&str> = part_1.lines().chain(part_2.lines()).collect();
     joined.sort_by_key(|l| serde_json::from_str::<RunRecord>(l).unwrap().index);
     assert_eq!(joined.join("\n") + "\n", whole_jsonl);
-    let (code, merged, err) = resim(&["merge", &scratch("part2.jsonl"), &scratch("part1.jsonl")]);
+    let Resim {
+        code,
+        stdout: merged,
+        stderr: err,
+    } = resim_in(
+        &workspace_root(),
+        &["merge", &scratch("part2.jsonl"), &scratch("part1.jsonl")],
+    );
     assert_eq!((code, err.as_str()), (1, ""));
     assert_eq!(merged, whole);
 }
 
 #[test]
 fn merge_refuses_what_is_not_one_whole_sweep() {
-    check(&["--partition", "1/2"], "m1.jsonl");
-    let (code, _, err) = resim(&["merge", &scratch("m1.jsonl")]);
+    sweep_replay(&["--partition", "1/2"], "m1.jsonl");
+    let Resim {
+        code, stderr: err, ..
+    } = resim_in(&workspace_root(), &["merge", &scratch("m1.jsonl")]);
     assert_eq!(code, 2);
     assert!(
         err.contains("8 of 16 runs; 8 missing (give every partition of the sweep)"),
         "{err}"
     );
-    let (code, _, err) = resim(&["merge", &scratch("m1.jsonl"), &scratch("m1.jsonl")]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim_in(
+        &workspace_root(),
+        &["merge", &scratch("m1.jsonl"), &scratch("m1.jsonl")],
+    );
     assert_eq!(code, 2);
     assert!(err.contains("is there twice"), "{err}");
     std::fs::write(scratch("bad.jsonl"), "{\"index\": 0}\n").unwrap();
-    let (code, _, err) = resim(&["merge", &scratch("bad.jsonl")]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim_in(&workspace_root(), &["merge", &scratch("bad.jsonl")]);
     assert_eq!(code, 2);
     assert!(
         err.contains("bad.jsonl:1: not a line of `resim sweep --out`"),
@@ -113,7 +113,7 @@ fn merge_refuses_what_is_not_one_whole_sweep() {
 
 #[test]
 fn each_grid_point_has_its_statistics() {
-    let (_, out, jsonl) = check(&[], "stats.jsonl");
+    let (_, out, jsonl) = sweep_replay(&[], "stats.jsonl");
     let records = records(&jsonl);
     let points = summarise(&records);
     assert_eq!(points.len(), 2);
@@ -135,28 +135,38 @@ fn each_grid_point_has_its_statistics() {
 
 #[test]
 fn bad_arguments_are_errors_before_any_run() {
-    let (code, _, err) = resim(&[
-        "sweep",
-        "retry-storm",
-        "--seeds",
-        "1..3",
-        "--grid",
-        "services.api.workers=8,x",
-    ]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim_in(
+        &workspace_root(),
+        &[
+            "sweep",
+            "retry-storm",
+            "--seeds",
+            "1..3",
+            "--grid",
+            "services.api.workers=8,x",
+        ],
+    );
     assert_eq!(code, 2);
     // The flag as given: the grid's value, not a `--set`.
     assert_eq!(
         err,
         "retry-storm: --grid services.api.workers=x: expected integer\n"
     );
-    let (code, _, err) = resim(&[
-        "sweep",
-        "retry-storm",
-        "--seeds",
-        "1..3",
-        "--partition",
-        "3/2",
-    ]);
+    let Resim {
+        code, stderr: err, ..
+    } = resim_in(
+        &workspace_root(),
+        &[
+            "sweep",
+            "retry-storm",
+            "--seeds",
+            "1..3",
+            "--partition",
+            "3/2",
+        ],
+    );
     assert_eq!(code, 2);
     assert!(
         err.contains("write a partition as K/N with 1 ≤ K ≤ N"),

@@ -1,8 +1,8 @@
-//! Tidiness of the simulation code in `scenarios/src`: nothing reads the wall clock or OS
-//! entropy, no hash containers (their order is not deterministic), no platform math; and each
-//! layer of the crate uses only the layers below it (`layers_use_only_the_layers_below_them`);
-//! functions fit a screen, but for a list of the long ones that may only get shorter
-//! (`functions_fit_a_screen`).
+//! Tidiness of `scenarios/src` that is its own: each layer of the crate uses only the layers
+//! below it (`layers_use_only_the_layers_below_them`), and functions fit a screen, but for a
+//! list of the long ones that may only get shorter (`functions_fit_a_screen`). The
+//! determinism rules (no wall clock, OS entropy, hash containers or platform math) are scanned
+//! in every simulation crate, this one included, by `tests/tests/tidy.rs`.
 
 /// Every `.rs` file under `scenarios/src`, with its text.
 fn sources() -> Vec<(String, String)> {
@@ -24,46 +24,6 @@ fn sources() -> Vec<(String, String)> {
     }
     out.sort();
     out
-}
-
-/// Fails with every line that contains one of `words`.
-fn check(words: &[&str]) {
-    let mut found = Vec::new();
-    for (file, text) in sources() {
-        for (i, line) in text.lines().enumerate() {
-            for w in words {
-                if line.contains(w) {
-                    found.push(format!("{file}:{}: {w}", i + 1));
-                }
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "forbidden in scenarios/src:\n{}",
-        found.join("\n")
-    );
-}
-
-#[test]
-fn no_wall_clock_or_os_entropy() {
-    check(&[
-        "Instant::now",
-        "SystemTime::now",
-        "thread_rng",
-        "getrandom",
-        "from_entropy",
-    ]);
-}
-
-#[test]
-fn no_hash_containers() {
-    check(&["HashMap", "HashSet"]);
-}
-
-#[test]
-fn no_platform_transcendental_functions() {
-    check(&[".ln()", ".exp()", ".powf(", ".powi(", ".sin()", ".cos()"]);
 }
 
 /// The layers of `scenarios/src`, each with the layers it may use (itself included), from the

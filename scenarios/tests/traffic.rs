@@ -3,46 +3,13 @@
 //! from the quiet tenants, shadow mode counts exactly what enforcement refuses, and the
 //! attributes (tenant, retry safety) travel to every hop.
 
-use scenarios::cli::library;
-use scenarios::format::limits::RunLimits;
-use scenarios::format::load::parse;
-use scenarios::format::overrides::{Overrides, parse_overridden};
-use scenarios::report::{ClassReport, ClientReport, ServiceReport};
-use scenarios::{Report, RunOptions, run};
+mod support;
 
-/// Parses and runs a scenario written for the test on `seed`.
-fn check(text: &str, seed: u64) -> Report {
-    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
-    let options = RunOptions {
-        seed: Some(seed),
-        ..RunOptions::default()
-    };
-    run(&scenario, "test.ron", &options).unwrap().report
-}
-
-fn client<'a>(r: &'a Report, name: &str) -> &'a ClientReport {
-    r.clients.iter().find(|c| c.name == name).unwrap()
-}
-
-fn class<'a>(r: &'a Report, client_name: &str, name: &str) -> &'a ClassReport {
-    client(r, client_name)
-        .classes
-        .iter()
-        .find(|k| k.name == name)
-        .unwrap()
-}
-
-fn service<'a>(r: &'a Report, name: &str) -> &'a ServiceReport {
-    r.services.iter().find(|s| s.name == name).unwrap()
-}
-
-fn failed(r: &ClassReport, reason: &str) -> u64 {
-    r.traffic
-        .failures_by_reason
-        .get(reason)
-        .copied()
-        .unwrap_or(0)
-}
+use scenarios::Report;
+use support::{
+    class_failures, class_report, client_report, run_library, run_library_with, run_text_at,
+    service_report,
+};
 
 /// Critical requests at half the capacity, sheddable ones at twice it: the shedder refuses no
 /// critical request and serves every one, on every seed, and sheds the sheddable.
@@ -67,9 +34,9 @@ fn the_priority_shedder_serves_the_critical_class_in_full_while_it_fits() {
         ) },
     )"#;
     for seed in 1..=3 {
-        let r = check(text, seed);
-        let critical = class(&r, "c", "critical");
-        let batch = class(&r, "c", "batch");
+        let r = run_text_at(text, seed);
+        let critical = class_report(&r, "c", "critical");
+        let batch = class_report(&r, "c", "batch");
         // 500/s of critical demand against a capacity of 1000/s.
         assert!(critical.traffic.offered > 9_000, "{critical:?}");
         assert_eq!(critical.traffic.failures, 0, "seed {seed}: {critical:?}");
@@ -78,7 +45,7 @@ fn the_priority_shedder_serves_the_critical_class_in_full_while_it_fits() {
         // The batch class gets what is left, about half the capacity, and is shed otherwise.
         let served = batch.traffic.successes as f64 / 20.0;
         assert!((250.0..500.0).contains(&served), "seed {seed}: {served}/s");
-        assert_eq!(failed(batch, "shed"), batch.traffic.failures);
+        assert_eq!(class_failures(batch, "shed"), batch.traffic.failures);
         assert!(batch.traffic.failures > 20_000, "{batch:?}");
     }
 }
@@ -87,17 +54,9 @@ fn the_priority_shedder_serves_the_critical_class_in_full_while_it_fits() {
 /// critical class loses a third of its requests to the full queue.
 #[test]
 fn without_the_shedder_the_critical_class_is_refused_like_the_others() {
-    let entry = library::find("criticality-shedding").unwrap();
-    let base = parse("criticality-shedding.ron", entry.text).unwrap();
-    let overrides = Overrides {
-        variant: Some("fifo".to_string()),
-        sets: Vec::new(),
-    };
-    let fifo = parse_overridden("x", entry.text, &RunLimits::default(), &overrides).unwrap();
-    let opts = RunOptions::default();
-    let shed = run(&base, "x", &opts).unwrap().report;
-    let plain = run(&fifo, "x", &opts).unwrap().report;
-    let ratio = |r: &Report, k: &str| class(r, "users", k).traffic.success_ratio.unwrap();
+    let shed = run_library("criticality-shedding");
+    let plain = run_library_with("criticality-shedding", Some("fifo"), &[], None);
+    let ratio = |r: &Report, k: &str| class_report(r, "users", k).traffic.success_ratio.unwrap();
     assert!(ratio(&shed, "checkout") > 0.999);
     assert!(ratio(&plain, "checkout") < 0.7);
     assert!(shed.passed() && plain.passed());
@@ -132,10 +91,10 @@ fn a_per_tenant_limit_keeps_the_flood_from_the_quiet_tenants() {
         RateLimit(limiter: (kind: "token_bucket", rate: "400/s", burst: 100))"#;
     let global = r#"RateLimit(limiter: (kind: "token_bucket", rate: "400/s", burst: 100))"#;
     for seed in 1..=3 {
-        let calm = check(&scenario("0/s", tenant), seed);
-        let flooded = check(&scenario("3000/s", tenant), seed);
-        let starved = check(&scenario("3000/s", global), seed);
-        let quiet = |r: &Report| class(r, "quiet", "q").traffic.clone();
+        let calm = run_text_at(&scenario("0/s", tenant), seed);
+        let flooded = run_text_at(&scenario("3000/s", tenant), seed);
+        let starved = run_text_at(&scenario("3000/s", global), seed);
+        let quiet = |r: &Report| class_report(r, "quiet", "q").traffic.clone();
         let (c, f, s) = (quiet(&calm), quiet(&flooded), quiet(&starved));
         // The same arrivals (the quiet client's streams do not depend on the flood)...
         assert_eq!(c.offered, f.offered);
@@ -146,13 +105,13 @@ fn a_per_tenant_limit_keeps_the_flood_from_the_quiet_tenants() {
         assert!(rf > 0.99, "seed {seed}: {rf}");
         // The flood itself gets its own tenant's limit: the burst of 40, then one token every
         // 25ms; the 800th refill falls at 20s, the end of the run, so 839 exactly.
-        let flood = class(&flooded, "flood", "f");
-        let admitted = flood.traffic.offered - failed(flood, "rate_limited");
+        let flood = class_report(&flooded, "flood", "f");
+        let admitted = flood.traffic.offered - class_failures(flood, "rate_limited");
         assert_eq!(admitted, 40 + 40 * 20 - 1, "seed {seed}");
         // One global limit shares the refusals out: the quiet tenants lose most requests.
         assert!(s.success_ratio.unwrap() < 0.3, "seed {seed}: {s:?}");
         // Each quiet tenant is reported on its own.
-        let tenants = &class(&flooded, "quiet", "q").tenants;
+        let tenants = &class_report(&flooded, "quiet", "q").tenants;
         assert_eq!(tenants.len(), 8);
         assert!(
             tenants
@@ -193,9 +152,9 @@ fn shadow_mode_counts_exactly_what_enforcement_refuses() {
         )
     };
     for seed in 1..=3 {
-        let shadow = check(&scenario(true), seed);
-        let enforced = check(&scenario(false), seed);
-        let api = |r: &Report| service(r, "api").clone();
+        let shadow = run_text_at(&scenario(true), seed);
+        let enforced = run_text_at(&scenario(false), seed);
+        let api = |r: &Report| service_report(r, "api").clone();
         let (s, e) = (api(&shadow), api(&enforced));
         assert!(s.failed_by_reason.is_empty(), "shadow refuses nothing");
         assert_eq!(s.ok, s.arrivals);
@@ -217,21 +176,21 @@ fn shadow_mode_counts_exactly_what_enforcement_refuses() {
                 })
                 .map(|(_, l)| *l)
                 .collect();
-            check(&keep.join("\n"), seed)
+            run_text_at(&keep.join("\n"), seed)
         };
         for layer in 0..2 {
             let s = one(true, layer);
             let e = one(false, layer);
-            let refused = service(&e, "api").failed_by_reason["rate_limited"];
+            let refused = service_report(&e, "api").failed_by_reason["rate_limited"];
             assert_eq!(
-                service(&s, "api").shadow_refusals,
+                service_report(&s, "api").shadow_refusals,
                 refused,
                 "seed {seed}, layer {layer}"
             );
             assert!(refused > 100, "seed {seed}, layer {layer}: {refused}");
             // The costly class is refused more often than its share.
-            let large = failed(class(&e, "c", "large"), "rate_limited") as f64;
-            let small = failed(class(&e, "c", "small"), "rate_limited") as f64;
+            let large = class_failures(class_report(&e, "c", "large"), "rate_limited") as f64;
+            let small = class_failures(class_report(&e, "c", "small"), "rate_limited") as f64;
             assert!(large > small / 3.0, "seed {seed}, layer {layer}");
         }
     }
@@ -261,15 +220,15 @@ fn attributes_travel_with_the_request_through_every_hop() {
         )"#
         )
     };
-    let r = check(&text(true), 1);
-    let back = service(&r, "back");
+    let r = run_text_at(&text(true), 1);
+    let back = service_report(&r, "back");
     // Five tenants of 10/s and a burst of 10 each over 10s (the last refill of each falls at
     // the end of the run); one tenant would admit 109.
     let admitted = back.arrivals - back.failed_by_reason["rate_limited"];
     assert_eq!(admitted, 5 * (10 + 10 * 10 - 1));
     let call = r.calls.iter().find(|c| c.caller == "front").unwrap();
     assert!(call.counts.retries > 1_000);
-    let r = check(&text(false), 1);
+    let r = run_text_at(&text(false), 1);
     let call = r.calls.iter().find(|c| c.caller == "front").unwrap();
     assert_eq!(call.counts.retries, 0);
     assert_eq!(call.counts.attempts, call.counts.calls);
@@ -292,9 +251,9 @@ fn many_tenants_are_reported_as_the_most_popular_and_the_others() {
         },
         services: { "api": (workers: 50, work: Constant(value: "1ms")) },
     )"#;
-    let r = check(text, 1);
-    assert!(client(&r, "plain").classes.is_empty());
-    let all = class(&r, "zipf", "all");
+    let r = run_text_at(text, 1);
+    assert!(client_report(&r, "plain").classes.is_empty());
+    let all = class_report(&r, "zipf", "all");
     assert_eq!(all.tenants.len(), 11);
     let others = &all.tenants[10];
     assert_eq!((others.tenant.as_str(), others.keys), ("others", 9_990));

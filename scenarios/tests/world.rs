@@ -2,18 +2,12 @@
 //! closed loops, balancers, crashes, cancellation, caches, network faults, capacity drops,
 //! error rates, schedules and limits.
 
+mod support;
+
 use scenarios::format::load::parse;
-use scenarios::report::{LatencyMs, ServiceReport};
 use scenarios::{Report, RunOptions, run};
 use sim_core::queueing::{erlang_c, mm1_mean_wait, mmc_mean_wait};
-
-/// Parses and runs a scenario written for the test.
-fn check(text: &str) -> Report {
-    let scenario = parse("test.ron", text).unwrap_or_else(|e| panic!("{e}"));
-    run(&scenario, "test.ron", &RunOptions::default())
-        .unwrap()
-        .report
-}
+use support::{failures, latency, run_text, service_report};
 
 /// A scenario with one open-loop client `c` calling `api`, and the given services and faults.
 fn open(rate: &str, call: &str, duration: &str, services: &str, faults: &str) -> String {
@@ -28,26 +22,6 @@ fn open(rate: &str, call: &str, duration: &str, services: &str, faults: &str) ->
     )
 }
 
-fn service<'a>(r: &'a Report, name: &str) -> &'a ServiceReport {
-    r.services.iter().find(|s| s.name == name).unwrap()
-}
-
-/// The clients' latency figures (the run had successes).
-fn latency(r: &Report) -> &LatencyMs {
-    r.summary
-        .latency_ms
-        .as_ref()
-        .expect("some requests succeeded")
-}
-
-fn failed(r: &Report, reason: &str) -> u64 {
-    r.summary
-        .failures_by_reason
-        .get(reason)
-        .copied()
-        .unwrap_or(0)
-}
-
 fn close(observed: f64, expected: f64, tolerance: f64) -> bool {
     (observed - expected).abs() <= tolerance * expected
 }
@@ -55,7 +29,7 @@ fn close(observed: f64, expected: f64, tolerance: f64) -> bool {
 #[test]
 fn mm1_matches_queueing_theory() {
     // λ = 50/s, μ = 100/s: mean time in system 1 / (μ − λ) = 20ms.
-    let r = check(&open(
+    let r = run_text(&open(
         "50/s",
         "",
         "4000s",
@@ -70,7 +44,7 @@ fn mm1_matches_queueing_theory() {
 fn mmc_matches_queueing_theory() {
     // c = 4, λ = 300/s, μ = 100/s per worker: Erlang C wait plus 10ms of work.
     let expected_ms = (mmc_mean_wait(4, 300.0, 100.0) + 0.01) * 1000.0;
-    let r = check(&open(
+    let r = run_text(&open(
         "300/s",
         "",
         "1000s",
@@ -89,7 +63,7 @@ fn time_in_queue_matches_queueing_theory() {
     // The service's own figures: the mean time in queue W_q, and the share of arrivals that
     // found every worker busy (ρ for M/M/1, Erlang C for M/M/c).
     let wait = |workers: u32, rate: f64, duration: &str| {
-        let r = check(&open(
+        let r = run_text(&open(
             &format!("{rate}/s"),
             "",
             duration,
@@ -98,7 +72,7 @@ fn time_in_queue_matches_queueing_theory() {
             ),
             "",
         ));
-        let api = service(&r, "api");
+        let api = service_report(&r, "api");
         (api.wait_ms_mean.unwrap(), api.waited_ratio.unwrap())
     };
     // M/M/1, λ = 50/s, μ = 100/s: W_q = ρ / (μ − λ) = 10ms, and half the arrivals wait.
@@ -118,7 +92,7 @@ fn time_in_queue_matches_queueing_theory() {
 #[test]
 fn closed_loop_throughput_follows_littles_law() {
     // 10 users, 90ms think + 10ms service: 10 / 0.1s = 100 requests per second.
-    let r = check(
+    let r = run_text(
         r#"Scenario(
             name: "t",
             duration: "100s",
@@ -137,7 +111,7 @@ fn closed_loop_throughput_follows_littles_law() {
 #[test]
 fn smarter_balancers_queue_less() {
     let mean_for = |balancer: &str| {
-        let r = check(&open(
+        let r = run_text(&open(
             "320/s",
             "",
             "300s",
@@ -166,17 +140,17 @@ fn smarter_balancers_queue_less() {
 
 #[test]
 fn a_crashed_replica_refuses_then_restarts_cold() {
-    let r = check(&open(
+    let r = run_text(&open(
         "100/s",
         r#", timeout: "1s""#,
         "20s",
         r#""api": (workers: 4, work: Constant(value: "5ms"), restart: "1s", cache: (hit_ratio: 1.0, warmup: "2s"))"#,
         r#"(at: "5s", duration: "2s", kind: Crash(service: "api"))"#,
     ));
-    assert_eq!(service(&r, "api").crashes, 1);
+    assert_eq!(service_report(&r, "api").crashes, 1);
     // Down from 5s to 8s (2s crash, 1s restart): about 300 connection errors.
     assert!(
-        (250..=350).contains(&failed(&r, "unavailable")),
+        (250..=350).contains(&failures(&r, "unavailable")),
         "{:?}",
         r.summary
     );
@@ -186,7 +160,7 @@ fn a_crashed_replica_refuses_then_restarts_cold() {
 
 /// A client with a 100ms timeout calls an api whose only work is waiting 1s on a slow db.
 fn abandoned(mode: &str) -> Report {
-    check(&open(
+    run_text(&open(
         "20/s",
         r#", timeout: "100ms""#,
         "30s",
@@ -205,17 +179,18 @@ fn cancellation_saves_the_work_of_callers_who_left() {
     for r in [&work, &cancel] {
         assert_eq!(r.summary.successes, 0, "every request times out");
     }
-    let wasted = |r: &Report| service(r, "db").wasted_work_s + service(r, "api").wasted_work_s;
+    let wasted =
+        |r: &Report| service_report(r, "db").wasted_work_s + service_report(r, "api").wasted_work_s;
     // Serving anyway: every db call runs its full second for nobody, and the api waits for it.
     assert!(wasted(&work) > 1000.0, "{}", wasted(&work));
     // Cancellation stops the db work 100ms in.
-    assert!(service(&cancel, "db").cancelled > 500);
+    assert!(service_report(&cancel, "db").cancelled > 500);
     assert!(wasted(&cancel) < wasted(&work) / 5.0, "{}", wasted(&cancel));
 }
 
 /// A client with a 1s timeout offers 20/s to one worker that serves 10/s.
 fn overloaded(mode: &str, discipline: &str) -> Report {
-    check(&open(
+    run_text(&open(
         "20/s",
         r#", timeout: "1s""#,
         "60s",
@@ -233,10 +208,10 @@ fn dropping_expired_requests_and_lifo_keep_serving_the_live_ones() {
     let drop_lifo = overloaded("DropExpired", "AdaptiveLifo(threshold: \"100ms\")");
     // Serving in order, the queue soon holds only requests whose callers left.
     assert!(work.goodput_ratio_between(20.0, 60.0) < 0.01);
-    assert!(service(&work, "api").wasted_work_s > 35.0);
+    assert!(service_report(&work, "api").wasted_work_s > 35.0);
     // Dropping them at the head of the queue frees the worker, but in FIFO order the requests
     // it then serves are the oldest still awaited, and most expire while being served.
-    assert!(service(&drop, "api").dropped_expired > 500);
+    assert!(service_report(&drop, "api").dropped_expired > 500);
     let fifo = drop.goodput_ratio_between(20.0, 60.0);
     assert!(fifo > 0.05 && fifo < 0.2, "{fifo}");
     // Serving the newest first serves requests with time left: all the capacity is goodput.
@@ -246,7 +221,7 @@ fn dropping_expired_requests_and_lifo_keep_serving_the_live_ones() {
 
 #[test]
 fn a_cache_shields_its_dependency_until_flushed() {
-    let r = check(&open(
+    let r = run_text(&open(
         "100/s",
         "",
         "30s",
@@ -272,13 +247,13 @@ fn a_cache_shields_its_dependency_until_flushed() {
 fn network_faults_lose_delay_and_partition() {
     let base =
         r#""api": (workers: 10, work: Constant(value: "1ms"), latency: Constant(value: "5ms"))"#;
-    let r = check(&open("100/s", r#", timeout: "1s""#, "20s", base, ""));
+    let r = run_text(&open("100/s", r#", timeout: "1s""#, "20s", base, ""));
     assert!(
         close(latency(&r).max, 11.0, 0.001),
         "5ms each way and 1ms of work"
     );
 
-    let r = check(&open(
+    let r = run_text(&open(
         "100/s",
         r#", timeout: "1s""#,
         "20s",
@@ -287,7 +262,7 @@ fn network_faults_lose_delay_and_partition() {
     ));
     assert!(close(latency(&r).max, 211.0, 0.001));
 
-    let r = check(&open(
+    let r = run_text(&open(
         "100/s",
         r#", timeout: "1s""#,
         "20s",
@@ -295,13 +270,13 @@ fn network_faults_lose_delay_and_partition() {
         r#"(at: "5s", duration: "2s", kind: Partition(service: "api"))"#,
     ));
     assert!(
-        (190..=210).contains(&failed(&r, "timeout")),
+        (190..=210).contains(&failures(&r, "timeout")),
         "{:?}",
         r.summary
     );
-    assert!(service(&r, "api").messages_lost >= 190);
+    assert!(service_report(&r, "api").messages_lost >= 190);
 
-    let r = check(&open(
+    let r = run_text(&open(
         "100/s",
         r#", timeout: "1s""#,
         "100s",
@@ -315,7 +290,7 @@ fn network_faults_lose_delay_and_partition() {
 
 #[test]
 fn a_capacity_drop_builds_a_queue() {
-    let r = check(&open(
+    let r = run_text(&open(
         "150/s",
         "",
         "30s",
@@ -331,7 +306,7 @@ fn a_capacity_drop_builds_a_queue() {
         let s = &b.services[0];
         assert_eq!(s.queue_replica_max, s.queue_total_max, "at {}s", b.t_s);
     }
-    let api = service(&r, "api");
+    let api = service_report(&r, "api");
     assert_eq!(api.queue_depth_replica_max, api.queue_depth_total_max);
     assert!(
         api.queue_depth_replica_max > 400,
@@ -344,11 +319,11 @@ fn a_capacity_drop_builds_a_queue() {
 fn errors_are_retried_by_the_policy() {
     let faults = r#"(at: "0s", kind: ErrorRate(service: "api", error_ratio: 0.3))"#;
     let api = r#""api": (workers: 10, work: Constant(value: "1ms"))"#;
-    let r = check(&open("200/s", "", "50s", api, faults));
-    let ratio = failed(&r, "error") as f64 / r.summary.offered as f64;
+    let r = run_text(&open("200/s", "", "50s", api, faults));
+    let ratio = failures(&r, "error") as f64 / r.summary.offered as f64;
     assert!(close(ratio, 0.3, 0.05), "{ratio}");
     let retried = r#", stack: [Retry((max_attempts: 3, backoff: (strategy: Constant(delay: "10ms"), jitter: None)))]"#;
-    let r = check(&open("200/s", retried, "50s", api, faults));
+    let r = run_text(&open("200/s", retried, "50s", api, faults));
     // Three independent tries: 0.3³ = 2.7% fail.
     let ratio = r.summary.failures as f64 / r.summary.offered as f64;
     assert!(close(ratio, 0.027, 0.2), "{ratio}");
@@ -356,7 +331,7 @@ fn errors_are_retried_by_the_policy() {
 
 #[test]
 fn schedules_and_spikes_shape_the_offered_load() {
-    let r = check(
+    let r = run_text(
         r#"Scenario(
             name: "t",
             duration: "40s",
@@ -405,7 +380,7 @@ fn the_event_budget_stops_a_run_and_says_so() {
 
 #[test]
 fn a_network_section_routes_messages_through_sim_net() {
-    let r = check(
+    let r = run_text(
         r#"Scenario(
             name: "t",
             duration: "20s",
@@ -445,7 +420,7 @@ fn a_network_section_routes_messages_through_sim_net() {
 fn a_service_latency_and_network_faults_combine_with_a_network_section() {
     // The section's default link is 1ms, the db's latency puts 5ms on its links, and the
     // section's own entry for the c → api pair wins over the default: 3ms each way.
-    let r = check(
+    let r = run_text(
         r#"Scenario(
             name: "t",
             duration: "20s",
@@ -469,7 +444,7 @@ fn a_service_latency_and_network_faults_combine_with_a_network_section() {
 #[test]
 fn health_checks_route_around_a_crashed_replica() {
     let run_with = |health: &str| {
-        check(&open(
+        run_text(&open(
             "300/s",
             r#", timeout: "1s""#,
             "30s",
@@ -482,18 +457,18 @@ fn health_checks_route_around_a_crashed_replica() {
         r#", health_check: (interval: "1s", timeout: "500ms", unhealthy_threshold: 2, healthy_threshold: 2)"#,
     );
     // Round robin keeps sending a third of the traffic to the dead replica for 10s.
-    assert!(close(failed(&blind, "unavailable") as f64, 1000.0, 0.1));
+    assert!(close(failures(&blind, "unavailable") as f64, 1000.0, 0.1));
     // Two failed probes, at most two seconds, take it out of rotation.
-    let lost = failed(&checked, "unavailable");
+    let lost = failures(&checked, "unavailable");
     assert!((80..=220).contains(&lost), "{lost}");
-    assert_eq!(service(&checked, "api").marked_unhealthy, 1);
+    assert_eq!(service_report(&checked, "api").marked_unhealthy, 1);
     assert!(checked.goodput_ratio_between(13.0, 30.0) > 0.999);
 }
 
 #[test]
 fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
     let with = |admission: &str| {
-        check(&open(
+        run_text(&open(
             "1500/s",
             r#", timeout: "1s""#,
             "30s",
@@ -511,7 +486,7 @@ fn adaptive_concurrency_limits_keep_an_overloaded_service_useful() {
     for r in [&aimd, &gradient2] {
         // All the capacity becomes goodput; the excess third is refused at once.
         assert!(r.goodput_ratio_between(10.0, 30.0) > 0.6);
-        assert!(failed(r, "concurrency_limited") > 10_000);
+        assert!(failures(r, "concurrency_limited") > 10_000);
     }
     // AIMD grows to its 200 cap while nothing times out; Gradient2 reads the latency and keeps
     // the queue short: its slowest requests wait less than AIMD's typical one. (Upstream's
@@ -538,16 +513,16 @@ fn client_side_throttling_ends_a_metastable_retry_storm() {
         )
         .replace("GoodputAtMost(client: \"users\", after: \"40s\", max_ratio: 0.1),", "");
     assert!(text.contains("Throttle("));
-    let r = check(&text);
+    let r = run_text(&text);
     // Without it, goodput stays below 10% to the end (see the library test).
     assert!(r.goodput_ratio_between(30.0, 60.0) > 0.95);
-    assert!(failed(&r, "client_limited") > 1000);
+    assert!(failures(&r, "client_limited") > 1000);
 }
 
 #[test]
 fn fan_out_waits_for_the_slowest_call_and_sequential_for_all() {
     let with = |mode: &str| {
-        check(&open(
+        run_text(&open(
             "50/s",
             "",
             "20s",
@@ -574,14 +549,17 @@ fn fan_out_waits_for_the_slowest_call_and_sequential_for_all() {
         latency(&sequential)
     );
     for name in ["a", "b", "c"] {
-        assert_eq!(service(&fan_out, name).arrivals, fan_out.summary.offered);
+        assert_eq!(
+            service_report(&fan_out, name).arrivals,
+            fan_out.summary.offered
+        );
     }
 }
 
 #[test]
 fn work_that_grows_with_load_turns_a_burst_into_a_collapse() {
     let with = |growth: &str| {
-        check(&open(
+        run_text(&open(
             "600/s",
             r#", timeout: "2s""#,
             "60s",
@@ -606,7 +584,7 @@ fn work_that_grows_with_load_turns_a_burst_into_a_collapse() {
 
 #[test]
 fn extreme_but_valid_values_run_without_overflow() {
-    let r = check(
+    let r = run_text(
         r#"Scenario(
             name: "t",
             duration: "100years",
@@ -651,7 +629,7 @@ fn extreme_but_valid_values_run_without_overflow() {
 #[test]
 fn retries_wait_for_the_servers_retry_after() {
     let with = |hint: &str| {
-        check(&open(
+        run_text(&open(
             "150/s",
             r#", stack: [Retry((max_attempts: 3, backoff: (strategy: Constant(delay: "1ms"), jitter: None)))]"#,
             "30s",
@@ -672,7 +650,7 @@ fn retries_wait_for_the_servers_retry_after() {
 #[test]
 fn a_bulkhead_can_make_calls_wait_for_a_slot() {
     let with = |wait: &str| {
-        check(&open(
+        run_text(&open(
             "400/s",
             &format!(
                 r#", stack: [Bulkhead((max_concurrent_calls: 4, max_wait_duration: "{wait}", queue_capacity: 100))]"#
@@ -686,7 +664,7 @@ fn a_bulkhead_can_make_calls_wait_for_a_slot() {
     // find them all busy: refused at once, or served after a short wait.
     let refuse = with("0s");
     let wait = with("50ms");
-    let full = |r: &Report| failed(r, "bulkhead_full");
+    let full = |r: &Report| failures(r, "bulkhead_full");
     assert!(full(&refuse) > 1000, "{}", full(&refuse));
     assert!(
         full(&wait) * 10 < full(&refuse),
@@ -705,7 +683,7 @@ fn per_bucket_percentiles_are_within_one_percent() {
     // Work uniform on [8ms, 9.8ms], no network: every request's latency is its work. About
     // 1,000 successes a bucket put the sample median within 0.3% of 8.9ms and the sample p99
     // within 0.1% of 9.782ms; the buckets' histograms keep two significant digits (1%).
-    let r = check(&open(
+    let r = run_text(&open(
         "1000/s",
         "",
         "10s",
@@ -719,7 +697,7 @@ fn per_bucket_percentiles_are_within_one_percent() {
     }
     // The p99 of each bucket reflects its slow requests: 2% at 100ms, about 20 of the 1000 a
     // second brings, so the 99th percentile is one of them.
-    let r = check(&open(
+    let r = run_text(&open(
         "1000/s",
         "",
         "10s",
@@ -737,7 +715,7 @@ fn per_bucket_percentiles_are_within_one_percent() {
 #[test]
 fn hedging_cuts_the_tail_for_a_little_extra_load() {
     let with = |stack: &str| {
-        check(&open(
+        run_text(&open(
             "200/s",
             &format!(r#", timeout: "2s", stack: [{stack}]"#),
             "30s",
@@ -772,7 +750,7 @@ fn hedging_cuts_the_tail_for_a_little_extra_load() {
 #[test]
 fn a_fallback_answers_from_the_last_good_answer_then_a_default() {
     let with = |stack: &str| {
-        check(&open(
+        run_text(&open(
             "100/s",
             &format!(", stack: [{stack}]"),
             "30s",
@@ -807,7 +785,7 @@ fn idempotency_keys_make_retried_writes_run_once() {
     // A write whose first attempt times out at the client (100ms) while the server takes
     // 150ms: the retry runs the write a second time unless the server deduplicates it.
     let with = |safety: &str, store: &str| {
-        check(&open(
+        run_text(&open(
             "50/s",
             &format!(
                 r#", timeout: "100ms", safety: {safety}, stack: [Retry((max_attempts: 2, backoff: (strategy: Constant(delay: "100ms"), jitter: None)))]"#
@@ -819,17 +797,17 @@ fn idempotency_keys_make_retried_writes_run_once() {
     };
     let plain = with("Idempotent", "");
     assert!(
-        service(&plain, "api").duplicate_executions > 900,
+        service_report(&plain, "api").duplicate_executions > 900,
         "{}",
-        service(&plain, "api").duplicate_executions
+        service_report(&plain, "api").duplicate_executions
     );
     // Unsafe: never retried, so never run twice (and every request fails its 100ms timeout).
     let careful = with("Unsafe", "");
-    assert_eq!(service(&careful, "api").duplicate_executions, 0);
+    assert_eq!(service_report(&careful, "api").duplicate_executions, 0);
     assert_eq!(careful.calls[0].counts.retries, 0);
     // With a key and a store: the retry finds the first attempt finished and replays it.
     let keyed = with("IdempotencyKey", ", idempotency: (ttl: \"1h\")");
-    let api = service(&keyed, "api");
+    let api = service_report(&keyed, "api");
     assert_eq!(api.duplicate_executions, 0);
     assert!(api.replayed > 900, "{}", api.replayed);
     assert!(keyed.goodput_ratio_between(1.0, 20.0) > 0.99);
@@ -840,7 +818,7 @@ fn each_bucket_counts_the_outcomes_of_the_requests_offered_in_it() {
     // Work takes 1.5s, so every request finishes in a later bucket than it was offered in;
     // the rate drops tenfold at 5s. Counted at completion, the buckets after the drop would
     // show ten times more successes than offers.
-    let r = check(
+    let r = run_text(
         r#"Scenario(
             name: "t",
             duration: "10s",
@@ -864,15 +842,15 @@ fn a_request_cancelled_while_queued_leaves_the_queue() {
     // cancellation reaches the server, so about three requests are ever waiting. The queue's
     // room of 10 is never used up by requests no one waits for (it was, when cancelled
     // requests stayed in the queue until they reached its front).
-    let r = check(&open(
+    let r = run_text(&open(
         "20/s",
         r#", timeout: "150ms""#,
         "60s",
         r#""api": (workers: 1, queue: (capacity: 10), work: Constant(value: "100ms"), on_abandoned: Cancel)"#,
         "",
     ));
-    let api = service(&r, "api");
-    assert_eq!(failed(&r, "queue_full"), 0, "{:?}", r.summary);
+    let api = service_report(&r, "api");
+    assert_eq!(failures(&r, "queue_full"), 0, "{:?}", r.summary);
     // Little's law: 20/s waiting at most 150ms (less, for those served) holds under three.
     assert!(api.queue_depth_total_mean < 3.0, "{api:?}");
     assert!(api.cancelled > 500, "{api:?}");
@@ -999,7 +977,7 @@ fn a_service_latency_is_what_each_message_gets() {
     // (1%) and three standard errors of the sample quantile (at most 1.3% at the p99 of
     // these distributions over 100,000 messages).
     for text in DISTRIBUTIONS {
-        let r = check(&open(
+        let r = run_text(&open(
             "20000/s",
             r#", timeout: "10s""#,
             "5s",
@@ -1038,14 +1016,14 @@ fn served_work_is_the_declared_distribution() {
     // the work drawn for its request, and the clients' histogram keeps three significant
     // digits. 100,000 requests: three standard errors of the p99 are at most 1.3%.
     for text in DISTRIBUTIONS {
-        let r = check(&open(
+        let r = run_text(&open(
             "20000/s",
             r#", timeout: "10s""#,
             "5s",
             &format!(r#""api": (workers: 5000, work: {text})"#),
             "",
         ));
-        assert_eq!(service(&r, "api").queued, 0, "{text}: nothing waits");
+        assert_eq!(service_report(&r, "api").queued, 0, "{text}: nothing waits");
         let l = latency(&r);
         for (q, served, tolerance) in [
             (0.5, l.p50, 0.015),
