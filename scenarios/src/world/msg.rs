@@ -209,7 +209,7 @@ impl Msg {
     /// The event's trace name and its digest word: a tag in the top byte, under it a word
     /// that names the component and the request the event is for. Both come from one match
     /// so that a new event is given both at once.
-    #[inline]
+    #[inline(always)]
     fn facts(&self) -> (&'static str, u64) {
         let key = |k: u64| k & 0x00ff_ffff_ffff_ffff;
         let call_attempt =
@@ -273,7 +273,12 @@ impl Msg {
 
 impl Message for Msg {
     fn kind(&self) -> u64 {
-        self.facts().1
+        // Asked once per event for the digest: a network message's word needs no name (finding
+        // the name of a packet would read its payload on every delivery).
+        match self {
+            Msg::Net(d) => d.kind(),
+            _ => self.facts().1,
+        }
     }
 }
 
