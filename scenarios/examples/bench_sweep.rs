@@ -10,8 +10,10 @@
 //! With `--rounds N` the two sweeps alternate N times. The last line is the parallel
 //! efficiency of the medians, measured in this process: time on one thread / (threads × time
 //! on `--jobs` threads), 1.0 when every thread does a full share of the work, lower when the
-//! threads wait for each other or for a core:
-//! `seeds=.. jobs=.. one_thread_secs=.. threads_secs=.. speed_up=.. efficiency=.. load_before=.. load_after=..`.
+//! threads wait for each other or for a core, with the best round's (`efficiency_best`: on a
+//! shared machine other work takes cores away in some rounds and never gives any):
+//! `seeds=.. jobs=.. one_thread_secs=.. threads_secs=.. speed_up=.. efficiency=..
+//! efficiency_best=.. load_before=.. load_after=..`.
 
 use clap::Parser;
 use scenarios::experiment::{Plan, SweepSetup, run_plan};
@@ -79,18 +81,20 @@ fn main() {
         let records = run_plan(&setup, &plan, Some(jobs), &|| {}).expect("the sweep runs");
         (start.elapsed().as_secs_f64(), records)
     };
-    let (mut ones, mut manys) = (Vec::new(), Vec::new());
+    let (mut ones, mut manys, mut best) = (Vec::new(), Vec::new(), 0.0_f64);
     for _ in 0..args.rounds.max(1) {
         let (one, records_one) = time(1);
         let (many, records_many) = time(args.jobs);
         assert_eq!(records_one, records_many, "the records do not depend on -j");
+        let efficiency = one / (args.jobs as f64 * many);
         println!(
-            "{} seeds of retry-storm ({} simulated): -j 1 {one:.2}s, -j {} {many:.2}s, speed-up {:.2}x",
+            "{} seeds of retry-storm ({} simulated): -j 1 {one:.2}s, -j {} {many:.2}s, speed-up {:.2}x, efficiency {efficiency:.2}",
             args.seeds,
             args.duration,
             args.jobs,
             one / many
         );
+        best = best.max(efficiency);
         ones.push(one);
         manys.push(many);
     }
@@ -99,7 +103,7 @@ fn main() {
     let (one, many) = (median(ones), median(manys));
     println!(
         "seeds={} jobs={} one_thread_secs={one:.3} threads_secs={many:.3} speed_up={:.2} \
-         efficiency={:.2} load_before={} load_after={}",
+         efficiency={:.2} efficiency_best={best:.2} load_before={} load_after={}",
         args.seeds,
         args.jobs,
         one / many,
