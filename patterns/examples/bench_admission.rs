@@ -3,11 +3,19 @@
 //! counter compared with a limit (the cheapest possible "limiter"), and the naive reference
 //! the property tests use (a list of admitted timestamps, scanned per decision).
 //!
-//! Run with `cargo run --release -p patterns --example bench_admission`.
+//! Run with `cargo run --release -p patterns --example bench_admission`
+//! (`-- --calls 200000 --rounds 1` for a quick look).
 //!
 //! Each limiter sees one request per 10µs of virtual time (100 000/s) against a limit of 100 per
 //! 10ms (10 000/s), so about nine requests in ten are refused: both paths are exercised.
+//!
+//! The last line sums it up: the geometric mean of the patterns' nanoseconds per decision,
+//! the two baselines, and `ratio`, that mean over the counter's time (how many bare counters
+//! one decision costs, lower is cheaper), with the slowest pattern:
+//! `patterns=.. ns_per_decision_geomean=.. counter_ns=.. naive_ns=.. ratio=.. ratio_naive=..
+//! slowest=.. slowest_ns=..`.
 
+use clap::Parser;
 use patterns::breaker::{Breaker, BreakerConfig, BreakerDecision, SlidingWindowType};
 use patterns::limiter::{
     BucketConfig, CompositeConfig, Cost, Keyed, KeyedConfig, LeakyQueueConfig, Limiter,
@@ -17,20 +25,30 @@ use sim_core::{Rate, SimDuration, SimTime};
 use std::collections::VecDeque;
 use std::hint::black_box;
 
-const ROUNDS: u64 = 2_000_000;
 const STEP_NANOS: u64 = 10_000;
 
-/// Nanoseconds per call of `f`, best of five runs of `ROUNDS` calls.
+/// Nanoseconds per decision of the admission patterns against two baselines.
+#[derive(Parser)]
+struct Args {
+    /// Calls per timed run.
+    #[arg(long, default_value_t = 2_000_000)]
+    calls: u64,
+    /// Timed runs of each (the best is kept).
+    #[arg(long, default_value_t = 5)]
+    rounds: u64,
+}
+
+/// Nanoseconds per call of `f`, best of `args.rounds` runs of `args.calls` calls.
 // A benchmark measures real elapsed time; nothing here runs inside a simulation.
 #[allow(clippy::disallowed_methods)]
-fn time_per_call(mut f: impl FnMut(u64)) -> f64 {
+fn time_per_call(args: &Args, mut f: impl FnMut(u64)) -> f64 {
     let mut best = f64::INFINITY;
-    for run in 0..5 {
+    for run in 0..args.rounds.max(1) {
         let start = std::time::Instant::now();
-        for i in 0..ROUNDS {
-            f(run * ROUNDS + i);
+        for i in 0..args.calls {
+            f(run * args.calls + i);
         }
-        best = best.min(start.elapsed().as_nanos() as f64 / ROUNDS as f64);
+        best = best.min(start.elapsed().as_nanos() as f64 / args.calls as f64);
     }
     best
 }
@@ -39,7 +57,9 @@ fn at(i: u64) -> SimTime {
     SimTime::from_nanos(i * STEP_NANOS)
 }
 
-fn report(name: &str, ns: f64, counter: f64, naive: f64) {
+/// Prints one pattern's line and keeps its time for the summary.
+fn report(results: &mut Vec<(String, f64)>, name: &str, ns: f64, counter: f64, naive: f64) {
+    results.push((name.to_string(), ns));
     println!(
         "{name:<34} {ns:>8.2} ns   {:>7.1}x counter   {:>6.3}x naive",
         ns / counter,
@@ -48,6 +68,8 @@ fn report(name: &str, ns: f64, counter: f64, naive: f64) {
 }
 
 fn main() {
+    let args = Args::parse();
+    let mut results = Vec::new();
     let window = WindowConfig {
         limit: 100,
         window: SimDuration::from_millis(10),
@@ -60,7 +82,7 @@ fn main() {
     // Baseline 1: a counter compared with a limit, reset each window.
     let mut count = 0u64;
     let mut window_index = 0u64;
-    let counter = time_per_call(|i| {
+    let counter = time_per_call(&args, |i| {
         let w = at(i).as_nanos() / 10_000_000;
         if w != window_index {
             window_index = w;
@@ -73,7 +95,7 @@ fn main() {
     // Baseline 2: the naive reference of the property tests, a list of admitted timestamps
     // (trimmed to the window, else it would be quadratic rather than merely naive).
     let mut log: VecDeque<u64> = VecDeque::new();
-    let naive = time_per_call(|i| {
+    let naive = time_per_call(&args, |i| {
         let now = at(i).as_nanos();
         let live = log.iter().filter(|&&t| t + 10_000_000 > now).count();
         while log.front().is_some_and(|&t| t + 10_000_000 <= now) {
@@ -107,10 +129,10 @@ fn main() {
     ];
     for (name, config) in &configs {
         let mut limiter = Limiter::new(config).unwrap();
-        let ns = time_per_call(|i| {
+        let ns = time_per_call(&args, |i| {
             black_box(limiter.acquire(at(i), Cost::ONE));
         });
-        report(name, ns, counter, naive);
+        report(&mut results, name, ns, counter, naive);
     }
     let mut composite = patterns::limiter::Composite::new(&CompositeConfig {
         layers: vec![
@@ -119,20 +141,32 @@ fn main() {
         ],
     })
     .unwrap();
-    let ns = time_per_call(|i| {
+    let ns = time_per_call(&args, |i| {
         black_box(composite.acquire(at(i), Cost::ONE));
     });
-    report("composite(token_bucket+counter)", ns, counter, naive);
+    report(
+        &mut results,
+        "composite(token_bucket+counter)",
+        ns,
+        counter,
+        naive,
+    );
     let mut keyed: Keyed<u32> = Keyed::new(&KeyedConfig {
         limiter: LimiterConfig::TokenBucket(bucket.clone()),
         max_keys: 10_000,
         ..KeyedConfig::default()
     })
     .unwrap();
-    let ns = time_per_call(|i| {
+    let ns = time_per_call(&args, |i| {
         black_box(keyed.acquire(at(i), &((i % 1000) as u32), Cost::ONE));
     });
-    report("keyed token_bucket (1000 keys)", ns, counter, naive);
+    report(
+        &mut results,
+        "keyed token_bucket (1000 keys)",
+        ns,
+        counter,
+        naive,
+    );
 
     println!("circuit breakers (try_acquire + report):");
     let closed = |window_type| BreakerConfig {
@@ -155,7 +189,7 @@ fn main() {
         ),
     ] {
         let mut breaker = Breaker::new(&config).unwrap();
-        let ns = time_per_call(|i| {
+        let ns = time_per_call(&args, |i| {
             if let BreakerDecision::Admit(p) = breaker.try_acquire(at(i)) {
                 // One failure in ten: recorded, never enough to trip.
                 if i % 10 == 0 {
@@ -165,7 +199,7 @@ fn main() {
                 }
             }
         });
-        report(name, ns, counter, naive);
+        report(&mut results, name, ns, counter, naive);
     }
     let mut open = Breaker::new(&BreakerConfig {
         wait_duration_in_open_state: SimDuration::from_secs(1_000_000),
@@ -176,8 +210,22 @@ fn main() {
     if let BreakerDecision::Admit(p) = open.try_acquire(SimTime::ZERO) {
         open.on_failure(SimTime::ZERO, p);
     }
-    let ns = time_per_call(|i| {
+    let ns = time_per_call(&args, |i| {
         black_box(open.try_acquire(at(i)));
     });
-    report("breaker open, reject", ns, counter, naive);
+    report(&mut results, "breaker open, reject", ns, counter, naive);
+
+    let geomean = (results.iter().map(|(_, ns)| ns.ln()).sum::<f64>() / results.len() as f64).exp();
+    let (slowest, slowest_ns) = results
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("patterns were timed");
+    println!(
+        "patterns={} ns_per_decision_geomean={geomean:.2} counter_ns={counter:.2} naive_ns={naive:.2} \
+         ratio={:.2} ratio_naive={:.3} slowest={} slowest_ns={slowest_ns:.2}",
+        results.len(),
+        geomean / counter,
+        geomean / naive,
+        slowest.replace(' ', "_"),
+    );
 }

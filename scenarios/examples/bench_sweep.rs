@@ -5,6 +5,15 @@
 //!
 //! `cargo run --release -p scenarios --example bench_sweep`
 //! `cargo run --release -p scenarios --example bench_sweep -- --seeds 50 --jobs 4`
+//! `cargo run --release -p scenarios --example bench_sweep -- --seeds 20 --rounds 3`
+//!
+//! With `--rounds N` the two sweeps alternate N times. The last line is the parallel
+//! efficiency of the medians, measured in this process: time on one thread / (threads × time
+//! on `--jobs` threads), 1.0 when every thread does a full share of the work, lower when the
+//! threads wait for each other or for a core, with the best round's (`efficiency_best`: on a
+//! shared machine other work takes cores away in some rounds and never gives any):
+//! `seeds=.. jobs=.. one_thread_secs=.. threads_secs=.. speed_up=.. efficiency=..
+//! efficiency_best=.. load_before=.. load_after=..`.
 
 use clap::Parser;
 use scenarios::cli::library::resolve;
@@ -25,12 +34,21 @@ struct Args {
     /// Simulated duration of each run.
     #[arg(long, default_value = "42s")]
     duration: String,
+    /// Rounds of each sweep, alternating (the medians are compared).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
 }
 
-fn load_average() -> String {
+/// The load averages over 1, 5 and 15 minutes, as `/proc/loadavg` has them.
+fn load_average() -> Vec<String> {
     std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".to_string())
+        .map(|l| l.split_whitespace().take(3).map(str::to_string).collect())
+        .unwrap_or_else(|_| vec!["unknown".to_string()])
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
 }
 
 // A benchmark measures wall-clock time, which the simulation never reads.
@@ -56,23 +74,41 @@ fn main() {
         overrides: &words,
         duration: None,
     };
-    println!("load average before: {}", load_average());
+    let load_before = load_average();
+    println!("load average before: {}", load_before.join(" "));
     let time = |jobs: usize| {
         let start = Instant::now();
         let records = run_plan(&setup, &plan, Some(jobs), &|| {}).expect("the sweep runs");
-        (start.elapsed(), records)
+        (start.elapsed().as_secs_f64(), records)
     };
-    let (one, records_one) = time(1);
-    let (many, records_many) = time(args.jobs);
-    assert_eq!(records_one, records_many, "the records do not depend on -j");
+    let (mut ones, mut manys, mut best) = (Vec::new(), Vec::new(), 0.0_f64);
+    for _ in 0..args.rounds.max(1) {
+        let (one, records_one) = time(1);
+        let (many, records_many) = time(args.jobs);
+        assert_eq!(records_one, records_many, "the records do not depend on -j");
+        let efficiency = one / (args.jobs as f64 * many);
+        println!(
+            "{} seeds of retry-storm ({} simulated): -j 1 {one:.2}s, -j {} {many:.2}s, speed-up {:.2}x, efficiency {efficiency:.2}",
+            args.seeds,
+            args.duration,
+            args.jobs,
+            one / many
+        );
+        best = best.max(efficiency);
+        ones.push(one);
+        manys.push(many);
+    }
+    let load_after = load_average();
+    println!("load average after: {}", load_after.join(" "));
+    let (one, many) = (median(ones), median(manys));
     println!(
-        "{} seeds of retry-storm ({} simulated): -j 1 {:.2}s, -j {} {:.2}s, speed-up {:.2}x",
+        "seeds={} jobs={} one_thread_secs={one:.3} threads_secs={many:.3} speed_up={:.2} \
+         efficiency={:.2} efficiency_best={best:.2} load_before={} load_after={}",
         args.seeds,
-        args.duration,
-        one.as_secs_f64(),
         args.jobs,
-        many.as_secs_f64(),
-        one.as_secs_f64() / many.as_secs_f64()
+        one / many,
+        one / (args.jobs as f64 * many),
+        load_before[0],
+        load_after[0],
     );
-    println!("load average after: {}", load_average());
 }

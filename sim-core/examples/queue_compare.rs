@@ -28,6 +28,11 @@
 //! Prints ns per operation (one pop plus what it schedules), each design's best of
 //! `--rounds` rounds that alternate the designs, and its ratio to `radix+slab` measured in
 //! the same run. Every design must fire the same events: the run fails otherwise.
+//!
+//! Then one line per workload against the queue the engine had before (`binary+slotmap`, when
+//! it ran), `ratio` being its time over this queue's (this queue's speed over its, as in the
+//! table): `workload=.. engine_ns_per_op=.. binary_slotmap_ns_per_op=.. ratio=..`, e.g.
+//! `-- --only timeouts-72B --designs binary+slotmap` for the common case of a scenario.
 
 use clap::Parser;
 use dary_heap::QuaternaryHeap;
@@ -855,5 +860,14 @@ fn main() {
             print!(" {cell:>18}");
         }
         println!();
+    }
+    for (w, (workload, ..)) in workloads.iter().enumerate() {
+        let (engine, before) = (table[0][w], table[1][w]);
+        if before.is_finite() {
+            println!(
+                "workload={workload} engine_ns_per_op={engine:.1} binary_slotmap_ns_per_op={before:.1} ratio={:.2}",
+                before / engine
+            );
+        }
     }
 }

@@ -1,23 +1,31 @@
 //! Throughput of the network: messages per second of wall time through one link with
 //! log-normal latency sampling, loss and the FIFO clamp, in a full `Sim` (a send event and
-//! a delivery event per message), against sim-core's bare M/M/1 baseline (`bare_mm1`: a
-//! `BinaryHeap` and ChaCha8, no framework) measured in the same process, round by round.
+//! a delivery event per message), against two baselines measured in the same process, round
+//! by round: a bare loop over the same link (a `BinaryHeap` of sends and deliveries drawing
+//! the same numbers from the same streams, so it loses and delivers the same messages, no
+//! engine and no network), and sim-core's bare M/M/1 (`bare_mm1`: a `BinaryHeap` and ChaCha8,
+//! no framework).
 //!
 //! ```text
 //! cargo run --release -p sim-net --example net_throughput -- --messages 2000000 --rounds 3
 //! ```
 //!
 //! The last line reports the medians over the rounds: `messages_per_sec` (messages
-//! delivered or dropped per second), the run's `events_per_sec`, the baseline's
-//! `bare_events_per_sec`, and the two ratios.
+//! delivered or dropped per second), the run's `events_per_sec`, the bare link's
+//! `bare_link_events_per_sec` and `ratio` (`events_per_sec / bare_link_events_per_sec`, the
+//! price of the engine and the network on the same work), the M/M/1 baseline's
+//! `bare_events_per_sec` and the two ratios to it (`messages_ratio`, `events_ratio`).
 
 #[allow(dead_code)] // its `main` and `Args` belong to the baseline's own binary
 #[path = "../../sim-core/examples/bare_mm1.rs"]
 mod bare;
 
 use clap::Parser;
+use sim_core::sample::unit_f64;
 use sim_core::{Ctx, Dist, Entity, Limits, Message, Seed, Sim, SimDuration, SimTime, StopReason};
 use sim_net::{Delivery, LinkConfig, LinkOrder, Network, NodeId};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 #[derive(Parser)]
 struct Args {
@@ -96,8 +104,9 @@ struct NetReport {
     digest: String,
 }
 
-fn run_network(messages: u64, seed: u64) -> NetReport {
-    let link = LinkConfig {
+/// The link every message crosses.
+fn link() -> LinkConfig {
+    LinkConfig {
         latency: Dist::LogNormal {
             median: SimDuration::from_millis(1),
             sigma: None,
@@ -107,7 +116,11 @@ fn run_network(messages: u64, seed: u64) -> NetReport {
         duplicate_ratio: 0.0,
         order: LinkOrder::Fifo,
         bandwidth: None,
-    };
+    }
+}
+
+fn run_network(messages: u64, seed: u64) -> NetReport {
+    let link = link();
     let seed = Seed(seed);
     let net = Network::with_default_link(seed, &link).expect("valid link");
     let mut sim = Sim::new(
@@ -147,6 +160,54 @@ fn run_network(messages: u64, seed: u64) -> NetReport {
     }
 }
 
+/// What the bare link loop did: events (sends and deliveries) and messages delivered.
+struct BareLinkReport {
+    events: u64,
+    delivered: u64,
+}
+
+/// The network run without the engine or sim-net: one heap of `(time, seq, is_delivery)`
+/// events, the sender's gaps, the link's loss and latency draws from the streams the
+/// network derives for the link `sender->receiver` (in the same order), and the FIFO clamp.
+fn run_bare_link(messages: u64, seed: u64) -> BareLinkReport {
+    let seed = Seed(seed);
+    let link = link();
+    let latency = link.latency.compile().expect("valid");
+    let gaps = Dist::exponential(SimDuration::from_micros(10))
+        .compile()
+        .expect("valid");
+    let mut sender_rng = seed.stream("bench/sender");
+    let mut loss_rng = seed.stream("net/link/sender->receiver/loss");
+    let mut latency_rng = seed.stream("net/link/sender->receiver/latency");
+    let mut heap: BinaryHeap<Reverse<(u64, u64, bool)>> = BinaryHeap::new();
+    heap.push(Reverse((0, 0, false)));
+    let (mut seq, mut left, mut last_arrival) = (1, messages, 0);
+    let (mut events, mut delivered) = (0, 0);
+    while let Some(Reverse((now, _, is_delivery))) = heap.pop() {
+        events += 1;
+        if is_delivery {
+            delivered += 1;
+            continue;
+        }
+        if unit_f64(&mut loss_rng) >= link.loss_ratio {
+            let arrival = (now + latency.sample(&mut latency_rng).as_nanos()).max(last_arrival);
+            last_arrival = arrival;
+            heap.push(Reverse((arrival, seq, true)));
+            seq += 1;
+        }
+        left -= 1;
+        if left > 0 {
+            heap.push(Reverse((
+                now + gaps.sample(&mut sender_rng).as_nanos(),
+                seq,
+                false,
+            )));
+            seq += 1;
+        }
+    }
+    BareLinkReport { events, delivered }
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -158,6 +219,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn main() {
     let args = Args::parse();
     let (mut message_rates, mut event_rates, mut bare_rates) = (vec![], vec![], vec![]);
+    let mut bare_link_rates = vec![];
     let mut last_digest = None;
     for round in 0..args.rounds.max(1) {
         let started = std::time::Instant::now();
@@ -168,8 +230,16 @@ fn main() {
         let bare_secs = started.elapsed().as_secs_f64();
         let (message_rate, event_rate) = (net.messages as f64 / secs, net.events as f64 / secs);
         let bare_rate = baseline.events as f64 / bare_secs;
+        let started = std::time::Instant::now();
+        let bare_link = run_bare_link(args.messages, args.seed);
+        let bare_link_rate = bare_link.events as f64 / started.elapsed().as_secs_f64();
+        // The same draws from the same streams: the same messages lost and delivered.
+        assert_eq!(
+            (bare_link.events, bare_link.delivered),
+            (net.events, net.delivered)
+        );
         println!(
-            "round={round} messages={} delivered={} events={} secs={secs:.3} messages_per_sec={message_rate:.0} events_per_sec={event_rate:.0} bare_events_per_sec={bare_rate:.0}",
+            "round={round} messages={} delivered={} events={} secs={secs:.3} messages_per_sec={message_rate:.0} events_per_sec={event_rate:.0} bare_events_per_sec={bare_rate:.0} bare_link_events_per_sec={bare_link_rate:.0}",
             net.messages, net.delivered, net.events
         );
         // Every round replays the same history.
@@ -178,15 +248,18 @@ fn main() {
         message_rates.push(message_rate);
         event_rates.push(event_rate);
         bare_rates.push(bare_rate);
+        bare_link_rates.push(bare_link_rate);
     }
     let (m, e, b) = (
         median(message_rates),
         median(event_rates),
         median(bare_rates),
     );
+    let l = median(bare_link_rates);
     println!(
-        "messages={} messages_per_sec={m:.0} events_per_sec={e:.0} bare_events_per_sec={b:.0} messages_ratio={:.3} events_ratio={:.3} digest={}",
+        "messages={} messages_per_sec={m:.0} events_per_sec={e:.0} bare_link_events_per_sec={l:.0} ratio={:.3} bare_events_per_sec={b:.0} messages_ratio={:.3} events_ratio={:.3} digest={}",
         args.messages,
+        e / l,
         m / b,
         e / b,
         last_digest.unwrap_or_default()
