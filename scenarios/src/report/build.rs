@@ -470,25 +470,7 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
         }
     }
     for f in &scenario.faults {
-        let to = match &f.kind {
-            // A flush is an instant: its duration is ignored.
-            FaultKind::CacheFlush { .. } => None,
-            // A deploy's length follows from its batches.
-            FaultKind::Deploy {
-                service,
-                batch,
-                downtime,
-                warmup,
-            } => {
-                let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
-                Some(crate::format::schema::scaling::deploy_end(
-                    f.at, replicas, *batch, *downtime, *warmup,
-                ))
-            }
-            // A periodic pause lasts, as a disturbance, to the end of the run.
-            FaultKind::Pause { every: Some(_), .. } => None,
-            _ => f.duration.map(|d| f.at.saturating_add(d)),
-        };
+        let to = f.end(scenario);
         push(
             &f.kind.snake_name(),
             &f.kind.target().to_string(),

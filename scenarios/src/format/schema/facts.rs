@@ -6,7 +6,7 @@
 //! each match below (the timeline's `label` falls back on the short label), and the tests
 //! below fail until a sample of it is given with its facts.
 
-use super::{Expectation, FaultKind, Layer};
+use super::{Expectation, Fault, FaultKind, Layer, Scenario};
 use sim_core::SimDuration;
 use std::fmt;
 
@@ -181,6 +181,29 @@ impl FaultKind {
             FaultKind::ZoneFailure { zone } => format!("zone {zone} fails"),
             FaultKind::ClientErrorRate { service, .. } => format!("4xx {service}"),
             FaultKind::TooManyRequests { service, .. } => format!("429 {service}"),
+        }
+    }
+}
+
+impl Fault {
+    /// When the fault stops disturbing `scenario`: a deploy when its last batch has warmed
+    /// up, a fault with a duration when that ends; `None` for a periodic pause (it lasts to
+    /// the end of the run), a cache flush (an instant) and a fault without a duration.
+    pub fn end(&self, scenario: &Scenario) -> Option<SimDuration> {
+        match &self.kind {
+            FaultKind::CacheFlush { .. } | FaultKind::Pause { every: Some(_), .. } => None,
+            FaultKind::Deploy {
+                service,
+                batch,
+                downtime,
+                warmup,
+            } => {
+                let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
+                Some(super::scaling::deploy_end(
+                    self.at, replicas, *batch, *downtime, *warmup,
+                ))
+            }
+            _ => self.duration.map(|d| self.at.saturating_add(d)),
         }
     }
 }

@@ -72,23 +72,10 @@ pub fn triggers(scenario: &Scenario) -> Vec<Trigger> {
         }
     }
     for f in &scenario.faults {
+        // A flush is an instant that ends where it starts.
         let end = match &f.kind {
             FaultKind::CacheFlush { .. } => Some(f.at),
-            // A deploy is a disturbance until its last batch has warmed up.
-            FaultKind::Deploy {
-                service,
-                batch,
-                downtime,
-                warmup,
-            } => {
-                let replicas = scenario.services.get(service).map_or(1, |s| s.replicas);
-                Some(crate::format::schema::scaling::deploy_end(
-                    f.at, replicas, *batch, *downtime, *warmup,
-                ))
-            }
-            // A periodic pause disturbs until the end of the run.
-            FaultKind::Pause { every: Some(_), .. } => None,
-            _ => f.duration.map(|d| f.at.saturating_add(d)),
+            _ => f.end(scenario),
         };
         out.push(Trigger {
             kind: f.kind.snake_name(),
