@@ -573,11 +573,7 @@ fn a_name_that_cannot_be_a_field_is_refused_on_one_line() {
 /// same run.
 #[test]
 fn the_replay_command_carries_every_flag_of_the_run() {
-    let Resim {
-        code,
-        stdout: out,
-        stderr: err,
-    } = resim(&[
+    let args = [
         "run",
         "metastable-retry",
         "--seed",
@@ -590,7 +586,12 @@ fn the_replay_command_carries_every_flag_of_the_run() {
         "budget",
         "--set",
         "services.api.workers=9",
-    ]);
+    ];
+    let Resim {
+        code,
+        stdout: out,
+        stderr: err,
+    } = resim(&args);
     assert!(code < 2, "{err}");
     let replay = out
         .lines()
@@ -618,20 +619,7 @@ fn the_replay_command_carries_every_flag_of_the_run() {
         (report["digest"].clone(), report["replay_flags"].clone())
     };
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let first = digest(&[
-        "run",
-        "metastable-retry",
-        "--seed",
-        "3",
-        "--duration",
-        "20s",
-        "--max-memory",
-        "1GiB",
-        "--variant",
-        "budget",
-        "--set",
-        "services.api.workers=9",
-    ]);
+    let first = digest(&args);
     assert_eq!(digest(&words), first);
     // Without the flags the run is another one.
     assert_ne!(
