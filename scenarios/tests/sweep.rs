@@ -173,3 +173,209 @@ fn bad_arguments_are_errors_before_any_run() {
         "{err}"
     );
 }
+
+/// The book's batch recipes (`book/src/batch/`), each run the way its scheduler runs it: the
+/// command line its file holds, through `sh`, once per array task with the variables the
+/// scheduler sets, from a directory holding the scenario and a `results/` folder. Each
+/// recipe's parts merge into exactly the output of the sweep that was not split.
+#[test]
+fn the_batch_recipes_split_a_sweep_that_merges_to_the_unsplit_one() {
+    let dir = std::env::temp_dir().join(format!("resim-batch-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let book = workspace_root().join("book/src");
+    std::fs::copy(
+        book.join("scenarios/batch-sweep.ron"),
+        dir.join("batch-sweep.ron"),
+    )
+    .unwrap();
+    let whole = resim_in(&dir, &["sweep", "batch-sweep.ron", "--seeds", "1..10000"]);
+    assert_eq!((whole.code, whole.stderr.as_str()), (1, ""));
+    // The experiments chapter quotes the summary line of this sweep.
+    let summary = whole
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("  all seeds  10000"))
+        .expect("the sweep prints its summary");
+    let chapter = std::fs::read_to_string(book.join("experiments.md")).unwrap();
+    assert!(
+        chapter.contains(summary),
+        "experiments.md shows:\n{summary}"
+    );
+    let recipe = |name: &str| std::fs::read_to_string(book.join("batch").join(name)).unwrap();
+
+    // Kubernetes: the container's `sh -c` argument, once per completion index.
+    let job = recipe("indexed-job.yaml");
+    let completions = yaml_number(&job, "completions:");
+    let args = job
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("- resim "))
+        .map(|rest| format!("resim {rest}"))
+        .expect("the Job's args hold the resim command line");
+    let tasks = (0..completions).map(|i| vec![("JOB_COMPLETION_INDEX", i.to_string())]);
+    same(&run_tasks(&dir, &args, tasks), &whole.stdout, "Kubernetes");
+
+    // Slurm: the script's command line, once per id of its `--array`, with the variables
+    // sbatch sets for an array task.
+    let script = recipe("sweep-array.sbatch");
+    let array = script
+        .lines()
+        .find_map(|l| l.strip_prefix("#SBATCH --array="))
+        .expect("the script declares its array");
+    let (min, max) = array.split_once('-').unwrap();
+    let (min, max): (u64, u64) = (min.parse().unwrap(), max.parse().unwrap());
+    let command = script
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let tasks = (min..=max).map(|id| {
+        vec![
+            ("SLURM_ARRAY_TASK_ID", id.to_string()),
+            ("SLURM_ARRAY_TASK_MIN", min.to_string()),
+            ("SLURM_ARRAY_TASK_MAX", max.to_string()),
+            ("SLURM_ARRAY_TASK_STEP", "1".to_string()),
+            ("SLURM_ARRAY_TASK_COUNT", (max - min + 1).to_string()),
+            ("SLURM_CPUS_PER_TASK", "2".to_string()),
+        ]
+    });
+    same(&run_tasks(&dir, &command, tasks), &whole.stdout, "Slurm");
+
+    // GNU parallel: the recipe as it is where `parallel` is installed (CI installs it);
+    // elsewhere each job of its one `parallel '…'` line, `{}` replaced as parallel would.
+    let recipe = recipe("parallel.sh");
+    let merged = if sh(&dir, "parallel --version", &[]).0 == 0 {
+        clear_results(&dir);
+        let (code, stdout, stderr) = sh(&dir, &recipe, &[]);
+        assert_eq!((code, stderr.as_str()), (1, ""), "GNU parallel");
+        stdout
+    } else {
+        let line = recipe
+            .lines()
+            .find(|l| l.starts_with("seq "))
+            .expect("the recipe runs parallel over a seq");
+        let jobs: u64 = line["seq ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let template = line
+            .split('\'')
+            .nth(1)
+            .expect("parallel's command is quoted");
+        let tasks = (1..=jobs).map(|k| vec![("PARALLEL_SEQ", k.to_string())]);
+        let per_job = template.replace("{}", "$PARALLEL_SEQ");
+        run_tasks(&dir, &per_job, tasks)
+    };
+    same(&merged, &whole.stdout, "GNU parallel");
+}
+
+/// Two outputs of 10,000 lines are the same; if not, the first line that differs.
+fn same(merged: &str, whole: &str, recipe: &str) {
+    let differs = merged.lines().zip(whole.lines()).position(|(a, b)| a != b);
+    assert!(
+        merged == whole,
+        "{recipe}: the merged parts differ from the unsplit sweep at line {differs:?} (lines {} and {})",
+        merged.lines().count(),
+        whole.lines().count()
+    );
+}
+
+/// The number after `key` on its line of a YAML file.
+fn yaml_number(yaml: &str, key: &str) -> u64 {
+    yaml.lines()
+        .find_map(|l| l.trim().strip_prefix(key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{key} in the manifest"))
+}
+
+/// `command` through `sh` from `dir`, with `resim` on the PATH and `vars` set: exit code,
+/// stdout, stderr.
+fn sh(dir: &std::path::Path, command: &str, vars: &[(&str, String)]) -> (i32, String, String) {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_resim"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("PATH", path)
+        .envs(vars.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("sh runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn clear_results(dir: &std::path::Path) {
+    let results = dir.join("results");
+    let _ = std::fs::remove_dir_all(&results);
+    std::fs::create_dir_all(&results).unwrap();
+}
+
+/// Runs `command` once per task (each with its variables) into a fresh `results/`, checks
+/// that every task succeeded and made its share, and returns what `resim merge` prints.
+fn run_tasks(
+    dir: &std::path::Path,
+    command: &str,
+    tasks: impl Iterator<Item = Vec<(&'static str, String)>>,
+) -> String {
+    clear_results(dir);
+    let mut parts = 0;
+    for vars in tasks {
+        let (code, _, stderr) = sh(dir, command, &vars);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{command} with {vars:?}");
+        parts += 1;
+    }
+    let files = std::fs::read_dir(dir.join("results"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".jsonl")
+        })
+        .count();
+    assert_eq!(files, parts, "one part per task");
+    let (code, stdout, stderr) = sh(dir, "resim merge results/part-*.jsonl", &[]);
+    assert_eq!((code, stderr.as_str()), (1, ""), "merge");
+    stdout
+}
+
+#[test]
+fn partition_auto_without_an_array_task_says_what_it_looked_for() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args(["sweep", "replay", "--seeds", "1..4", "--partition", "auto"])
+        .current_dir(workspace_root())
+        .env_remove("SLURM_ARRAY_TASK_ID")
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("AWS_BATCH_JOB_ARRAY_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("replay: --partition auto: no array task in the environment"),
+        "{err}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
+        .args(["sweep", "replay", "--seeds", "1..4", "--partition", "auto"])
+        .current_dir(workspace_root())
+        .env("JOB_COMPLETION_INDEX", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("write auto/N"), "{err}");
+}

@@ -251,7 +251,7 @@ const FUNCTION_LINES_MAX: usize = 70;
 /// name, lines): each may shrink but not grow, and leaves the list once it fits; a function
 /// not listed may not pass the limit. The list may only get shorter.
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
-    ("scenarios/src/cli/mod.rs", "main", 121),
+    ("scenarios/src/cli/mod.rs", "main", 100),
     ("scenarios/src/cli/mod.rs", "run_file", 85),
     ("scenarios/src/experiment/compare.rs", "render", 86),
     ("scenarios/src/experiment/phase.rs", "phase_map", 112),

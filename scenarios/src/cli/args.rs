@@ -1,7 +1,7 @@
 //! What each `resim` command takes: the clap types of the command line, and the parsers of
 //! the values its flags are written in (seeds, windows, `--set`).
 
-use crate::experiment::Partition;
+use crate::experiment::PartitionSpec;
 use crate::experiment::shrink;
 use crate::format::error::one_line;
 use crate::format::limits::{Bytes, RunLimits};
@@ -186,9 +186,10 @@ pub(super) struct SweepArgs {
     #[arg(long, value_name = "FILE.jsonl")]
     pub(super) out: Option<String>,
     /// Make only every N-th run, starting at the K-th (K/N, e.g. 1/2), to split a sweep
-    /// across machines; `resim merge` joins the parts.
-    #[arg(long, value_name = "K/N")]
-    pub(super) partition: Option<Partition>,
+    /// across machines; `resim merge` joins the parts. `auto` (or `auto/N`) takes K and N
+    /// from a Slurm, Kubernetes Indexed Job or AWS Batch array task's environment.
+    #[arg(long, value_name = "K/N|auto[/N]")]
+    pub(super) partition: Option<PartitionSpec>,
 }
 
 /// What `resim phase` takes.

@@ -53,28 +53,7 @@ pub fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Sweep(args) => {
-            let file = args.file.clone();
-            let grid: Result<Vec<GridAxis>, String> = args
-                .grid
-                .iter()
-                .map(|text| {
-                    GridAxis::parse(Flag::Grid, text)
-                        .map_err(|m| flag_error(&file, Flag::Grid, text, &m))
-                })
-                .collect();
-            let command = args.overrides.overrides(&file).and_then(|overrides| {
-                Ok(Sweep {
-                    file: args.file,
-                    seeds: args.seeds,
-                    duration: args.duration,
-                    overrides,
-                    grid: grid?,
-                    jobs: args.jobs.map(usize::from),
-                    out: args.out,
-                    partition: args.partition,
-                })
-            });
-            report_outcome(command.and_then(|c| sweep(&c, &library::open, &limits)))
+            report_outcome(sweep_of(args).and_then(|c| sweep(&c, &library::open, &limits)))
         }
         Command::Phase(args) => {
             let file = args.file.clone();
@@ -155,6 +134,35 @@ pub fn main() -> ExitCode {
         },
         Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
     }
+}
+
+/// `resim sweep`'s arguments as a [`Sweep`]: the grid parsed, the overrides read, and the
+/// partition resolved (`--partition auto` from the environment of a batch array task).
+fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
+    let file = args.file.clone();
+    let grid = args
+        .grid
+        .iter()
+        .map(|text| {
+            GridAxis::parse(Flag::Grid, text).map_err(|m| flag_error(&file, Flag::Grid, text, &m))
+        })
+        .collect::<Result<Vec<GridAxis>, String>>();
+    let partition = args
+        .partition
+        .map(|p| p.resolve(&|name| std::env::var(name).ok()))
+        .transpose()
+        .map_err(|m| format!("{file}: {m}"));
+    let overrides = args.overrides.overrides(&file)?;
+    Ok(Sweep {
+        file: args.file,
+        seeds: args.seeds,
+        duration: args.duration,
+        overrides,
+        grid: grid?,
+        jobs: args.jobs.map(usize::from),
+        out: args.out,
+        partition: partition?,
+    })
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the

@@ -10,7 +10,8 @@
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
 //! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
 //! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
-//! | [`plan`] | grid axes, partitions, the runs of a sweep and their stable indices |
+//! | [`partition`] | `--partition K/N` and `--partition auto`: which share of a sweep's runs this process makes, from the flag or from a batch scheduler's array index |
+//! | [`plan`] | grid axes, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
 //! | [`shrink`] | `resim shrink`: a smaller scenario that still fails the same expectation |
@@ -27,13 +28,15 @@
 pub mod command;
 pub mod compare;
 pub mod determinism;
+pub mod partition;
 pub mod phase;
 pub mod plan;
 pub mod shrink;
 pub mod stats;
 pub mod sweep;
 
-pub use plan::{GridAxis, Partition, Plan};
+pub use partition::{Partition, PartitionSpec};
+pub use plan::{GridAxis, Plan};
 pub use sweep::{
     RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
 };

@@ -3,8 +3,8 @@
 //! every seed. Every run has a stable index, `point × seeds + seed offset`, which is the order
 //! of the output and what [`Partition`] splits on.
 
+pub use super::partition::Partition;
 use crate::format::overrides::{Flag, Override};
-use std::fmt;
 use std::str::FromStr;
 
 /// The most runs one sweep makes (grid points × seeds).
@@ -83,46 +83,6 @@ fn split_top_level(text: &str) -> Vec<String> {
     }
     out.push(current.trim().to_string());
     out
-}
-
-/// `--partition K/N`: this process makes the runs whose index is `K − 1` modulo `N` (as
-/// cargo-nextest counts: K from 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Partition {
-    /// Which share, from 1.
-    pub part: u64,
-    /// How many shares.
-    pub parts: u64,
-}
-
-impl Partition {
-    /// Whether run `index` is in this share.
-    pub fn contains(&self, index: u64) -> bool {
-        index % self.parts == self.part - 1
-    }
-}
-
-impl FromStr for Partition {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        let bad = || format!("{text:?}: write a partition as K/N with 1 ≤ K ≤ N, e.g. 1/2");
-        let (k, n) = text.split_once('/').ok_or_else(bad)?;
-        let (part, parts) = (
-            k.trim().parse::<u64>().map_err(|_| bad())?,
-            n.trim().parse::<u64>().map_err(|_| bad())?,
-        );
-        if part == 0 || part > parts {
-            return Err(bad());
-        }
-        Ok(Partition { part, parts })
-    }
-}
-
-impl fmt::Display for Partition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.part, self.parts)
-    }
 }
 
 /// The runs of a sweep: grid points × seeds, maybe one share of them.
@@ -257,8 +217,5 @@ mod tests {
             .collect();
         joined.sort_unstable();
         assert_eq!(joined, (0..24).collect::<Vec<_>>());
-        assert!("0/2".parse::<Partition>().is_err());
-        assert!("3/2".parse::<Partition>().is_err());
-        assert_eq!("2/3".parse::<Partition>().unwrap().to_string(), "2/3");
     }
 }
