@@ -356,7 +356,7 @@ fn run_tasks(
 #[test]
 fn partition_auto_without_an_array_task_says_what_it_looked_for() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(["sweep", "replay", "--seeds", "1..4", "--partition", "auto"])
+        .args(["sweep", "retry-storm", "--seeds", "1..4", "--partition", "auto"])
         .current_dir(workspace_root())
         .env_remove("SLURM_ARRAY_TASK_ID")
         .env_remove("JOB_COMPLETION_INDEX")
@@ -366,11 +366,11 @@ fn partition_auto_without_an_array_task_says_what_it_looked_for() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.starts_with("replay: --partition auto: no array task in the environment"),
+        err.starts_with("retry-storm: --partition auto: no array task in the environment"),
         "{err}"
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(["sweep", "replay", "--seeds", "1..4", "--partition", "auto"])
+        .args(["sweep", "retry-storm", "--seeds", "1..4", "--partition", "auto"])
         .current_dir(workspace_root())
         .env("JOB_COMPLETION_INDEX", "1")
         .output()
