@@ -244,3 +244,85 @@ fn json_gives_every_figure_of_the_table_and_svg_draws_both_sides() {
     assert!(page.contains("wasted work s") && page.matches("<svg").count() == 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The trigger and after rows are the run's figures over the stretches the verdict reads,
+/// computed again here from each seed's per-bucket series: the success ratio by bucket of
+/// offer, and the successes completed per second.
+#[test]
+fn the_trigger_and_after_rows_are_the_runs_figures_over_those_stretches() {
+    let c = check(&["metastable-retry"], &["budget"], &[]);
+    // The spike is 10s to 15s; the run is 60s and its last bucket holds what is in flight.
+    assert_eq!(c.windows.0, Some((10.0, 15.0, Some(59.0))));
+    assert_eq!(c.windows.0, c.windows.1);
+    for (side, variant) in [(0, None), (1, Some("budget"))] {
+        let (mut success, mut goodput) = (Vec::new(), Vec::new());
+        for seed in 1..=5 {
+            let r = support::run_library_with("metastable-retry", variant, &[], Some(seed));
+            let stretch = |from: f64, to: f64| {
+                let rows: Vec<_> = r
+                    .series
+                    .iter()
+                    .filter(|b| b.t_s >= from && b.t_s < to)
+                    .collect();
+                let offered: u64 = rows.iter().map(|b| b.offered).sum();
+                let ok: u64 = rows.iter().map(|b| b.successes).sum();
+                let per_s: f64 = rows.iter().map(|b| b.goodput_per_s).sum::<f64>() / (to - from);
+                (100.0 * ok as f64 / offered as f64, per_s)
+            };
+            let (during, after) = (stretch(10.0, 15.0), stretch(15.0, 59.0));
+            success.push((during.0, after.0));
+            goodput.push((during.1, after.1));
+        }
+        let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
+        let pick = |r: &Row| if side == 0 { r.a.mean } else { r.b.mean };
+        let near = |name: &str, expected: f64, within: f64| {
+            let shown = pick(row(&c, name));
+            assert!(
+                (shown - expected).abs() <= within,
+                "side {side} {name}: {shown} against {expected} from the series"
+            );
+        };
+        // Rounded to 3 decimals per run (a ratio) or per bucket (a rate).
+        near(
+            "trigger success %",
+            mean(success.iter().map(|s| s.0).collect()),
+            0.05,
+        );
+        near(
+            "after success %",
+            mean(success.iter().map(|s| s.1).collect()),
+            0.05,
+        );
+        near(
+            "trigger goodput/s",
+            mean(goodput.iter().map(|g| g.0).collect()),
+            0.01,
+        );
+        near(
+            "after goodput/s",
+            mean(goodput.iter().map(|g| g.1).collect()),
+            0.01,
+        );
+    }
+    // The storm: no request offered after the spike succeeds without the budget, nearly all
+    // with it; during the spike both sides fail alike (the overload, not the retries, is what
+    // fails them then), so the whole-run figures hide where the difference is.
+    let after = row(&c, "after success %");
+    assert!(after.a.mean < 1.0 && after.b.mean > 95.0, "{after:?}");
+    assert!(after.significant());
+    let during = row(&c, "trigger success %");
+    assert!(!during.significant(), "{during:?}");
+    // A run with no trigger that ends has no such rows.
+    let none = check(
+        &["retry-storm", "retry-storm"],
+        &[],
+        &["duration=\"15s\"", "expectations=[]"],
+    );
+    assert!(
+        none.rows
+            .iter()
+            .all(|r| !r.name.starts_with("trigger ") && !r.name.starts_with("after ")),
+        "{:?}",
+        none.rows
+    );
+}

@@ -356,7 +356,14 @@ fn run_tasks(
 #[test]
 fn partition_auto_without_an_array_task_says_what_it_looked_for() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(["sweep", "retry-storm", "--seeds", "1..4", "--partition", "auto"])
+        .args([
+            "sweep",
+            "retry-storm",
+            "--seeds",
+            "1..4",
+            "--partition",
+            "auto",
+        ])
         .current_dir(workspace_root())
         .env_remove("SLURM_ARRAY_TASK_ID")
         .env_remove("JOB_COMPLETION_INDEX")
@@ -370,7 +377,14 @@ fn partition_auto_without_an_array_task_says_what_it_looked_for() {
         "{err}"
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args(["sweep", "retry-storm", "--seeds", "1..4", "--partition", "auto"])
+        .args([
+            "sweep",
+            "retry-storm",
+            "--seeds",
+            "1..4",
+            "--partition",
+            "auto",
+        ])
         .current_dir(workspace_root())
         .env("JOB_COMPLETION_INDEX", "1")
         .output()

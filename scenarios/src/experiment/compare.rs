@@ -17,6 +17,7 @@ use super::stats::{Moments, t_interval};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
 use crate::report::Report;
+use crate::report::metastability::WindowFigures;
 use crate::{RunOptions, run};
 use rayon::prelude::*;
 use sim_core::SimDuration;
@@ -72,7 +73,19 @@ pub struct Comparison {
     pub verdicts: (BTreeMap<String, u64>, BTreeMap<String, u64>),
     /// The reports of both sides' runs of the first seed, for charts.
     pub first: Option<Box<(Report, Report)>>,
+    /// Per side, the shortest and longest recovery time over the seeds (of the runs that
+    /// recovered or never degraded), in seconds.
+    pub recovery_spread: (Spread, Spread),
+    /// Per side, the stretches the `trigger` and `after` rows cover in its first seed's run:
+    /// the trigger's start and end and the end of the stretch after it, in seconds.
+    pub windows: (Stretches, Stretches),
 }
+
+/// The shortest and longest of some times, in seconds (`None`: there were none).
+pub type Spread = Option<(f64, f64)>;
+
+/// The trigger rows' stretch (start, end) and the after rows' end, in seconds.
+pub type Stretches = Option<(f64, f64, Option<f64>)>;
 
 /// The figures of one run that a comparison reads.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +109,10 @@ pub struct Sample {
     pub verdict: Option<String>,
     /// Whether every expectation held.
     pub passed: bool,
+    /// The figures during the triggers, when the run has a trigger that ends.
+    pub during: Option<WindowFigures>,
+    /// The figures after the triggers, when the run goes on after them.
+    pub after: Option<WindowFigures>,
 }
 
 impl Sample {
@@ -121,6 +138,8 @@ impl Sample {
                 }),
             verdict: report.metastability.as_ref().map(|m| m.verdict.clone()),
             passed: report.passed(),
+            during: report.metastability.as_ref().and_then(|m| m.during.clone()),
+            after: report.metastability.as_ref().and_then(|m| m.after.clone()),
         }
     }
 }
@@ -134,14 +153,38 @@ const RECOVERY: &str = "recovery s";
 /// The figures a comparison shows, with how each is read from a sample. The recovery time
 /// counts only the runs that recovered (or never degraded); its paired difference only the
 /// seeds on which both sides did, and the `n` of each side says how many.
-const FIGURES: [(&str, Figure); 6] = [
+///
+/// The `trigger` and `after` rows are the same figures over the stretches the metastability
+/// verdict reads (from the first trigger's start to the last one's end, and from there to the
+/// run's end; see [`WindowFigures`]), shown when a side has them: an effect during a fault
+/// is not diluted by the healthy rest of the run.
+const FIGURES: [(&str, Figure); 12] = [
     ("goodput/s", |r| Some(r.goodput_per_s)),
     ("success %", |r| Some(100.0 * r.success_ratio)),
     ("p99 ms", |r| r.p99_ms),
     ("amplification", |r| Some(r.amplification)),
     ("wasted work s", |r| Some(r.wasted_work_s)),
     (RECOVERY, |r| r.recovery_s),
+    ("trigger goodput/s", |r| {
+        r.during.as_ref().map(|w| w.goodput_per_s)
+    }),
+    ("trigger success %", |r| {
+        r.during.as_ref()?.success_ratio.map(|x| 100.0 * x)
+    }),
+    ("trigger p99 ms", |r| r.during.as_ref()?.latency_ms_p99),
+    ("after goodput/s", |r| {
+        r.after.as_ref().map(|w| w.goodput_per_s)
+    }),
+    ("after success %", |r| {
+        r.after.as_ref()?.success_ratio.map(|x| 100.0 * x)
+    }),
+    ("after p99 ms", |r| r.after.as_ref()?.latency_ms_p99),
 ];
+
+/// Whether a row is one of the window rows, shown only when a side has its figure.
+fn windowed(name: &str) -> bool {
+    name.starts_with("trigger ") || name.starts_with("after ")
+}
 
 /// Runs `scenario` once per seed on `jobs` threads: the samples in seed order, and the report
 /// of the first seed.
@@ -213,26 +256,7 @@ pub fn compare(
         firsts.push(first);
     }
     let (a, b) = (&samples[0], &samples[1]);
-    let rows = FIGURES
-        .iter()
-        .map(|(name, figure)| {
-            let mut row = Row {
-                name,
-                a: Moments::of(a.iter().filter_map(figure)),
-                b: Moments::of(b.iter().filter_map(figure)),
-                difference: Moments::default(),
-                interval: None,
-            };
-            let differences: Vec<f64> = a
-                .iter()
-                .zip(b)
-                .filter_map(|(ra, rb)| Some(figure(rb)? - figure(ra)?))
-                .collect();
-            row.difference = Moments::of(differences.iter().copied());
-            row.interval = t_interval(&differences);
-            row
-        })
-        .collect();
+    let rows = rows(a, b);
     let passed = |r: &[Sample]| r.iter().filter(|r| r.passed).count() as u64;
     let verdicts = |r: &[Sample]| {
         let mut counts = BTreeMap::new();
@@ -243,7 +267,14 @@ pub fn compare(
     };
     let second = firsts.pop().expect("two sides");
     let first = firsts.pop().expect("two sides");
+    let stretches = |r: &Report| {
+        let m = r.metastability.as_ref()?;
+        let during = m.during.as_ref()?;
+        Some((during.from_s, during.to_s, m.after.as_ref().map(|a| a.to_s)))
+    };
     Ok(Comparison {
+        recovery_spread: (spread(a), spread(b)),
+        windows: (stretches(&first), stretches(&second)),
         labels: (sides[0].label.clone(), sides[1].label.clone()),
         seeds,
         passed: (passed(a), passed(b)),
@@ -253,9 +284,45 @@ pub fn compare(
     })
 }
 
-/// The comparison as one JSON object (indented, keys in alphabetical order): the sides, the seeds, how many runs passed, and per
-/// figure each side's mean, standard deviation and count, the mean paired difference, its
-/// 95% interval (`null` with fewer than two seeds) and whether it is significant.
+/// The rows of the table: each figure over both sides' samples, and its paired differences
+/// (the window rows only when a side has them).
+fn rows(a: &[Sample], b: &[Sample]) -> Vec<Row> {
+    FIGURES
+        .iter()
+        .map(|(name, figure)| {
+            let differences: Vec<f64> = a
+                .iter()
+                .zip(b)
+                .filter_map(|(ra, rb)| Some(figure(rb)? - figure(ra)?))
+                .collect();
+            Row {
+                name,
+                a: Moments::of(a.iter().filter_map(figure)),
+                b: Moments::of(b.iter().filter_map(figure)),
+                difference: Moments::of(differences.iter().copied()),
+                interval: t_interval(&differences),
+            }
+        })
+        .filter(|row| !windowed(row.name) || row.a.count + row.b.count > 0)
+        .collect()
+}
+
+/// The shortest and longest recovery time of `samples`, if any recovered.
+fn spread(samples: &[Sample]) -> Spread {
+    samples
+        .iter()
+        .filter_map(|r| r.recovery_s)
+        .fold(None, |acc, x| match acc {
+            None => Some((x, x)),
+            Some((lo, hi)) => Some((f64::min(lo, x), f64::max(hi, x))),
+        })
+}
+
+/// The comparison as one JSON object (indented, keys in alphabetical order): the sides, the
+/// seeds, how many runs passed, the verdict counts, the range of recovery times and the
+/// stretches of the trigger and after rows, and per figure each side's mean, standard
+/// deviation and count, the mean paired difference, its 95% interval (`null` with fewer than
+/// two seeds) and whether it is significant.
 pub fn render_json(c: &Comparison) -> String {
     let moments = |m: &Moments| {
         let some = |x: f64| (m.count > 0).then_some(x).and_then(finite);
@@ -281,11 +348,25 @@ pub fn render_json(c: &Comparison) -> String {
         "seeds": [c.seeds.0, c.seeds.1],
         "passed": { "a": c.passed.0, "b": c.passed.1 },
         "verdicts": { "a": c.verdicts.0, "b": c.verdicts.1 },
+        "recovery_s_range": { "a": c.recovery_spread.0, "b": c.recovery_spread.1 },
+        "stretches": { "a": stretch_json(&c.windows.0), "b": stretch_json(&c.windows.1) },
         "figures": figures,
     });
     let mut text = serde_json::to_string_pretty(&value).expect("a JSON value prints");
     text.push('\n');
     text
+}
+
+/// The stretches of the trigger and after rows as JSON: `{"trigger": [from, to], "after":
+/// [from, to]}` in seconds, or `null` without a trigger that ends.
+fn stretch_json(s: &Stretches) -> serde_json::Value {
+    match s {
+        None => serde_json::Value::Null,
+        Some((from, to, after)) => serde_json::json!({
+            "trigger": [from, to],
+            "after": after.map(|end| [*to, end]),
+        }),
+    }
 }
 
 /// JSON has no NaN: a figure without a value is `null`.
@@ -328,7 +409,7 @@ pub fn render(c: &Comparison) -> String {
     );
     let _ = writeln!(
         out,
-        "\n  {:<14} {:>18} {:>18} {:>12}  {:<24}",
+        "\n  {:<17} {:>18} {:>18} {:>12}  {:<24}",
         "", "A", "B", "B − A", "95% interval of B − A"
     );
     let no_verdicts = c.verdicts.0.is_empty() && c.verdicts.1.is_empty();
@@ -353,7 +434,7 @@ pub fn render(c: &Comparison) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<14} {:>18} {:>18} {:>12}  {:<24}{mark}",
+            "  {:<17} {:>18} {:>18} {:>12}  {:<24}{mark}",
             r.name,
             pm(&r.a),
             pm(&r.b),
@@ -367,11 +448,20 @@ pub fn render(c: &Comparison) -> String {
     }
     let _ = writeln!(
         out,
-        "  {:<14} {:>18} {:>18}",
+        "  {:<17} {:>18} {:>18}",
         "passed",
         format!("{} of {runs}", c.passed.0),
         format!("{} of {runs}", c.passed.1)
     );
+    out.push_str(&notes(c, runs, no_verdicts));
+    // The last column is padded; a line ends at its last character.
+    out.lines().map(|l| format!("{}\n", l.trim_end())).collect()
+}
+
+/// The lines under the table: which runs a partial figure comes from, the verdicts with the
+/// spread of recovery times, and the seconds the window rows cover.
+fn notes(c: &Comparison, runs: u64, no_verdicts: bool) -> String {
+    let mut out = String::new();
     // A figure some runs lack (no successes, no recovery) is the mean of those that have it.
     let verdicts = |v: &BTreeMap<String, u64>| {
         v.iter()
@@ -384,16 +474,7 @@ pub fn render(c: &Comparison) -> String {
         .iter()
         .filter(|r| r.a.count < runs || r.b.count < runs)
     {
-        if r.name == RECOVERY {
-            if !no_verdicts {
-                let _ = writeln!(
-                    out,
-                    "  {RECOVERY}: over the runs that recovered (never degraded counts 0); A: {}; B: {}",
-                    verdicts(&c.verdicts.0),
-                    verdicts(&c.verdicts.1)
-                );
-            }
-        } else {
+        if r.name != RECOVERY {
             let _ = writeln!(
                 out,
                 "  {}: from {} of A's {runs} runs and {} of B's (the others have none)",
@@ -401,8 +482,47 @@ pub fn render(c: &Comparison) -> String {
             );
         }
     }
-    // The last column is padded; a line ends at its last character.
-    out.lines().map(|l| format!("{}\n", l.trim_end())).collect()
+    if !no_verdicts {
+        let side = |v: &BTreeMap<String, u64>, spread: Option<(f64, f64)>| match spread {
+            Some((lo, hi)) => format!("{} (recovery {lo:.2}s to {hi:.2}s)", verdicts(v)),
+            None => verdicts(v),
+        };
+        let _ = writeln!(
+            out,
+            "  verdicts: A: {}; B: {}; {RECOVERY} is over the runs that recovered (never degraded counts 0)",
+            side(&c.verdicts.0, c.recovery_spread.0),
+            side(&c.verdicts.1, c.recovery_spread.1)
+        );
+    }
+    if let Some(line) = stretches_line(&c.windows) {
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The note under the table that says which seconds the `trigger` and `after` rows cover
+/// (each side's, when they differ).
+fn stretches_line(windows: &(Stretches, Stretches)) -> Option<String> {
+    let words = |s: &Stretches| {
+        let (from, to, after) = (*s)?;
+        Some(match after {
+            Some(end) => format!("trigger {from}s to {to}s, after {to}s to {end}s"),
+            None => format!("trigger {from}s to {to}s"),
+        })
+    };
+    let (a, b) = (words(&windows.0), words(&windows.1));
+    let sides = match (a, b) {
+        (None, None) => return None,
+        (Some(a), Some(b)) if a == b => a,
+        (a, b) => format!(
+            "A: {}; B: {}",
+            a.as_deref().unwrap_or("no trigger that ends"),
+            b.as_deref().unwrap_or("no trigger that ends")
+        ),
+    };
+    Some(format!(
+        "  trigger and after rows: {sides} (whole buckets, from the first trigger's start to the last one's end, then to the run's last bucket)\n"
+    ))
 }
 
 /// The two sides a command line names: two files (each with the `--set` overrides), or one

@@ -6,10 +6,12 @@
 //! |---|---|
 //! | [`Verdict`] | one client's verdict, as data |
 //! | [`Metastability`] | the report's `metastability` section: thresholds, trigger, verdicts |
+//! | [`WindowFigures`] | what the clients got during the triggers and after them |
 //!
 //! | module | what |
 //! |---|---|
 //! | `expect` | the verdict on the `Recovers` and `Metastable` expectations |
+//! | `windows` | the figures during the triggers and after them |
 //!
 //! The thresholds ([`VerdictConfig`]), the triggers a verdict is counted from and the window it
 //! is judged over are the file's: [`crate::format::verdict`].
@@ -38,6 +40,9 @@
 //! (collapsed, then metastable, then the longest recovery).
 
 mod expect;
+mod windows;
+
+pub use windows::WindowFigures;
 
 pub(crate) use expect::expectation;
 
@@ -151,6 +156,12 @@ pub struct Metastability {
     pub sustain_s: f64,
     /// Per client, in name order.
     pub clients: Vec<ClientVerdict>,
+    /// Over all clients, from the first trigger's start to the last one's end (whole
+    /// buckets; `null` when that is no whole bucket before the run's last).
+    pub during: Option<WindowFigures>,
+    /// Over all clients, from the last trigger's end to the run's last bucket (`null` when
+    /// the run ends first).
+    pub after: Option<WindowFigures>,
     #[serde(skip)]
     worst: Verdict,
 }
@@ -230,7 +241,13 @@ pub fn judge(scenario: &Scenario, figures: &Figures) -> Result<Metastability, No
         .max_by_key(|v| v.severity())
         .unwrap_or(Verdict::NeverDegraded);
     let end = w.last.end.expect("a window's last trigger ends");
+    // The stretches the verdict reads: whole buckets, the last (in-flight) one left out.
+    let last = figures.bucket_count().saturating_sub(1);
+    let first = ((w.first_start.as_nanos() / bucket) as usize).min(last);
+    let ended = (end.as_nanos().div_ceil(bucket) as usize).clamp(first, last);
     Ok(Metastability {
+        during: windows::over(figures, first..ended),
+        after: windows::over(figures, ended..last),
         verdict: worst.name().to_string(),
         recovered_after_s: match worst {
             Verdict::Recovered { after } => Some(round3(after.as_secs_f64())),
