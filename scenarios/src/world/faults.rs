@@ -1,10 +1,13 @@
 //! The fault timeline and the controllers that run on ticks: faults starting and ending,
-//! crashes and cold restarts, PID shedder updates and active health checks.
+//! what each does when it does (a crash takes replicas down through
+//! [`World::replica_down`], its end restarts them), PID shedder updates and active health
+//! checks.
 //!
 //! Network faults (`Latency`, `Loss`, `Partition`) are sim-net's, installed when the network
 //! is built ([`super::network`]); their start and end events here only mark the timeline
 //! for traces.
 
+use super::lifecycle::Down;
 use super::msg::Msg;
 use super::{C, World, later};
 use crate::format::schema::{Fault, FaultKind, FaultTarget};
@@ -68,11 +71,9 @@ impl World {
                         continue;
                     }
                     if start {
-                        self.crash(ctx, svc, r);
+                        self.replica_down(ctx, svc, r, Down::Crash);
                     } else {
-                        let delay = self.services[svc].config().restart.unwrap_or_default();
-                        let (service, replica) = (svc as u32, r as u32);
-                        later(ctx, delay, Msg::Restart { service, replica });
+                        self.restart_later(ctx, svc, r);
                     }
                 }
             }
@@ -152,52 +153,6 @@ impl World {
             .iter()
             .position(|c| c.name() == name)
             .expect("fault targets are checked by validation")
-    }
-
-    /// Replica `r` of `svc` crashes: what it held is lost and it refuses work until it
-    /// restarts.
-    pub(super) fn crash(&mut self, ctx: C, svc: usize, r: usize) {
-        self.services[svc].counts().crashes += 1;
-        // The rest of a pause under way does not happen.
-        if let Some(u) = self.services[svc].replica_ref(r).paused_until()
-            && let Some(c) = self.services[svc].capacity_mut()
-        {
-            c.pause_cut(u.saturating_duration_since(ctx.now()));
-        }
-        self.lose_jobs(ctx, svc, r);
-        let s = &mut self.services[svc];
-        let config = s.config().clone();
-        let was_up = s.replica_ref(r).is_up();
-        s.replica(r).crash(&config);
-        s.capacity_change(ctx.now());
-        if was_up {
-            s.replica_changed(ctx.now(), r);
-        }
-    }
-
-    /// A crashed replica is up again, cold.
-    pub(super) fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
-        let was_down = !self.services[svc].replica_ref(r).is_up();
-        // A replica in a failing zone stays down until the zone is back.
-        if self.zone_failed(svc, r) {
-            return;
-        }
-        // A replica down after a zone failure or a liveness restart is back in rotation.
-        if let Some(s) = self.services[svc].scaling_mut() {
-            s.revive(ctx.now(), r);
-        }
-        // The scaler may have taken it out of rotation meanwhile: it stays down.
-        if !self.services[svc].in_rotation(r) {
-            return;
-        }
-        if let Some(s) = self.services[svc].scaling_mut() {
-            s.restarted(ctx.now(), r);
-        }
-        self.services[svc].replica(r).restart(ctx.now());
-        self.services[svc].capacity_change(ctx.now());
-        if was_down {
-            self.services[svc].replica_changed(ctx.now(), r);
-        }
     }
 
     /// Active health checks probe a service's replicas.

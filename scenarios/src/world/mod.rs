@@ -29,7 +29,8 @@
 //! | `hedge` | a hedged call's race |
 //! | `service` | a service: balancer, admission, work, faults, controllers, figures |
 //! | `replica` | a replica: workers, queue and discipline (including the `Priority` and RFC 8289 `CoDelRfc` queues), per-tenant bulkhead, health, cache state |
-//! | `scaling` | replica slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
+//! | `lifecycle` | a replica's slot (up, paused, down and why; in rotation, parked, starting, draining, redeploying, out) and the one way down and the one way up |
+//! | `scaling` | what moves slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
 //! | `distributed` | distributed rate limiters: local, central at a store service, leases |
@@ -38,8 +39,8 @@
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `locks` | row locks of `Locked` stores: a job's wait for its row, the grants, the timeouts |
 //! | `pool` | connection pools of pooled call sites (idle, in use, opening, FIFO waiters) and each target's open connections |
-//! | `faults` | the fault timeline, crashes and restarts, controller ticks |
-//! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes and their restarts |
+//! | `faults` | the fault timeline (a crash and its restarts go through `lifecycle`), controller ticks |
+//! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes (their downs and restarts go through `lifecycle`) |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -91,6 +92,7 @@ mod fanout;
 mod faults;
 mod hedge;
 mod job;
+mod lifecycle;
 mod locks;
 pub mod msg;
 mod network;
@@ -716,7 +718,8 @@ impl Entity for World {
             Msg::FaultStart { fault } => self.on_fault(ctx, fault as usize, true),
             Msg::FaultEnd { fault } => self.on_fault(ctx, fault as usize, false),
             Msg::Restart { service, replica } => {
-                self.on_restart(ctx, service as usize, replica as usize)
+                let (svc, r) = (service as usize, replica as usize);
+                self.replica_up(ctx, svc, r, lifecycle::Up::Restart)
             }
             Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
             Msg::HealthTick { service } => self.on_health_tick(ctx, service as usize),

@@ -14,6 +14,7 @@ use super::admission::{Limited, PriorityShedding, RateLimits};
 use super::capacity::Capacity;
 use super::client::bucket_mut;
 use super::job::Job;
+use super::lifecycle::{Lifecycle, Rotation};
 use super::outcome::Reason;
 use super::pace::Quota;
 use super::refresh::Refresh;
@@ -131,8 +132,10 @@ pub struct Service {
     /// Which replicas each caller unit may use, when it is isolated or poisoned
     /// ([`super::sharding`]).
     sharding: Option<Sharding>,
-    /// Its replica slots in and out of rotation, if it autoscales, cold-starts or is
-    /// deployed (`None`: every replica is in rotation).
+    /// Its replicas' slots: up, paused or down, in rotation or not ([`super::lifecycle`]).
+    life: Lifecycle,
+    /// Its autoscaler, cold starts and deploys, if it autoscales, cold-starts or its slots
+    /// may leave rotation (`None`: every replica stays in rotation).
     scaling: Option<Box<Scaling>>,
     /// Its pauses, zones and liveness probes, if any ([`super::capacity`]).
     capacity: Option<Box<Capacity>>,
@@ -186,12 +189,7 @@ impl Service {
         );
         let slots = crate::format::schema::scaling::slots(config);
         let scaling = Scaling::new(config, slots as usize, false, bucket).map(Box::new);
-        let mut replicas: Vec<Replica> = (0..slots).map(|_| Replica::new(config)).collect();
-        for (r, replica) in replicas.iter_mut().enumerate() {
-            if scaling.as_ref().is_some_and(|s| s.parked(r)) {
-                replica.crash(config);
-            }
-        }
+        let replicas: Vec<Replica> = (0..slots).map(|_| Replica::new(config)).collect();
         Service {
             name: name.to_string(),
             work: config.work.compile().expect(built),
@@ -241,6 +239,7 @@ impl Service {
             queued_total: 0,
             busy_since: SimTime::ZERO,
             sharding: None,
+            life: Lifecycle::new(slots as usize, config.replicas as usize),
             scaling,
             capacity: None,
             node,
@@ -290,7 +289,68 @@ impl Service {
 
     /// Whether replica `r` is in rotation (every replica of a service without scaling is).
     pub fn in_rotation(&self, r: usize) -> bool {
-        self.scaling.as_ref().is_none_or(|s| s.in_rotation(r))
+        self.life.in_rotation(r)
+    }
+
+    /// Its replicas' slots.
+    pub fn life(&self) -> &Lifecycle {
+        &self.life
+    }
+
+    /// Its replicas' slots, to pause and resume (the rest of their changes go through
+    /// [`super::World::replica_down`] and [`super::World::replica_up`]).
+    pub fn life_mut(&mut self) -> &mut Lifecycle {
+        &mut self.life
+    }
+
+    /// Slot `r` moves to `to` in rotation at `now`, and the scaler's rotation integral
+    /// follows.
+    pub fn rotate(&mut self, now: SimTime, r: usize, to: Rotation) {
+        let moved = self.life.rotate(r, to);
+        match &mut self.scaling {
+            Some(s) if moved => s.rotation_change(now, self.life.rotating()),
+            Some(_) => {}
+            None => assert!(!moved, "only a service with scaling changes rotation"),
+        }
+    }
+
+    /// The autoscaler ticks at `now` and moves the slots it decides on.
+    pub fn scale_tick(&mut self, now: SimTime) -> super::scaling::Decision {
+        let busy_ns = self.busy_integral(now);
+        let workers = self.config.workers;
+        let sc = self
+            .scaling
+            .as_deref_mut()
+            .expect("ticks are for services that autoscale");
+        sc.tick(now, busy_ns, workers, &mut self.life)
+    }
+
+    /// A rolling deploy's next batch at `now`: the slots it takes out of rotation.
+    pub fn deploy_batch(
+        &mut self,
+        now: SimTime,
+        since: SimTime,
+        batch: u32,
+        downtime: SimDuration,
+    ) -> Vec<usize> {
+        let sc = self.scaling.as_deref_mut().expect("a deployed service");
+        sc.deploy_batch(now, since, batch, downtime, &mut self.life)
+    }
+
+    /// Replica `r` went down: what it held is gone, its admission state starts afresh.
+    pub fn reset_replica(&mut self, r: usize) {
+        self.replicas[r].reset(&self.config);
+    }
+
+    /// Whether a new arrival at replica `r` finds it running, a free worker and no one
+    /// waiting before it.
+    pub fn can_start(&self, r: usize) -> bool {
+        self.replicas[r].has_room(self.faults.workers) && self.life.paused_until(r).is_none()
+    }
+
+    /// Whether a worker of replica `r` is free to take a waiting job.
+    pub fn can_dequeue(&self, r: usize) -> bool {
+        self.life.running(r) && self.replicas[r].busy() < self.faults.workers
     }
 
     /// Busy workers over its replicas, integrated over time up to `now`, in
@@ -640,10 +700,11 @@ impl Service {
             return 0;
         }
         // Replicas out of rotation (scaling, deploys) are not candidates, unless none is in
-        // rotation; then ejection and health decide among all as before.
-        let scaling = self.scaling.as_deref();
-        let any_rotating = scaling.is_none_or(|s| (0..n).any(|i| s.in_rotation(i)));
-        let rotating = |i: usize| !any_rotating || scaling.is_none_or(|s| s.in_rotation(i));
+        // rotation; then ejection and health decide among all as before. Only a service
+        // with scaling has slots out of rotation.
+        let life = self.scaling.is_some().then_some(&self.life);
+        let any_rotating = life.is_none_or(|l| l.rotating() > 0);
+        let rotating = |i: usize| !any_rotating || life.is_none_or(|l| l.in_rotation(i));
         let any_eligible = self
             .replicas
             .iter()
@@ -709,12 +770,7 @@ impl Service {
             return;
         }
         let ejected = self.replicas.iter().filter(|x| x.ejected(now)).count();
-        let rotating = match &self.scaling {
-            Some(s) => (0..self.replicas.len())
-                .filter(|&i| s.in_rotation(i))
-                .count(),
-            None => self.replicas.len(),
-        };
+        let rotating = self.life.rotating() as usize;
         let allowed = ((rotating as f64 * o.max_ejection_percent / 100.0) as usize).max(1);
         if ejected < allowed {
             let until = now.saturating_add(o.ejection);
@@ -749,16 +805,17 @@ impl Service {
         }
     }
 
-    /// Replica `r`, up until now, is down (crashed) at `now`, or up again.
+    /// Replica `r`, up until now, is down (crashed) at `now`, or up again: its blast-radius
+    /// groups are told.
     pub fn replica_changed(&mut self, now: SimTime, r: usize) {
         let Some(s) = &mut self.sharding else {
             return;
         };
-        let replicas = &self.replicas;
-        if replicas[r].is_up() {
-            s.replica_up(now, r);
+        let life = &self.life;
+        if life.is_up(r) {
+            s.came_up(now, r);
         } else {
-            s.replica_down(now, r, |i| replicas[i].is_up());
+            s.went_down(now, r, |i| life.is_up(i));
         }
     }
 
@@ -821,10 +878,10 @@ impl Service {
         let capacity = self.config.queue.capacity;
         for (i, r) in self.replicas.iter_mut().enumerate() {
             // A replica out of rotation is not probed (its endpoint is not registered).
-            if self.scaling.as_ref().is_some_and(|s| !s.in_rotation(i)) {
+            if !self.life.in_rotation(i) {
                 continue;
             }
-            let pass = r.probe_passes(now, capacity, h.timeout);
+            let pass = self.life.is_up(i) && r.probe_passes(now, capacity, h.timeout);
             if r.probe(pass, h.unhealthy_threshold, h.healthy_threshold) {
                 self.counts.marked_unhealthy += 1;
             }
@@ -917,12 +974,7 @@ impl Service {
     /// The workers of the replicas that are up may have changed at `now` (a crash, a restart,
     /// a capacity drop starting or ending).
     pub fn capacity_change(&mut self, now: SimTime) {
-        let up = self
-            .replicas
-            .iter()
-            .enumerate()
-            .filter(|(i, r)| r.is_up() && self.in_rotation(*i))
-            .count() as f64;
+        let up = self.life.serving() as f64;
         self.capacity_series
             .set(now, up * f64::from(self.faults.workers));
     }
@@ -985,9 +1037,8 @@ impl Service {
             capacity: self.capacity.as_ref().map(|c| {
                 // Pauses that run past the end count up to the end.
                 let beyond: u64 = self
-                    .replicas
-                    .iter()
-                    .filter_map(|r| r.paused_until())
+                    .life
+                    .pauses()
                     .map(|u| u.saturating_duration_since(end).as_nanos())
                     .sum();
                 let mut f = c.figures();

@@ -29,11 +29,11 @@
 //! its replicas down at once, updated on crashes and restarts, and a gauge counts the units
 //! with no replica up.
 
-use super::msg::Msg;
+use super::lifecycle::Down;
 use super::outcome::{Outcome, Reason};
 use super::replica::Replica;
 use super::service::Service;
-use super::{C, JobKey, World, later};
+use super::{C, JobKey, World};
 use crate::figures::BlastFigures;
 use crate::format::schema::isolation::{Isolation, Units};
 use crate::format::schema::{Balancer, FaultKind, Scenario};
@@ -172,7 +172,7 @@ impl Sharding {
     }
 
     /// Replica `r` went down at `now` (`up` says which replicas are up, `r` already not).
-    pub fn replica_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
+    pub fn went_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
         // A replica an autoscaler added beyond the file's `replicas` is in no group.
         let groups = self.groups_of.get(r).map_or(0, Vec::len);
         for i in 0..groups {
@@ -192,7 +192,7 @@ impl Sharding {
     }
 
     /// Replica `r` is up again at `now`: the groups it is in that were all down are not.
-    pub fn replica_up(&mut self, now: SimTime, r: usize) {
+    pub fn came_up(&mut self, now: SimTime, r: usize) {
         let groups = self.groups_of.get(r).map_or(0, Vec::len);
         for i in 0..groups {
             let g = self.groups_of[r][i] as usize;
@@ -328,14 +328,10 @@ pub fn install(s: &Scenario, seed: Seed, bucket: SimDuration, services: &mut [Se
 impl World {
     /// A worker of a poisoned service was about to start `job`, a poison request: the job
     /// fails as its replica crashes under it, and the replica restarts cold after the
-    /// service's `restart` time.
+    /// service's `restart` time ([`Down::Poison`]).
     pub(super) fn poison_crash(&mut self, ctx: C, job: JobKey) {
         let (svc, r) = (self.jobs[job].service(), self.jobs[job].replica());
         self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
-        self.services[svc].count_poison_crash();
-        self.crash(ctx, svc, r);
-        let delay = self.services[svc].config().restart.unwrap_or_default();
-        let (service, replica) = (svc as u32, r as u32);
-        later(ctx, delay, Msg::Restart { service, replica });
+        self.replica_down(ctx, svc, r, Down::Poison);
     }
 }
