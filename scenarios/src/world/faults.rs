@@ -1,7 +1,7 @@
 //! The fault timeline and the controllers that run on ticks: faults starting and ending,
 //! what each does when it does (a crash takes replicas down through
 //! [`World::replica_down`], its end restarts them), PID shedder updates and active health
-//! checks.
+//! checks; and what the active faults do to one service ([`ServiceFaults`]).
 //!
 //! Network faults (`Latency`, `Loss`, `Partition`) are sim-net's, installed when the network
 //! is built ([`super::network`]); their start and end events here only mark the timeline
@@ -10,6 +10,7 @@
 use super::lifecycle::Down;
 use super::msg::Msg;
 use super::{C, World, later};
+use crate::format::schema::answers::RetryAfter;
 use crate::format::schema::{Fault, FaultKind, FaultTarget};
 use sim_core::SimDuration;
 
@@ -47,6 +48,77 @@ impl Timeline {
             .zip(&self.active)
             .filter(|(_, a)| **a)
             .map(|(f, _)| &f.kind)
+    }
+}
+
+/// What the active faults do to a service (overlapping faults compose).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServiceFaults {
+    /// The factor of its work time.
+    pub slowdown: f64,
+    /// The share of requests failed with an error after their work.
+    pub error_ratio: f64,
+    /// Its workers per replica.
+    pub workers: u32,
+    /// The share of requests failed with a client error (4xx) after their work.
+    pub client_error_ratio: f64,
+    /// The share of arrivals refused with 429, and the `Retry-After` sent.
+    pub too_many: Option<(f64, RetryAfter)>,
+}
+
+impl ServiceFaults {
+    /// No fault, `workers` workers per replica.
+    pub fn none(workers: u32) -> ServiceFaults {
+        ServiceFaults {
+            slowdown: 1.0,
+            error_ratio: 0.0,
+            workers,
+            client_error_ratio: 0.0,
+            too_many: None,
+        }
+    }
+
+    /// What the `active` faults aimed at service `name` (of `workers` workers per replica)
+    /// do to it. Network faults are sim-net's.
+    pub fn of<'a>(
+        name: &str,
+        workers: u32,
+        active: impl Iterator<Item = &'a FaultKind>,
+    ) -> ServiceFaults {
+        let mut f = ServiceFaults::none(workers);
+        for kind in active {
+            match kind {
+                FaultKind::Slowdown { service, factor } if service == name => f.slowdown *= factor,
+                FaultKind::ErrorRate {
+                    service,
+                    error_ratio,
+                } if service == name => {
+                    f.error_ratio = 1.0 - (1.0 - f.error_ratio) * (1.0 - error_ratio)
+                }
+                FaultKind::CapacityDrop { service, workers } if service == name => {
+                    f.workers = f.workers.min(*workers)
+                }
+                FaultKind::ClientErrorRate {
+                    service,
+                    error_ratio,
+                } if service == name => {
+                    f.client_error_ratio = 1.0 - (1.0 - f.client_error_ratio) * (1.0 - error_ratio)
+                }
+                // Overlapping 429 faults refuse independently; the later one's Retry-After
+                // is sent.
+                FaultKind::TooManyRequests {
+                    service,
+                    refused_ratio,
+                    retry_after,
+                } if service == name => {
+                    let before = f.too_many.map_or(0.0, |(r, _)| r);
+                    let ratio = 1.0 - (1.0 - before) * (1.0 - refused_ratio);
+                    f.too_many = Some((ratio, *retry_after));
+                }
+                _ => {}
+            }
+        }
+        f
     }
 }
 

@@ -28,6 +28,7 @@
 //! blast-radius groups are told of neither a stop nor the start that ends it.
 
 use super::msg::Msg;
+use super::scaling::Scaling;
 use super::{C, World, later};
 use sim_core::SimTime;
 
@@ -225,10 +226,26 @@ impl Lifecycle {
         self.slots.iter().filter(planned).count() as u32
     }
 
-    /// Slot `r` moves to `to` in rotation; true if it entered or left rotation (the caller
-    /// then updates the rotation integral, [`super::scaling::Scaling::rotation_change`], and
-    /// checks the slot once its run is set too).
-    pub fn rotate(&mut self, r: usize, to: Rotation) -> bool {
+    /// Slot `r` moves to `to` at `now`, and `scaling`'s rotation integral follows (a service
+    /// without one never changes rotation). The caller checks the slot once its run is set
+    /// too.
+    pub fn move_slot(
+        &mut self,
+        now: SimTime,
+        r: usize,
+        to: Rotation,
+        scaling: Option<&mut Scaling>,
+    ) {
+        let moved = self.rotate(r, to);
+        match scaling {
+            Some(s) if moved => s.rotation_change(now, self.in_rotation),
+            Some(_) => {}
+            None => assert!(!moved, "only a service with scaling changes rotation"),
+        }
+    }
+
+    /// Slot `r` moves to `to` in rotation; true if it entered or left rotation.
+    fn rotate(&mut self, r: usize, to: Rotation) -> bool {
         let slot = &mut self.slots[r];
         let was = slot.rotation == Rotation::In;
         slot.rotation = to;
@@ -238,6 +255,7 @@ impl Lifecycle {
             (true, false) => self.in_rotation -= 1,
             _ => return false,
         }
+        debug_assert!(self.in_rotation as usize <= self.slots.len());
         true
     }
 
@@ -334,7 +352,8 @@ impl World {
         let s = &mut self.services[svc];
         s.reset_replica(r);
         if let Some(to) = s.life_mut().go_down(r, cause) {
-            s.rotate(now, r, to);
+            let (life, scaling) = s.slots_mut();
+            life.move_slot(now, r, to, scaling);
         }
         // A slot out of rotation is not probed; its probes start afresh when it is back.
         if matches!(cause, Down::Zone | Down::Liveness) {
@@ -391,7 +410,8 @@ impl World {
             // slot started since) makes it cold again.
             Up::Restart => {
                 if rotation == Rotation::Out {
-                    s.rotate(now, r, Rotation::In);
+                    let (life, scaling) = s.slots_mut();
+                    life.move_slot(now, r, Rotation::In, scaling);
                 }
                 if !s.in_rotation(r) {
                     return;
@@ -402,11 +422,13 @@ impl World {
                     matches!(rotation, Rotation::Starting { .. }),
                     "{rotation:?}"
                 );
-                s.rotate(now, r, Rotation::In);
+                let (life, scaling) = s.slots_mut();
+                life.move_slot(now, r, Rotation::In, scaling);
             }
             Up::Redeploy => {
                 assert!(was_down && rotation == Rotation::Parked, "{rotation:?}");
-                s.rotate(now, r, Rotation::In);
+                let (life, scaling) = s.slots_mut();
+                life.move_slot(now, r, Rotation::In, scaling);
                 s.scaling_mut()
                     .expect("a deployed service")
                     .deploy_restarted();

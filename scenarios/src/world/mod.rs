@@ -27,7 +27,9 @@
 //! | [`stack`] | the gates over the patterns crate's machines |
 //! | `call` | a call and its attempt (`Attempt`): gates, retries, timeouts, waits, replies |
 //! | `hedge` | a hedged call's race |
-//! | `service` | a service: balancer, admission, work, faults, controllers, figures |
+//! | `service` | a service: its replicas and the parts below, admission, work, controllers |
+//! | `balance` | the balancer's pick among the replicas in rotation or a unit's shard, outlier ejection, active health checks |
+//! | `gauges` | a service's counts and gauges while it runs, and the figures they make |
 //! | `replica` | a replica: workers, queue and discipline (including the `Priority` and RFC 8289 `CoDelRfc` queues), per-tenant bulkhead, health, cache state |
 //! | `lifecycle` | a replica's slot (up, paused, down and why; in rotation, parked, starting, draining, redeploying, out) and the one way down and the one way up |
 //! | `scaling` | what moves slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
@@ -83,6 +85,7 @@
 
 mod adaptive;
 mod admission;
+mod balance;
 mod call;
 mod capacity;
 mod client;
@@ -90,6 +93,7 @@ mod distributed;
 mod downstream;
 mod fanout;
 mod faults;
+mod gauges;
 mod hedge;
 mod job;
 mod lifecycle;
@@ -116,10 +120,10 @@ pub use pace::Quota;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
-use crate::figures::{CallSiteFigures, Figures, RunBucket};
+use crate::figures::{Figures, RunBucket};
 use crate::format::schema::Scenario;
 use call::Call;
-use client::{Client, Requester, bucket_mut};
+use client::{Client, Requester};
 use hedge::Race;
 use job::Job;
 use service::Service;
@@ -559,41 +563,6 @@ impl World {
         }
     }
 
-    // ---- arrivals ---------------------------------------------------------------------
-
-    fn on_arrival(&mut self, ctx: C, client: usize, emit: bool) {
-        let now = ctx.now();
-        if emit {
-            self.offer(ctx, client, Requester::Arrival);
-        }
-        if let Some((t, emit)) = self.clients[client].next_arrival(now) {
-            let me = ctx.me();
-            let client = client as u32;
-            ctx.send_at(me, t, Msg::Arrival { client, emit });
-        }
-    }
-
-    fn offer(&mut self, ctx: C, client: usize, requester: Requester) {
-        let now = ctx.now();
-        // A user of a client whose zone fails waits for the zone to come back.
-        if let Requester::User(user) = requester
-            && self.clients[client].park_user(user)
-        {
-            return;
-        }
-        let bucket = self.bucket_of(now);
-        let c = &mut self.clients[client];
-        let attrs = c.record_offer(bucket);
-        let owner = call::Owner::Client {
-            client: client as u32,
-            requester,
-            offered_at: now,
-            attrs,
-        };
-        let site = c.site();
-        self.start_call(ctx, site, owner, SimTime::MAX);
-    }
-
     // ---- figures ----------------------------------------------------------------------
 
     /// Ends the run's accounting at `end` and hands over its figures; the world is not used
@@ -652,49 +621,6 @@ impl World {
             trace_left_out,
             distributed,
         }
-    }
-
-    /// One entry per call site, summed over the replicas of a calling service.
-    fn call_site_figures(&self) -> Vec<CallSiteFigures> {
-        let mut out: Vec<CallSiteFigures> = Vec::new();
-        for site in &self.sites {
-            match out.last_mut() {
-                Some(last) if last.path == site.path() => {
-                    last.counts.absorb(site.counts());
-                    last.breakers.extend(site.breakers());
-                    for (i, b) in site.buckets().iter().enumerate() {
-                        bucket_mut(&mut last.buckets, i).absorb(b);
-                    }
-                    if let (Some(total), Some(f)) = (&mut last.pace, site.pace_figures()) {
-                        total.absorb(&f);
-                    }
-                    if let (Some(total), Some(f)) =
-                        (&mut last.adaptive_timeout, site.adaptive_figures())
-                    {
-                        total.absorb(&f);
-                    }
-                }
-                _ => {
-                    let (caller, from_client) = match site.caller() {
-                        Caller::Client(c) => (self.clients[c as usize].name(), true),
-                        Caller::Replica(s, _) => (self.services[s as usize].name(), false),
-                    };
-                    out.push(CallSiteFigures {
-                        path: site.path().to_string(),
-                        caller: caller.to_string(),
-                        target: self.services[site.target()].name().to_string(),
-                        from_client,
-                        counts: site.counts().clone(),
-                        breakers: site.breakers().collect(),
-                        buckets: site.buckets().to_vec(),
-                        pace: site.pace_figures(),
-                        adaptive_timeout: site.adaptive_figures(),
-                        pool: None,
-                    });
-                }
-            }
-        }
-        out
     }
 }
 

@@ -156,6 +156,11 @@ impl Scaling {
 
     /// The slots in rotation change to `in_rotation` at `now`.
     pub fn rotation_change(&mut self, now: SimTime, in_rotation: u32) {
+        assert_eq!(
+            self.in_rotation.abs_diff(in_rotation),
+            1,
+            "one slot at a time"
+        );
         let held = now
             .saturating_duration_since(self.rotation_since)
             .as_nanos();
@@ -169,9 +174,7 @@ impl Scaling {
 
     /// Slot `r` of `life` moves to `to` at `now`, and the rotation integral follows.
     fn rotate(&mut self, now: SimTime, life: &mut Lifecycle, r: usize, to: Rotation) {
-        if life.rotate(r, to) {
-            self.rotation_change(now, life.rotating());
-        }
+        life.move_slot(now, r, to, Some(self));
         life.check(r);
     }
 
@@ -367,6 +370,11 @@ impl Scaling {
                 self.figures.replicas_removed += 1;
             }
         }
+        assert_eq!(
+            self.in_rotation,
+            life.rotating(),
+            "the integral counts the slots"
+        );
         self.figures.scale_ins += 1;
         self.last_scale = Some(now);
         out
@@ -412,7 +420,10 @@ impl World {
     pub(super) fn on_scale_tick(&mut self, ctx: C, svc: usize) {
         let now = ctx.now();
         let s = &mut self.services[svc];
-        let decision = s.scale_tick(now);
+        let (busy_ns, workers) = (s.busy_integral(now), s.config().workers);
+        let (life, scaling) = s.slots_mut();
+        let scaling = scaling.expect("ticks are for services that autoscale");
+        let decision = scaling.tick(now, busy_ns, workers, life);
         let a = s.config().autoscale.as_ref().expect("autoscales");
         let (startup, drain, period) = (a.startup, a.drain, a.period);
         let service = svc as u32;
@@ -465,7 +476,9 @@ impl World {
         let since = SimTime::ZERO.saturating_add(f.at);
         let (batch, downtime, warmup) = (*batch, *downtime, *warmup);
         let svc = self.service_index(&service.clone());
-        let taken = self.services[svc].deploy_batch(now, since, batch, downtime);
+        let (life, scaling) = self.services[svc].slots_mut();
+        let scaling = scaling.expect("a deployed service");
+        let taken = scaling.deploy_batch(now, since, batch, downtime, life);
         if taken.is_empty() {
             return;
         }
