@@ -316,9 +316,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/world/distributed.rs", "build", 89),
     ("scenarios/src/world/distributed.rs", "store_done", 75),
     ("scenarios/src/world/mod.rs", "new", 103),
-    ("scenarios/src/world/scaling.rs", "tick", 133),
-    ("scenarios/src/world/service.rs", "admit", 74),
-    ("scenarios/src/world/service.rs", "new", 107),
+    ("scenarios/src/world/service.rs", "admit", 71),
     ("scenarios/src/world/sharding.rs", "of", 76),
 ];
 

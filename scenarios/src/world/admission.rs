@@ -1,6 +1,7 @@
 //! The admission layers that read a request's attributes: rate limits keyed on the tenant and
 //! charged the class's cost, in shadow mode or enforced ([`RateLimits`]), and the priority
-//! shedder ([`PriorityShedding`]).
+//! shedder ([`PriorityShedding`]), and the PID shedder with the delays it reads
+//! ([`PidShedding`]).
 //!
 //! A service's enforcing `RateLimit` layers act as one composite limiter (peek then commit,
 //! as [`patterns::limiter::Composite`]): every layer is asked without charging, and only when
@@ -9,11 +10,13 @@
 //! them (only for what they would admit), count what they would refuse, and refuse nothing.
 
 use super::outcome::Reason;
+use super::pace::Quota;
 use super::traffic::Attrs;
-use crate::format::schema::{KeyedLimit, LimitKey};
+use crate::format::schema::{Admission, KeyedLimit, LimitKey, Service};
+use patterns::concurrency::ConcurrencyToken;
 use patterns::limiter::{Cost, Keyed, KeyedConfig, Limiter, RateDecision, RateLimiter};
-use patterns::shedder::{PriorityConfig, PriorityShedder};
-use sim_core::{SimDuration, SimTime};
+use patterns::shedder::{PidShedder, PriorityConfig, PriorityShedder};
+use sim_core::{RngStream, SimDuration, SimTime};
 
 /// One limiter or one registry of limiters by tenant.
 #[derive(Debug)]
@@ -143,5 +146,139 @@ impl PriorityShedding {
         self.shedder
             .admit(usize::from(attrs.level))
             .map_err(|_| Reason::Shed)
+    }
+}
+
+/// A PID shedder and the delay samples it reads at its next tick.
+#[derive(Debug)]
+pub struct PidShedding {
+    shedder: PidShedder,
+    interval: SimDuration,
+    delay_sum_ns: u64,
+    delay_count: u64,
+    drop_ratio_max: f64,
+}
+
+impl PidShedding {
+    /// `shedder`, measuring and updating every `interval`.
+    pub fn new(shedder: PidShedder, interval: SimDuration) -> PidShedding {
+        PidShedding {
+            shedder,
+            interval,
+            delay_sum_ns: 0,
+            delay_count: 0,
+            drop_ratio_max: 0.0,
+        }
+    }
+
+    /// Its tick interval.
+    pub fn interval(&self) -> SimDuration {
+        self.interval
+    }
+
+    /// The highest drop ratio it has set.
+    pub fn drop_ratio_max(&self) -> f64 {
+        self.drop_ratio_max
+    }
+
+    /// Whether it drops an arrival (a draw from `rng`).
+    pub fn should_drop(&self, rng: &mut RngStream) -> bool {
+        self.shedder.should_drop(rng)
+    }
+
+    /// A job that queued left the queue after `sojourn`: its signal.
+    pub fn record(&mut self, sojourn: SimDuration) {
+        self.delay_sum_ns += sojourn.as_nanos();
+        self.delay_count += 1;
+    }
+
+    /// It measures and updates at `now`. Its signal is the mean queueing delay of the
+    /// requests served since the last tick, or the age of the `oldest` waiting request if
+    /// that is longer (nothing may have left the queue). Returns the interval to the next
+    /// tick.
+    pub fn tick(&mut self, now: SimTime, oldest: SimDuration) -> SimDuration {
+        let mean = self
+            .delay_sum_ns
+            .checked_div(self.delay_count)
+            .map_or(SimDuration::ZERO, SimDuration::from_nanos);
+        self.delay_sum_ns = 0;
+        self.delay_count = 0;
+        let drop_ratio = self.shedder.update(now, mean.max(oldest).as_millis_f64());
+        self.drop_ratio_max = self.drop_ratio_max.max(drop_ratio);
+        self.interval
+    }
+}
+
+/// Admission control's answer to an arrival.
+#[derive(Debug)]
+pub enum Admit {
+    /// Admitted, holding a concurrency slot if the replica has a limit.
+    Yes(Option<ConcurrencyToken>),
+    /// Admitted, but a shaping rate limiter holds it back until then.
+    After(SimTime, Option<ConcurrencyToken>),
+    /// Refused, with the `Retry-After` to send.
+    No(Reason, Option<SimDuration>),
+}
+
+/// A service's admission layers that are the service's, not a replica's (those are the
+/// concurrency limit and the tenant bulkhead, built with the replicas, and the distributed
+/// limiters, the world's since a store call is a world's).
+#[derive(Debug, Default)]
+pub struct Layers {
+    /// Its `Limiter` layers, in order.
+    pub limiters: Vec<Limiter>,
+    /// Its `RateLimit` layers (keyed, costed, shadow).
+    pub rate_limits: RateLimits,
+    /// Its priority shedder.
+    pub priority: Option<PriorityShedding>,
+    /// Its PID shedder.
+    pub pid: Option<PidShedding>,
+}
+
+impl Layers {
+    /// The layers of service `config`.
+    pub fn of(config: &Service) -> Layers {
+        let built = "configs are validated with the scenario";
+        let mut layers = Layers::default();
+        for a in &config.admission {
+            match a {
+                Admission::Limiter(l) => layers.limiters.push(Limiter::new(l).expect(built)),
+                Admission::Pid {
+                    interval,
+                    controller,
+                } => {
+                    let shedder = PidShedder::new(controller).expect(built);
+                    layers.pid = Some(PidShedding::new(shedder, *interval));
+                }
+                Admission::RateLimit(k) => layers.rate_limits.push(k),
+                Admission::Priority(p) => layers.priority = Some(PriorityShedding::new(p)),
+                Admission::Concurrency(_)
+                | Admission::Distributed(_)
+                | Admission::TenantBulkhead(_) => {}
+            }
+        }
+        layers
+    }
+
+    /// The quota a reply at `now` reports (`None` without a `Limiter` layer): the least
+    /// `remaining` over the limiters, and the `reset` of that limiter (see [`super::pace`]).
+    pub fn quota(&self, now: SimTime) -> Option<Quota> {
+        if self.limiters.is_empty() {
+            return None;
+        }
+        let least = self
+            .limiters
+            .iter()
+            .map(|l| l.peek(now, Cost::ONE))
+            .min_by_key(|d| d.remaining)?;
+        let reset = if least.remaining == 0 {
+            least.retry_after.unwrap_or(SimDuration::ZERO)
+        } else {
+            least.reset_at.saturating_duration_since(now)
+        };
+        Some(Quota {
+            remaining: u32::try_from(least.remaining).unwrap_or(u32::MAX),
+            reset,
+        })
     }
 }

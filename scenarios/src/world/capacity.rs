@@ -5,9 +5,10 @@
 //! A service that a pause aims at, that has liveness probes, or that spreads over zones in
 //! a scenario with a zone failure has a [`Capacity`]; any other has none and pays one
 //! `Option` check when a worker looks for a waiting job. Zone failures and liveness restarts
-//! take replica slots out of rotation through the service's [`super::scaling::Scaling`]
-//! (its `Down` slots), so balancers, health checks and the autoscaler see what they see of
-//! any slot out of rotation, and the crash and cold restart are the `Crash` fault's own.
+//! take replicas down through [`World::replica_down`] ([`Down::Zone`], [`Down::Liveness`]:
+//! out of rotation until their restart), so balancers, health checks and the autoscaler see
+//! what they see of any slot out of rotation, and the crash and cold restart are the `Crash`
+//! fault's own.
 //!
 //! A pause pushes back the end of every job working on the replica by the pause's length
 //! (the timer is rescheduled), and its workers take nothing from the queue until it ends.
@@ -28,8 +29,8 @@
 //! the end of each job working there is pushed back by the pause's length (its `WorkDone` timer
 //! rescheduled; `Stage::Working` keeps its `until` for this). A job waiting on downstream calls
 //! is not frozen (the replies are handled when they come). Zone failures and liveness restarts
-//! reuse the replica slots of scaling (a `Down` slot, out of rotation until its restart) and
-//! the `Crash` fault's crash and cold restart, so balancers, health checks and the autoscaler
+//! go through the replica's one way down and up ([`super::lifecycle`]: a slot out of
+//! rotation until its restart) like the `Crash` fault's crash and cold restart, so balancers, health checks and the autoscaler
 //! treat them like any slot out of rotation. A probe served by the workers waits its turn first
 //! in, first out whatever the queue's discipline (a listen backlog): its turn is the replica's
 //! count of jobs that will have left the queue when it is first in line, and the first free
@@ -40,6 +41,7 @@
 //! when a worker looks for a waiting job, and a replica pays one check of its pause when a job
 //! could start.
 
+use super::lifecycle::{Down, Rotation};
 use super::msg::Msg;
 use super::{C, World, later};
 use crate::figures::CapacityFigures;
@@ -96,6 +98,13 @@ impl Capacity {
     /// A paused replica crashed: the rest of its pause, `left`, never happens.
     pub fn pause_cut(&mut self, left: SimDuration) {
         self.figures.paused_ns = self.figures.paused_ns.saturating_sub(left.as_nanos());
+    }
+
+    /// Replica slot `r` left rotation: its probes start afresh when it is back.
+    pub fn forget_probes(&mut self, r: usize) {
+        if let Some(p) = self.probes.get_mut(r) {
+            *p = Probes::default();
+        }
     }
 
     /// Its figures.
@@ -159,7 +168,7 @@ impl World {
         let n = replicas.map_or(self.services[svc].replica_count(), |n| n as usize);
         if !start {
             for r in 0..n {
-                if self.services[svc].replica(r).resume(now) {
+                if self.services[svc].life_mut().resume(r, now) {
                     self.serve_probes(now, svc, r);
                     self.dequeue(ctx, svc, r);
                 }
@@ -172,14 +181,14 @@ impl World {
         }
         let until = now.saturating_add(duration);
         for r in 0..n {
-            let replica = self.services[svc].replica_ref(r);
+            let life = self.services[svc].life_mut();
             // A replica that is down has nothing to pause.
-            if !replica.is_up() {
+            if !life.is_up(r) {
                 continue;
             }
-            let from = replica.paused_until().map_or(now, |u| u.max(now));
+            let from = life.paused_until(r).map_or(now, |u| u.max(now));
             let extra = until.saturating_duration_since(from);
-            self.services[svc].replica(r).pause(until);
+            life.pause(r, until);
             if extra.is_zero() {
                 continue;
             }
@@ -217,21 +226,19 @@ impl World {
                 if zone_of(r, zones) != zone {
                     continue;
                 }
+                let life = self.services[svc].life();
                 if start {
-                    if self.services[svc].in_rotation(r)
-                        && self.services[svc].replica_ref(r).is_up()
-                    {
-                        self.take_down(ctx, svc, r);
+                    if life.in_rotation(r) && life.is_up(r) {
+                        self.replica_down(ctx, svc, r, Down::Zone);
                         let c = self.services[svc].capacity_mut().expect("zoned");
                         c.figures.zone_downs += 1;
                     }
-                } else if self.services[svc]
-                    .scaling_mut()
-                    .is_some_and(|s| s.is_down(r))
-                {
-                    let delay = self.services[svc].config().restart.unwrap_or_default();
-                    let (service, replica) = (svc as u32, r as u32);
-                    later(ctx, delay, Msg::Restart { service, replica });
+                } else if life.rotation(r) == Rotation::Out {
+                    // Kept: a slot out after a liveness restart is restarted too (it then
+                    // has two restarts on the way), and a slot that was already down in
+                    // rotation when the zone failed (a crash) is not: it stays down until
+                    // something else restarts it.
+                    self.restart_later(ctx, svc, r);
                 }
             }
             self.services[svc].capacity_change(now);
@@ -251,22 +258,6 @@ impl World {
         self.faults.zone_failing(zone)
     }
 
-    /// Replica `r` of `svc` goes down out of rotation: its jobs are lost, as in a crash.
-    fn take_down(&mut self, ctx: C, svc: usize, r: usize) {
-        self.crash(ctx, svc, r);
-        let now = ctx.now();
-        let s = &mut self.services[svc];
-        s.scaling_mut()
-            .expect("a service whose replicas go down has slots")
-            .take_down(now, r);
-        if let Some(c) = s.capacity_mut()
-            && let Some(p) = c.probes.get_mut(r)
-        {
-            *p = Probes::default();
-        }
-        s.capacity_change(now);
-    }
-
     /// Replica `r` of `svc` is probed, if it is up and in rotation.
     pub(super) fn on_liveness_tick(&mut self, ctx: C, svc: usize, r: usize) {
         let now = ctx.now();
@@ -278,7 +269,7 @@ impl World {
         let (service, replica) = (svc as u32, r as u32);
         later(ctx, l.period, Msg::LivenessTick { service, replica });
         let s = &mut self.services[svc];
-        if !s.in_rotation(r) || !s.replica_ref(r).is_up() {
+        if !s.in_rotation(r) || !s.life().is_up(r) {
             return;
         }
         let replica_ref = s.replica_ref(r);
@@ -300,7 +291,7 @@ impl World {
         let s = &mut self.services[svc];
         let workers = s.workers();
         let replica = s.replica_ref(r);
-        let running = replica.is_up() && replica.paused_until().is_none();
+        let running = s.life().running(r);
         let free = running && replica.busy() < workers;
         let left = replica.left_queue();
         let Some(c) = s.capacity_mut() else {
@@ -328,7 +319,7 @@ impl World {
     pub(super) fn on_liveness_deadline(&mut self, ctx: C, svc: usize, r: usize) {
         let now = ctx.now();
         let s = &mut self.services[svc];
-        let up = s.replica_ref(r).is_up() && s.in_rotation(r);
+        let up = s.life().is_up(r) && s.in_rotation(r);
         let c = s.capacity_mut().expect("probed");
         let threshold = c.liveness.as_ref().expect("probed").failure_threshold;
         let p = &mut c.probes[r];
@@ -357,9 +348,6 @@ impl World {
             c.figures.restarts_per_bucket.resize(bucket + 1, 0);
         }
         c.figures.restarts_per_bucket[bucket] += 1;
-        self.take_down(ctx, svc, r);
-        let delay = self.services[svc].config().restart.unwrap_or_default();
-        let (service, replica) = (svc as u32, r as u32);
-        later(ctx, delay, Msg::Restart { service, replica });
+        self.replica_down(ctx, svc, r, Down::Liveness);
     }
 }

@@ -1,11 +1,14 @@
 //! A client: where requests come from (an open-loop arrival process on a rate schedule, or
 //! closed-loop users who think between requests) and what happened to them (its figures).
 //!
-//! A client decides *when* requests arrive; the world makes the call. Its figures count each
-//! outcome in the report bucket of the request's offer (see [`crate::figures`]).
+//! A client decides *when* requests arrive; the world makes the call (its arrival handlers are
+//! here). Its figures count each outcome in the report bucket of the request's offer (see
+//! [`crate::figures`]).
 
+use super::msg::Msg;
 use super::outcome::Outcome;
 use super::traffic::{self, Attrs, Mix};
+use super::{C, World, call};
 #[cfg(test)]
 use crate::figures::ClientBucket;
 use crate::figures::{ClientFigures, ReasonCounts};
@@ -395,6 +398,43 @@ impl Schedule {
             }
             Schedule::Spike { start, end, .. } => vec![*start, *end],
         }
+    }
+}
+
+impl World {
+    /// Client `client`'s next arrival: a request if `emit`, and the arrival after it.
+    pub(super) fn on_arrival(&mut self, ctx: C, client: usize, emit: bool) {
+        let now = ctx.now();
+        if emit {
+            self.offer(ctx, client, Requester::Arrival);
+        }
+        if let Some((t, emit)) = self.clients[client].next_arrival(now) {
+            let me = ctx.me();
+            let client = client as u32;
+            ctx.send_at(me, t, Msg::Arrival { client, emit });
+        }
+    }
+
+    /// Client `client` offers a request (an arrival or a user's).
+    pub(super) fn offer(&mut self, ctx: C, client: usize, requester: Requester) {
+        let now = ctx.now();
+        // A user of a client whose zone fails waits for the zone to come back.
+        if let Requester::User(user) = requester
+            && self.clients[client].park_user(user)
+        {
+            return;
+        }
+        let bucket = self.bucket_of(now);
+        let c = &mut self.clients[client];
+        let attrs = c.record_offer(bucket);
+        let owner = call::Owner::Client {
+            client: client as u32,
+            requester,
+            offered_at: now,
+            attrs,
+        };
+        let site = c.site();
+        self.start_call(ctx, site, owner, SimTime::MAX);
     }
 }
 

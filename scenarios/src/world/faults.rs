@@ -1,12 +1,16 @@
 //! The fault timeline and the controllers that run on ticks: faults starting and ending,
-//! crashes and cold restarts, PID shedder updates and active health checks.
+//! what each does when it does (a crash takes replicas down through
+//! [`World::replica_down`], its end restarts them), PID shedder updates and active health
+//! checks; and what the active faults do to one service ([`ServiceFaults`]).
 //!
 //! Network faults (`Latency`, `Loss`, `Partition`) are sim-net's, installed when the network
 //! is built ([`super::network`]); their start and end events here only mark the timeline
 //! for traces.
 
+use super::lifecycle::Down;
 use super::msg::Msg;
 use super::{C, World, later};
+use crate::format::schema::answers::RetryAfter;
 use crate::format::schema::{Fault, FaultKind, FaultTarget};
 use sim_core::SimDuration;
 
@@ -47,6 +51,77 @@ impl Timeline {
     }
 }
 
+/// What the active faults do to a service (overlapping faults compose).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServiceFaults {
+    /// The factor of its work time.
+    pub slowdown: f64,
+    /// The share of requests failed with an error after their work.
+    pub error_ratio: f64,
+    /// Its workers per replica.
+    pub workers: u32,
+    /// The share of requests failed with a client error (4xx) after their work.
+    pub client_error_ratio: f64,
+    /// The share of arrivals refused with 429, and the `Retry-After` sent.
+    pub too_many: Option<(f64, RetryAfter)>,
+}
+
+impl ServiceFaults {
+    /// No fault, `workers` workers per replica.
+    pub fn none(workers: u32) -> ServiceFaults {
+        ServiceFaults {
+            slowdown: 1.0,
+            error_ratio: 0.0,
+            workers,
+            client_error_ratio: 0.0,
+            too_many: None,
+        }
+    }
+
+    /// What the `active` faults aimed at service `name` (of `workers` workers per replica)
+    /// do to it. Network faults are sim-net's.
+    pub fn of<'a>(
+        name: &str,
+        workers: u32,
+        active: impl Iterator<Item = &'a FaultKind>,
+    ) -> ServiceFaults {
+        let mut f = ServiceFaults::none(workers);
+        for kind in active {
+            match kind {
+                FaultKind::Slowdown { service, factor } if service == name => f.slowdown *= factor,
+                FaultKind::ErrorRate {
+                    service,
+                    error_ratio,
+                } if service == name => {
+                    f.error_ratio = 1.0 - (1.0 - f.error_ratio) * (1.0 - error_ratio)
+                }
+                FaultKind::CapacityDrop { service, workers } if service == name => {
+                    f.workers = f.workers.min(*workers)
+                }
+                FaultKind::ClientErrorRate {
+                    service,
+                    error_ratio,
+                } if service == name => {
+                    f.client_error_ratio = 1.0 - (1.0 - f.client_error_ratio) * (1.0 - error_ratio)
+                }
+                // Overlapping 429 faults refuse independently; the later one's Retry-After
+                // is sent.
+                FaultKind::TooManyRequests {
+                    service,
+                    refused_ratio,
+                    retry_after,
+                } if service == name => {
+                    let before = f.too_many.map_or(0.0, |(r, _)| r);
+                    let ratio = 1.0 - (1.0 - before) * (1.0 - refused_ratio);
+                    f.too_many = Some((ratio, *retry_after));
+                }
+                _ => {}
+            }
+        }
+        f
+    }
+}
+
 impl World {
     /// Fault `fault` starts (`start`) or ends.
     pub(super) fn on_fault(&mut self, ctx: C, fault: usize, start: bool) {
@@ -68,11 +143,9 @@ impl World {
                         continue;
                     }
                     if start {
-                        self.crash(ctx, svc, r);
+                        self.replica_down(ctx, svc, r, Down::Crash);
                     } else {
-                        let delay = self.services[svc].config().restart.unwrap_or_default();
-                        let (service, replica) = (svc as u32, r as u32);
-                        later(ctx, delay, Msg::Restart { service, replica });
+                        self.restart_later(ctx, svc, r);
                     }
                 }
             }
@@ -152,52 +225,6 @@ impl World {
             .iter()
             .position(|c| c.name() == name)
             .expect("fault targets are checked by validation")
-    }
-
-    /// Replica `r` of `svc` crashes: what it held is lost and it refuses work until it
-    /// restarts.
-    pub(super) fn crash(&mut self, ctx: C, svc: usize, r: usize) {
-        self.services[svc].counts().crashes += 1;
-        // The rest of a pause under way does not happen.
-        if let Some(u) = self.services[svc].replica_ref(r).paused_until()
-            && let Some(c) = self.services[svc].capacity_mut()
-        {
-            c.pause_cut(u.saturating_duration_since(ctx.now()));
-        }
-        self.lose_jobs(ctx, svc, r);
-        let s = &mut self.services[svc];
-        let config = s.config().clone();
-        let was_up = s.replica_ref(r).is_up();
-        s.replica(r).crash(&config);
-        s.capacity_change(ctx.now());
-        if was_up {
-            s.replica_changed(ctx.now(), r);
-        }
-    }
-
-    /// A crashed replica is up again, cold.
-    pub(super) fn on_restart(&mut self, ctx: C, svc: usize, r: usize) {
-        let was_down = !self.services[svc].replica_ref(r).is_up();
-        // A replica in a failing zone stays down until the zone is back.
-        if self.zone_failed(svc, r) {
-            return;
-        }
-        // A replica down after a zone failure or a liveness restart is back in rotation.
-        if let Some(s) = self.services[svc].scaling_mut() {
-            s.revive(ctx.now(), r);
-        }
-        // The scaler may have taken it out of rotation meanwhile: it stays down.
-        if !self.services[svc].in_rotation(r) {
-            return;
-        }
-        if let Some(s) = self.services[svc].scaling_mut() {
-            s.restarted(ctx.now(), r);
-        }
-        self.services[svc].replica(r).restart(ctx.now());
-        self.services[svc].capacity_change(ctx.now());
-        if was_down {
-            self.services[svc].replica_changed(ctx.now(), r);
-        }
     }
 
     /// Active health checks probe a service's replicas.

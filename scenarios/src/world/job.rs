@@ -222,7 +222,7 @@ impl World {
         let (svc, r) = (j.service(), j.replica());
         let s = &mut self.services[svc];
         s.record_arrival(now);
-        if !s.replica_ref(r).is_up() {
+        if !s.life().is_up(r) {
             self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
             return;
         }
@@ -280,8 +280,7 @@ impl World {
         let now = ctx.now();
         let (svc, r) = (self.jobs[job].service(), self.jobs[job].replica());
         let s = &mut self.services[svc];
-        let workers = s.workers();
-        if s.replica_ref(r).can_start(workers) {
+        if s.can_start(r) {
             s.record_wait(SimDuration::ZERO, false);
             self.start_work(ctx, job);
             return;
@@ -404,8 +403,7 @@ impl World {
         let now = ctx.now();
         loop {
             let s = &mut self.services[svc];
-            let workers = s.workers();
-            if !s.replica_ref(r).can_dequeue(workers) {
+            if !s.can_dequeue(r) {
                 return;
             }
             // A liveness probe whose turn has come takes the free worker first.

@@ -27,9 +27,12 @@
 //! | [`stack`] | the gates over the patterns crate's machines |
 //! | `call` | a call and its attempt (`Attempt`): gates, retries, timeouts, waits, replies |
 //! | `hedge` | a hedged call's race |
-//! | `service` | a service: balancer, admission, work, faults, controllers, figures |
+//! | `service` | a service: its replicas and the parts below, admission, work, controllers |
+//! | `balance` | the balancer's pick among the replicas in rotation or a unit's shard, outlier ejection, active health checks |
+//! | `gauges` | a service's counts and gauges while it runs, and the figures they make |
 //! | `replica` | a replica: workers, queue and discipline (including the `Priority` and RFC 8289 `CoDelRfc` queues), per-tenant bulkhead, health, cache state |
-//! | `scaling` | replica slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
+//! | `lifecycle` | a replica's slot (up, paused, down and why; in rotation, parked, starting, draining, redeploying, out) and the one way down and the one way up |
+//! | `scaling` | what moves slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
 //! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
 //! | `distributed` | distributed rate limiters: local, central at a store service, leases |
@@ -38,8 +41,8 @@
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `locks` | row locks of `Locked` stores: a job's wait for its row, the grants, the timeouts |
 //! | `pool` | connection pools of pooled call sites (idle, in use, opening, FIFO waiters) and each target's open connections |
-//! | `faults` | the fault timeline, crashes and restarts, controller ticks |
-//! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes and their restarts |
+//! | `faults` | the fault timeline (a crash and its restarts go through `lifecycle`), controller ticks |
+//! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes (their downs and restarts go through `lifecycle`) |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
@@ -82,6 +85,7 @@
 
 mod adaptive;
 mod admission;
+mod balance;
 mod call;
 mod capacity;
 mod client;
@@ -89,8 +93,10 @@ mod distributed;
 mod downstream;
 mod fanout;
 mod faults;
+mod gauges;
 mod hedge;
 mod job;
+mod lifecycle;
 mod locks;
 pub mod msg;
 mod network;
@@ -114,10 +120,10 @@ pub use pace::Quota;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
-use crate::figures::{CallSiteFigures, Figures, RunBucket};
+use crate::figures::{Figures, RunBucket};
 use crate::format::schema::Scenario;
 use call::Call;
-use client::{Client, Requester, bucket_mut};
+use client::{Client, Requester};
 use hedge::Race;
 use job::Job;
 use service::Service;
@@ -557,41 +563,6 @@ impl World {
         }
     }
 
-    // ---- arrivals ---------------------------------------------------------------------
-
-    fn on_arrival(&mut self, ctx: C, client: usize, emit: bool) {
-        let now = ctx.now();
-        if emit {
-            self.offer(ctx, client, Requester::Arrival);
-        }
-        if let Some((t, emit)) = self.clients[client].next_arrival(now) {
-            let me = ctx.me();
-            let client = client as u32;
-            ctx.send_at(me, t, Msg::Arrival { client, emit });
-        }
-    }
-
-    fn offer(&mut self, ctx: C, client: usize, requester: Requester) {
-        let now = ctx.now();
-        // A user of a client whose zone fails waits for the zone to come back.
-        if let Requester::User(user) = requester
-            && self.clients[client].park_user(user)
-        {
-            return;
-        }
-        let bucket = self.bucket_of(now);
-        let c = &mut self.clients[client];
-        let attrs = c.record_offer(bucket);
-        let owner = call::Owner::Client {
-            client: client as u32,
-            requester,
-            offered_at: now,
-            attrs,
-        };
-        let site = c.site();
-        self.start_call(ctx, site, owner, SimTime::MAX);
-    }
-
     // ---- figures ----------------------------------------------------------------------
 
     /// Ends the run's accounting at `end` and hands over its figures; the world is not used
@@ -651,49 +622,6 @@ impl World {
             distributed,
         }
     }
-
-    /// One entry per call site, summed over the replicas of a calling service.
-    fn call_site_figures(&self) -> Vec<CallSiteFigures> {
-        let mut out: Vec<CallSiteFigures> = Vec::new();
-        for site in &self.sites {
-            match out.last_mut() {
-                Some(last) if last.path == site.path() => {
-                    last.counts.absorb(site.counts());
-                    last.breakers.extend(site.breakers());
-                    for (i, b) in site.buckets().iter().enumerate() {
-                        bucket_mut(&mut last.buckets, i).absorb(b);
-                    }
-                    if let (Some(total), Some(f)) = (&mut last.pace, site.pace_figures()) {
-                        total.absorb(&f);
-                    }
-                    if let (Some(total), Some(f)) =
-                        (&mut last.adaptive_timeout, site.adaptive_figures())
-                    {
-                        total.absorb(&f);
-                    }
-                }
-                _ => {
-                    let (caller, from_client) = match site.caller() {
-                        Caller::Client(c) => (self.clients[c as usize].name(), true),
-                        Caller::Replica(s, _) => (self.services[s as usize].name(), false),
-                    };
-                    out.push(CallSiteFigures {
-                        path: site.path().to_string(),
-                        caller: caller.to_string(),
-                        target: self.services[site.target()].name().to_string(),
-                        from_client,
-                        counts: site.counts().clone(),
-                        breakers: site.breakers().collect(),
-                        buckets: site.buckets().to_vec(),
-                        pace: site.pace_figures(),
-                        adaptive_timeout: site.adaptive_figures(),
-                        pool: None,
-                    });
-                }
-            }
-        }
-        out
-    }
 }
 
 impl Entity for World {
@@ -716,7 +644,8 @@ impl Entity for World {
             Msg::FaultStart { fault } => self.on_fault(ctx, fault as usize, true),
             Msg::FaultEnd { fault } => self.on_fault(ctx, fault as usize, false),
             Msg::Restart { service, replica } => {
-                self.on_restart(ctx, service as usize, replica as usize)
+                let (svc, r) = (service as usize, replica as usize);
+                self.replica_up(ctx, svc, r, lifecycle::Up::Restart)
             }
             Msg::PidTick { service } => self.on_pid_tick(ctx, service as usize),
             Msg::HealthTick { service } => self.on_health_tick(ctx, service as usize),

@@ -1,5 +1,6 @@
 //! A replica: its workers, its queue and its discipline, its admission state (concurrency
-//! limit, cache coalescing), its health as callers and probes see it, and whether it is up.
+//! limit, cache coalescing) and its health as callers and probes see it. Whether it is up,
+//! paused or in rotation is its slot's ([`super::lifecycle`]).
 //!
 //! A replica knows jobs only by key; what a job is doing is the job's business
 //! ([`super::job`]). Every queued key is a live job: a job that leaves the queue for any
@@ -88,7 +89,6 @@ struct Health {
 /// One replica.
 #[derive(Debug)]
 pub struct Replica {
-    up: bool,
     busy: u32,
     queue: Queue,
     /// Attempts sent to it and not yet answered, as the balancer counts them.
@@ -102,8 +102,6 @@ pub struct Replica {
     concurrency: Option<ConcurrencyLimiter>,
     /// The per-tenant bulkhead of admission control, if any.
     tenant_bulkhead: Option<KeyedBulkhead<u32>>,
-    /// Stopped by a pause until then (`None`: running); its workers take nothing meanwhile.
-    paused_until: Option<SimTime>,
     /// Jobs that have left its queue, for any reason: a liveness probe served by the
     /// workers knows its turn by this count ([`super::capacity`]).
     left_queue: u64,
@@ -167,10 +165,9 @@ impl Queue {
 }
 
 impl Replica {
-    /// A replica of service `config`, up, idle and warm.
+    /// A replica of service `config`, idle and warm.
     pub fn new(config: &Service) -> Replica {
         Replica {
-            up: true,
             busy: 0,
             queue: Queue::new(&config.queue),
             outstanding: 0,
@@ -179,14 +176,8 @@ impl Replica {
             coalescer: coalescer_of(config),
             concurrency: concurrency_of(config),
             tenant_bulkhead: tenant_bulkhead_of(config),
-            paused_until: None,
             left_queue: 0,
         }
-    }
-
-    /// Whether it is up.
-    pub fn is_up(&self) -> bool {
-        self.up
     }
 
     /// Busy workers.
@@ -199,14 +190,9 @@ impl Replica {
         self.queue.len()
     }
 
-    /// Whether a new arrival finds a free worker and no one waiting before it.
-    pub fn can_start(&self, workers: u32) -> bool {
-        self.busy < workers && self.queue.len() == 0 && self.paused_until.is_none()
-    }
-
-    /// Whether a worker is free to take a waiting job.
-    pub fn can_dequeue(&self, workers: u32) -> bool {
-        self.up && self.busy < workers && self.paused_until.is_none()
+    /// Whether a new arrival finds a free worker and no one waiting before it (if it runs).
+    pub fn has_room(&self, workers: u32) -> bool {
+        self.busy < workers && self.queue.len() == 0
     }
 
     /// A worker starts on a job.
@@ -327,25 +313,17 @@ impl Replica {
         held
     }
 
-    /// It crashed: everything it held is gone (the caller has already taken its jobs and
+    /// It went down: everything it held is gone (the caller has already taken its jobs and
     /// freed their workers), and it will restart with fresh flights and admission state.
-    pub fn crash(&mut self, config: &Service) {
+    pub fn reset(&mut self, config: &Service) {
         assert_eq!(
             self.busy, 0,
             "a crashed replica's workers are freed with their jobs"
         );
-        self.up = false;
-        self.paused_until = None;
         self.clear_queue(config);
         self.coalescer = coalescer_of(config);
         self.concurrency = concurrency_of(config);
         self.tenant_bulkhead = tenant_bulkhead_of(config);
-    }
-
-    /// It is up again at `now`, with a cold cache.
-    pub fn restart(&mut self, now: SimTime) {
-        self.up = true;
-        self.cold_since = Some(now);
     }
 
     /// Its cache is emptied at `now`.
@@ -457,37 +435,16 @@ impl Replica {
         !pass
     }
 
-    /// Whether a probe at `now` passes: up, room in the queue, and the oldest waiting request
-    /// has not waited longer than the probe would.
+    /// Whether a probe at `now` of a replica that is up passes: room in the queue, and the
+    /// oldest waiting request has not waited longer than the probe would.
     pub fn probe_passes(&self, now: SimTime, capacity: Option<u32>, timeout: SimDuration) -> bool {
         let room = capacity.is_none_or(|c| self.queue.len() < c as usize);
         let waited_too_long = self.oldest_wait(now).is_some_and(|w| w > timeout);
-        self.up && room && !waited_too_long
+        room && !waited_too_long
     }
 }
 
 impl Replica {
-    /// When its pause ends, if it is paused.
-    pub fn paused_until(&self) -> Option<SimTime> {
-        self.paused_until
-    }
-
-    /// It is paused until `until` (a pause under way is lengthened, never shortened).
-    pub fn pause(&mut self, until: SimTime) {
-        self.paused_until = Some(self.paused_until.map_or(until, |u| u.max(until)));
-    }
-
-    /// Its pause ends at `now`, unless a later pause keeps it stopped; true if it resumes.
-    pub fn resume(&mut self, now: SimTime) -> bool {
-        match self.paused_until {
-            Some(u) if u <= now => {
-                self.paused_until = None;
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Jobs that have left its queue so far.
     pub fn left_queue(&self) -> u64 {
         self.left_queue

@@ -1,11 +1,12 @@
-//! Replicas that join and leave rotation: a service's [`Scaling`] (its replica slots, the
-//! autoscaler's metric and decisions, cold starts, rolling deploys) and the world's handlers
-//! of its events (`ScaleTick`, `Scaled`, `DeployBatch`).
+//! Replicas that join and leave rotation: a service's [`Scaling`] (the autoscaler's metric
+//! and decisions, the rotation integral, cold starts, rolling deploys) and the world's
+//! handlers of its events (`ScaleTick`, `Scaled`, `DeployBatch`).
 //!
-//! A service that autoscales has `max_replicas` replica slots from the start; a slot is
-//! [`Slot::Parked`] (down), `Starting` (down until its start-up ends), `InRotation`,
-//! `Draining` (up and serving what it holds, taking nothing new, until its drain ends) or
-//! `Redeploying` (draining, then restarted cold by a deploy). Only slots in rotation are seen
+//! A service that autoscales has `max_replicas` replica slots from the start; a slot
+//! ([`super::lifecycle::Rotation`]) is `Parked` (down), `Starting` (down until its start-up
+//! ends), `In` rotation, `Draining` (up and serving what it holds, taking nothing new, until
+//! its drain ends) or `Redeploying` (draining, then restarted cold by a deploy); the slots
+//! are the service's [`Lifecycle`], which `Scaling` moves. Only slots in rotation are seen
 //! by the balancer, the health checks and outlier ejection; a slot's queue and workers are
 //! its replica's, so a draining replica finishes its queue as it would have. A service
 //! without a scaler, a cold start or a deploy has no `Scaling` at all: every replica is in
@@ -33,6 +34,7 @@
 //! and its digest is what it was (measured with `bench_mm1_scenario`: 925 against 930 ns per
 //! request, interleaved runs of the binaries before and after, within the machine's noise).
 
+use super::lifecycle::{Down, Lifecycle, Rotation, Up};
 use super::msg::Msg;
 use super::{C, World, later};
 use crate::figures::ScalingFigures;
@@ -41,24 +43,6 @@ use crate::format::schema::scaling::{Autoscale, ColdStart, ScaleMetric};
 use sim_core::metrics::GaugeSeries;
 use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
-
-/// What a replica slot is doing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Slot {
-    /// Not running; the scaler may start it.
-    Parked,
-    /// Starting; enters rotation at `ready_at`.
-    Starting { ready_at: SimTime },
-    /// Serving, in rotation.
-    InRotation,
-    /// Out of rotation, finishing what it holds; stops (and parks) at `stop_at`.
-    Draining { stop_at: SimTime },
-    /// Out of rotation for a deploy, finishing what it holds; restarts cold at `back_at`.
-    Redeploying { back_at: SimTime },
-    /// Down and out of rotation after a zone failure or a liveness restart, until its
-    /// restart ([`super::capacity`]).
-    Down,
-}
 
 /// The integrals at one tick.
 #[derive(Debug, Clone, Copy)]
@@ -72,14 +56,14 @@ struct Snapshot {
 /// The most snapshots kept: enough for any delay of up to this many periods.
 const SNAPSHOTS_MAX: usize = 4096;
 
-/// A service's replica slots and what moves them.
+/// What moves a service's replica slots, and its figures.
 #[derive(Debug)]
 pub struct Scaling {
     autoscale: Option<Autoscale>,
     cold: Option<ColdStart>,
-    slots: Vec<Slot>,
     /// When each slot last started after time 0 (`None`: warm since the start).
     started: Vec<Option<SimTime>>,
+    /// Slots in rotation since `rotation_since` (the [`Lifecycle`]'s count).
     in_rotation: u32,
     rotation_ns: u128,
     rotation_since: SimTime,
@@ -105,8 +89,9 @@ pub struct Decision {
 }
 
 impl Scaling {
-    /// The slots of a service of `config` with `slots` slots, the first `replicas` in
-    /// rotation, if it autoscales or cold-starts (or `deployed`: a deploy aims at it).
+    /// The scaling of a service of `config` with `slots` slots, the first `replicas` in
+    /// rotation, if it autoscales or cold-starts (or `deployed`: its slots may leave
+    /// rotation).
     pub fn new(
         config: &crate::format::schema::Service,
         slots: usize,
@@ -122,15 +107,6 @@ impl Scaling {
         Some(Scaling {
             autoscale: config.autoscale.clone(),
             cold: config.cold_start.clone(),
-            slots: (0..slots)
-                .map(|i| {
-                    if i < replicas {
-                        Slot::InRotation
-                    } else {
-                        Slot::Parked
-                    }
-                })
-                .collect(),
             started: vec![None; slots],
             in_rotation: config.replicas,
             rotation_ns: 0,
@@ -157,21 +133,6 @@ impl Scaling {
         })
     }
 
-    /// Whether slot `r` is in rotation.
-    pub fn in_rotation(&self, r: usize) -> bool {
-        self.slots[r] == Slot::InRotation
-    }
-
-    /// Whether slot `r` is parked at the start (a slot beyond the initial replicas).
-    pub fn parked(&self, r: usize) -> bool {
-        self.slots[r] == Slot::Parked
-    }
-
-    /// The scaler's period, if the service autoscales.
-    pub fn period(&self) -> Option<SimDuration> {
-        self.autoscale.as_ref().map(|a| a.period)
-    }
-
     /// The work multiplier of slot `r` at `now` under the cold start (1 when warm); counts
     /// a cold job.
     pub fn cold_factor(&mut self, r: usize, now: SimTime) -> f64 {
@@ -193,58 +154,43 @@ impl Scaling {
         self.queued = queued;
     }
 
-    fn set_slot(&mut self, now: SimTime, r: usize, slot: Slot) {
-        let was = self.slots[r] == Slot::InRotation;
-        self.slots[r] = slot;
-        let is = slot == Slot::InRotation;
-        if was == is {
-            return;
-        }
+    /// The slots in rotation change to `in_rotation` at `now`.
+    pub fn rotation_change(&mut self, now: SimTime, in_rotation: u32) {
+        assert_eq!(
+            self.in_rotation.abs_diff(in_rotation),
+            1,
+            "one slot at a time"
+        );
         let held = now
             .saturating_duration_since(self.rotation_since)
             .as_nanos();
         self.rotation_ns += u128::from(self.in_rotation) * u128::from(held);
         self.rotation_since = now;
-        if is {
-            self.in_rotation += 1;
-        } else {
-            self.in_rotation -= 1;
-        }
+        self.in_rotation = in_rotation;
         self.series.set(now, f64::from(self.in_rotation));
         self.figures.replicas_min = self.figures.replicas_min.min(self.in_rotation);
         self.figures.replicas_max = self.figures.replicas_max.max(self.in_rotation);
     }
 
-    /// Slot `r` started at `now` (in rotation, cold).
+    /// Slot `r` of `life` moves to `to` at `now`, and the rotation integral follows.
+    fn rotate(&mut self, now: SimTime, life: &mut Lifecycle, r: usize, to: Rotation) {
+        life.move_slot(now, r, to, Some(self));
+        life.check(r);
+    }
+
+    /// Slot `r` (re)started at `now`: cold, if the service cold-starts.
     pub fn started(&mut self, now: SimTime, r: usize) {
-        self.set_slot(now, r, Slot::InRotation);
         self.started[r] = Some(now);
     }
 
-    /// A crashed replica of slot `r` restarted at `now`: cold, if the service cold-starts.
-    pub fn restarted(&mut self, now: SimTime, r: usize) {
-        self.started[r] = Some(now);
+    /// A deploy's downtime ended and its slot is back.
+    pub fn deploy_restarted(&mut self) {
+        self.figures.deploy_restarts += 1;
     }
 
-    /// Slot `r`, in rotation, goes down at `now` (a zone failure, a liveness restart): out of
-    /// rotation until [`Scaling::revive`].
-    pub fn take_down(&mut self, now: SimTime, r: usize) {
-        debug_assert!(self.in_rotation(r), "only a slot in rotation goes down");
-        self.set_slot(now, r, Slot::Down);
-    }
-
-    /// Whether slot `r` is down after a zone failure or a liveness restart.
-    pub fn is_down(&self, r: usize) -> bool {
-        self.slots[r] == Slot::Down
-    }
-
-    /// Slot `r` restarts at `now` if it is down; true if it was (it is then in rotation).
-    pub fn revive(&mut self, now: SimTime, r: usize) -> bool {
-        if self.slots[r] != Slot::Down {
-            return false;
-        }
-        self.set_slot(now, r, Slot::InRotation);
-        true
+    /// A slot stopped holding `held` jobs, which are lost.
+    pub fn lost_at_stop(&mut self, held: u64) {
+        self.figures.lost_at_stop += held;
     }
 
     /// The integrals at `now`, given the busy workers' integral.
@@ -262,49 +208,76 @@ impl Scaling {
     }
 
     /// One tick of the scaler at `now`: takes a snapshot, reads the newest datapoint that
-    /// is at least `delay` old, and decides (Kubernetes HPA's rule with AWS target
-    /// tracking's cooldowns; see [`crate::format::schema::scaling`]). `busy_ns` is the service's busy-worker
-    /// integral, `workers` its workers per replica.
-    pub fn tick(&mut self, now: SimTime, busy_ns: u128, workers: u32) -> Decision {
+    /// is at least `delay` old, decides (Kubernetes HPA's rule with AWS target tracking's
+    /// cooldowns; see [`crate::format::schema::scaling`]) and moves the slots of `life` it
+    /// decides on. `busy_ns` is the service's busy-worker integral, `workers` its workers
+    /// per replica.
+    pub fn tick(
+        &mut self,
+        now: SimTime,
+        busy_ns: u128,
+        workers: u32,
+        life: &mut Lifecycle,
+    ) -> Decision {
         let a = self
             .autoscale
             .clone()
             .expect("ticks are for services that autoscale");
+        let Some(metric) = self.datapoint(now, busy_ns, workers, &a) else {
+            return Decision::default();
+        };
+        let (desired, stable) = self.recommend(now, metric, &a);
+        // What is planned: in rotation, starting, and back from a deploy soon.
+        let planned = life.planned();
+        let since = |t: Option<SimTime>, d: SimDuration| {
+            t.is_none_or(|t| now.saturating_duration_since(t) >= d)
+        };
+        if desired > planned && since(self.last_scale_out, a.scale_out_cooldown) {
+            self.scale_out(now, desired - planned, &a, life)
+        } else if stable < planned && since(self.last_scale, a.scale_in_cooldown) {
+            self.scale_in(now, planned - stable, &a, life)
+        } else {
+            Decision::default()
+        }
+    }
+
+    /// Takes the snapshot at `now` and reads the newest whole period's metric that is at
+    /// least `delay` old, if there is one.
+    fn datapoint(
+        &mut self,
+        now: SimTime,
+        busy_ns: u128,
+        workers: u32,
+        a: &Autoscale,
+    ) -> Option<f64> {
         let snap = self.snapshot(now, busy_ns);
         self.snapshots.push_back(snap);
         if self.snapshots.len() > SNAPSHOTS_MAX {
             self.snapshots.pop_front();
         }
         // The newest whole period that ended at least `delay` ago.
-        let visible = now.as_nanos().checked_sub(a.delay.as_nanos());
-        let mut metric = None;
-        if let Some(visible) = visible {
-            let end = self
-                .snapshots
-                .iter()
-                .rposition(|s| s.at.as_nanos() <= visible);
-            if let Some(e) = end
-                && e > 0
-            {
-                let (x, y) = (self.snapshots[e - 1], self.snapshots[e]);
-                let rot = y.rotation_ns - x.rotation_ns;
-                if rot > 0 {
-                    metric = Some(match a.metric {
-                        ScaleMetric::Utilisation { .. } => {
-                            (y.busy_ns - x.busy_ns) as f64 / (rot as f64 * f64::from(workers))
-                        }
-                        ScaleMetric::QueueDepth { .. } => {
-                            (y.queue_ns - x.queue_ns) as f64 / rot as f64
-                        }
-                    });
-                }
-                // Older snapshots are never read again.
-                self.snapshots.drain(..e - 1);
+        let visible = now.as_nanos().checked_sub(a.delay.as_nanos())?;
+        let e = self
+            .snapshots
+            .iter()
+            .rposition(|s| s.at.as_nanos() <= visible)
+            .filter(|&e| e > 0)?;
+        let (x, y) = (self.snapshots[e - 1], self.snapshots[e]);
+        let rot = y.rotation_ns - x.rotation_ns;
+        let metric = (rot > 0).then(|| match a.metric {
+            ScaleMetric::Utilisation { .. } => {
+                (y.busy_ns - x.busy_ns) as f64 / (rot as f64 * f64::from(workers))
             }
-        }
-        let Some(metric) = metric else {
-            return Decision::default();
-        };
+            ScaleMetric::QueueDepth { .. } => (y.queue_ns - x.queue_ns) as f64 / rot as f64,
+        });
+        // Older snapshots are never read again.
+        self.snapshots.drain(..e - 1);
+        metric
+    }
+
+    /// The replicas `metric` asks for at `now`, and the highest recommendation of the
+    /// scale-in stabilisation window (which scale-in follows).
+    fn recommend(&mut self, now: SimTime, metric: f64, a: &Autoscale) -> (u32, u32) {
         let target = match a.metric {
             ScaleMetric::Utilisation { target_ratio } => target_ratio,
             ScaleMetric::QueueDepth { per_replica } => per_replica,
@@ -322,7 +295,6 @@ impl Scaling {
             }
         }
         .clamp(a.min_replicas, a.max_replicas);
-        // Scale-in follows the highest recommendation of the stabilisation window.
         self.recommendations.push_back((now, desired));
         while let Some(&(t, _)) = self.recommendations.front() {
             if now.saturating_duration_since(t) > a.scale_in_stabilisation {
@@ -337,102 +309,101 @@ impl Scaling {
             .map(|(_, d)| *d)
             .max()
             .unwrap_or(desired);
-        // What is planned: in rotation, starting, and back from a deploy soon.
-        let planned = self
-            .slots
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s,
-                    Slot::InRotation | Slot::Starting { .. } | Slot::Redeploying { .. }
-                )
-            })
-            .count() as u32;
-        let since = |t: Option<SimTime>, d: SimDuration| {
-            t.is_none_or(|t| now.saturating_duration_since(t) >= d)
-        };
+        (desired, stable)
+    }
+
+    /// Starts up to `more` parked slots of `life` at `now`, lowest first.
+    fn scale_out(
+        &mut self,
+        now: SimTime,
+        more: u32,
+        a: &Autoscale,
+        life: &mut Lifecycle,
+    ) -> Decision {
+        let ready_at = now.saturating_add(a.startup);
         let mut out = Decision::default();
-        if desired > planned && since(self.last_scale_out, a.scale_out_cooldown) {
-            let ready_at = now.saturating_add(a.startup);
-            for r in 0..self.slots.len() {
-                if out.start.len() as u32 == desired - planned {
-                    break;
-                }
-                if self.slots[r] == Slot::Parked {
-                    self.slots[r] = Slot::Starting { ready_at };
-                    out.start.push(r);
-                }
+        for r in 0..life.len() {
+            if out.start.len() as u32 == more {
+                break;
             }
-            if !out.start.is_empty() {
-                self.figures.scale_outs += 1;
-                self.figures.replicas_added += out.start.len() as u64;
-                self.last_scale_out = Some(now);
-                self.last_scale = Some(now);
+            if life.rotation(r) == Rotation::Parked {
+                self.rotate(now, life, r, Rotation::Starting { ready_at });
+                out.start.push(r);
             }
-        } else if stable < planned && since(self.last_scale, a.scale_in_cooldown) {
-            let mut remove = planned - stable;
-            // Starting replicas are cancelled first (they serve nothing yet), then the
-            // highest slots in rotation drain.
-            for r in (0..self.slots.len()).rev() {
-                if remove > 0 && matches!(self.slots[r], Slot::Starting { .. }) {
-                    self.slots[r] = Slot::Parked;
-                    remove -= 1;
-                    self.figures.replicas_removed += 1;
-                }
-            }
-            let stop_at = now.saturating_add(a.drain);
-            for r in (0..self.slots.len()).rev() {
-                // Never below the fewest replicas in rotation.
-                if remove == 0 || self.in_rotation <= a.min_replicas {
-                    break;
-                }
-                if self.slots[r] == Slot::InRotation {
-                    self.set_slot(now, r, Slot::Draining { stop_at });
-                    out.drain.push(r);
-                    remove -= 1;
-                    self.figures.replicas_removed += 1;
-                }
-            }
-            self.figures.scale_ins += 1;
+        }
+        if !out.start.is_empty() {
+            self.figures.scale_outs += 1;
+            self.figures.replicas_added += out.start.len() as u64;
+            self.last_scale_out = Some(now);
             self.last_scale = Some(now);
         }
         out
     }
 
+    /// Takes `remove` slots of `life` out at `now`: starting slots are cancelled first
+    /// (they serve nothing yet), then the highest slots in rotation drain, never below the
+    /// fewest replicas in rotation.
+    fn scale_in(
+        &mut self,
+        now: SimTime,
+        mut remove: u32,
+        a: &Autoscale,
+        life: &mut Lifecycle,
+    ) -> Decision {
+        for r in (0..life.len()).rev() {
+            if remove > 0 && matches!(life.rotation(r), Rotation::Starting { .. }) {
+                self.rotate(now, life, r, Rotation::Parked);
+                remove -= 1;
+                self.figures.replicas_removed += 1;
+            }
+        }
+        let stop_at = now.saturating_add(a.drain);
+        let mut out = Decision::default();
+        for r in (0..life.len()).rev() {
+            if remove == 0 || self.in_rotation <= a.min_replicas {
+                break;
+            }
+            if life.rotation(r) == Rotation::In {
+                self.rotate(now, life, r, Rotation::Draining { stop_at });
+                out.drain.push(r);
+                remove -= 1;
+                self.figures.replicas_removed += 1;
+            }
+        }
+        assert_eq!(
+            self.in_rotation,
+            life.rotating(),
+            "the integral counts the slots"
+        );
+        self.figures.scale_ins += 1;
+        self.last_scale = Some(now);
+        out
+    }
+
     /// The slots a deploy's next batch takes out of rotation at `now`: up to `batch` slots
-    /// in rotation that have not started since the deploy began at `since`, lowest first.
+    /// of `life` in rotation that have not started since the deploy began at `since`,
+    /// lowest first.
     pub fn deploy_batch(
         &mut self,
         now: SimTime,
         since: SimTime,
         batch: u32,
         downtime: SimDuration,
+        life: &mut Lifecycle,
     ) -> Vec<usize> {
         let back_at = now.saturating_add(downtime);
         let mut out = Vec::new();
-        for r in 0..self.slots.len() {
+        for r in 0..life.len() {
             if out.len() as u32 == batch {
                 break;
             }
             let old = self.started[r].is_none_or(|t| t <= since);
-            if self.slots[r] == Slot::InRotation && old {
-                self.set_slot(now, r, Slot::Redeploying { back_at });
+            if life.in_rotation(r) && old {
+                self.rotate(now, life, r, Rotation::Redeploying { back_at });
                 out.push(r);
             }
         }
         out
-    }
-
-    /// What slot `r`'s event at `now` means, if it is still due.
-    fn due(&self, now: SimTime, r: usize) -> Option<Slot> {
-        let s = self.slots[r];
-        let due = match s {
-            Slot::Starting { ready_at } => ready_at == now,
-            Slot::Draining { stop_at } => stop_at == now,
-            Slot::Redeploying { back_at } => back_at == now,
-            Slot::Parked | Slot::InRotation | Slot::Down => false,
-        };
-        due.then_some(s)
     }
 
     /// Its figures at `end`.
@@ -449,17 +420,12 @@ impl World {
     pub(super) fn on_scale_tick(&mut self, ctx: C, svc: usize) {
         let now = ctx.now();
         let s = &mut self.services[svc];
-        let busy_ns = s.busy_integral(now);
-        let workers = s.config().workers;
-        let sc = s
-            .scaling_mut()
-            .expect("ticks are for services that autoscale");
-        let period = sc.period().expect("ticks are for services that autoscale");
-        let decision = sc.tick(now, busy_ns, workers);
-        let (startup, drain) = {
-            let a = s.config().autoscale.as_ref().expect("autoscales");
-            (a.startup, a.drain)
-        };
+        let (busy_ns, workers) = (s.busy_integral(now), s.config().workers);
+        let (life, scaling) = s.slots_mut();
+        let scaling = scaling.expect("ticks are for services that autoscale");
+        let decision = scaling.tick(now, busy_ns, workers, life);
+        let a = s.config().autoscale.as_ref().expect("autoscales");
+        let (startup, drain, period) = (a.startup, a.drain, a.period);
         let service = svc as u32;
         for r in decision.start {
             let replica = r as u32;
@@ -473,52 +439,24 @@ impl World {
         later(ctx, period, Msg::ScaleTick { service });
     }
 
-    /// A slot's start-up, drain or deploy downtime ends (unless the scaler changed its mind).
+    /// A slot's start-up, drain or deploy downtime ends (unless the scaler changed its
+    /// mind): it comes up, stops, or stops and comes up cold.
     pub(super) fn on_scaled(&mut self, ctx: C, svc: usize, r: usize) {
         let now = ctx.now();
-        let sc = self.services[svc].scaling_mut().expect("a scaled service");
-        let Some(slot) = sc.due(now, r) else {
+        let Some(due) = self.services[svc].life().due(now, r) else {
             return;
         };
-        match slot {
-            Slot::Starting { .. } => {
-                sc.started(now, r);
-                self.services[svc].replica(r).restart(now);
+        match due {
+            Rotation::Starting { .. } => self.replica_up(ctx, svc, r, Up::Start),
+            Rotation::Draining { .. } => self.replica_down(ctx, svc, r, Down::Stop),
+            Rotation::Redeploying { .. } => {
+                self.replica_down(ctx, svc, r, Down::Stop);
+                self.replica_up(ctx, svc, r, Up::Redeploy);
             }
-            Slot::Draining { .. } => {
-                self.stop_replica(ctx, svc, r);
-                let sc = self.services[svc].scaling_mut().expect("a scaled service");
-                sc.set_slot(now, r, Slot::Parked);
-            }
-            Slot::Redeploying { .. } => {
-                self.stop_replica(ctx, svc, r);
-                let sc = self.services[svc].scaling_mut().expect("a scaled service");
-                sc.started(now, r);
-                sc.figures.deploy_restarts += 1;
-                self.services[svc].replica(r).restart(now);
-            }
-            Slot::Parked | Slot::InRotation | Slot::Down => {
+            Rotation::Parked | Rotation::In | Rotation::Out => {
                 unreachable!("only waiting slots are due")
             }
         }
-        self.services[svc].capacity_change(now);
-    }
-
-    /// A replica's drain ends: what it still holds is lost, and it is down.
-    fn stop_replica(&mut self, ctx: C, svc: usize, r: usize) {
-        let s = &mut self.services[svc];
-        let held = u64::from(s.replica_ref(r).busy()) + s.replica_ref(r).queue_len() as u64;
-        s.scaling_mut()
-            .expect("a scaled service")
-            .figures
-            .lost_at_stop += held;
-        // Jobs a shaping limiter holds back, or waiting for a distributed decision, hold no
-        // worker and no queue place but do hold the replica's admission slots (concurrency,
-        // tenant bulkhead), which its stop starts afresh: they are lost with it.
-        self.lose_jobs(ctx, svc, r);
-        let s = &mut self.services[svc];
-        let config = s.config().clone();
-        s.replica(r).crash(&config);
     }
 
     /// The next batch of the rolling deploy `fault`: its replicas leave rotation, come back
@@ -538,10 +476,9 @@ impl World {
         let since = SimTime::ZERO.saturating_add(f.at);
         let (batch, downtime, warmup) = (*batch, *downtime, *warmup);
         let svc = self.service_index(&service.clone());
-        let sc = self.services[svc]
-            .scaling_mut()
-            .expect("a deployed service");
-        let taken = sc.deploy_batch(now, since, batch, downtime);
+        let (life, scaling) = self.services[svc].slots_mut();
+        let scaling = scaling.expect("a deployed service");
+        let taken = scaling.deploy_batch(now, since, batch, downtime, life);
         if taken.is_empty() {
             return;
         }

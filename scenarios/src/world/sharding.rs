@@ -29,14 +29,13 @@
 //! its replicas down at once, updated on crashes and restarts, and a gauge counts the units
 //! with no replica up.
 
-use super::msg::Msg;
+use super::lifecycle::{Down, Lifecycle};
 use super::outcome::{Outcome, Reason};
-use super::replica::Replica;
 use super::service::Service;
-use super::{C, JobKey, World, later};
+use super::{C, JobKey, World};
 use crate::figures::BlastFigures;
 use crate::format::schema::isolation::{Isolation, Units};
-use crate::format::schema::{Balancer, FaultKind, Scenario};
+use crate::format::schema::{FaultKind, Scenario};
 use sim_core::metrics::GaugeSeries;
 use sim_core::sample::uniform_below;
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
@@ -171,8 +170,17 @@ impl Sharding {
         Some(self.replicas_of(self.group(unit)))
     }
 
+    /// Replica `r` went down at `now`, or came up again, as `life` says.
+    pub fn replica_changed(&mut self, now: SimTime, r: usize, life: &Lifecycle) {
+        if life.is_up(r) {
+            self.came_up(now, r);
+        } else {
+            self.went_down(now, r, |i| life.is_up(i));
+        }
+    }
+
     /// Replica `r` went down at `now` (`up` says which replicas are up, `r` already not).
-    pub fn replica_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
+    fn went_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
         // A replica an autoscaler added beyond the file's `replicas` is in no group.
         let groups = self.groups_of.get(r).map_or(0, Vec::len);
         for i in 0..groups {
@@ -192,7 +200,7 @@ impl Sharding {
     }
 
     /// Replica `r` is up again at `now`: the groups it is in that were all down are not.
-    pub fn replica_up(&mut self, now: SimTime, r: usize) {
+    fn came_up(&mut self, now: SimTime, r: usize) {
         let groups = self.groups_of.get(r).map_or(0, Vec::len);
         for i in 0..groups {
             let g = self.groups_of[r][i] as usize;
@@ -264,58 +272,6 @@ fn draw_shard(rng: &mut RngStream, deck: &mut [u32], k: usize, shard: &mut Vec<u
     shard.sort_unstable();
 }
 
-/// The replica an attempt goes to among `shard`, by the service's `balancer`: the rules of
-/// [`Service::pick_replica`], over the shard's replicas instead of all of them.
-pub fn pick_in(
-    shard: &[u32],
-    replicas: &[Replica],
-    balancer: Balancer,
-    now: SimTime,
-    round_robin: &mut usize,
-    rng: &mut RngStream,
-) -> usize {
-    let k = shard.len();
-    if k == 1 {
-        return shard[0] as usize;
-    }
-    let any_eligible = shard.iter().any(|&i| replicas[i as usize].eligible(now));
-    let ok = |i: u32| !any_eligible || replicas[i as usize].eligible(now);
-    let candidates = || shard.iter().copied().filter(|&i| ok(i));
-    match balancer {
-        Balancer::RoundRobin => {
-            for _ in 0..k {
-                let i = shard[*round_robin % k];
-                *round_robin = round_robin.wrapping_add(1);
-                if ok(i) {
-                    return i as usize;
-                }
-            }
-            unreachable!("some replica of the shard is in rotation when none is eligible")
-        }
-        Balancer::Random => {
-            let count = candidates().count() as u64;
-            let pick = uniform_below(rng, count) as usize;
-            candidates().nth(pick).map_or(shard[0], |i| i) as usize
-        }
-        Balancer::LeastOutstanding => candidates()
-            .min_by_key(|&i| (replicas[i as usize].outstanding(), i))
-            .map_or(shard[0], |i| i) as usize,
-        Balancer::PowerOfTwo => {
-            let count = candidates().count() as u64;
-            let mut draw = || {
-                let pick = uniform_below(rng, count) as usize;
-                candidates().nth(pick).map_or(shard[0], |i| i) as usize
-            };
-            let (a, b) = (draw(), draw());
-            if replicas[b].outstanding() < replicas[a].outstanding() {
-                b
-            } else {
-                a
-            }
-        }
-    }
-}
-
 /// Builds the sharding of every service of `s` that needs one.
 pub fn install(s: &Scenario, seed: Seed, bucket: SimDuration, services: &mut [Service]) {
     for (svc, name) in services.iter_mut().zip(s.services.keys()) {
@@ -328,14 +284,10 @@ pub fn install(s: &Scenario, seed: Seed, bucket: SimDuration, services: &mut [Se
 impl World {
     /// A worker of a poisoned service was about to start `job`, a poison request: the job
     /// fails as its replica crashes under it, and the replica restarts cold after the
-    /// service's `restart` time.
+    /// service's `restart` time ([`Down::Poison`]).
     pub(super) fn poison_crash(&mut self, ctx: C, job: JobKey) {
         let (svc, r) = (self.jobs[job].service(), self.jobs[job].replica());
         self.reply(ctx, job, Outcome::Fail(Reason::Unavailable), None);
-        self.services[svc].count_poison_crash();
-        self.crash(ctx, svc, r);
-        let delay = self.services[svc].config().restart.unwrap_or_default();
-        let (service, replica) = (svc as u32, r as u32);
-        later(ctx, delay, Msg::Restart { service, replica });
+        self.replica_down(ctx, svc, r, Down::Poison);
     }
 }

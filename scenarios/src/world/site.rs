@@ -7,6 +7,7 @@
 //! fallback); a call ([`super::call`]) owns only what it holds from them (permits, its retry
 //! request).
 
+use super::World;
 use super::adaptive::Adaptive;
 use super::client::bucket_mut;
 use super::outcome::{Outcome, primary_failure};
@@ -15,7 +16,8 @@ use super::stack::{
     Acquire, Gate, Held, Permits, Ticket, Wake, acquire_from, expire, leave_queue, release_all,
 };
 use crate::figures::{
-    AdaptiveTimeoutFigures, BreakerFigures, BreakerTransition, CallStats, PaceFigures, SiteBucket,
+    AdaptiveTimeoutFigures, BreakerFigures, BreakerTransition, CallSiteFigures, CallStats,
+    PaceFigures, SiteBucket,
 };
 use crate::format::schema::{Call, CallSafety, Layer};
 use patterns::budget::RetryBudget;
@@ -438,5 +440,50 @@ impl CallSafety {
             CallSafety::IdempotencyKey => Safety::IdempotencyKey,
             CallSafety::Unsafe => Safety::Unsafe,
         }
+    }
+}
+
+impl World {
+    /// One entry per call site, summed over the replicas of a calling service.
+    pub(super) fn call_site_figures(&self) -> Vec<CallSiteFigures> {
+        let mut out: Vec<CallSiteFigures> = Vec::new();
+        for site in &self.sites {
+            match out.last_mut() {
+                Some(last) if last.path == site.path() => {
+                    last.counts.absorb(site.counts());
+                    last.breakers.extend(site.breakers());
+                    for (i, b) in site.buckets().iter().enumerate() {
+                        bucket_mut(&mut last.buckets, i).absorb(b);
+                    }
+                    if let (Some(total), Some(f)) = (&mut last.pace, site.pace_figures()) {
+                        total.absorb(&f);
+                    }
+                    if let (Some(total), Some(f)) =
+                        (&mut last.adaptive_timeout, site.adaptive_figures())
+                    {
+                        total.absorb(&f);
+                    }
+                }
+                _ => {
+                    let (caller, from_client) = match site.caller() {
+                        Caller::Client(c) => (self.clients[c as usize].name(), true),
+                        Caller::Replica(s, _) => (self.services[s as usize].name(), false),
+                    };
+                    out.push(CallSiteFigures {
+                        path: site.path().to_string(),
+                        caller: caller.to_string(),
+                        target: self.services[site.target()].name().to_string(),
+                        from_client,
+                        counts: site.counts().clone(),
+                        breakers: site.breakers().collect(),
+                        buckets: site.buckets().to_vec(),
+                        pace: site.pace_figures(),
+                        adaptive_timeout: site.adaptive_figures(),
+                        pool: None,
+                    });
+                }
+            }
+        }
+        out
     }
 }
