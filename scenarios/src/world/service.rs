@@ -13,7 +13,6 @@ use super::JobKey;
 use super::admission::{Limited, PriorityShedding, RateLimits};
 use super::capacity::Capacity;
 use super::client::bucket_mut;
-use super::job::Job;
 use super::outcome::Reason;
 use super::pace::Quota;
 use super::refresh::Refresh;
@@ -32,7 +31,6 @@ use patterns::shedder::PidShedder;
 use sim_core::metrics::{GaugeSeries, LatencyHistogram, PeakSeries};
 use sim_core::sample::{SAMPLE_MAX, bernoulli, uniform_below, unit_f64};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
-use slotmap::SlotMap;
 use std::collections::BTreeMap;
 
 /// A PID shedder and the delay samples it reads at its next tick.
@@ -368,18 +366,6 @@ impl Service {
     /// Whether its queues are unbounded (the scenario says so).
     pub fn queue_unbounded(&self) -> bool {
         self.config.queue.capacity.is_none()
-    }
-
-    /// The bytes its side tables of the jobs (the store's reads, the cache's fetches) may
-    /// hold until the next memory check.
-    pub fn reserved_beside(&self, jobs: &SlotMap<JobKey, Job>, margin: usize) -> u64 {
-        self.store
-            .as_ref()
-            .map_or(0, |s| super::reserved_beside(s.reads(), jobs, margin))
-            + self
-                .refresh
-                .as_ref()
-                .map_or(0, |r| super::reserved_beside(r.fetches(), jobs, margin))
     }
 
     /// Keys in its idempotency store (0 without one).
