@@ -10,7 +10,7 @@
 //! row that is held, with its FIFO queue, so it grows with the rows in use. A job draws its
 //! work time when it gets its worker, as under optimistic writes (the stream's draws are in the
 //! same order), and starts it when it gets the lock; the lock is given back wherever a job's
-//! work ends or the job is removed (`take_job`, `lose_jobs`), and the next holder's work starts
+//! work ends or the job is removed (`end_job`), and the next holder's work starts
 //! after the event, like bulkhead wakes. A locked write always commits. The periodic job check
 //! asserts that every holder is a live working job and every waiter a live waiting one. A store
 //! under `OccUpdate` has no lock table and pays one `Option` check when a job's work starts and

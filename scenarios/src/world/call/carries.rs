@@ -41,6 +41,19 @@ impl Carries {
     }
 }
 
+impl Carries {
+    /// The store slot it is, taken out (it then carries nothing).
+    pub fn take_store(&mut self) -> Option<Box<StoreSlot>> {
+        match std::mem::replace(self, Carries::Nothing) {
+            Carries::Store(slot) => Some(slot),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+}
+
 impl Call {
     /// Its race, if it is a hedged call's shell.
     pub fn race(&self) -> Option<HedgeKey> {

@@ -111,9 +111,9 @@ impl World {
             );
             self.effects.tag(site as u32, Side::Outer);
         }
-        let call = self.end_call(ctx, key);
+        let (owner, slot) = self.end_call(ctx, key, |c| (c.owner, c.carries.take_store()));
         let sp = &mut self.sites[site];
-        match call.owner {
+        match owner {
             // A racing call's outcome, and its fallback, are its shell's business.
             Owner::Hedge { shell, attempt } => {
                 self.race_call_done(ctx, shell, attempt, outcome);
@@ -125,11 +125,7 @@ impl World {
             }
             Owner::Store { .. } => {
                 sp.count_outcome(outcome);
-                let slot = match call.carries {
-                    Carries::Store(slot) => Some(slot),
-                    _ => None,
-                };
-                self.store_done(ctx, call.owner, slot, outcome);
+                self.store_done(ctx, owner, slot, outcome);
                 return;
             }
             Owner::Client { .. } | Owner::Job { .. } => {}
@@ -139,7 +135,7 @@ impl World {
             Fell::Back => Outcome::Ok,
         };
         sp.count_outcome(outcome);
-        match call.owner {
+        match owner {
             Owner::Client {
                 client,
                 requester,
@@ -160,10 +156,12 @@ impl World {
         if !self.calls.contains_key(key) {
             return;
         }
-        let mut call = self.end_call(ctx, key);
-        let site = call.site;
+        let (site, source, attempt, mut permits, mut retry) = self.end_call(ctx, key, |c| {
+            let permits = std::mem::take(&mut c.permits);
+            (c.site, c.source, c.attempt, permits, c.retry.take())
+        });
         let sp = &mut self.sites[site as usize];
-        match call.attempt {
+        match attempt {
             Attempt::Idle => {}
             Attempt::Waiting { side, gate } => sp.leave_queue(side, gate, now, key.data().as_ffi()),
             Attempt::Delayed { timer, .. } => {
@@ -182,43 +180,51 @@ impl World {
         let sp = &mut self.sites[site as usize];
         // Gates not reached hold nothing, so releasing whole lists is always right.
         for side in [Side::Outer, Side::Inner] {
-            sp.release(side, now, &mut call.permits, None, &mut self.effects.buf);
+            sp.release(side, now, &mut permits, None, &mut self.effects.buf);
             self.effects.tag(site, side);
         }
         let sp = &mut self.sites[site as usize];
-        if let (Some((policy, _)), Some(request)) = (sp.retry(), call.retry.as_mut()) {
+        if let (Some((policy, _)), Some(request)) = (sp.retry(), retry.as_mut()) {
             policy.abandon(now, request);
         }
-        if let Attempt::InFlight { job, replica, .. } = call.attempt {
+        if let Attempt::InFlight { job, replica, .. } = attempt {
             if !self.pools.is_empty() {
                 self.checkin(now, site);
             }
             let sp = &mut self.sites[site as usize];
             let svc = sp.target();
             self.services[svc].replica(replica as usize).answered();
-            self.abandon_job(ctx, svc, call.source, job);
+            self.abandon_job(ctx, svc, source, job);
         }
     }
 
     /// Removes call `key` with what it carries: the one way a call ends, finished or
-    /// cancelled. Its race or its gather ends with it (racing calls and leaves still out are
-    /// cancelled), a quota whose reply is late or lost goes with it, and a store call's slot
-    /// is handed back in the call for its owner.
-    pub(in crate::world) fn end_call(&mut self, ctx: C, key: CallKey) -> Call {
-        let mut call = self.calls.remove(key).expect("a call ends once");
+    /// cancelled; `keep` first takes what the caller needs of it (a store call's slot is
+    /// its owner's to take). Its race or its gather ends with it (racing calls and leaves
+    /// still out are cancelled), and a quota whose reply is late or lost goes with it. The
+    /// call is dropped in its table's slot, not moved out whole.
+    pub(in crate::world) fn end_call<R>(
+        &mut self,
+        ctx: C,
+        key: CallKey,
+        keep: impl FnOnce(&mut Call) -> R,
+    ) -> R {
+        let call = self.calls.get_mut(key).expect("a call ends once");
         let carried = call.carries.heap_bytes();
         assert!(
             self.carried_bytes >= carried,
             "carried bytes are counted once"
         );
         self.carried_bytes -= carried;
-        match std::mem::replace(&mut call.carries, Carries::Nothing) {
+        let kept = keep(call);
+        let carries = std::mem::replace(&mut call.carries, Carries::Nothing);
+        self.calls.remove(key);
+        match carries {
             Carries::Race(race) => self.end_race(ctx, race),
             Carries::Gather(gather) => self.end_gather(ctx, *gather),
-            Carries::Store(slot) => call.carries = Carries::Store(slot),
-            Carries::Nothing | Carries::Quota(_) => {}
+            Carries::Nothing | Carries::Store(_) | Carries::Quota(_) => {}
         }
-        call
+        kept
     }
 
     /// What a client request's outcome does: counted, and a closed-loop user thinks.
