@@ -27,8 +27,8 @@
 //! site of its own (one per replica, appended after every other site so a scenario without one
 //! keeps its sites, streams and digest), owned by `Owner::Store`; the script runs on the
 //! limiter's state, held by the world, when the store job's work is done, and its answer waits
-//! in a slot keyed by the call for the reply to carry it (a lost or late reply carries nothing;
-//! the store's change stands). A job waiting for a decision is in `Stage::Admitting`.
+//! in a slot the call carries (`Carries::Store`) for the reply to bring it (a lost or late
+//! reply brings nothing; the store's change stands). A job waiting for a decision is in `Stage::Admitting`.
 //! Distributed limiters decide before the service's other admission layers. Over-admission is
 //! measured, not modelled: every admission is charged at the true time it was committed to an
 //! exact limiter of the same configuration, and each one it refuses counts. A fan-out call is a
@@ -36,7 +36,7 @@
 //! stack; its gather keeps each leaf's key and id (16 bytes a leaf). A scenario that uses
 //! neither pays one emptiness check on arrival, on work done and on a call's end.
 
-use super::call::Owner;
+use super::call::{Carries, Owner};
 use super::job::Stage;
 use super::outcome::{Outcome, Reason};
 use super::site::{CallSite, Caller};
@@ -64,11 +64,10 @@ pub enum StoreOp {
     Lease,
 }
 
-/// A store call's slot: what it carries to the store and what the store answers.
+/// A store call's slot ([`Carries::Store`]): what it carries to the store and what the store
+/// answers.
 #[derive(Debug)]
 pub struct StoreSlot {
-    /// The call's run-wide id (a slot outlives a cancelled call whose key is reused).
-    id: u64,
     /// The replica's clock when it asked.
     asked_at: SimTime,
     /// The state a `Write` carries.
@@ -426,12 +425,6 @@ impl World {
         // A call may end before `start_call` returns (an open breaker): the id tells the
         // call made here from a later one that reuses its key, and it ends without a slot.
         let id = self.next_call_id + 1;
-        let slot = StoreSlot {
-            id,
-            asked_at,
-            write,
-            result: None,
-        };
         let key = self.start_call(ctx, site, owner, SimTime::MAX);
         if self.calls.get(key).is_none_or(|c| c.id != id) {
             return;
@@ -439,7 +432,12 @@ impl World {
         // A call its breaker refused ended above; this one went out to the store.
         self.distributed[k].figures.round_trips += 1;
         // The store hears of the call only through the network, after this event.
-        self.store_slots.insert(key, slot);
+        let slot = StoreSlot {
+            asked_at,
+            write,
+            result: None,
+        };
+        self.carry(key, Carries::Store(Box::new(slot)));
         if !job.is_null()
             && let Some(j) = self.jobs.get_mut(job)
             && let Stage::Admitting { call, .. } = j.stage_mut()
@@ -452,14 +450,11 @@ impl World {
     pub(super) fn run_store_op(&mut self, ctx: C, store_job: JobKey) {
         let now = ctx.now();
         let key = self.jobs[store_job].call();
-        let Some(c) = self.calls.get(key) else {
+        let Some(c) = self.calls.get_mut(key) else {
             return;
         };
-        let Owner::Store { limiter, op, .. } = c.owner else {
-            return;
-        };
-        let id = c.id;
-        let Some(slot) = self.store_slots.get_mut(key).filter(|s| s.id == id) else {
+        let (Owner::Store { limiter, op, .. }, Carries::Store(slot)) = (c.owner, &mut c.carries)
+        else {
             return;
         };
         let d = &mut self.distributed[limiter as usize];
@@ -508,13 +503,13 @@ impl World {
         slot.result = Some(result);
     }
 
-    /// A store call of limiter `k` ended with `outcome`.
+    /// A store call of limiter `k` ended with `outcome`, with the slot it carried (none if
+    /// it never went out to the store).
     pub(super) fn store_done(
         &mut self,
         ctx: C,
-        key: CallKey,
-        id: u64,
         owner: Owner,
+        slot: Option<Box<StoreSlot>>,
         outcome: Outcome,
     ) {
         let Owner::Store {
@@ -527,7 +522,6 @@ impl World {
             panic!("store_done for a call that is not a store call");
         };
         let (k, r) = (limiter as usize, replica as usize);
-        let slot = self.store_slots.remove(key).filter(|s| s.id == id);
         let result = match outcome {
             Outcome::Ok => slot.and_then(|s| s.result),
             Outcome::Fail(_) => None,
@@ -545,7 +539,6 @@ impl World {
         if !waiting {
             return;
         }
-        let now = ctx.now();
         match result {
             None => self.store_failed(ctx, job, k),
             Some(StoreResult::Decided {
@@ -559,29 +552,41 @@ impl World {
                     self.refuse_at(ctx, job, k, retry_after, true);
                 }
             }
-            Some(StoreResult::Snapshot { mut state, at }) => {
-                // The replica computes on its copy, by the store's clock of the read or its
-                // own, then writes the copy back whole: a write in between is lost.
-                let d = &self.distributed[k];
-                let clock = match d.mode {
-                    Mode::Central {
-                        clock: StoreClock::Replica,
-                        ..
-                    } => d.replica_clock(r, now),
-                    _ => at,
-                };
-                let decision = state.acquire(clock, Cost::ONE);
-                if decision.allowed() {
-                    self.store_call(ctx, k, r, StoreOp::Write, job, Some(state));
-                } else {
-                    self.refuse_at(ctx, job, k, decision.retry_after, true);
-                }
+            Some(StoreResult::Snapshot { state, at }) => {
+                self.compute_and_write(ctx, (k, r), job, state, at);
             }
             Some(StoreResult::Written) => {
                 self.distributed[k].figures.admitted += 1;
                 self.decide_distributed(ctx, job, k + 1);
             }
             Some(StoreResult::Granted { .. }) => panic!("a lease answer to a decision call"),
+        }
+    }
+
+    /// A read of limiter `k`'s state by replica `r` for `job` came back with the store's
+    /// `state` at `at`: the replica computes on its copy, by the store's clock of the read or
+    /// its own, then writes the copy back whole (a write in between is lost).
+    fn compute_and_write(
+        &mut self,
+        ctx: C,
+        (k, r): (usize, usize),
+        job: JobKey,
+        mut state: Limiter,
+        at: SimTime,
+    ) {
+        let d = &self.distributed[k];
+        let clock = match d.mode {
+            Mode::Central {
+                clock: StoreClock::Replica,
+                ..
+            } => d.replica_clock(r, ctx.now()),
+            _ => at,
+        };
+        let decision = state.acquire(clock, Cost::ONE);
+        if decision.allowed() {
+            self.store_call(ctx, k, r, StoreOp::Write, job, Some(state));
+        } else {
+            self.refuse_at(ctx, job, k, decision.retry_after, true);
         }
     }
 
@@ -633,7 +638,6 @@ impl World {
     /// dropped, or it leaves the lease's waiters.
     pub(super) fn leave_admission(&mut self, ctx: C, job: JobKey, k: u32, call: CallKey, r: usize) {
         if !call.is_null() {
-            self.store_slots.remove(call);
             self.cancel_call(ctx, call);
         }
         let part = &mut self.distributed[k as usize].replicas[r];

@@ -3,8 +3,10 @@
 //! out or picked by weight, each through its own call site's pattern stack.
 
 use super::call::Owner;
+use super::effects::Effect;
 use super::job::{Job, Stage};
 use super::outcome::{Outcome, Reason};
+use super::refresh::Refresh;
 use super::{C, CallKey, JobKey, World};
 use crate::format::limits::CALLS_MAX;
 use crate::format::schema::{Abandoned, CallMode};
@@ -40,7 +42,7 @@ impl World {
         let Some(j) = self.jobs.get(job) else {
             return;
         };
-        let Stage::Working { since, .. } = *j.stage() else {
+        let Stage::Working { since, read, .. } = *j.stage() else {
             panic!("work done for a job that is not working");
         };
         let svc = j.service();
@@ -56,16 +58,16 @@ impl World {
             self.run_store_op(ctx, job);
         }
         if let Some(store) = self.services[svc].store()
-            && !store.write(job)
+            && !store.write(read.expect("a job of a store reads when its work starts"))
         {
             self.finish_job(ctx, job, Outcome::Fail(Reason::VersionConflict));
             return;
         }
         // A locked row's lock is given back with the write.
         if let Some(store) = self.services[svc].store()
-            && let Some(next) = store.unlock(job, ctx.now(), false)
+            && let Some(next) = store.unlock(job, read, ctx.now(), false)
         {
-            self.lock_grants.push(next);
+            self.effects.push(Effect::LockGranted { job: next });
         }
         if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
             return;
@@ -117,16 +119,17 @@ impl World {
             // An entry with a ttl may have expired, or XFetch may refresh it early: then the
             // request fetches it (uncoalesced: it is this entry's refresh).
             if let Some(refresh) = s.refresh()
-                && refresh.consult(now, r, job).is_some()
+                && let Some(fetch) = refresh.consult(now, r)
             {
+                self.jobs[job].fetch(fetch);
                 return false;
             }
             s.counts().cache_hits += 1;
             self.finish_job(ctx, job, Outcome::Ok);
             return true;
         }
-        if let Some(refresh) = s.refresh() {
-            refresh.measure(now, r, job);
+        if s.refresh().is_some() {
+            self.jobs[job].fetch(Refresh::measure(now));
         }
         if !s.replica_ref(r).coalesces() {
             return false;
@@ -185,6 +188,7 @@ impl World {
         let Some(calls) = j.downstream() else {
             panic!("a downstream call ended for a job that is not calling");
         };
+        assert!(calls.pending > 0, "a downstream call ends once");
         calls.children[index as usize] = CallKey::null();
         calls.pending -= 1;
         calls.failed |= outcome != Outcome::Ok;

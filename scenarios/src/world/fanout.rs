@@ -9,28 +9,36 @@
 //!        └─► leaf n ──► fail┘   more than n − quorum failed: the shell fails
 //! ```
 //!
-//! A gather holds each leaf's key and id (16 bytes a leaf), so a fan-out of thousands costs
-//! its calls and little more; the event loop pays nothing for a scenario without one.
+//! The shell carries its gather ([`Carries::Gather`]), which holds each leaf's key and id
+//! (16 bytes a leaf), so a fan-out of thousands costs its calls and little more, and the
+//! gather ends with the shell; a scenario without fan-outs pays nothing for them.
 
-use super::call::Owner;
+use super::call::{Call, Carries, Owner};
 use super::outcome::{Outcome, Reason};
 use super::{C, CallKey, World};
 
-/// The leaves of one fan-out call.
+/// The leaves of one fan-out call, carried by its shell ([`Carries::Gather`]).
 #[derive(Debug)]
 pub struct Gather {
-    /// The shell's run-wide id.
-    id: u64,
     /// Each leaf's key and id (a cancelled leaf's key may be reused by another call).
     leaves: Vec<(CallKey, u64)>,
-    /// Leaves started.
+    /// Leaves to start.
     n: u32,
+    /// Leaves started so far.
+    started: u32,
     /// Successes needed.
     need: u32,
     ok: u32,
     failed: u32,
     /// Why the last leaf failed, for the shell's failure.
     last: Reason,
+}
+
+impl Gather {
+    /// The heap bytes of its list of leaves.
+    pub fn leaves_bytes(&self) -> usize {
+        self.leaves.capacity() * std::mem::size_of::<(CallKey, u64)>()
+    }
 }
 
 impl World {
@@ -40,42 +48,57 @@ impl World {
             let c = &self.calls[shell];
             (c.site, c.deadline, c.id)
         };
-        self.gathers.insert(
-            shell,
-            Gather {
-                id,
-                leaves: Vec::with_capacity(n as usize),
-                n,
-                need,
-                ok: 0,
-                failed: 0,
-                last: Reason::Dependency,
-            },
-        );
+        let gather = Gather {
+            leaves: Vec::with_capacity(n as usize),
+            n,
+            started: 0,
+            need,
+            ok: 0,
+            failed: 0,
+            last: Reason::Dependency,
+        };
+        self.carry(shell, Carries::Gather(Box::new(gather)));
         for _ in 0..n {
             // A leaf that fails at once may decide the gather before the others start.
-            if !self.gather_live(shell, id) {
+            let Some(g) = self.gather(shell, id) else {
                 return;
-            }
+            };
+            g.started += 1;
             let leaf_id = self.next_call_id + 1;
             let leaf = self.start_call(ctx, site, Owner::Leaf { shell }, deadline);
             if self.calls.get(leaf).is_some_and(|c| c.id == leaf_id)
-                && let Some(g) = self.gathers.get_mut(shell)
+                && let Some(g) = self.gather(shell, id)
             {
                 g.leaves.push((leaf, leaf_id));
             }
         }
     }
 
-    fn gather_live(&self, shell: CallKey, id: u64) -> bool {
-        self.gathers.get(shell).is_some_and(|g| g.id == id)
+    /// The gather of shell `shell`, if the call with id `id` still is that shell.
+    fn gather(&mut self, shell: CallKey, id: u64) -> Option<&mut Gather> {
+        match self.calls.get_mut(shell) {
+            Some(Call {
+                carries: Carries::Gather(g),
+                id: live,
+                ..
+            }) if *live == id => Some(g),
+            _ => None,
+        }
     }
 
     /// A leaf of `shell` ended with `outcome`.
     pub(super) fn leaf_done(&mut self, ctx: C, shell: CallKey, outcome: Outcome) {
-        let Some(g) = self.gathers.get_mut(shell) else {
+        let Some(Call {
+            carries: Carries::Gather(g),
+            ..
+        }) = self.calls.get_mut(shell)
+        else {
             return;
         };
+        assert!(
+            g.ok + g.failed < g.started,
+            "a gather hears from each leaf it started once"
+        );
         match outcome {
             Outcome::Ok => g.ok += 1,
             Outcome::Fail(r) => {
@@ -92,11 +115,9 @@ impl World {
     }
 
     /// Ends the gather of a shell that is gone: leaves still out are cancelled.
-    pub(super) fn end_gather(&mut self, ctx: C, shell: CallKey) {
-        let Some(g) = self.gathers.remove(shell) else {
-            return;
-        };
-        for (leaf, id) in g.leaves {
+    pub(super) fn end_gather(&mut self, ctx: C, gather: Gather) {
+        debug_assert!(gather.leaves.len() as u32 <= gather.started);
+        for (leaf, id) in gather.leaves {
             if self.calls.get(leaf).is_some_and(|c| c.id == id) {
                 self.cancel_call(ctx, leaf);
             }

@@ -1,7 +1,7 @@
 //! Hedged calls: a shell call that its owner sees, racing calls that each go through the
 //! whole stack, and the hedging machine that says when to send the next one and who won.
 
-use super::call::Owner;
+use super::call::{Call, Carries, Owner};
 use super::msg::Msg;
 use super::outcome::{Outcome, Reason};
 use super::{C, CallKey, HedgeKey, World};
@@ -42,7 +42,7 @@ impl World {
             timer: None,
             last: Reason::Timeout,
         });
-        self.calls[key].race = Some(race);
+        self.carry(key, Carries::Race(race));
         self.apply_hedge(ctx, key, action);
     }
 
@@ -59,7 +59,7 @@ impl World {
     /// Does what the hedging machine says: send a racing call, (re)set the hedge timer,
     /// declare a winner and cancel the rest, or fail.
     fn apply_hedge(&mut self, ctx: C, shell: CallKey, action: HedgeAction) {
-        let Some(race) = self.calls.get(shell).and_then(|c| c.race) else {
+        let Some(race) = self.calls.get(shell).and_then(Call::race) else {
             return;
         };
         let site = self.calls[shell].site;
@@ -99,7 +99,11 @@ impl World {
 
     /// The hedge delay of a race passed.
     pub(super) fn on_hedge_timer(&mut self, ctx: C, shell: CallKey) {
-        let Some((site, race)) = self.calls.get(shell).and_then(|c| Some((c.site, c.race?))) else {
+        let Some((site, race)) = self
+            .calls
+            .get(shell)
+            .and_then(|c| Some((c.site, c.race()?)))
+        else {
             return;
         };
         self.races[race].timer = None;
@@ -116,7 +120,11 @@ impl World {
         attempt: u32,
         outcome: Outcome,
     ) {
-        let Some((site, race)) = self.calls.get(shell).and_then(|c| Some((c.site, c.race?))) else {
+        let Some((site, race)) = self
+            .calls
+            .get(shell)
+            .and_then(|c| Some((c.site, c.race()?)))
+        else {
             return;
         };
         let r = &mut self.races[race];

@@ -25,7 +25,7 @@
 //! | `client` | a client: its arrival process or users, and its figures |
 //! | `site` | a call site: its pattern machines (gates, retry policy, hedger, fallback) and figures |
 //! | [`stack`] | the gates over the patterns crate's machines |
-//! | `call` | a call and its attempt (`Attempt`): gates, retries, timeouts, waits, replies |
+//! | `call` | a call and its attempt (`Attempt`): gates, retries, timeouts, waits, replies; what it carries (`Carries`: a race, a gather, a store slot, a reply's quota); its end, finished or cancelled, by one path (`call/end.rs`) |
 //! | `hedge` | a hedged call's race |
 //! | `service` | a service: its replicas and the parts below, admission, work, controllers |
 //! | `balance` | the balancer's pick among the replicas in rotation or a unit's shard, outlier ejection, active health checks |
@@ -33,19 +33,21 @@
 //! | `replica` | a replica: workers, queue and discipline (including the `Priority` and RFC 8289 `CoDelRfc` queues), per-tenant bulkhead, health, cache state |
 //! | `lifecycle` | a replica's slot (up, paused, down and why; in rotation, parked, starting, draining, redeploying, out) and the one way down and the one way up |
 //! | `scaling` | what moves slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
-//! | `job` | a job and its `Stage`: admission, queue, work, reply, cancellation, crash |
+//! | `job` | a job and its `Stage` (which carries its store read), its cache fetch: admission, queue, work; its end, answered, cancelled or lost, by one path (`job/end.rs`) |
 //! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
 //! | `distributed` | distributed rate limiters: local, central at a store service, leases |
 //! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
 //! | `store` | a service's keyed store: row versions, reads in flight, optimistic writes |
 //! | `locks` | row locks of `Locked` stores: a job's wait for its row, the grants, the timeouts |
+//! | `effects` | what an event leaves to do after it (bulkhead wakes, pool effects, lock grants): one queue, drained in a fixed order |
 //! | `pool` | connection pools of pooled call sites (idle, in use, opening, FIFO waiters) and each target's open connections |
 //! | `faults` | the fault timeline (a crash and its restarts go through `lifecycle`), controller ticks |
 //! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes (their downs and restarts go through `lifecycle`) |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `trace` | the trace window |
+//! | `live` | what grows with traffic, for the run's memory check (`Live`) |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
 //! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
 //! | `pace` | the quota a rate-limited service's reply carries, and the `Pace` gate that holds calls until its reset |
@@ -77,6 +79,13 @@
 //! years so the clock cannot overflow. The world's gauges are checked after every event in
 //! debug builds, its jobs every 4,096 events and at the end of every run.
 //!
+//! A call or a job carries its own state (a call's race, gather, store slot or reply quota in
+//! `call::Carries`; a job's store read in its `Stage`, its cache fetch beside it), never a
+//! side table keyed by it, and it ends by one path that removes it with that state
+//! (`end_call`, `end_job`): side tables drifted, one removal path forgetting them. What an
+//! event leaves to do after it (bulkhead wakes, pool effects, lock grants) waits in one queue
+//! (`effects`), drained after the event in an order every digest depends on.
+//!
 //! # Memory per component
 //!
 //! A client keeps a latency histogram (three significant digits with up to 64 clients, two
@@ -91,12 +100,14 @@ mod capacity;
 mod client;
 mod distributed;
 mod downstream;
+mod effects;
 mod fanout;
 mod faults;
 mod gauges;
 mod hedge;
 mod job;
 mod lifecycle;
+mod live;
 mod locks;
 pub mod msg;
 mod network;
@@ -114,6 +125,7 @@ mod store;
 mod trace;
 pub mod traffic;
 
+pub use live::{GROWTH_MARGIN, Live, Queued};
 pub use msg::{Msg, Net, Packet};
 pub use outcome::{Outcome, REASONS, Reason, failure_of};
 pub use pace::Quota;
@@ -130,8 +142,7 @@ use service::Service;
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{ConfigError, Ctx, Entity, EntityId, Seed, SimDuration, SimTime};
 use site::{CallSite, Caller};
-use slotmap::{SecondaryMap, SlotMap, new_key_type};
-use stack::Wake;
+use slotmap::{SlotMap, new_key_type};
 use trace::Trace;
 
 new_key_type! {
@@ -158,92 +169,6 @@ fn later(ctx: C, delay: SimDuration, msg: Msg) {
     ctx.send_at(me, at, msg);
 }
 
-/// Bulkhead slots given back during an event, handed to their waiters after it.
-#[derive(Debug, Default)]
-struct Wakes {
-    /// What the last release produced, before it is tagged with its gate list.
-    buf: Vec<Wake>,
-    /// Tagged wakes waiting to be acted on.
-    pending: Vec<(u32, Side, Wake)>,
-}
-
-impl Wakes {
-    /// Moves the wakes of the last release of `site`'s `side` gates to the pending list.
-    fn tag(&mut self, site: u32, side: Side) {
-        for w in self.buf.drain(..) {
-            self.pending.push((site, side, w));
-        }
-    }
-
-    /// The pending wakes, if any.
-    fn take(&mut self) -> Option<Vec<(u32, Side, Wake)>> {
-        (!self.pending.is_empty()).then(|| std::mem::take(&mut self.pending))
-    }
-}
-
-/// What a world holds that grows with traffic ([`World::live`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Live {
-    /// Calls in flight (each logical call, with its attempts).
-    pub calls: usize,
-    /// Jobs: attempts on their way to a replica, queued, worked on or waiting downstream.
-    pub jobs: usize,
-    /// Hedged calls' races.
-    pub races: usize,
-    /// Keys in the services' idempotency stores.
-    pub idempotency_keys: usize,
-    /// Bytes the tables of calls, jobs and races may hold before the next check: what they
-    /// have reserved, or, for a table about to grow (within [`GROWTH_MARGIN`] entries of
-    /// its capacity), the old and the doubled allocation that coexist while it grows. A
-    /// fan-out starts many calls per event, and their tables' reservations, not the entries
-    /// in use, set the heap's peak. The side tables indexed like the calls or the jobs (a
-    /// fan-out's gathers, the slots of calls to a limiter's store, a store's reads, a cache's
-    /// fetches) grow with them and are counted at their size once in use.
-    pub reserved: u64,
-    /// Bytes the same tables hold now: their capacity, before any growth.
-    pub allocated: u64,
-    /// The service with the most queued jobs, if any are queued.
-    pub queued_most: Option<Queued>,
-}
-
-/// Entries a table may gain between two memory checks, at most: a check comes every few
-/// thousand events (fewer with a fan-out) and an event starts at most a few calls per leaf.
-pub const GROWTH_MARGIN: usize = 16_384;
-
-/// The bytes `table` may hold before `margin` more entries arrive (see [`Live::reserved`]).
-fn reserved<K: slotmap::Key, V>(table: &SlotMap<K, V>, margin: usize) -> u64 {
-    // A slot holds the value and its version.
-    let slot = std::mem::size_of::<V>() + std::mem::size_of::<u32>();
-    sim_core::queue::reserved_bytes(table.len(), table.capacity(), slot, margin)
-}
-
-/// The bytes a side table keyed by `T`'s keys may hold until the next memory check: its
-/// slots are indexed like `keys`' and grow with them (an entry at a new high index resizes
-/// it to that index), so once in use it is counted at `keys`' size; unused, it holds nothing.
-pub(super) fn reserved_beside<K: slotmap::Key, T, V>(
-    side: &SecondaryMap<K, V>,
-    keys: &SlotMap<K, T>,
-    margin: usize,
-) -> u64 {
-    if side.capacity() == 0 {
-        return 0;
-    }
-    let slot = std::mem::size_of::<Option<V>>() + std::mem::size_of::<u32>();
-    let capacity = side.capacity().max(keys.capacity());
-    sim_core::queue::reserved_bytes(keys.len(), capacity, slot, margin)
-}
-
-/// The longest queue of a service, over its replicas.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Queued {
-    /// The service's name.
-    pub service: String,
-    /// Jobs waiting in its replicas' queues.
-    pub queued: usize,
-    /// Whether its queue is unbounded (`queue: (capacity: None)`).
-    pub unbounded: bool,
-}
-
 /// The world: every component and every request in flight.
 #[derive(Debug)]
 pub struct World {
@@ -258,7 +183,8 @@ pub struct World {
     faults: faults::Timeline,
     /// sim-net's node of each client, then of each service.
     nodes: Vec<sim_net::NodeId>,
-    wakes: Wakes,
+    /// What the event being handled leaves to do after it.
+    effects: effects::Effects,
     trace: Option<Trace>,
     bucket: SimDuration,
     /// Per report bucket (of the requests' offers), over all clients.
@@ -272,20 +198,12 @@ pub struct World {
     events: u64,
     /// The services' distributed rate limiters, in service order.
     distributed: Vec<distributed::Distributed>,
-    /// What each store call carries and answers, by call.
-    store_slots: SecondaryMap<CallKey, distributed::StoreSlot>,
-    /// The leaves of each fan-out call, by its shell.
-    gathers: SecondaryMap<CallKey, fanout::Gather>,
-    /// The quota a reply of a rate-limited service carries, by call, with the attempt it
-    /// answers, until the reply arrives (kept beside the packet so that a reply without one
-    /// costs no bytes).
-    quotas: SecondaryMap<CallKey, (u32, Quota)>,
+    /// Heap bytes that the calls carry (`call::Carries`), for the memory check.
+    carried_bytes: u64,
     /// Whether some call site has a `Pace` layer: without one, no reply carries a quota.
     paced: bool,
     /// The connection pools of pooled call sites (empty without any).
     pools: pool::Pools,
-    /// Jobs given their row's lock during the event, whose work starts after it.
-    lock_grants: Vec<JobKey>,
 }
 
 impl World {
@@ -376,7 +294,7 @@ impl World {
             jobs: SlotMap::with_key(),
             faults: faults::Timeline::new(&s.faults),
             nodes: Vec::new(),
-            wakes: Wakes::default(),
+            effects: effects::Effects::default(),
             trace: None,
             bucket,
             run_buckets: Vec::new(),
@@ -385,12 +303,9 @@ impl World {
             scratch: Vec::new(),
             events: 0,
             distributed,
-            store_slots: SecondaryMap::new(),
-            gathers: SecondaryMap::new(),
-            quotas: SecondaryMap::new(),
+            carried_bytes: 0,
             paced,
             pools,
-            lock_grants: Vec::new(),
         }
     }
 
@@ -467,44 +382,6 @@ impl World {
         (self.calls.len(), self.jobs.len())
     }
 
-    /// What the world holds that grows with traffic, for the run's memory check: counts
-    /// read from its tables, nothing kept on the way.
-    pub fn live(&self) -> Live {
-        let mut live = Live {
-            calls: self.calls.len(),
-            jobs: self.jobs.len(),
-            races: self.races.len(),
-            ..Live::default()
-        };
-        let tables = |margin| {
-            reserved(&self.calls, margin)
-                + reserved(&self.jobs, margin)
-                + reserved(&self.races, margin)
-                + reserved_beside(&self.gathers, &self.calls, margin)
-                + reserved_beside(&self.store_slots, &self.calls, margin)
-                + self
-                    .services
-                    .iter()
-                    .map(|s| s.reserved_beside(&self.jobs, margin))
-                    .sum::<u64>()
-        };
-        live.reserved = tables(GROWTH_MARGIN);
-        live.allocated = tables(0);
-        let mut most: Option<&Service> = None;
-        for s in &self.services {
-            live.idempotency_keys += s.idempotency_keys();
-            if s.queued() > most.map_or(0, Service::queued) {
-                most = Some(s);
-            }
-        }
-        live.queued_most = most.map(|s| Queued {
-            service: s.name().to_string(),
-            queued: s.queued() as usize,
-            unbounded: s.queue_unbounded(),
-        });
-        live
-    }
-
     /// Client requests still waiting for their outcome (in an attempt or a backoff).
     pub fn requests_in_flight(&self) -> u64 {
         let by_client = |c: &&Call| matches!(c.owner, call::Owner::Client { .. });
@@ -552,10 +429,10 @@ impl World {
                 outcome,
                 retry_after,
             } => {
-                let quota = if self.quotas.is_empty() {
-                    None
-                } else {
+                let quota = if self.paced {
                     self.take_quota(call, attempt)
+                } else {
+                    None
                 };
                 self.on_reply(ctx, call, attempt, outcome, retry_after, quota)
             }
@@ -669,17 +546,9 @@ impl Entity for World {
             Msg::PoolEvict { site } => self.on_pool_evict(ctx, site),
             Msg::LockTimeout { job } => self.on_lock_timeout(ctx, job),
         }
-        // Bulkhead slots given back during the event go to their waiters now, after it.
-        self.process_wakes(ctx);
-        // So do the connections of pools, and their opens and evictions are scheduled.
-        while self.pools.has_effects() {
-            self.process_pool_effects(ctx);
-            self.process_wakes(ctx);
-        }
-        // And the row locks given back during it start their next holders' work.
-        if !self.lock_grants.is_empty() {
-            self.process_lock_grants(ctx);
-        }
+        // Bulkhead slots, pool connections and row locks given back during the event go to
+        // their waiters now, after it, and pools' opens and evictions are scheduled.
+        self.apply_effects(ctx);
         if cfg!(debug_assertions) {
             self.events += 1;
             for s in &self.services {

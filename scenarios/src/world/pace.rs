@@ -10,9 +10,11 @@
 //! refused. A call held this way goes on through the rest of the stack when the hold ends,
 //! exactly like one a shaping limiter delayed.
 //!
-//! The quota waits beside the reply packet, in the world's table keyed by the call (with the
-//! attempt it answers), and is taken when the reply arrives: a lost reply carries nothing,
-//! and a reply of a service without a limiter costs no bytes on the wire.
+//! The quota waits beside the reply packet, carried by the call (with the attempt it answers,
+//! [`Carries::Quota`]), and is taken when the reply arrives: a lost reply carries nothing, a
+//! call that ends first drops it, and a reply of a service without a limiter costs no bytes
+//! on the wire. Only a call site with a `Pace` layer reads a quota, so only its calls carry
+//! one.
 //!
 //! # Decisions
 //!
@@ -27,18 +29,41 @@
 //! learns from every answered attempt (timed-out ones at their timeout) and is one `Option` on
 //! the call site; the attempt's send time is kept in `Attempt::InFlight`.
 
+use super::call::Carries;
 use super::{CallKey, World};
 use crate::figures::PaceFigures;
 use crate::format::schema::answers::PaceConfig;
 use sim_core::{SimDuration, SimTime};
 
 impl World {
-    /// The quota the reply to `attempt` of `call` carries, if its service sent one.
+    /// The reply to `attempt` of `call` leaves its service with `quota`: the call carries
+    /// it until the reply arrives, if its call site has a `Pace` layer to read it (a later
+    /// reply's quota replaces an earlier one's).
+    pub(super) fn send_quota(&mut self, call: CallKey, attempt: u32, quota: Quota) {
+        let Some(c) = self.calls.get_mut(call) else {
+            return;
+        };
+        if !self.sites[c.site as usize].paces() {
+            return;
+        }
+        debug_assert!(
+            attempt <= c.attempt_no,
+            "a reply answers an attempt that was made"
+        );
+        if let Carries::Quota(carried) = &mut c.carries {
+            **carried = (attempt, quota);
+        } else {
+            self.carry(call, Carries::Quota(Box::new((attempt, quota))));
+        }
+    }
+
+    /// The quota the reply to `attempt` of `call` brings, if its service sent one.
     pub(super) fn take_quota(&mut self, call: CallKey, attempt: u32) -> Option<Quota> {
-        match self.quotas.get(call) {
-            Some(&(a, q)) if a == attempt => {
-                self.quotas.remove(call);
-                Some(q)
+        match self.calls.get(call).map(|c| &c.carries) {
+            Some(Carries::Quota(carried)) if carried.0 == attempt => {
+                let quota = carried.1;
+                self.uncarry(call);
+                Some(quota)
             }
             _ => None,
         }

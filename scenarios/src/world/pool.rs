@@ -14,8 +14,8 @@
 //! ```
 //!
 //! A pool decides and records; what the world must then do (schedule an open's end or an
-//! eviction, resume or fail a waiting attempt) is an [`Effect`] the world acts on after the
-//! event, as it does with bulkhead wakes. An idle connection is reused last in, first out, so
+//! eviction, resume or fail a waiting attempt) is an [`Effect`] in the world's one queue of
+//! what an event leaves to do (`world::effects`), acted on after the event. An idle connection is reused last in, first out, so
 //! the oldest idle ones are those that time out; a pool keeps at most one eviction pending,
 //! for its oldest idle connection. A scenario without pools has an empty [`Pools`] and its
 //! hot path pays one emptiness check per attempt sent and ended.
@@ -39,6 +39,7 @@
 //! caller's attempts give theirs back as they are cancelled).
 
 use super::call::Attempt;
+use super::effects::{Effect, Effects};
 use super::msg::Msg;
 use super::outcome::Reason;
 use super::{C, CallKey, World};
@@ -48,28 +49,6 @@ use crate::format::schema::pool::Pool;
 use sim_core::metrics::{GaugeSeries, LatencyHistogram};
 use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
-
-/// What the world must do after a pool changed.
-#[derive(Debug, Clone, Copy)]
-pub enum Effect {
-    /// An open of a connection by the pool of `site` ends after `after` (`refused`: with the
-    /// target's refusal).
-    Open {
-        site: u32,
-        refused: bool,
-        after: SimDuration,
-    },
-    /// The waiting attempt `attempt` of `call` holds a connection of the pool of `site`.
-    Grant {
-        site: u32,
-        call: CallKey,
-        attempt: u32,
-    },
-    /// The waiting attempt `attempt` of `call` fails: the open made for it was refused.
-    Refuse { call: CallKey, attempt: u32 },
-    /// The oldest idle connection of the pool of `site` times out at `at`.
-    Evict { site: u32, at: SimTime },
-}
 
 /// An attempt waiting for a connection.
 #[derive(Debug, Clone, Copy)]
@@ -138,7 +117,6 @@ pub struct Pools {
     groups: Vec<Group>,
     /// By service; empty when no pool exists and no service limits its connections.
     targets: Vec<Target>,
-    effects: Vec<Effect>,
 }
 
 impl Pools {
@@ -215,15 +193,16 @@ impl Pools {
         self.pools.binary_search_by_key(&site, |p| p.site).ok()
     }
 
-    /// Whether effects wait to be acted on.
-    #[inline]
-    pub fn has_effects(&self) -> bool {
-        !self.effects.is_empty()
-    }
-
     /// The attempt `attempt` of `call` asks the pool `i` for a connection: true when it
     /// gets one at once, false when it waits (and the pool opens one if it may).
-    fn checkout(&mut self, i: usize, now: SimTime, call: CallKey, attempt: u32) -> bool {
+    fn checkout(
+        &mut self,
+        i: usize,
+        now: SimTime,
+        call: CallKey,
+        attempt: u32,
+        out: &mut Effects,
+    ) -> bool {
         let p = &mut self.pools[i];
         let g = &mut self.groups[p.group as usize];
         g.figures.checkouts += 1;
@@ -238,12 +217,12 @@ impl Pools {
             attempt,
             since: now,
         });
-        self.fill(i, now);
+        self.fill(i, now, out);
         false
     }
 
     /// Opens connections for the waiters that no open under way serves, within the size.
-    fn fill(&mut self, i: usize, now: SimTime) {
+    fn fill(&mut self, i: usize, now: SimTime, out: &mut Effects) {
         let p = &mut self.pools[i];
         let g = &mut self.groups[p.group as usize];
         let t = &mut self.targets[p.target as usize];
@@ -268,7 +247,7 @@ impl Pools {
             if let Some(limit) = t.limit {
                 assert!(t.open <= limit, "a target accepts at most max_connections");
             }
-            self.effects.push(Effect::Open {
+            out.push(Effect::Open {
                 site: p.site,
                 refused,
                 after: p.config.connect_time,
@@ -278,31 +257,31 @@ impl Pools {
 
     /// An open of the pool of `site` ended: the connection goes to the first waiter (or is
     /// idle), or the refusal fails the first waiter.
-    fn opened(&mut self, site: u32, now: SimTime, refused: bool) {
+    fn opened(&mut self, site: u32, now: SimTime, refused: bool, out: &mut Effects) {
         let i = self.find(site).expect("an open belongs to a pool");
         let p = &mut self.pools[i];
         p.opening -= 1;
         if refused {
             if let Some(w) = p.waiters.pop_front() {
-                self.effects.push(Effect::Refuse {
+                out.push(Effect::Refuse {
                     call: w.call,
                     attempt: w.attempt,
                 });
             }
-            self.fill(i, now);
+            self.fill(i, now, out);
         } else {
             p.busy += 1;
-            self.checkin(i, now);
+            self.checkin(i, now, out);
         }
     }
 
     /// A connection of pool `i` is free: it goes to the first waiter, or becomes idle.
-    fn checkin(&mut self, i: usize, now: SimTime) {
+    fn checkin(&mut self, i: usize, now: SimTime, out: &mut Effects) {
         let p = &mut self.pools[i];
         assert!(p.busy > 0, "a connection is checked in once");
         if let Some(w) = p.waiters.pop_front() {
             self.groups[p.group as usize].wait.record(now - w.since);
-            self.effects.push(Effect::Grant {
+            out.push(Effect::Grant {
                 site: p.site,
                 call: w.call,
                 attempt: w.attempt,
@@ -314,7 +293,7 @@ impl Pools {
         if !p.evict_pending {
             p.evict_pending = true;
             let at = now.saturating_add(p.config.idle_timeout);
-            self.effects.push(Effect::Evict { site: p.site, at });
+            out.push(Effect::Evict { site: p.site, at });
         }
     }
 
@@ -331,7 +310,7 @@ impl Pools {
     }
 
     /// Closes the idle connections of the pool of `site` that reached their idle timeout.
-    fn evict(&mut self, site: u32, now: SimTime) {
+    fn evict(&mut self, site: u32, now: SimTime, out: &mut Effects) {
         let i = self.find(site).expect("an eviction belongs to a pool");
         let p = &mut self.pools[i];
         let g = &mut self.groups[p.group as usize];
@@ -349,7 +328,7 @@ impl Pools {
         if let Some(&oldest) = p.idle.front() {
             p.evict_pending = true;
             let at = oldest.saturating_add(timeout);
-            self.effects.push(Effect::Evict { site, at });
+            out.push(Effect::Evict { site, at });
         }
     }
 
@@ -387,7 +366,10 @@ impl World {
             return false;
         };
         let attempt = call.attempt_no;
-        if self.pools.checkout(i, ctx.now(), key, attempt) {
+        if self
+            .pools
+            .checkout(i, ctx.now(), key, attempt, &mut self.effects)
+        {
             return false;
         }
         let timeout = self.pools.pools[i].config.checkout_timeout;
@@ -399,7 +381,7 @@ impl World {
     /// The connection an attempt of call site instance `site` held is free again.
     pub(super) fn checkin(&mut self, now: SimTime, site: u32) {
         if let Some(i) = self.pools.find(site) {
-            self.pools.checkin(i, now);
+            self.pools.checkin(i, now, &mut self.effects);
         }
     }
 
@@ -414,12 +396,13 @@ impl World {
 
     /// An open of the pool of `site` ends.
     pub(super) fn on_pool_opened(&mut self, ctx: C, site: u32, refused: bool) {
-        self.pools.opened(site, ctx.now(), refused);
+        self.pools
+            .opened(site, ctx.now(), refused, &mut self.effects);
     }
 
     /// The pool of `site` closes the idle connections that timed out.
     pub(super) fn on_pool_evict(&mut self, ctx: C, site: u32) {
-        self.pools.evict(site, ctx.now());
+        self.pools.evict(site, ctx.now(), &mut self.effects);
     }
 
     /// A waiting attempt's checkout timeout: it fails with `pool_timeout`.
@@ -439,52 +422,8 @@ impl World {
         self.fail_unsent(ctx, key, Reason::PoolTimeout);
     }
 
-    /// Acts on the pools' effects: schedules opens and evictions, sends the attempts that got
-    /// a connection and fails those whose open was refused. A connection granted to a call
-    /// that no longer waits is checked back in.
-    pub(super) fn process_pool_effects(&mut self, ctx: C) {
-        let now = ctx.now();
-        // Bounded: a grant or refusal consumes a waiter, and an attempt sent or failed here
-        // adds at most one waiter or one open per pool of finitely many.
-        while self.pools.has_effects() {
-            let effects = std::mem::take(&mut self.pools.effects);
-            for e in effects {
-                match e {
-                    Effect::Open {
-                        site,
-                        refused,
-                        after,
-                    } => ctx.send_self(after, Msg::PoolOpened { site, refused }),
-                    Effect::Evict { site, at } => {
-                        let me = ctx.me();
-                        ctx.send_at(me, at, Msg::PoolEvict { site });
-                    }
-                    Effect::Grant {
-                        site,
-                        call,
-                        attempt,
-                    } => match self.waiting(call, attempt) {
-                        Some(timer) => {
-                            ctx.cancel(timer);
-                            self.calls[call].attempt = Attempt::Idle;
-                            self.send_attempt(ctx, call, true);
-                        }
-                        None => self.checkin(now, site),
-                    },
-                    Effect::Refuse { call, attempt } => {
-                        if let Some(timer) = self.waiting(call, attempt) {
-                            ctx.cancel(timer);
-                            self.calls[call].attempt = Attempt::Idle;
-                            self.fail_unsent(ctx, call, Reason::ConnectionRefused);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
     /// The checkout timer of the attempt `attempt` of `call`, if it still waits at its pool.
-    fn waiting(&self, call: CallKey, attempt: u32) -> Option<sim_core::TimerId> {
+    pub(super) fn waiting(&self, call: CallKey, attempt: u32) -> Option<sim_core::TimerId> {
         let c = self.calls.get(call)?;
         match c.attempt {
             Attempt::Checkout { timer } if c.attempt_no == attempt => Some(timer),

@@ -12,18 +12,15 @@
 //! the fetch, the likelier, so one request refreshes each key just before it would expire.
 //! A refetch that succeeds sets the key's expiry to `now + ttl`.
 
-use super::JobKey;
 use crate::figures::RefreshFigures;
 use crate::format::schema::Cache;
 use sim_core::sample::{open_unit_f64, uniform_below};
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
-use slotmap::SecondaryMap;
 
-/// A fetch in flight: the replica, the key it refreshes (`None` for an ordinary miss, which
-/// only measures the fetch time), and when it started.
+/// A fetch in flight, carried by its job: the key it refreshes (`None` for an ordinary miss,
+/// which only measures the fetch time), and when it started.
 #[derive(Debug, Clone, Copy)]
 pub struct Fetch {
-    replica: u32,
     key: Option<u32>,
     since: SimTime,
 }
@@ -46,7 +43,6 @@ pub struct Refresh {
     expiry: Vec<Vec<SimTime>>,
     /// Per replica, the last fetch time measured (zero before the first).
     delta: Vec<SimDuration>,
-    fetches: SecondaryMap<JobKey, Fetch>,
     rng: RngStream,
     figures: RefreshFigures,
 }
@@ -61,15 +57,14 @@ impl Refresh {
             beta: cache.xfetch.as_ref().map(|x| x.beta),
             expiry: vec![vec![fresh; cache.keys as usize]; replicas as usize],
             delta: vec![SimDuration::ZERO; replicas as usize],
-            fetches: SecondaryMap::new(),
             rng: seed.stream(&format!("services/{service}/cache-ttl")),
             figures: RefreshFigures::default(),
         })
     }
 
-    /// A request `job` at replica `replica` that the hit ratio counts as a hit: `None` if
-    /// its key is fresh and stays so, else why it refetches the key (the job is then a miss).
-    pub fn consult(&mut self, now: SimTime, replica: usize, job: JobKey) -> Option<Refetch> {
+    /// A request at replica `replica` that the hit ratio counts as a hit: `None` if its key
+    /// is fresh and stays so, else its refetch of the key (the request is then a miss).
+    pub fn consult(&mut self, now: SimTime, replica: usize) -> Option<Fetch> {
         let keys = self.expiry[replica].len() as u64;
         let key = uniform_below(&mut self.rng, keys) as u32;
         let expiry = self.expiry[replica][key as usize];
@@ -89,34 +84,26 @@ impl Refresh {
             Refetch::Expired => self.figures.expired_misses += 1,
             Refetch::Early => self.figures.early_refreshes += 1,
         }
-        let fetch = Fetch {
-            replica: replica as u32,
+        Some(Fetch {
             key: Some(key),
             since: now,
-        };
-        self.fetches.insert(job, fetch);
-        Some(why)
+        })
     }
 
-    /// An ordinary miss `job` at replica `replica` fetches at `now`: its fetch time, when it
-    /// succeeds, is the replica's new `delta` (the same recomputation as a refresh's).
-    pub fn measure(&mut self, now: SimTime, replica: usize, job: JobKey) {
-        let fetch = Fetch {
-            replica: replica as u32,
+    /// An ordinary miss fetches at `now`: its fetch time, when it succeeds, is its replica's
+    /// new `delta` (the same recomputation as a refresh's).
+    pub fn measure(now: SimTime) -> Fetch {
+        Fetch {
             key: None,
             since: now,
-        };
-        self.fetches.insert(job, fetch);
+        }
     }
 
-    /// Job `job` is answered at `now`: if it fetched and succeeded, its fetch time is the
-    /// replica's new `delta`, and the key it refreshed, if any, is fresh again.
-    pub fn complete(&mut self, now: SimTime, job: JobKey, ok: bool) {
-        let Some(f) = self.fetches.remove(job) else {
-            return;
-        };
+    /// A job of replica `r` that made `fetch` is answered at `now`: if it succeeded, its
+    /// fetch time is the replica's new `delta`, and the key it refreshed, if any, is fresh
+    /// again.
+    pub fn complete(&mut self, now: SimTime, r: usize, f: Fetch, ok: bool) {
         if ok {
-            let r = f.replica as usize;
             self.delta[r] = now - f.since;
             if let Some(key) = f.key {
                 self.expiry[r][key as usize] = now.saturating_add(self.ttl);
@@ -126,11 +113,6 @@ impl Refresh {
     }
 
     /// Its figures.
-    /// The fetches in flight, a side table of the jobs (for the memory check).
-    pub fn fetches(&self) -> &SecondaryMap<JobKey, Fetch> {
-        &self.fetches
-    }
-
     pub fn figures(&self) -> RefreshFigures {
         self.figures.clone()
     }

@@ -18,7 +18,7 @@
 //! 8289 step by step, beside the RPC `CoDel`: its drops are `shed`. A `TenantBulkhead` is one
 //! `KeyedBulkhead` per replica (like the concurrency limit, since workers are a replica's),
 //! tried after every other admission layer but the concurrency limit, and given back when the
-//! job leaves the world (`take_job`); a crash starts the replica's table afresh with its jobs
+//! job leaves the world (`end_job`); a crash starts the replica's table afresh with its jobs
 //! lost. Its refusals are `concurrency_limited`, and the per-tenant figures of the classes say
 //! whom they hit. A call's `Limiter` layers charge the request's class cost through a `Ticket`
 //! (the call's id and cost) that every gate is shown; distributed limiters still count

@@ -17,7 +17,6 @@ use super::balance::{self, Balance};
 use super::capacity::Capacity;
 use super::faults::ServiceFaults;
 use super::gauges::Gauges;
-use super::job::Job;
 use super::lifecycle::Lifecycle;
 use super::outcome::Reason;
 use super::pace::Quota;
@@ -34,7 +33,6 @@ use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, RateLimiter};
 use sim_core::sample::{SAMPLE_MAX, bernoulli, unit_f64};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
-use slotmap::SlotMap;
 use std::collections::BTreeMap;
 
 /// One service.
@@ -281,18 +279,6 @@ impl Service {
     /// Whether its queues are unbounded (the scenario says so).
     pub fn queue_unbounded(&self) -> bool {
         self.config.queue.capacity.is_none()
-    }
-
-    /// The bytes its side tables of the jobs (the store's reads, the cache's fetches) may
-    /// hold until the next memory check.
-    pub fn reserved_beside(&self, jobs: &SlotMap<JobKey, Job>, margin: usize) -> u64 {
-        self.store
-            .as_ref()
-            .map_or(0, |s| super::reserved_beside(s.reads(), jobs, margin))
-            + self
-                .refresh
-                .as_ref()
-                .map_or(0, |r| super::reserved_beside(r.fetches(), jobs, margin))
     }
 
     /// Keys in its idempotency store (0 without one).

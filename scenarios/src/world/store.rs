@@ -3,9 +3,9 @@
 //!
 //! A job reads when its work starts ([`StoreState::read`]) and writes when its work is done
 //! ([`StoreState::write`]); the write commits (the row's version moves on) only if the version
-//! is still the one the job read. A job that never writes (lost in a crash, cancelled) leaves
-//! its read behind in a secondary map keyed by the job's slot, where the next job of that slot
-//! replaces it: nothing grows with the number of requests.
+//! is still the one the job read. The read is the job's: its stage carries it while it works
+//! or waits for its row's lock (`job::Stage`), and it goes with the job, so nothing here grows
+//! with the number of requests.
 //!
 //! Under `Locked` the job also takes its row's lock when its work would start
 //! ([`StoreState::lock`]): at once if the row is free, else it waits in the row's FIFO queue
@@ -20,7 +20,6 @@ use crate::format::schema::contention::{KeyDist, Store, StoreOp};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::sample::{uniform_below, unit_f64};
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
-use slotmap::SecondaryMap;
 use std::collections::{BTreeMap, VecDeque};
 
 /// A job's request for its row's lock.
@@ -73,7 +72,6 @@ enum Picker {
 #[derive(Debug)]
 pub struct StoreState {
     versions: Vec<u64>,
-    reads: SecondaryMap<JobKey, Read>,
     picker: Picker,
     rng: RngStream,
     figures: StoreFigures,
@@ -103,7 +101,6 @@ impl StoreState {
         };
         StoreState {
             versions: vec![0; config.rows as usize],
-            reads: SecondaryMap::new(),
             picker,
             rng: seed.stream(&format!("services/{service}/store")),
             figures: StoreFigures {
@@ -132,9 +129,9 @@ impl StoreState {
         self.locks.is_some()
     }
 
-    /// `job`, which has read its row, asks for the row's lock.
-    pub fn lock(&mut self, job: JobKey, now: SimTime) -> Lock {
-        let row = self.reads[job].row;
+    /// `job`, which has made `read`, asks for its row's lock.
+    pub fn lock(&mut self, job: JobKey, read: Read, now: SimTime) -> Lock {
+        let row = read.row;
         let locks = self.locks.as_mut().expect("a locking store");
         let Some(held) = locks.rows.get_mut(&row) else {
             locks.rows.insert(
@@ -159,11 +156,18 @@ impl StoreState {
         Lock::Wait(locks.wait_timeout)
     }
 
-    /// `job` gives back its row's lock, or leaves the row's queue (`timed_out`: its wait
-    /// timed out), if it holds or waits for one; the job the lock passes to, if any.
-    pub fn unlock(&mut self, job: JobKey, now: SimTime, timed_out: bool) -> Option<JobKey> {
+    /// `job`, which made `read` (if it read), gives back its row's lock, or leaves the row's
+    /// queue (`timed_out`: its wait timed out), if it holds or waits for one; the job the
+    /// lock passes to, if any.
+    pub fn unlock(
+        &mut self,
+        job: JobKey,
+        read: Option<Read>,
+        now: SimTime,
+        timed_out: bool,
+    ) -> Option<JobKey> {
         let locks = self.locks.as_mut()?;
-        let row = self.reads.get(job)?.row;
+        let row = read?.row;
         let held = locks.rows.get_mut(&row)?;
         if held.holder != job {
             let k = held.waiters.iter().position(|(w, _)| *w == job)?;
@@ -202,8 +206,8 @@ impl StoreState {
         }
     }
 
-    /// `job` starts its work: it picks its row and reads its version.
-    pub fn read(&mut self, job: JobKey) {
+    /// A job starts its work: it picks its row and reads its version.
+    pub fn read(&mut self) -> Read {
         let row = match &self.picker {
             Picker::Single => 0,
             Picker::Uniform { rows } => uniform_below(&mut self.rng, u64::from(*rows)) as u32,
@@ -216,24 +220,18 @@ impl StoreState {
             }
         };
         let version = self.versions[row as usize];
-        self.reads.insert(job, Read { row, version });
         self.figures.reads += 1;
+        Read { row, version }
     }
 
-    /// `job`'s work is done: its write commits (true) or conflicts (false). A locked row
-    /// cannot have moved since its holder read it: the write commits, and the read stays
-    /// until the lock is given back ([`StoreState::unlock`] finds the row by it).
-    pub fn write(&mut self, job: JobKey) -> bool {
+    /// The work of a job that made `read` is done: its write commits (true) or conflicts
+    /// (false). A locked row cannot have moved since its holder read it: the write commits.
+    pub fn write(&mut self, read: Read) -> bool {
         if self.locks.is_some() {
-            let row = self.reads[job].row;
-            self.versions[row as usize] += 1;
+            self.versions[read.row as usize] += 1;
             self.figures.commits += 1;
             return true;
         }
-        let read = self
-            .reads
-            .remove(job)
-            .expect("a job writes only after it read, when its work started");
         let current = &mut self.versions[read.row as usize];
         if *current == read.version {
             *current += 1;
@@ -246,11 +244,6 @@ impl StoreState {
     }
 
     /// Its figures.
-    /// The reads in flight, a side table of the jobs (for the memory check).
-    pub fn reads(&self) -> &SecondaryMap<JobKey, Read> {
-        &self.reads
-    }
-
     pub fn figures(&self) -> StoreFigures {
         let mut f = self.figures.clone();
         f.hottest_row_commits = self.versions.iter().copied().max().unwrap_or(0);

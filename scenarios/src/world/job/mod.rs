@@ -8,15 +8,24 @@
 //! ```
 //!
 //! [`Stage`] says where a job is and carries what only that stage has (its timer, its
-//! downstream calls). A job holds one of its replica's workers from `Working` until it
-//! replies, including while its downstream calls run (thread-per-request).
+//! downstream calls, its read of its service's store while it works or waits for its row's
+//! lock); a cache fetch it makes is beside it in the job. A job holds one of its replica's
+//! workers from `Working` until it replies, including while its downstream calls run
+//! (thread-per-request). However it ends, answered, cancelled or lost, it goes through
+//! [`World::end_job`] (`end.rs`), which removes it with all it carries.
+
+mod end;
+
+pub use end::Ending;
 
 use super::call::{Attempt, Owner};
 use super::downstream::Downstream;
-use super::msg::{Msg, Packet};
+use super::msg::Msg;
 use super::outcome::{Outcome, Reason};
+use super::refresh::Fetch;
 use super::replica::Enqueue;
 use super::service::Admit;
+use super::store::Read;
 use super::traffic::Attrs;
 use super::{C, CallKey, JobKey, World};
 use crate::format::schema::{Abandoned, CallSafety};
@@ -35,11 +44,12 @@ pub enum Stage {
     /// In the replica's queue.
     Queued,
     /// Holding a worker since `since`, working until `timer` fires at `until` (a pause of
-    /// the replica pushes both back).
+    /// the replica pushes both back), with its `read` of its service's store if it has one.
     Working {
         since: SimTime,
         timer: TimerId,
         until: SimTime,
+        read: Option<Read>,
     },
     /// Holding a worker since `since`, waiting on its downstream calls.
     Calling { since: SimTime, calls: Downstream },
@@ -48,12 +58,13 @@ pub enum Stage {
     /// Waiting for the decision of distributed limiter `limiter` (index in the world's
     /// list): its store `call`, or a lease when `call` is null.
     Admitting { limiter: u32, call: CallKey },
-    /// Holding a worker since `since`, waiting for its row's lock (`world::locks`) until
-    /// `timer` (its lock wait timeout) fires; then it works for `work`.
+    /// Holding a worker since `since`, waiting for the lock of the row of its `read`
+    /// (`world::locks`) until `timer` (its lock wait timeout) fires; then it works for `work`.
     Locking {
         since: SimTime,
         timer: TimerId,
         work: SimDuration,
+        read: Read,
     },
 }
 
@@ -68,6 +79,15 @@ impl Stage {
             Stage::Transit | Stage::Shaping { .. } | Stage::Queued | Stage::Admitting { .. } => {
                 None
             }
+        }
+    }
+
+    /// Its read of its service's store, while it works or waits for its row's lock.
+    pub fn read(&self) -> Option<Read> {
+        match *self {
+            Stage::Working { read, .. } => read,
+            Stage::Locking { read, .. } => Some(read),
+            _ => None,
         }
     }
 }
@@ -92,6 +112,9 @@ pub struct Job {
     abandoned: bool,
     /// The cache key this job fetches for its followers, when it leads a coalesced miss.
     lead_key: Option<u32>,
+    /// Its fetch of an entry of a cache with a time to live (`world::refresh`), completed
+    /// when it is answered.
+    fetch: Option<Fetch>,
     /// Its admission by the replica's concurrency limit, handed back when it is answered.
     admitted: Option<ConcurrencyToken>,
     /// The idempotency key it executes under, to complete or abort in the store.
@@ -169,6 +192,12 @@ impl Job {
         self.lead_key = Some(key);
     }
 
+    /// It makes `fetch` of an entry of a cache with a time to live.
+    pub fn fetch(&mut self, fetch: Fetch) {
+        debug_assert!(self.fetch.is_none(), "a job fetches once");
+        self.fetch = Some(fetch);
+    }
+
     /// Whether it holds a worker.
     pub fn holds_worker(&self) -> bool {
         self.stage.worker_since().is_some()
@@ -197,19 +226,11 @@ impl World {
             stage: Stage::Transit,
             abandoned: false,
             lead_key: None,
+            fetch: None,
             admitted: None,
             idempotency_key: None,
             tenant_slot: false,
         })
-    }
-
-    /// Forgets a job lost before it reached its replica (it holds nothing).
-    pub(super) fn drop_job(&mut self, job: JobKey) {
-        let j = self.jobs.remove(job).expect("dropping a live job");
-        assert!(
-            matches!(j.stage, Stage::Transit),
-            "only a job in transit is lost"
-        );
     }
 
     /// An attempt reaches its replica: admission control, then a worker or the queue.
@@ -249,6 +270,10 @@ impl World {
             }
             Admit::Yes(token) => {
                 let j = &mut self.jobs[job];
+                assert!(
+                    j.admitted.is_none() && !j.tenant_slot,
+                    "a job is admitted once"
+                );
                 j.admitted = token;
                 j.tenant_slot = s.has_tenant_bulkhead();
                 self.accept(ctx, job);
@@ -257,6 +282,10 @@ impl World {
                 let tenant_slot = s.has_tenant_bulkhead();
                 let timer = ctx.timer_self(until - now, Msg::Released { job });
                 let j = &mut self.jobs[job];
+                assert!(
+                    j.admitted.is_none() && !j.tenant_slot,
+                    "a job is admitted once"
+                );
                 j.admitted = token;
                 j.tenant_slot = tenant_slot;
                 j.stage = Stage::Shaping { timer };
@@ -324,7 +353,7 @@ impl World {
         let (svc, r) = (j.service(), j.replica());
         if self.services[svc].config().on_abandoned == Abandoned::DropExpired && now >= j.deadline {
             self.services[svc].counts().dropped_expired += 1;
-            self.take_job(now, job, Some(Outcome::Fail(Reason::Deadline)));
+            self.end_job(now, job, Ending::Answered(Outcome::Fail(Reason::Deadline)));
             return;
         }
         if self.services[svc].poisoned(j.attrs.tenant) {
@@ -348,15 +377,14 @@ impl World {
         }
         let s = &mut self.services[svc];
         let work = s.work_time(r, now);
-        let mut locking = false;
-        if let Some(store) = s.store() {
-            store.read(job);
-            locking = store.locking();
-        }
+        let (read, locking) = s
+            .store()
+            .map_or((None, false), |store| (Some(store.read()), store.locking()));
         s.replica(r).take_worker();
         s.busy_change(now, 1);
         if locking {
-            self.lock_row(ctx, job, work);
+            let read = read.expect("a locking store is a store");
+            self.lock_row(ctx, job, work, read);
             return;
         }
         let timer = ctx.timer_self(work, Msg::WorkDone { job });
@@ -365,6 +393,7 @@ impl World {
             since: now,
             timer,
             until,
+            read,
         };
     }
 
@@ -426,280 +455,6 @@ impl World {
             s.record_wait(now - since, true);
             self.start_work(ctx, job);
         }
-    }
-
-    /// Whether no one waits for `j` any more: its caller gave up, or its caller is itself a
-    /// job no one waits for (a db call made for a request whose user left is wasted too).
-    fn nobody_waits(&self, j: &Job) -> bool {
-        let mut j = j;
-        // The call graph is acyclic (validated), so the walk ends at a client.
-        loop {
-            if j.abandoned {
-                return true;
-            }
-            let mut owner = self.calls.get(j.call).map(|c| c.owner);
-            // A racing call or a leaf answers to its shell, whose owner is the one waiting
-            // (a hedged leaf: two shells up).
-            for _ in 0..2 {
-                if let Some(Owner::Hedge { shell, .. } | Owner::Leaf { shell }) = owner {
-                    owner = self.calls.get(shell).map(|c| c.owner);
-                }
-            }
-            match owner {
-                None | Some(Owner::Hedge { .. } | Owner::Leaf { .. }) => return true,
-                Some(Owner::Client { .. }) => return false,
-                // A lease is for the replica, which waits for it.
-                Some(Owner::Store { job, .. }) if job.is_null() => return false,
-                Some(Owner::Store { job, .. }) => match self.jobs.get(job) {
-                    None => return true,
-                    Some(parent) => j = parent,
-                },
-                Some(Owner::Job { job, .. }) => match self.jobs.get(job) {
-                    None => return true,
-                    Some(parent) => j = parent,
-                },
-            }
-        }
-    }
-
-    /// Releases the worker `j` holds (if any), accounting wasted work; true if it held one.
-    fn release_worker(&mut self, now: SimTime, j: &Job) -> bool {
-        let Some(since) = j.stage.worker_since() else {
-            return false;
-        };
-        let wasted = self.nobody_waits(j);
-        let s = &mut self.services[j.service()];
-        s.replica(j.replica()).free_worker();
-        if wasted {
-            let counts = s.counts();
-            counts.wasted_jobs += 1;
-            counts.wasted_ns += (now - since).as_nanos();
-        }
-        s.busy_change(now, -1);
-        true
-    }
-
-    /// A job is answered with `outcome`: its worker is freed, its caller gets the reply, its
-    /// followers the outcome, and its replica's queue moves.
-    pub(super) fn finish_job(&mut self, ctx: C, job: JobKey, outcome: Outcome) {
-        let now = ctx.now();
-        let j = self
-            .take_job(now, job, Some(outcome))
-            .expect("finishing a live job");
-        if let Some(refresh) = self.services[j.service()].refresh() {
-            refresh.complete(now, job, outcome == Outcome::Ok);
-        }
-        let freed = self.release_worker(now, &j);
-        self.send_reply(ctx, &j, outcome, None);
-        self.complete_flight(ctx, &j, outcome);
-        if freed {
-            self.dequeue(ctx, j.service(), j.replica());
-        }
-    }
-
-    /// Removes a job, handing back what it holds in the service: its concurrency slot with
-    /// its outcome (`None`: cancelled, no sample) and its idempotency key (a success is
-    /// stored for replay; anything else lets a retry run it again).
-    fn take_job(&mut self, now: SimTime, job: JobKey, outcome: Option<Outcome>) -> Option<Job> {
-        let mut j = self.jobs.remove(job)?;
-        let s = &mut self.services[j.service()];
-        if let Some(store) = s.store()
-            && let Some(next) = store.unlock(job, now, false)
-        {
-            self.lock_grants.push(next);
-        }
-        if let Some(key) = j.idempotency_key.take()
-            && let Some(store) = s.idempotency()
-        {
-            if outcome == Some(Outcome::Ok) {
-                store.complete(now, &key, ());
-            } else {
-                store.abort(now, &key);
-            }
-        }
-        if let Some(token) = j.admitted.take() {
-            let ok = outcome.map(|o| o == Outcome::Ok);
-            s.release_slot(now, j.replica(), token, ok);
-        }
-        if j.tenant_slot {
-            j.tenant_slot = false;
-            s.release_tenant(j.replica(), j.attrs);
-        }
-        Some(j)
-    }
-
-    /// A job that led a coalesced cache miss is gone: its followers get its outcome.
-    fn complete_flight(&mut self, ctx: C, j: &Job, outcome: Outcome) {
-        let Some(key) = j.lead_key else {
-            return;
-        };
-        let (svc, r) = (j.service(), j.replica());
-        let Some(coalescer) = self.services[svc].replica(r).coalescer() else {
-            return;
-        };
-        for waiter in coalescer.complete(ctx.now(), &key) {
-            let follower = self.services[svc].unfollow(r, waiter.0);
-            if let Some(follower) = follower
-                && self.jobs.contains_key(follower)
-            {
-                self.finish_job(ctx, follower, outcome);
-            }
-        }
-    }
-
-    /// Answers a job that holds no worker (refused, shed, replayed, replica down).
-    pub(super) fn reply(
-        &mut self,
-        ctx: C,
-        job: JobKey,
-        outcome: Outcome,
-        retry_after: Option<SimDuration>,
-    ) {
-        let j = self
-            .take_job(ctx.now(), job, Some(outcome))
-            .expect("live job");
-        self.send_reply(ctx, &j, outcome, retry_after);
-    }
-
-    /// Counts the answer and sends it to the caller (a caller that no longer exists gets
-    /// nothing).
-    pub(super) fn send_reply(
-        &mut self,
-        ctx: C,
-        j: &Job,
-        outcome: Outcome,
-        retry_after: Option<SimDuration>,
-    ) {
-        let s = &mut self.services[j.service()];
-        s.record_answer(
-            ctx.now(),
-            match outcome {
-                Outcome::Ok => None,
-                Outcome::Fail(r) => Some(r),
-            },
-        );
-        let source = s.node();
-        // Only a `Pace` layer reads a quota: without one, none is worked out or kept.
-        let quota = if self.paced { s.quota(ctx.now()) } else { None };
-        let Some(target) = self.calls.get(j.call).map(|c| c.source) else {
-            return;
-        };
-        if let Some(q) = quota {
-            self.quotas.insert(j.call, (j.attempt, q));
-        }
-        let packet = Packet::Reply {
-            call: j.call,
-            attempt: j.attempt,
-            outcome,
-            retry_after,
-        };
-        self.transmit(ctx, source, target, packet);
-    }
-
-    /// The caller's cancellation reaches the replica: the job stops wherever it is.
-    pub(super) fn on_cancel(&mut self, ctx: C, job: JobKey) {
-        let now = ctx.now();
-        let Some(j) = self.take_job(now, job, None) else {
-            return;
-        };
-        let (svc, r) = (j.service(), j.replica());
-        self.services[svc].counts().cancelled += 1;
-        match j.stage {
-            Stage::Transit => {}
-            Stage::Shaping { timer } => {
-                ctx.cancel(timer);
-            }
-            Stage::Queued => {
-                let removed = self.services[svc].replica(r).remove_queued(job);
-                assert!(removed, "a queued job is in its queue");
-                self.services[svc].queue_change(now, r, -1);
-            }
-            Stage::Working { timer, .. } => {
-                ctx.cancel(timer);
-                self.stop_holding(ctx, &j);
-            }
-            Stage::Calling { calls, .. } => {
-                for child in calls.running() {
-                    self.cancel_call(ctx, child);
-                }
-                self.stop_holding(ctx, &j);
-            }
-            Stage::Following { .. } => self.stop_holding(ctx, &j),
-            Stage::Admitting { limiter, call } => {
-                self.leave_admission(ctx, job, limiter, call, r);
-            }
-            Stage::Locking { timer, .. } => {
-                ctx.cancel(timer);
-                self.stop_holding(ctx, &j);
-            }
-        }
-    }
-
-    /// A job that held a worker stops: the worker is freed, requests waiting on its fetch
-    /// learn that it will not come, and the queue moves.
-    fn stop_holding(&mut self, ctx: C, j: &Job) {
-        self.release_worker(ctx.now(), j);
-        self.complete_flight(ctx, j, Outcome::Fail(Reason::Dependency));
-        self.dequeue(ctx, j.service(), j.replica());
-    }
-
-    /// Every job at replica `r` of `svc` is lost in a crash: callers learn at once (the
-    /// connection resets), downstream calls are cancelled, workers freed.
-    pub(super) fn lose_jobs(&mut self, ctx: C, svc: usize, r: usize) {
-        let now = ctx.now();
-        let mut lost = std::mem::take(&mut self.scratch);
-        lost.clear();
-        let mut queued = 0;
-        lost.extend(self.jobs.iter().filter_map(|(k, j)| {
-            (j.service() == svc && j.replica() == r && !matches!(j.stage, Stage::Transit))
-                .then_some(k)
-        }));
-        for &job in &lost {
-            let Some(j) = self.jobs.remove(job) else {
-                continue;
-            };
-            if let Some(store) = self.services[svc].store()
-                && let Some(next) = store.unlock(job, now, false)
-            {
-                self.lock_grants.push(next);
-            }
-            // The store outlives the replica (it is the service's database): the operation
-            // did not finish, so a retry may run it.
-            if let Some(key) = j.idempotency_key
-                && let Some(store) = self.services[svc].idempotency()
-            {
-                store.abort(now, &key);
-            }
-            match j.stage {
-                Stage::Shaping { timer }
-                | Stage::Working { timer, .. }
-                | Stage::Locking { timer, .. } => {
-                    ctx.cancel(timer);
-                }
-                Stage::Calling { calls, .. } => {
-                    for child in calls.running() {
-                        self.cancel_call(ctx, child);
-                    }
-                }
-                // Its queue is emptied at once below.
-                Stage::Queued => queued += 1,
-                Stage::Admitting { limiter, call } => {
-                    self.leave_admission(ctx, job, limiter, call, r);
-                }
-                Stage::Transit | Stage::Following { .. } => {}
-            }
-            self.release_worker(now, &j);
-            self.send_reply(ctx, &j, Outcome::Fail(Reason::Unavailable), None);
-        }
-        self.scratch = lost;
-        assert_eq!(
-            queued,
-            self.services[svc].replica_ref(r).queue_len(),
-            "every job in a queue is a live queued job"
-        );
-        self.services[svc].clear_queue(now, r);
-        let jobs = &self.jobs;
-        self.services[svc].forget_followers(|k| jobs.contains_key(k));
     }
 
     /// Asserts what only a bug can break about jobs: each replica's busy workers are its jobs

@@ -15,17 +15,22 @@
 //! gates and its retry request are the call's, the machines they come from are its call
 //! site's ([`super::site`]).
 
+mod carries;
+mod end;
+
+pub use carries::Carries;
+
 use super::client::Requester;
 use super::distributed::StoreOp;
 use super::msg::{Msg, Packet};
-use super::outcome::{Outcome, Reason, Refusal, failure_of};
+use super::outcome::{Outcome, Reason, Refusal};
 use super::pace::Quota;
-use super::site::{Fell, Side};
-use super::stack::{Acquire, Permits, Ticket};
+use super::site::Side;
+use super::stack::{Acquire, Permits, Ticket, Wake};
 use super::traffic::Attrs;
-use super::{C, CallKey, HedgeKey, JobKey, World};
+use super::{C, CallKey, JobKey, World};
 use crate::format::schema::Abandoned;
-use patterns::retry::{GiveUpReason, RetryDecision, RetryRequest, Safety};
+use patterns::retry::{RetryRequest, Safety};
 use sim_core::{SimDuration, SimTime, TimerId};
 use slotmap::{Key, KeyData};
 
@@ -100,8 +105,8 @@ pub struct Call {
     pub source: u32,
     retry: Option<RetryRequest>,
     permits: Permits,
-    /// For a hedged call's shell: its race.
-    pub race: Option<HedgeKey>,
+    /// What it carries beside its attempts, removed with it.
+    pub carries: Carries,
     /// Attempts of this call whose work started at the target (more than one: the operation
     /// ran twice, unless the target deduplicated it).
     pub executions: u32,
@@ -132,30 +137,7 @@ impl World {
         let deadline = sp.call_deadline(now, parent);
         self.next_call_id += 1;
         let id = self.next_call_id;
-        let (source, request, attrs) = match owner {
-            Owner::Client { client, attrs, .. } => (client, id, attrs),
-            Owner::Job { job, .. } => {
-                let j = &self.jobs[job];
-                (self.services[j.service()].node(), j.request(), j.attrs())
-            }
-            Owner::Hedge { shell, .. } => {
-                let shell = &self.calls[shell];
-                (shell.source, shell.request, shell.attrs)
-            }
-            Owner::Leaf { shell } => {
-                let shell = &self.calls[shell];
-                (shell.source, shell.request, shell.attrs)
-            }
-            Owner::Store { limiter, job, .. } => {
-                let svc = self.distributed_service(limiter as usize);
-                // The store call carries the attributes of the request it decides on.
-                let (request, attrs) = self
-                    .jobs
-                    .get(job)
-                    .map_or((0, Attrs::DEFAULT), |j| (j.request(), j.attrs()));
-                (self.services[svc].node(), request, attrs)
-            }
-        };
+        let (source, request, attrs) = self.caller_of(owner, id);
         let key = self.calls.insert(Call {
             site,
             id,
@@ -167,7 +149,7 @@ impl World {
             source,
             retry: None,
             permits: Permits::default(),
-            race: None,
+            carries: Carries::Nothing,
             executions: 0,
             attrs,
         });
@@ -183,6 +165,31 @@ impl World {
         key
     }
 
+    /// What a call with id `id` for `owner` inherits from its caller: the caller's network
+    /// node, the client request it serves and that request's attributes.
+    fn caller_of(&self, owner: Owner, id: u64) -> (u32, u64, Attrs) {
+        match owner {
+            Owner::Client { client, attrs, .. } => (client, id, attrs),
+            Owner::Job { job, .. } => {
+                let j = &self.jobs[job];
+                (self.services[j.service()].node(), j.request(), j.attrs())
+            }
+            Owner::Hedge { shell, .. } | Owner::Leaf { shell } => {
+                let shell = &self.calls[shell];
+                (shell.source, shell.request, shell.attrs)
+            }
+            Owner::Store { limiter, job, .. } => {
+                let svc = self.distributed_service(limiter as usize);
+                // The store call carries the attributes of the request it decides on.
+                let (request, attrs) = self
+                    .jobs
+                    .get(job)
+                    .map_or((0, Attrs::DEFAULT), |j| (j.request(), j.attrs()));
+                (self.services[svc].node(), request, attrs)
+            }
+        }
+    }
+
     /// Passes a call through its gates of `side` from gate `from`; then, for the outer
     /// gates, starts its first attempt, and for the inner ones sends the attempt.
     pub(super) fn continue_call(&mut self, ctx: C, key: CallKey, side: Side, from: usize) {
@@ -196,9 +203,9 @@ impl World {
             now,
             &mut call.permits,
             Ticket::new(key.data().as_ffi(), call.attrs.cost),
-            &mut self.wakes.buf,
+            &mut self.effects.buf,
         );
-        self.wakes.tag(site, side);
+        self.effects.tag(site, side);
         match acquired {
             Acquire::Done => match side {
                 Side::Outer => {
@@ -253,40 +260,39 @@ impl World {
 
     /// A bulkhead's waits may have timed out.
     pub(super) fn on_bulkhead_expire(&mut self, ctx: C, site: u32, side: Side, gate: usize) {
-        self.sites[site as usize].expire(side, gate, ctx.now(), &mut self.wakes.buf);
-        self.wakes.tag(site, side);
+        self.sites[site as usize].expire(side, gate, ctx.now(), &mut self.effects.buf);
+        self.effects.tag(site, side);
     }
 
-    /// Acts on bulkhead wakes: a granted slot resumes its call after that gate, a timed-out
-    /// wait fails it. A slot granted to a call that no longer waits is given back.
-    pub(super) fn process_wakes(&mut self, ctx: C) {
-        let now = ctx.now();
-        // Bounded: each round acts on wakes that releases produced, and every wake consumes
-        // a waiter, of which there are finitely many.
-        while let Some(round) = self.wakes.take() {
-            for (site, side, w) in round {
-                let key = CallKey::from(KeyData::from_ffi(w.id));
-                let waits_here = self.calls.get(key).is_some_and(|c| {
-                    c.site == site && c.attempt == Attempt::Waiting { side, gate: w.gate }
-                });
-                match (waits_here, w.permit) {
-                    (true, Some(permit)) => {
-                        let call = &mut self.calls[key];
-                        call.attempt = Attempt::Idle;
-                        self.sites[site as usize].grant(side, &mut call.permits, w.gate, permit);
-                        self.continue_call(ctx, key, side, w.gate + 1);
+    /// Acts on a bulkhead's wake of a call waiting at gate `wake.gate` of `site`'s `side`
+    /// gates: a granted slot resumes the call after that gate, a timed-out wait fails it. A
+    /// slot granted to a call that no longer waits is given back.
+    pub(super) fn wake(&mut self, ctx: C, site: u32, side: Side, wake: Wake) {
+        let key = CallKey::from(KeyData::from_ffi(wake.id));
+        let waits_here = self.calls.get(key).is_some_and(|c| {
+            c.site == site
+                && c.attempt
+                    == Attempt::Waiting {
+                        side,
+                        gate: wake.gate,
                     }
-                    (true, None) => self.fail_waiting(ctx, key, side),
-                    (false, Some(permit)) => {
-                        let mut lone = Permits::default();
-                        let sp = &mut self.sites[site as usize];
-                        sp.grant(side, &mut lone, w.gate, permit);
-                        sp.release(side, now, &mut lone, None, &mut self.wakes.buf);
-                        self.wakes.tag(site, side);
-                    }
-                    (false, None) => {}
-                }
+        });
+        match (waits_here, wake.permit) {
+            (true, Some(permit)) => {
+                let call = &mut self.calls[key];
+                call.attempt = Attempt::Idle;
+                self.sites[site as usize].grant(side, &mut call.permits, wake.gate, permit);
+                self.continue_call(ctx, key, side, wake.gate + 1);
             }
+            (true, None) => self.fail_waiting(ctx, key, side),
+            (false, Some(permit)) => {
+                let mut lone = Permits::default();
+                let sp = &mut self.sites[site as usize];
+                sp.grant(side, &mut lone, wake.gate, permit);
+                sp.release(side, ctx.now(), &mut lone, None, &mut self.effects.buf);
+                self.effects.tag(site, side);
+            }
+            (false, None) => {}
         }
     }
 
@@ -298,8 +304,8 @@ impl World {
         let site = call.site;
         let sp = &mut self.sites[site as usize];
         sp.stats().rejected.add(Reason::BulkheadFull);
-        sp.release(side, now, &mut call.permits, None, &mut self.wakes.buf);
-        self.wakes.tag(site, side);
+        sp.release(side, now, &mut call.permits, None, &mut self.effects.buf);
+        self.effects.tag(site, side);
         let refusal = Refusal {
             reason: Reason::BulkheadFull,
             retry_after: None,
@@ -310,6 +316,7 @@ impl World {
     fn start_attempt(&mut self, ctx: C, key: CallKey) {
         let bucket = self.bucket_of(ctx.now());
         let call = &mut self.calls[key];
+        debug_assert!(call.attempt == Attempt::Idle, "one attempt out at a time");
         call.attempt_no += 1;
         let sp = &mut self.sites[call.site as usize];
         sp.stats().attempts += 1;
@@ -350,6 +357,7 @@ impl World {
             .then(|| ctx.timer_self(attempt_deadline - now, Msg::Timeout { call: key, attempt }));
         let job = self.new_job(svc, replica, key, attempt, attempt_deadline);
         let call = &mut self.calls[key];
+        debug_assert!(call.attempt == Attempt::Idle, "one attempt out at a time");
         call.attempt = Attempt::InFlight {
             job,
             replica: replica as u32,
@@ -359,7 +367,7 @@ impl World {
         let (source, target) = (call.source, self.services[svc].node());
         if !self.transmit(ctx, source, target, Packet::Deliver { job }) {
             // Lost at once: the caller learns it only from its timeout.
-            self.drop_job(job);
+            self.drop_job(now, job);
         }
     }
 
@@ -374,9 +382,9 @@ impl World {
             now,
             &mut call.permits,
             None,
-            &mut self.wakes.buf,
+            &mut self.effects.buf,
         );
-        self.wakes.tag(site, Side::Inner);
+        self.effects.tag(site, Side::Inner);
         self.attempt_done(ctx, key, Outcome::Fail(reason), false, None);
     }
 
@@ -449,219 +457,6 @@ impl World {
                 let target = self.services[svc].node();
                 self.transmit(ctx, source, target, Packet::Cancel { job });
             }
-        }
-    }
-
-    /// The current attempt ended with `outcome` (`sent`: it reached the network, so its
-    /// inner gates and its replica hear about it); retry or finish the call.
-    fn attempt_done(
-        &mut self,
-        ctx: C,
-        key: CallKey,
-        outcome: Outcome,
-        sent: bool,
-        retry_after: Option<SimDuration>,
-    ) {
-        let now = ctx.now();
-        let bucket = self.bucket_of(now);
-        let call = &mut self.calls[key];
-        let site = call.site as usize;
-        let replica = match call.attempt {
-            Attempt::InFlight { replica, .. } => Some(replica as usize),
-            _ => None,
-        };
-        call.attempt = Attempt::Idle;
-        let sp = &mut self.sites[site];
-        if sent {
-            sp.release(
-                Side::Inner,
-                now,
-                &mut call.permits,
-                Some(outcome),
-                &mut self.wakes.buf,
-            );
-            self.wakes.tag(site as u32, Side::Inner);
-            let r = replica.expect("a sent attempt has a replica");
-            self.services[sp.target()].observe(now, r, outcome == Outcome::Ok);
-            if !self.pools.is_empty() {
-                self.checkin(now, site as u32);
-            }
-        }
-        let call = &mut self.calls[key];
-        let sp = &mut self.sites[site];
-        let (Some((policy, rng)), Some(request)) = (sp.retry(), call.retry.as_mut()) else {
-            self.finish_call(ctx, key, outcome, true);
-            return;
-        };
-        let Outcome::Fail(reason) = outcome else {
-            policy.on_success(now, request);
-            self.finish_call(ctx, key, outcome, true);
-            return;
-        };
-        match policy.on_failure(now, request, failure_of(reason, retry_after), rng) {
-            RetryDecision::Retry { after, .. } => {
-                sp.stats().retries += 1;
-                sp.tally(bucket).retries += 1;
-                ctx.send_self(after, Msg::Retry { call: key });
-            }
-            RetryDecision::GiveUp { reason: why } => {
-                if why == GiveUpReason::BudgetExhausted {
-                    sp.stats().budget_exhausted += 1;
-                    sp.tally(bucket).budget_exhausted += 1;
-                }
-                self.finish_call(ctx, key, outcome, true);
-            }
-        }
-    }
-
-    /// A backoff delay ended.
-    pub(super) fn on_retry(&mut self, ctx: C, key: CallKey) {
-        if self.calls.contains_key(key) {
-            self.start_attempt(ctx, key);
-        }
-    }
-
-    /// A call ends with `outcome` (`admitted`: it passed its outer gates, which hear the
-    /// outcome); its owner learns it, after the fallback chain had its say.
-    pub(super) fn finish_call(&mut self, ctx: C, key: CallKey, outcome: Outcome, admitted: bool) {
-        let now = ctx.now();
-        // The call is released in place and then dropped from its table: moving it out
-        // whole would copy it for nothing.
-        let call = self.calls.get_mut(key).expect("finishing a live call");
-        let (site, race, owner, id) = (call.site as usize, call.race, call.owner, call.id);
-        if admitted {
-            let sp = &mut self.sites[site];
-            sp.release(
-                Side::Outer,
-                now,
-                &mut call.permits,
-                Some(outcome),
-                &mut self.wakes.buf,
-            );
-            self.wakes.tag(site as u32, Side::Outer);
-        }
-        self.calls.remove(key);
-        if !self.quotas.is_empty() {
-            // A quota whose reply was lost or is late goes with its call.
-            self.quotas.remove(key);
-        }
-        if let Some(race) = race {
-            self.end_race(ctx, race);
-        }
-        if !self.gathers.is_empty() {
-            self.end_gather(ctx, key);
-        }
-        let sp = &mut self.sites[site];
-        match owner {
-            // A racing call's outcome, and its fallback, are its shell's business.
-            Owner::Hedge { shell, attempt } => {
-                self.race_call_done(ctx, shell, attempt, outcome);
-                return;
-            }
-            Owner::Leaf { shell } => {
-                self.leaf_done(ctx, shell, outcome);
-                return;
-            }
-            Owner::Store { .. } => {
-                sp.count_outcome(outcome);
-                self.store_done(ctx, key, id, owner, outcome);
-                return;
-            }
-            Owner::Client { .. } | Owner::Job { .. } => {}
-        }
-        let outcome = match sp.fall_back(now, outcome) {
-            Fell::Through(outcome) => outcome,
-            Fell::Back => Outcome::Ok,
-        };
-        sp.count_outcome(outcome);
-        match owner {
-            Owner::Client {
-                client,
-                requester,
-                offered_at,
-                attrs,
-            } => self.client_done(ctx, client, requester, offered_at, attrs, outcome),
-            Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
-            Owner::Hedge { .. } | Owner::Leaf { .. } | Owner::Store { .. } => {
-                unreachable!("handled above")
-            }
-        }
-    }
-
-    /// Drops a call whose owner no longer needs it, cancelling its attempt downstream.
-    pub(super) fn cancel_call(&mut self, ctx: C, key: CallKey) {
-        let now = ctx.now();
-        let Some(mut call) = self.calls.remove(key) else {
-            return;
-        };
-        if let Some(race) = call.race {
-            self.end_race(ctx, race);
-        }
-        if !self.gathers.is_empty() {
-            self.end_gather(ctx, key);
-        }
-        let site = call.site;
-        let sp = &mut self.sites[site as usize];
-        match call.attempt {
-            Attempt::Idle => {}
-            Attempt::Waiting { side, gate } => sp.leave_queue(side, gate, now, key.data().as_ffi()),
-            Attempt::Delayed { timer, .. } => {
-                ctx.cancel(timer);
-            }
-            Attempt::InFlight { timer, .. } => {
-                if let Some(t) = timer {
-                    ctx.cancel(t);
-                }
-            }
-            Attempt::Checkout { timer } => {
-                ctx.cancel(timer);
-                self.leave_pool(site, key);
-            }
-        }
-        let sp = &mut self.sites[site as usize];
-        // Gates not reached hold nothing, so releasing whole lists is always right.
-        for side in [Side::Outer, Side::Inner] {
-            sp.release(side, now, &mut call.permits, None, &mut self.wakes.buf);
-            self.wakes.tag(site, side);
-        }
-        let sp = &mut self.sites[site as usize];
-        if let (Some((policy, _)), Some(request)) = (sp.retry(), call.retry.as_mut()) {
-            policy.abandon(now, request);
-        }
-        if let Attempt::InFlight { job, replica, .. } = call.attempt {
-            if !self.pools.is_empty() {
-                self.checkin(now, site);
-            }
-            let sp = &mut self.sites[site as usize];
-            let svc = sp.target();
-            self.services[svc].replica(replica as usize).answered();
-            self.abandon_job(ctx, svc, call.source, job);
-        }
-    }
-
-    /// What a client request's outcome does: counted, and a closed-loop user thinks.
-    fn client_done(
-        &mut self,
-        ctx: C,
-        client: u32,
-        requester: Requester,
-        offered_at: SimTime,
-        attrs: Attrs,
-        o: Outcome,
-    ) {
-        let now = ctx.now();
-        let latency = now - offered_at;
-        let (offered_in, ended_in) = (self.bucket_of(offered_at), self.bucket_of(now));
-        let c = &mut self.clients[client as usize];
-        c.record_outcome(o, offered_in, ended_in, latency);
-        c.record_class_outcome(attrs, o, offered_in, latency);
-        if o == Outcome::Ok {
-            super::client::bucket_mut(&mut self.run_buckets, offered_in).record(latency);
-        }
-        if let Requester::User(user) = requester
-            && let Some(think) = self.clients[client as usize].user_done(now)
-        {
-            ctx.send_self(think, Msg::Think { client, user });
         }
     }
 }
