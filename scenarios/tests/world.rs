@@ -936,7 +936,9 @@ fn files_the_fuzzer_found_run_cleanly() {
 
 /// Every kind of distribution a file may declare, for the tests of what is declared against
 /// what runs.
-const DISTRIBUTIONS: [&str; 9] = [
+/// The files of samples are found relative to the scenario, which these tests name `d.ron` (in
+/// the crate's directory, where tests run).
+const DISTRIBUTIONS: [&str; 13] = [
     r#"Constant(value: "5ms")"#,
     r#"Uniform(low: "1ms", high: "9ms")"#,
     r#"Exponential(mean: "4ms")"#,
@@ -946,6 +948,10 @@ const DISTRIBUTIONS: [&str; 9] = [
     r#"Pareto(scale: "2ms", shape: 2.5)"#,
     r#"Mixture(components: [(weight: 9, dist: Exponential(mean: "2ms")), (weight: 1, dist: Constant(value: "30ms"))])"#,
     r#"Empirical(values: ["500us", "700us", "900us", "2ms", "9ms"])"#,
+    r#"Histogram(buckets: [("1ms", 120), ("2ms", 300), ("5ms", 390), ("20ms", 398), ("+Inf", 400)])"#,
+    r#"Percentiles(p10: "1ms", p50: "4ms", p90: "12ms", p99: "40ms", p999: "120ms")"#,
+    r#"Empirical(file: "tests/measured/db-latency.txt")"#,
+    r#"Empirical(file: "tests/measured/db-latency.csv", column: "latency_ms", unit: "ms", weights: "count")"#,
 ];
 
 /// The quantile `q` of a declared distribution, in milliseconds.
