@@ -1029,7 +1029,25 @@ fn served_work_is_the_declared_distribution() {
             &format!(r#""api": (workers: 5000, work: {text})"#),
             "",
         ));
-        assert_eq!(service_report(&r, "api").queued, 0, "{text}: nothing waits");
+        let api = service_report(&r, "api");
+        assert_eq!(api.queued, 0, "{text}: nothing waits");
+        // The service table sets the work it measured beside the declared distribution's
+        // quantiles (rounded to a microsecond); its histogram keeps two significant digits.
+        for (q, measured, declared, tolerance) in [
+            (0.5, api.work_ms_p50, api.declared_work_ms_p50, 0.02),
+            (0.99, api.work_ms_p99, api.declared_work_ms_p99, 0.04),
+        ] {
+            let declared = declared.expect("the scenario declares the work");
+            assert!(
+                (declared - declared_ms(text, q)).abs() <= 5e-4,
+                "{text}: the report declares {declared}ms at q{q}"
+            );
+            let measured = measured.expect("jobs started");
+            assert!(
+                close(measured, declared, tolerance),
+                "{text}: work q{q} {measured}ms against {declared}ms declared"
+            );
+        }
         let l = latency(&r);
         for (q, served, tolerance) in [
             (0.5, l.p50, 0.015),

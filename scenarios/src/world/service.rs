@@ -109,6 +109,9 @@ pub struct Service {
     waiters: BTreeMap<(u32, u64), JobKey>,
     counts: ServiceCounts,
     wait: LatencyHistogram,
+    /// The work time of every job that started, as it was given (after slowdowns, growth
+    /// with load and cold starts): the service time the report sets beside the declared one.
+    work_given: LatencyHistogram,
     /// Attempts that found a free worker (a wait of zero), kept apart from `wait` because
     /// they are most attempts of a healthy service and a count is cheaper than a record.
     waits_zero: u64,
@@ -151,8 +154,7 @@ impl Service {
         let built = "configs are validated with the scenario";
         let mut limiters = Vec::new();
         let mut rate_limits = RateLimits::default();
-        let mut priority = None;
-        let mut pid = None;
+        let (mut priority, mut pid) = (None, None);
         for a in &config.admission {
             match a {
                 Admission::Limiter(l) => limiters.push(Limiter::new(l).expect(built)),
@@ -229,6 +231,7 @@ impl Service {
             waiters: BTreeMap::new(),
             counts: ServiceCounts::default(),
             wait: LatencyHistogram::compact(),
+            work_given: LatencyHistogram::compact(),
             waits_zero: 0,
             tallies: Vec::new(),
             failed_series: Vec::new(),
@@ -550,11 +553,13 @@ impl Service {
         let work = self.work.sample(&mut self.rng_work);
         // The common case (no slowdown, no growth with load) skips the float round trip.
         // Scaled work is capped like any sample, so `now + work` stays representable.
-        if factor == 1.0 {
+        let work = if factor == 1.0 {
             work
         } else {
             work.mul_f64(factor).min(SAMPLE_MAX)
-        }
+        };
+        self.work_given.record(work);
+        work
     }
 
     /// Whether a job that finished its work fails with an injected error.
@@ -959,6 +964,7 @@ impl Service {
                 wait.record_n(SimDuration::ZERO, self.waits_zero);
                 wait
             },
+            work: self.work_given.clone(),
             pid_drop_ratio_max: self.pid.as_ref().map_or(0.0, |p| p.drop_ratio_max),
             buckets: (0..buckets)
                 .map(|i| {
