@@ -367,6 +367,9 @@ pub struct ServiceFigures {
     /// Time in queue of every attempt that started work (zero for those that found a free
     /// worker), two significant digits.
     pub wait: LatencyHistogram,
+    /// The work time given to every job that started (after slowdowns, growth with load and
+    /// cold starts), two significant digits.
+    pub work: LatencyHistogram,
     /// The highest drop probability its PID shedder reached (0 without one).
     pub pid_drop_ratio_max: f64,
     /// One entry per report bucket, from zero to the end of the run.

@@ -1399,13 +1399,16 @@ fn the_network_faults_chapter_is_what_its_scenario_shows() {
 
 /// Runs a book scenario (relative to `book/src/scenarios`) with one of its variants.
 fn book_variant_run(file: &str, variant: &str) -> Report {
-    let text = std::fs::read_to_string(src().join("scenarios").join(file)).unwrap();
+    let path = src().join("scenarios").join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Named by its path, so that the files of samples it names are found beside it.
+    let path = path.display().to_string();
     let overrides = scenarios::format::overrides::Overrides {
         variant: Some(variant.to_string()),
         sets: Vec::new(),
     };
     let limits = scenarios::format::limits::RunLimits::default();
-    let s = scenarios::format::overrides::parse_overridden(file, &text, &limits, &overrides)
+    let s = scenarios::format::overrides::parse_overridden(&path, &text, &limits, &overrides)
         .unwrap_or_else(|e| panic!("{e}"));
     run(&s, file, &RunOptions::default()).unwrap().report
 }
@@ -2394,6 +2397,81 @@ fn the_locks_section_is_what_the_library_shows() {
         format!(
             "{} of the 20 writers waited, {:.1}s of waiting in all",
             locks.waits, locks.wait_s
+        ),
+    );
+}
+
+#[test]
+fn the_measured_latencies_chapter_is_what_its_scenario_shows() {
+    let page = "measured-latencies.md";
+    let path = src().join("scenarios/measured-latency.ron");
+    let scenario = load(&path.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let declared_mean = scenario.services["db"]
+        .work
+        .compile()
+        .unwrap()
+        .mean_nanos()
+        .unwrap()
+        / 1e6;
+    let r = book_run("measured-latency.ron");
+    let db = service_report(&r, "db");
+    let latency = client_report(&r, "api").latency_ms.clone().unwrap();
+    // The work the run gave is the declared distribution, within the report histogram's 1%
+    // and the sampling error of 42,000 draws.
+    let (work_p50, work_p99) = (db.work_ms_p50.unwrap(), db.work_ms_p99.unwrap());
+    assert!((work_p50 / db.declared_work_ms_p50.unwrap() - 1.0).abs() < 0.02);
+    assert!((work_p99 / db.declared_work_ms_p99.unwrap() - 1.0).abs() < 0.03);
+    // A latency is the wait plus the work: the mean latency less the mean wait is the mean
+    // service time (no network section: no network delay).
+    let wait = db.wait_ms_mean.unwrap();
+    let service_time = latency.mean - wait;
+    assert!(
+        (service_time / declared_mean - 1.0).abs() < 0.02,
+        "{service_time} against {declared_mean}"
+    );
+    claim(
+        page,
+        format!(
+            "its p50 is {:.1}ms and its p99 {:.1}ms, where the db's work has {work_p50:.1}ms and \
+             {work_p99:.1}ms",
+            latency.p50, latency.p99
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "the client's mean latency, {:.1}ms, less the db's mean wait, {wait:.1}ms, is \
+             {service_time:.1}ms: the mean of the declared work, {declared_mean:.1}ms",
+            latency.mean
+        ),
+    );
+    // The histogram: the same measurement, drawn uniformly within its buckets.
+    let histogram =
+        service_report(&book_variant_run("measured-latency.ron", "histogram"), "db").clone();
+    claim(
+        page,
+        format!(
+            "declared p50 {:.1}ms and p99 {:.1}ms against the file's {:.1}ms and {:.1}ms",
+            histogram.declared_work_ms_p50.unwrap(),
+            histogram.declared_work_ms_p99.unwrap(),
+            db.declared_work_ms_p50.unwrap(),
+            db.declared_work_ms_p99.unwrap()
+        ),
+    );
+    // The dashboard's latency as work: the queue is counted twice, and the db is overloaded.
+    let dashboard = book_variant_run("measured-latency.ron", "dashboard");
+    let overloaded = service_report(&dashboard, "db");
+    assert!(overloaded.utilisation > db.utilisation);
+    let dashboard_latency = client_report(&dashboard, "api").latency_ms.clone().unwrap();
+    claim(
+        page,
+        format!(
+            "the db is busy {:.1}% of the time instead of {:.1}%, and the client's p99 is {:.1}ms \
+             instead of {:.1}ms",
+            100.0 * overloaded.utilisation,
+            100.0 * db.utilisation,
+            dashboard_latency.p99,
+            latency.p99
         ),
     );
 }

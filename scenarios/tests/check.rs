@@ -688,6 +688,91 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "\"db\": (workers: 2,",
             "\"db\": (max_connections: 0, workers: 2,",
         ),
+        (
+            "histogram without buckets",
+            "Exponential(mean: \"10ms\")",
+            "Histogram(buckets: [])",
+        ),
+        (
+            "histogram counts that decrease",
+            "Exponential(mean: \"10ms\")",
+            "Histogram(buckets: [(\"5ms\", 120), (\"10ms\", 300), (\"25ms\", 290)])",
+        ),
+        (
+            "histogram bounds not increasing",
+            "Exponential(mean: \"10ms\")",
+            "Histogram(buckets: [(\"5ms\", 120), (\"5ms\", 300)])",
+        ),
+        (
+            "histogram +Inf before a bound",
+            "Exponential(mean: \"10ms\")",
+            "Histogram(buckets: [(\"+Inf\", 120), (\"5ms\", 300)])",
+        ),
+        (
+            "histogram of zero counts",
+            "Exponential(mean: \"10ms\")",
+            "Histogram(buckets: [(\"5ms\", 0), (\"+Inf\", 0)])",
+        ),
+        (
+            "histogram bound in bare seconds",
+            "Exponential(mean: \"10ms\")",
+            "Histogram(buckets: [(0.005, 120), (\"+Inf\", 130)])",
+        ),
+        (
+            "percentiles: only one",
+            "Exponential(mean: \"10ms\")",
+            "Percentiles(p99: \"40ms\")",
+        ),
+        (
+            "percentiles that do not increase",
+            "Exponential(mean: \"10ms\")",
+            "Percentiles(p50: \"4ms\", p90: \"12ms\", p99: \"10ms\")",
+        ),
+        (
+            "percentiles: unknown name",
+            "Exponential(mean: \"10ms\")",
+            "Percentiles(p50: \"4ms\", p98: \"30ms\")",
+        ),
+        (
+            "samples: no such file",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/no-such-file.txt\")",
+        ),
+        (
+            "samples: a line that is no duration",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/samples-bad-line.txt\")",
+        ),
+        (
+            "samples: a bare number, no unit",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/samples-bare.txt\")",
+        ),
+        (
+            "samples: unknown unit",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/samples-bare.txt\", unit: \"msec\")",
+        ),
+        (
+            "samples: no such CSV column",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/samples-table.csv\", column: \"latency\")",
+        ),
+        (
+            "samples: a weight that is no number",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/samples-table.csv\", column: \"latency_ms\", unit: \"ms\", weights: \"count\")",
+        ),
+        (
+            "samples: weights of a plain file",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(file: \"tests/malformed/samples-bare.txt\", weights: \"count\")",
+        ),
+        (
+            "samples: values and a file",
+            "Exponential(mean: \"10ms\")",
+            "Empirical(values: [\"1ms\"], file: \"tests/malformed/samples-bare.txt\")",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

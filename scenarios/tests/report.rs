@@ -424,6 +424,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
             ..ServiceCounts::default()
         },
         wait: LatencyHistogram::compact(),
+        work: LatencyHistogram::compact(),
         pid_drop_ratio_max: 0.0,
         buckets: Vec::new(),
         store: None,

@@ -260,11 +260,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "candidates",
         300,
     ),
-    (
-        "scenarios/src/experiment/shrink/reduce.rs",
-        "simpler_dists",
-        71,
-    ),
     ("scenarios/src/experiment/sweep.rs", "render", 96),
     ("scenarios/src/format/footprint.rs", "footprint", 192),
     ("scenarios/src/format/footprint.rs", "windows", 71),

@@ -936,7 +936,9 @@ fn files_the_fuzzer_found_run_cleanly() {
 
 /// Every kind of distribution a file may declare, for the tests of what is declared against
 /// what runs.
-const DISTRIBUTIONS: [&str; 9] = [
+/// The files of samples are found relative to the scenario, which these tests name `d.ron` (in
+/// the crate's directory, where tests run).
+const DISTRIBUTIONS: [&str; 13] = [
     r#"Constant(value: "5ms")"#,
     r#"Uniform(low: "1ms", high: "9ms")"#,
     r#"Exponential(mean: "4ms")"#,
@@ -946,6 +948,10 @@ const DISTRIBUTIONS: [&str; 9] = [
     r#"Pareto(scale: "2ms", shape: 2.5)"#,
     r#"Mixture(components: [(weight: 9, dist: Exponential(mean: "2ms")), (weight: 1, dist: Constant(value: "30ms"))])"#,
     r#"Empirical(values: ["500us", "700us", "900us", "2ms", "9ms"])"#,
+    r#"Histogram(buckets: [("1ms", 120), ("2ms", 300), ("5ms", 390), ("20ms", 398), ("+Inf", 400)])"#,
+    r#"Percentiles(p10: "1ms", p50: "4ms", p90: "12ms", p99: "40ms", p999: "120ms")"#,
+    r#"Empirical(file: "tests/measured/db-latency.txt")"#,
+    r#"Empirical(file: "tests/measured/db-latency.csv", column: "latency_ms", unit: "ms", weights: "count")"#,
 ];
 
 /// The quantile `q` of a declared distribution, in milliseconds.
@@ -1023,7 +1029,25 @@ fn served_work_is_the_declared_distribution() {
             &format!(r#""api": (workers: 5000, work: {text})"#),
             "",
         ));
-        assert_eq!(service_report(&r, "api").queued, 0, "{text}: nothing waits");
+        let api = service_report(&r, "api");
+        assert_eq!(api.queued, 0, "{text}: nothing waits");
+        // The service table sets the work it measured beside the declared distribution's
+        // quantiles (rounded to a microsecond); its histogram keeps two significant digits.
+        for (q, measured, declared, tolerance) in [
+            (0.5, api.work_ms_p50, api.declared_work_ms_p50, 0.02),
+            (0.99, api.work_ms_p99, api.declared_work_ms_p99, 0.04),
+        ] {
+            let declared = declared.expect("the scenario declares the work");
+            assert!(
+                (declared - declared_ms(text, q)).abs() <= 5e-4,
+                "{text}: the report declares {declared}ms at q{q}"
+            );
+            let measured = measured.expect("jobs started");
+            assert!(
+                close(measured, declared, tolerance),
+                "{text}: work q{q} {measured}ms against {declared}ms declared"
+            );
+        }
         let l = latency(&r);
         for (q, served, tolerance) in [
             (0.5, l.p50, 0.015),

@@ -19,13 +19,19 @@
 //! | log-normal | exp(μ + σ · Z), μ = ln median; from a p99, σ = ln(p99 / median) / z₀.₉₉ |
 //! | Pareto | inversion: scale · U^(−1/shape) |
 //! | mixture | one uniform picks the component by cumulative weight, then the component draws |
-//! | empirical | one of the listed values, each equally likely |
+//! | empirical | one of the listed values, each equally likely; from a file: one of its samples, each equally likely or by its weight |
+//! | histogram | inversion: one uniform, its bucket by cumulative count, uniform within it ([`measured`]) |
+//! | percentiles | one standard normal Z, then exp of the piecewise-linear ln x(z) through the given points ([`measured`]) |
 //!
 //! Samples are integer nanoseconds, rounded to nearest and clamped to [`SAMPLE_MAX`] so that
 //! `now + sample` cannot overflow in any run shorter than a few centuries.
 
+pub mod measured;
+
 use crate::error::ConfigError;
 use crate::time::SimDuration;
+pub use measured::{Bucket, Le, PERCENTILES, Samples};
+use measured::{Histogram, PercentileFit};
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -197,10 +203,75 @@ pub enum Dist {
         /// The components and their relative weights.
         components: Vec<Component>,
     },
-    /// One of the listed values, each equally likely (e.g. latencies measured in production).
+    /// One of the listed values, each equally likely (e.g. latencies measured in production),
+    /// or one of the samples of a file, which the scenario format reads when it reads the
+    /// scenario (sim-core does no I/O: it is handed the [`Samples`]).
     Empirical {
-        /// The observed values.
+        /// The observed values; give these or `file`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         values: Vec<SimDuration>,
+        /// A file of samples, relative to the scenario file; give this or `values`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+        /// The CSV column that holds the samples (by its header); without it, the file holds
+        /// one sample per line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        column: Option<String>,
+        /// The unit of samples written as bare numbers (`"ns"`, `"us"`, `"ms"`, `"s"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unit: Option<String>,
+        /// The CSV column that holds each sample's weight (a count of observations).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        weights: Option<String>,
+        /// The samples of `file`, once read; never part of the file's text.
+        #[serde(skip)]
+        samples: Option<Samples>,
+    },
+    /// A Prometheus histogram as scraped: each bucket's upper bound `le` and the cumulative
+    /// count of observations at or below it, the last bound may be `"+Inf"`. Draws are
+    /// uniform within a bucket, the first from 0, and the `+Inf` bucket's observations are
+    /// drawn as the largest finite bound (as `histogram_quantile` answers them).
+    Histogram {
+        /// `(le, cumulative count)` pairs, bounds increasing.
+        buckets: Vec<Bucket>,
+    },
+    /// A monotone fit through measured percentiles (at least two of `p1`, `p5`, `p10`,
+    /// `p25`, `p50`, `p75`, `p90`, `p95`, `p99`, `p999`, `p9999`): ln x linear in the normal
+    /// score between them, so that `p50` and `p99` alone give `LogNormal(median, p99)`.
+    Percentiles {
+        /// The 1st percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p1: Option<SimDuration>,
+        /// The 5th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p5: Option<SimDuration>,
+        /// The 10th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p10: Option<SimDuration>,
+        /// The 25th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p25: Option<SimDuration>,
+        /// The median.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p50: Option<SimDuration>,
+        /// The 75th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p75: Option<SimDuration>,
+        /// The 90th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p90: Option<SimDuration>,
+        /// The 95th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p95: Option<SimDuration>,
+        /// The 99th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p99: Option<SimDuration>,
+        /// The 99.9th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p999: Option<SimDuration>,
+        /// The 99.99th percentile.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        p9999: Option<SimDuration>,
     },
 }
 
@@ -257,6 +328,9 @@ enum Kind {
     Empirical {
         values: Vec<SimDuration>,
     },
+    Samples(Samples),
+    Histogram(Histogram),
+    Percentiles(PercentileFit),
 }
 
 fn positive_finite(field: &str, x: f64) -> Result<f64, DistError> {
@@ -279,6 +353,29 @@ impl Dist {
     /// An exponential distribution with the given mean.
     pub fn exponential(mean: SimDuration) -> Self {
         Dist::Exponential { mean }
+    }
+
+    /// The values of a `Percentiles` declaration in the order of [`PERCENTILES`] (all `None`
+    /// for any other kind).
+    pub fn percentiles(&self) -> [Option<SimDuration>; 11] {
+        match self {
+            Dist::Percentiles {
+                p1,
+                p5,
+                p10,
+                p25,
+                p50,
+                p75,
+                p90,
+                p95,
+                p99,
+                p999,
+                p9999,
+            } => [
+                *p1, *p5, *p10, *p25, *p50, *p75, *p90, *p95, *p99, *p999, *p9999,
+            ],
+            _ => [None; 11],
+        }
     }
 
     /// Checks the parameters; the error names the field and the fix.
@@ -369,9 +466,11 @@ impl Dist {
                     }
                     total += c.weight;
                     cumulative.push(total);
-                    parts.push(c.dist.compile().map_err(|e| {
-                        dist_error(format!("components[{i}].dist.{}", e.field), e.reason)
-                    })?);
+                    parts.push(
+                        c.dist
+                            .compile()
+                            .map_err(|e| e.at(&format!("components[{i}].dist")))?,
+                    );
                 }
                 if total <= 0.0 {
                     return Err(dist_error("components", "the weights must not all be zero"));
@@ -381,16 +480,64 @@ impl Dist {
                 }
                 Kind::Mixture { cumulative, parts }
             }
-            Dist::Empirical { values } => {
-                if values.is_empty() {
-                    return Err(dist_error("values", "must list at least one value"));
-                }
-                Kind::Empirical {
-                    values: values.iter().map(|v| (*v).min(SAMPLE_MAX)).collect(),
-                }
-            }
+            Dist::Empirical { .. } => empirical(self)?,
+            Dist::Histogram { buckets } => Kind::Histogram(Histogram::new(buckets)?),
+            Dist::Percentiles { .. } => Kind::Percentiles(PercentileFit::new(&self.percentiles())?),
         };
         Ok(Sampler { kind })
+    }
+}
+
+/// An `Empirical` declaration compiled: the listed values, or the samples read from its file.
+fn empirical(d: &Dist) -> Result<Kind, DistError> {
+    let Dist::Empirical {
+        values,
+        file,
+        column,
+        unit,
+        weights,
+        samples,
+    } = d
+    else {
+        unreachable!("empirical() is called on an Empirical declaration");
+    };
+    let Some(file) = file else {
+        for (field, given) in [
+            ("column", column.is_some()),
+            ("unit", unit.is_some()),
+            ("weights", weights.is_some()),
+        ] {
+            if given {
+                return Err(dist_error(
+                    field,
+                    "describes a file of samples: add file: \"...\" or remove it",
+                ));
+            }
+        }
+        if values.is_empty() {
+            return Err(dist_error(
+                "values",
+                "must list at least one value, or name a file of samples with file: \"...\"",
+            ));
+        }
+        return Ok(Kind::Empirical {
+            values: values.iter().map(|v| (*v).min(SAMPLE_MAX)).collect(),
+        });
+    };
+    if !values.is_empty() {
+        return Err(dist_error(
+            "values",
+            "give the values or a file of samples, not both",
+        ));
+    }
+    match samples {
+        Some(s) => Ok(Kind::Samples(s.clone())),
+        None => Err(dist_error(
+            "file",
+            format!(
+                "the samples of {file:?} have not been read: a scenario's files of samples are read when the scenario is (scenarios::format::load)"
+            ),
+        )),
     }
 }
 
@@ -456,6 +603,9 @@ impl Sampler {
                 parts[i].sample(rng)
             }
             Kind::Empirical { values } => values[uniform_below(rng, values.len() as u64) as usize],
+            Kind::Samples(s) => s.sample(rng),
+            Kind::Histogram(h) => clamp_nanos(h.sample(rng)),
+            Kind::Percentiles(p) => clamp_nanos(p.sample(rng)),
         }
     }
 
@@ -481,6 +631,9 @@ impl Sampler {
             Kind::Empirical { values } => {
                 Some(values.iter().map(|v| v.as_nanos() as f64).sum::<f64>() / values.len() as f64)
             }
+            Kind::Samples(s) => Some(s.mean()),
+            Kind::Histogram(h) => Some(h.mean()),
+            Kind::Percentiles(p) => Some(p.mean()),
         }
     }
 
@@ -535,6 +688,9 @@ impl Sampler {
                 let rank = libm::ceil(q * sorted.len() as f64) as usize;
                 sorted[rank.clamp(1, sorted.len()) - 1] as f64
             }
+            Kind::Samples(s) => s.quantile(q),
+            Kind::Histogram(h) => h.quantile(q),
+            Kind::Percentiles(p) => p.quantile(q),
         }
     }
 
@@ -594,6 +750,9 @@ impl Sampler {
                 let at_most = values.iter().filter(|v| v.as_nanos() as f64 <= x).count();
                 at_most as f64 / values.len() as f64
             }
+            Kind::Samples(s) => s.cdf(x),
+            Kind::Histogram(h) => h.cdf(x),
+            Kind::Percentiles(p) => p.cdf(x),
         }
     }
 }
@@ -711,6 +870,10 @@ mod tests {
             "Pareto(scale: \"10ms\", shape: 2.0)",
             "Mixture(components: [(weight: 9, dist: Exponential(mean: \"2ms\")), (weight: 1, dist: Constant(value: \"30ms\"))])",
             "Empirical(values: [\"1ms\", \"2ms\", \"3ms\", \"50ms\"])",
+            HISTOGRAM,
+            "Histogram(buckets: [(\"0s\", 10), (\"5ms\", 60), (\"10ms\", 60), (\"20ms\", 100)])",
+            PERCENTILES_FIT,
+            "Percentiles(p50: \"4ms\", p99: \"40ms\")",
         ] {
             let sampler = dist(case).compile().unwrap();
             for q in [0.01, 0.25, 0.5, 0.9, 0.99, 0.999] {
@@ -739,6 +902,115 @@ mod tests {
         assert_eq!(mixture.quantile_nanos(0.95), 30e6);
     }
 
+    const HISTOGRAM: &str = "Histogram(buckets: [(\"5ms\", 120), (\"10ms\", 300), (\"25ms\", 390), (\"100ms\", 398), (\"+Inf\", 400)])";
+    const PERCENTILES_FIT: &str =
+        "Percentiles(p50: \"4ms\", p90: \"12ms\", p99: \"40ms\", p999: \"120ms\")";
+
+    #[test]
+    fn measured_kinds_first_draws_are_pinned() {
+        // The replay contract of the kinds made from measurements, in a snapshot of their
+        // own so that the older kinds' snapshot stays as it was.
+        let mut text = String::new();
+        let samples = Samples::new(
+            &[1, 2, 3, 50].map(SimDuration::from_millis),
+            Some(&[1.0, 1.0, 5.0, 1.0]),
+        )
+        .unwrap();
+        let file = Dist::Empirical {
+            values: Vec::new(),
+            file: Some("db.csv".into()),
+            column: None,
+            unit: None,
+            weights: Some("count".into()),
+            samples: Some(samples),
+        };
+        for (case, d) in [
+            (HISTOGRAM, dist(HISTOGRAM)),
+            (PERCENTILES_FIT, dist(PERCENTILES_FIT)),
+            ("Empirical(file) 1ms 2ms 3ms 50ms weighted 1 1 5 1", file),
+        ] {
+            let sampler = d.compile().unwrap();
+            let mut rng = Seed(42).stream("sampler-snapshot");
+            let draws: Vec<String> = (0..8)
+                .map(|_| sampler.sample(&mut rng).as_nanos().to_string())
+                .collect();
+            text.push_str(&format!("{case}\n    {}\n", draws.join(" ")));
+        }
+        insta::assert_snapshot!("sample__first_draws_measured", text);
+    }
+
+    #[test]
+    fn a_histogram_answers_as_histogram_quantile_does() {
+        // Prometheus's histogram_quantile: rank q · total, linear within the bucket that
+        // holds it, the first bucket from 0, and the largest finite bound for a rank in +Inf.
+        let h = dist(HISTOGRAM).compile().unwrap();
+        let at = |q: f64| h.quantile_nanos(q) / 1e6;
+        // rank 200 of 400 is in (5ms, 10ms]: 5 + 5 · (200 - 120) / 180.
+        assert!(
+            (at(0.5) - (5.0 + 5.0 * 80.0 / 180.0)).abs() < 1e-9,
+            "{}",
+            at(0.5)
+        );
+        // rank 60 is in the first bucket, from 0: 5 · 60 / 120.
+        assert!((at(0.15) - 2.5).abs() < 1e-9);
+        // rank 399 is in +Inf: the largest finite bound.
+        assert_eq!(at(0.9975), 100.0);
+        assert!((h.cdf_nanos(100e6 - 1.0) - 398.0 / 400.0).abs() < 1e-9);
+        assert_eq!(h.cdf_nanos(100e6), 1.0);
+        // The mean: each bucket's middle, the +Inf share at 100ms.
+        let mean = (120.0 * 2.5 + 180.0 * 7.5 + 90.0 * 17.5 + 8.0 * 62.5 + 2.0 * 100.0) / 400.0;
+        assert!((h.mean_nanos().unwrap() / 1e6 - mean).abs() < 1e-9);
+    }
+
+    #[test]
+    fn percentiles_through_a_p50_and_a_p99_are_the_log_normal() {
+        let fit = dist("Percentiles(p50: \"40ms\", p99: \"400ms\")")
+            .compile()
+            .unwrap();
+        let log_normal = dist("LogNormal(median: \"40ms\", p99: \"400ms\")")
+            .compile()
+            .unwrap();
+        let (mut a, mut b) = (Seed(8).stream("fit"), Seed(8).stream("fit"));
+        for _ in 0..10_000 {
+            assert_eq!(fit.sample(&mut a), log_normal.sample(&mut b));
+        }
+        for q in [0.001, 0.1, 0.5, 0.9, 0.99, 0.9999] {
+            // Both go through Acklam's Φ⁻¹ (relative error below 1.2e-9), except at the
+            // given p50 and p99, which the fit returns exactly.
+            let (x, y) = (fit.quantile_nanos(q), log_normal.quantile_nanos(q));
+            assert!((x / y - 1.0).abs() < 1e-8, "q{q}: {x} vs {y}");
+        }
+        let (x, y) = (fit.mean_nanos().unwrap(), log_normal.mean_nanos().unwrap());
+        assert!((x / y - 1.0).abs() < 1e-12, "mean {x} vs {y}");
+        // The given percentiles are the quantiles, exactly; between them the fit rises.
+        let fit = dist(PERCENTILES_FIT).compile().unwrap();
+        for (q, ms) in [(0.5, 4.0), (0.9, 12.0), (0.99, 40.0), (0.999, 120.0)] {
+            assert_eq!(fit.quantile_nanos(q), ms * 1e6);
+            assert!((fit.cdf_nanos(ms * 1e6) - q).abs() < 1e-9);
+        }
+        assert!(fit.quantile_nanos(0.95) > 12e6 && fit.quantile_nanos(0.95) < 40e6);
+    }
+
+    #[test]
+    fn weighted_samples_count_their_weight() {
+        let values = [3, 1, 2, 50].map(SimDuration::from_millis);
+        let s = Samples::new(&values, Some(&[5.0, 1.0, 1.0, 1.0])).unwrap();
+        // Sorted 1, 2, 3, 50 with weights 1, 1, 5, 1 of 8.
+        assert_eq!(s.quantile(0.25), 2e6);
+        assert_eq!(s.quantile(0.26), 3e6);
+        assert_eq!(s.quantile(0.875), 3e6);
+        assert_eq!(s.quantile(0.9), 50e6);
+        assert_eq!(s.cdf(2.9e6), 0.25);
+        assert!((s.mean() - (1.0 + 2.0 + 15.0 + 50.0) / 8.0 * 1e6).abs() < 1e-6);
+        let plain = Samples::new(&values, None).unwrap();
+        assert_eq!(plain.quantile(0.5), 2e6);
+        assert_eq!(plain.cdf(3e6), 0.75);
+        assert_eq!(
+            Samples::new(&values, Some(&[0.0; 4])).unwrap_err().field,
+            "weights"
+        );
+    }
+
     #[test]
     fn bad_parameters_name_the_field() {
         for (case, field) in [
@@ -761,6 +1033,38 @@ mod tests {
                 "components[0].dist.mean",
             ),
             ("Empirical(values: [])", "values"),
+            ("Empirical(file: \"x.csv\")", "file"),
+            ("Empirical(values: [\"1ms\"], column: \"ms\")", "column"),
+            ("Histogram(buckets: [])", "buckets"),
+            (
+                "Histogram(buckets: [(\"5ms\", 0), (\"+Inf\", 0)])",
+                "buckets",
+            ),
+            ("Histogram(buckets: [(\"+Inf\", 10)])", "buckets"),
+            (
+                "Histogram(buckets: [(\"5ms\", 0), (\"+Inf\", 10)])",
+                "buckets",
+            ),
+            (
+                "Histogram(buckets: [(\"5ms\", 10), (\"10ms\", 9)])",
+                "buckets[1]",
+            ),
+            (
+                "Histogram(buckets: [(\"5ms\", 10), (\"5ms\", 12)])",
+                "buckets[1]",
+            ),
+            (
+                "Histogram(buckets: [(\"+Inf\", 10), (\"5ms\", 12)])",
+                "buckets[1]",
+            ),
+            ("Histogram(buckets: [(\"5ms\", -1)])", "buckets[0]"),
+            ("Percentiles(p99: \"40ms\")", ""),
+            ("Percentiles(p50: \"40ms\", p90: \"40ms\")", "p90"),
+            (
+                "Percentiles(p50: \"40ms\", p90: \"12ms\", p99: \"80ms\")",
+                "p90",
+            ),
+            ("Percentiles(p10: \"0s\", p90: \"12ms\")", "p10"),
         ] {
             let err = dist(case).validate().unwrap_err();
             assert_eq!(err.field, field, "{case}: {err}");

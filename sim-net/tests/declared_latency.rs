@@ -8,8 +8,9 @@
 mod common;
 
 use common::{Record, run, send_at, world};
-use sim_core::{Dist, SimTime};
-use sim_net::NetworkConfig;
+use sim_core::sample::Samples;
+use sim_core::{Dist, SimDuration, SimTime};
+use sim_net::{LinkConfig, NetworkConfig};
 
 /// Messages per distribution: the KS test's critical value at 99.9% is 1.95 / sqrt(n).
 const MESSAGES: u64 = 20_000;
@@ -33,7 +34,12 @@ fn dist(text: &str) -> Dist {
 /// The one-way latencies (ns) of `MESSAGES` messages sent n0 → n1 over `network`, and the
 /// most that were in flight at once.
 fn delivered(network: &str) -> (Vec<u64>, usize) {
-    let (mut sim, nodes) = world(7, 2, &config(network));
+    delivered_over(&config(network))
+}
+
+/// The same over a network built in Rust.
+fn delivered_over(network: &NetworkConfig) -> (Vec<u64>, usize) {
+    let (mut sim, nodes) = world(7, 2, network);
     for i in 0..MESSAGES {
         send_at(
             &mut sim,
@@ -85,7 +91,7 @@ fn ks_distance(sample: &mut [u64], cdf: impl Fn(f64) -> f64) -> f64 {
 }
 
 /// Every kind of distribution a file may declare.
-const DISTRIBUTIONS: [&str; 9] = [
+const DISTRIBUTIONS: [&str; 11] = [
     r#"Constant(value: "5ms")"#,
     r#"Uniform(low: "1ms", high: "9ms")"#,
     r#"Exponential(mean: "4ms")"#,
@@ -95,15 +101,44 @@ const DISTRIBUTIONS: [&str; 9] = [
     r#"Pareto(scale: "2ms", shape: 2.5)"#,
     r#"Mixture(components: [(weight: 9, dist: Exponential(mean: "2ms")), (weight: 1, dist: Constant(value: "30ms"))])"#,
     r#"Empirical(values: ["500us", "700us", "900us", "2ms", "9ms"])"#,
+    r#"Histogram(buckets: [("1ms", 120), ("2ms", 300), ("5ms", 390), ("20ms", 398), ("+Inf", 400)])"#,
+    r#"Percentiles(p10: "1ms", p50: "4ms", p90: "12ms", p99: "40ms", p999: "120ms")"#,
 ];
+
+/// A file of samples as the scenario format hands it over: 1,000 values from 0.5ms to about
+/// 20ms, each weighted by how often it was seen.
+fn measured_samples() -> Dist {
+    let values: Vec<SimDuration> = (0..1000u64)
+        .map(|i| SimDuration::from_nanos(500_000 + i * i * 20))
+        .collect();
+    let weights: Vec<f64> = (0..1000u64).map(|i| (1 + i % 7) as f64).collect();
+    Dist::Empirical {
+        values: Vec::new(),
+        file: Some("measured.csv".into()),
+        column: Some("latency".into()),
+        unit: None,
+        weights: Some("count".into()),
+        samples: Some(Samples::new(&values, Some(&weights)).unwrap()),
+    }
+}
 
 #[test]
 fn delivered_latency_follows_the_declared_distribution() {
     let critical = 1.95 / (MESSAGES as f64).sqrt();
-    for text in DISTRIBUTIONS {
-        let sampler = dist(text).compile().unwrap();
-        let (mut latencies, in_flight_max) =
-            delivered(&format!("(default_link: (latency: {text}))"));
+    let declared = DISTRIBUTIONS
+        .iter()
+        .map(|text| (text.to_string(), dist(text)))
+        .chain([(
+            "Empirical(file: ..., weights: ...)".to_string(),
+            measured_samples(),
+        )]);
+    for (text, declaration) in declared {
+        let sampler = declaration.compile().unwrap();
+        let network = NetworkConfig {
+            default_link: LinkConfig::with_latency(declaration),
+            ..NetworkConfig::default()
+        };
+        let (mut latencies, in_flight_max) = delivered_over(&network);
         assert!(
             in_flight_max >= 50,
             "{text}: only {in_flight_max} messages were in flight at once"

@@ -12,6 +12,13 @@ use std::fmt;
 /// The largest scenario file read, in bytes.
 pub const FILE_BYTES_MAX: u64 = 64 << 20;
 
+/// The largest file of samples (`Empirical(file: ...)`) read, in bytes.
+pub const SAMPLE_FILE_BYTES_MAX: u64 = 256 << 20;
+
+/// The most samples one file of samples may give: 16 bytes each (a value and a weight) is
+/// 160 MB, which the memory budget's default leaves room for.
+pub const SAMPLES_MAX: usize = 10_000_000;
+
 /// How deeply a file may nest (RON's recursion limit, which counts structures, lists and
 /// variants): each `Mixture` inside another takes seven levels, so about 17 fit. At this limit
 /// a debug build reads the file within a test thread's 2 MiB stack.

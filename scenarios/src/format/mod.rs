@@ -9,6 +9,7 @@
 //! | [`load`] | the entry points: text, bytes or a file → a validated [`Scenario`](schema::Scenario) |
 //! | [`overrides`] | `--set PATH=VALUE` and a file's `variants`, applied as edits on its tokens before it is read; [`overrides::Source`], a file read once |
 //! | [`read`] | the one reading pipeline under both: the lexer and its `Text`, RON and its errors in the file's words, validation, [`read::Work`] |
+//! | [`samples`] | the files of samples that `Empirical(file: ...)` declarations name, read with the scenario |
 //! | [`validate`] | semantic checks with field paths |
 //! | [`verdict`] | the thresholds of the metastability verdict, the triggers it is counted from, the checks of the expectations that need it |
 //! | [`limits`] | every limit a scenario is held to: the fixed `*_MAX` and the memory budget and rate limit a command line may raise ([`limits::RunLimits`]) |
@@ -16,8 +17,8 @@
 //! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio) |
 //! | [`error`] | [`ScenarioError`](error::ScenarioError), and [`error::one_line`] for what a message quotes |
 //!
-//! Within the format, reading goes one way: [`load`] → [`overrides`] → [`read`] → [`validate`],
-//! [`schema`]; [`limits`] and [`error`] use no other module of the crate.
+//! Within the format, reading goes one way: [`load`] → [`overrides`] → [`read`] → [`samples`],
+//! [`validate`], [`schema`]; [`limits`] and [`error`] use no other module of the crate.
 //!
 //! **Layer rule:** the format is the bottom layer of the crate. It uses `patterns`, `sim-core`
 //! and `sim-net` (their config types), never the world, the figures, runs, reports,
@@ -30,6 +31,7 @@ pub mod limits;
 pub mod load;
 pub mod overrides;
 pub mod read;
+pub mod samples;
 pub mod schema;
 pub mod validate;
 pub mod verdict;

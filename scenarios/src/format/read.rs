@@ -23,6 +23,7 @@
 
 use crate::format::error::ScenarioError;
 use crate::format::limits::{NESTING_MAX, RunLimits};
+use crate::format::samples::read_samples;
 use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use ron::error::{Error as RonError, Position, SpannedError};
@@ -84,7 +85,8 @@ pub(crate) fn deserialize_scenario(text: &str) -> Result<Scenario, SpannedError>
     deserialize(text)
 }
 
-/// Validates a parsed scenario against `limits`, which it keeps.
+/// Reads the files of samples a parsed scenario names (relative to `file`) and validates it
+/// against `limits`, which it keeps.
 pub(crate) fn validate_with(
     file: &str,
     mut scenario: Scenario,
@@ -92,10 +94,12 @@ pub(crate) fn validate_with(
 ) -> Result<Scenario, ScenarioError> {
     scenario.limits = limits.clone();
     count(|w| w.validations += 1);
-    validate(&scenario).map_err(|error| ScenarioError::Invalid {
+    let invalid = |error| ScenarioError::Invalid {
         file: file.to_string(),
         error,
-    })?;
+    };
+    read_samples(file, &mut scenario).map_err(invalid)?;
+    validate(&scenario).map_err(invalid)?;
     Ok(scenario)
 }
 

@@ -76,7 +76,7 @@ impl Report {
             services: figures
                 .services
                 .iter()
-                .map(|s| service(s, figures, offered))
+                .map(|s| service(s, figures, offered, declared_work(scenario, &s.name)))
                 .collect(),
             calls: figures
                 .call_sites
@@ -222,12 +222,36 @@ fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> 
 }
 
 /// Service `s`; `offered` is the number of requests all clients offered.
-fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport {
-    // In f64: replicas × workers can exceed u32. Replicas that join and leave rotation
-    // count by their time-weighted mean.
-    let replicas = s.scaling.as_ref().map_or(f64::from(s.replicas), |f| {
+/// The p50 and p99 of the `work` the file declares for service `name`, in milliseconds.
+fn declared_work(scenario: &Scenario, name: &str) -> (Option<f64>, Option<f64>) {
+    let work = scenario
+        .services
+        .get(name)
+        .and_then(|s| s.work.compile().ok());
+    let at = |q: f64| work.as_ref().map(|w| round3(w.quantile_nanos(q) / 1e6));
+    (at(0.5), at(0.99))
+}
+
+/// The replicas of a service: in f64, since replicas × workers can exceed u32, and those
+/// that join and leave rotation count by their time-weighted mean.
+fn replicas_mean(s: &ServiceFigures) -> f64 {
+    s.scaling.as_ref().map_or(f64::from(s.replicas), |f| {
         f.replicas.iter().map(|b| b.mean).sum::<f64>() / f.replicas.len().max(1) as f64
-    });
+    })
+}
+
+/// The largest of a figure over a service's buckets (0 without buckets).
+fn bucket_max(s: &ServiceFigures, figure: impl Fn(&ServiceBucket) -> u64) -> u64 {
+    s.buckets.iter().map(figure).max().unwrap_or(0)
+}
+
+fn service(
+    s: &ServiceFigures,
+    figures: &Figures,
+    offered: u64,
+    (declared_p50, declared_p99): (Option<f64>, Option<f64>),
+) -> ServiceReport {
+    let replicas = replicas_mean(s);
     let workers_total = replicas * f64::from(s.workers);
     let c = &s.counts;
     ServiceReport {
@@ -239,25 +263,19 @@ fn service(s: &ServiceFigures, figures: &Figures, offered: u64) -> ServiceReport
             c.busy_ns as f64 / (workers_total * figures.end.as_nanos().max(1) as f64),
         ),
         queue_depth_total_mean: round3(run_mean(s, figures, |b| b.queue.mean)),
-        queue_depth_total_max: s
-            .buckets
-            .iter()
-            .map(|b| b.queue.max as u64)
-            .max()
-            .unwrap_or(0),
+        queue_depth_total_max: bucket_max(s, |b| b.queue.max as u64),
         queue_depth_replica_mean: round3(
             run_mean(s, figures, |b| b.queue.mean) / replicas.max(f64::MIN_POSITIVE),
         ),
-        queue_depth_replica_max: s
-            .buckets
-            .iter()
-            .map(|b| b.queue_replica_max)
-            .max()
-            .unwrap_or(0),
+        queue_depth_replica_max: bucket_max(s, |b| b.queue_replica_max),
         queued: c.queued,
         waited_ratio: (c.arrivals > 0).then(|| round3(c.queued as f64 / c.arrivals as f64)),
         wait_ms_mean: (s.wait.count() > 0).then(|| ms(s.wait.mean())),
         wait_ms_p99: (s.wait.count() > 0).then(|| ms(s.wait.quantile(0.99))),
+        work_ms_p50: (s.work.count() > 0).then(|| ms(s.work.quantile(0.5))),
+        work_ms_p99: (s.work.count() > 0).then(|| ms(s.work.quantile(0.99))),
+        declared_work_ms_p50: declared_p50,
+        declared_work_ms_p99: declared_p99,
         busy_workers_mean: round3(run_mean(s, figures, |b| b.busy.mean)),
         arrivals: c.arrivals,
         ok: c.ok,

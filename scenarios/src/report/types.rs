@@ -163,6 +163,17 @@ pub struct ServiceReport {
     pub wait_ms_mean: Option<f64>,
     /// 99th percentile of the same (`null` when no attempt started work).
     pub wait_ms_p99: Option<f64>,
+    /// Median service time (the `work` given to the jobs that started, after slowdowns,
+    /// growth with load and cold starts), in milliseconds (`null` when none started).
+    pub work_ms_p50: Option<f64>,
+    /// 99th percentile of the same.
+    pub work_ms_p99: Option<f64>,
+    /// The median of the `work` distribution the file declares, in milliseconds (its
+    /// quantile function, not a run's measure; `null` only in a report built from figures of a
+    /// service the scenario does not have).
+    pub declared_work_ms_p50: Option<f64>,
+    /// The 99th percentile of the same.
+    pub declared_work_ms_p99: Option<f64>,
     /// Mean busy workers over all replicas, time-weighted (a worker is busy while its
     /// request is in service or waits on its downstream calls; queued requests are not
     /// counted).

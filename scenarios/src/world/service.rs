@@ -31,6 +31,7 @@ use crate::format::schema::{FaultKind, Service as Config};
 use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, RateLimiter};
+use sim_core::metrics::LatencyHistogram;
 use sim_core::sample::{SAMPLE_MAX, bernoulli, unit_f64};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 use std::collections::BTreeMap;
@@ -64,6 +65,9 @@ pub struct Service {
     waiters: BTreeMap<(u32, u64), JobKey>,
     /// Its counts and gauges.
     gauges: Gauges,
+    /// The work time of every job that started, as it was given (after slowdowns, growth
+    /// with load and cold starts): the service time the report sets beside the declared one.
+    work_given: LatencyHistogram,
     /// Which replicas each caller unit may use, when it is isolated or poisoned
     /// ([`super::sharding`]).
     sharding: Option<Sharding>,
@@ -118,6 +122,7 @@ impl Service {
                 .and_then(|c| Refresh::new(name, c, slots, seed)),
             waiters: BTreeMap::new(),
             gauges: Gauges::new(bucket, slots as usize, capacity),
+            work_given: LatencyHistogram::compact(),
             sharding: None,
             life: Lifecycle::new(slots as usize, config.replicas as usize),
             scaling,
@@ -433,11 +438,13 @@ impl Service {
         let work = self.work.sample(&mut self.rng_work);
         // The common case (no slowdown, no growth with load) skips the float round trip.
         // Scaled work is capped like any sample, so `now + work` stays representable.
-        if factor == 1.0 {
+        let work = if factor == 1.0 {
             work
         } else {
             work.mul_f64(factor).min(SAMPLE_MAX)
-        }
+        };
+        self.work_given.record(work);
+        work
     }
 
     /// Whether a job that finished its work fails with an injected error.
@@ -655,6 +662,7 @@ impl Service {
             workers: self.config.workers,
             counts,
             wait,
+            work: self.work_given.clone(),
             pid_drop_ratio_max: self
                 .layers
                 .pid

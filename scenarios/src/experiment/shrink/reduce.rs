@@ -608,12 +608,15 @@ fn simpler_dists(d: &Dist) -> Vec<(String, Dist)> {
                 })
                 .collect()
         }
-        Dist::Empirical { values } => {
-            if values.is_empty() {
-                return Vec::new();
-            }
-            let sum: f64 = values.iter().map(|v| v.as_nanos() as f64).sum();
-            vec![constant(mean_of(sum / values.len() as f64))]
+        // Measured ones (samples, a histogram, percentiles): a constant at their mean.
+        Dist::Empirical { .. } | Dist::Histogram { .. } | Dist::Percentiles { .. } => {
+            mean(d).map(constant).into_iter().collect()
         }
     }
+}
+
+/// The mean of a distribution, where it has one.
+fn mean(d: &Dist) -> Option<SimDuration> {
+    let nanos = d.compile().ok()?.mean_nanos()?;
+    Some(SimDuration::from_nanos_f64(nanos.max(1.0)))
 }

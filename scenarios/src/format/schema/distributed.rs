@@ -77,9 +77,10 @@ pub enum LimiterState {
         #[serde(default)]
         clock: StoreClock,
         /// With `clock: Replica`, how far ahead each replica's clock runs, drawn once per
-        /// replica from its own stream.
+        /// replica from its own stream. (Boxed: a distribution declaration is large, and
+        /// most limiters have none.)
         #[serde(default)]
-        skew: Option<Dist>,
+        skew: Option<Box<Dist>>,
     },
     /// Quota leases: a replica takes `batch` tokens from the store at a time and spends them
     /// locally.

@@ -157,10 +157,24 @@ fn clients(o: &mut String, report: &Report) {
 }
 
 /// A service's line, then one line of whatever else happened to it.
+/// The service time the run gave a service's jobs beside the quantiles of its declared `work`.
+fn work(v: &ServiceReport) -> String {
+    format!(
+        "work ms p50 {} p99 {}  declared p50 {} p99 {}",
+        decimal1(v.work_ms_p50),
+        decimal1(v.work_ms_p99),
+        decimal1(v.declared_work_ms_p50),
+        decimal1(v.declared_work_ms_p99)
+    )
+}
+
+/// The indent of a service's second line: under the first line's figures, past its name.
+const UNDER_NAME: &str = "                   ";
+
 fn service(o: &mut String, v: &ServiceReport) {
     let _ = writeln!(
         o,
-        "  {:<16} load {:>6.2}  util {:>5.1}%  busy {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}",
+        "  {:<16} load {:>6.2}  util {:>5.1}%  busy {:>7.1}  queue mean {:>7.1} max {:>5}  arrivals {:>8}  ok {:>8}  {}",
         v.name,
         v.load_factor,
         100.0 * v.utilisation,
@@ -168,7 +182,8 @@ fn service(o: &mut String, v: &ServiceReport) {
         v.queue_depth_total_mean,
         v.queue_depth_total_max,
         v.arrivals,
-        v.ok
+        v.ok,
+        work(v)
     );
     if v.queued > 0 {
         // Each replica has a queue of its own: with several, say what one of them held.
@@ -182,8 +197,7 @@ fn service(o: &mut String, v: &ServiceReport) {
         };
         let _ = writeln!(
             o,
-            "  {:<16} queued {} ({:.1}% of arrivals)  wait ms mean {} p99 {}{per_replica}",
-            "",
+            "{UNDER_NAME}queued {} ({:.1}% of arrivals)  wait ms mean {} p99 {}{per_replica}",
             v.queued,
             100.0 * v.waited_ratio.unwrap_or_default(),
             decimal1(v.wait_ms_mean),
