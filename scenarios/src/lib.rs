@@ -27,6 +27,7 @@
 //! | layer | modules | what |
 //! |---|---|---|
 //! | [`format`](mod@format) | [`format::schema`] (its parts: [`answers`](format::schema::answers), [`capacity`](format::schema::capacity), [`contention`](format::schema::contention), [`distributed`](format::schema::distributed), [`isolation`](format::schema::isolation), [`pool`](format::schema::pool), [`scaling`](format::schema::scaling), [`traffic`](format::schema::traffic)), [`format::load`], [`format::overrides`], [`format::read`], [`format::validate`], [`format::verdict`], [`format::limits`], [`format::footprint`], [`format::warnings`], [`format::error`] | the file format: what a file may say, how it is read, overridden, validated, held to its limits, and the settings of its verdict |
+//! | [`import`] | [`import::ron`], [`import::tree`] | `resim import`: production configurations (Envoy) read into scenario RON with their sources and a mapping table; beside the format, above it |
 //! | [`figures`] | | the plain data a finished run hands over: the world's boundary |
 //! | [`world`] | [`world::msg`], [`world::stack`], [`world::traffic`] (and private modules, one per thing that owns state) | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
 //! | [`report`] | [`report::metastability`], [`report::render`] ([`report::render::charts`](mod@report::render::charts), [`report::render::charts::heatmap`]) | the report built from the figures, verdicts on expectations, one renderer per format |
@@ -70,6 +71,7 @@ pub mod cli;
 pub mod experiment;
 pub mod figures;
 pub mod format;
+pub mod import;
 pub mod report;
 pub mod run;
 pub mod world;

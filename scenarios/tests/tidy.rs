@@ -27,11 +27,13 @@ fn sources() -> Vec<(String, String)> {
 }
 
 /// The layers of `scenarios/src`, each with the layers it may use (itself included), from the
-/// bottom up: `format ← figures.rs ← world`, `figures.rs ← report` (the report is built from
+/// bottom up: `format ← import` (importers write the format and use nothing else),
+/// `format ← figures.rs ← world`, `figures.rs ← report` (the report is built from
 /// the figures, never from the world), `world, report ← run ← experiment ← cli`. The same
 /// rules open each folder's `mod.rs`.
 const LAYERS: &[(&str, &[&str])] = &[
     ("format", &["format"]),
+    ("import", &["format", "import"]),
     ("figures", &["format", "figures"]),
     ("world", &["format", "figures", "world"]),
     ("report", &["format", "figures", "report"]),
@@ -49,6 +51,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "report",
             "run",
             "experiment",
+            "import",
             "cli",
         ],
     ),

@@ -123,6 +123,11 @@ pub(super) enum Command {
     },
     /// List the library scenarios with what each shows.
     List,
+    /// Read a production resilience configuration (Envoy v3, YAML or JSON) into a scenario:
+    /// every imported value carries a comment naming its source, and a mapping table on
+    /// stderr lists each source field with the scenario path it became, and every field not
+    /// imported with the reason.
+    Import(ImportArgs),
 }
 
 /// Changes to a scenario before it runs: one of its variants, then `--set` overrides.
@@ -331,4 +336,26 @@ fn parse_window(text: &str) -> Result<(SimDuration, SimDuration), String> {
         return Err(format!("{text:?}: the window ends before it starts"));
     }
     Ok((from, to))
+}
+
+/// What `resim import` takes.
+#[derive(Args)]
+pub(super) struct ImportArgs {
+    /// The configuration files.
+    #[arg(required = true, value_name = "FILE")]
+    pub(super) files: Vec<String>,
+    /// The format of the files (default: recognised from their content).
+    #[arg(long, value_name = "FORMAT", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
+    pub(super) from: Option<String>,
+    /// An existing scenario to write the imported call stack and service settings into
+    /// (default: write a new scenario).
+    #[arg(long, value_name = "SCENARIO.ron")]
+    pub(super) into: Option<String>,
+    /// The call of the `--into` scenario that the configuration configures, e.g.
+    /// `services.api.calls[0]` or `clients.users.call`.
+    #[arg(long, value_name = "PATH")]
+    pub(super) call: Option<String>,
+    /// Write the scenario to this file instead of stdout.
+    #[arg(long, value_name = "NEW.ron")]
+    pub(super) out: Option<String>,
 }

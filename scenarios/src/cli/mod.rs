@@ -1,5 +1,5 @@
-//! The `resim` command line: run a scenario, check one, sweep, compare, map, shrink, merge, or
-//! list the library. [`main`] is the whole binary; `src/main.rs` only calls it.
+//! The `resim` command line: run a scenario, check one, sweep, compare, map, shrink, merge,
+//! import a production configuration, or list the library. [`main`] is the whole binary; `src/main.rs` only calls it.
 //!
 //! | module | what |
 //! |---|---|
@@ -26,10 +26,11 @@ use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
 use crate::format::schema::Scenario;
+use crate::import;
 use crate::report::{Format, Report, render};
 use crate::run::{RunOptions, run};
 use anyhow::Context as _;
-use args::{Cli, Command, PhaseFormat, RunArgs, ShrinkArgs, flag_error, parse_sets};
+use args::{Cli, Command, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, flag_error, parse_sets};
 use clap::Parser as _;
 use library::{DEFAULT_EXAMPLE, resolve};
 use std::process::ExitCode;
@@ -40,18 +41,7 @@ pub fn main() -> ExitCode {
     let limits = cli.limits.limits();
     let command = cli.command.unwrap_or(Command::Run(RunArgs::default()));
     match command {
-        Command::List => {
-            for entry in library::LIBRARY {
-                if !emit(&format!(
-                    "{:<32} {}\n",
-                    entry.name,
-                    library::headline(entry)
-                )) {
-                    break;
-                }
-            }
-            ExitCode::SUCCESS
-        }
+        Command::List => list(),
         Command::Sweep(args) => {
             report_outcome(sweep_of(args).and_then(|c| sweep(&c, &library::open, &limits)))
         }
@@ -133,6 +123,7 @@ pub fn main() -> ExitCode {
             }
         },
         Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
+        Command::Import(args) => import_files(&args, &limits),
     }
 }
 
@@ -163,6 +154,72 @@ fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
         out: args.out,
         partition: partition?,
     })
+}
+
+/// `resim list`: each library scenario with its headline.
+fn list() -> ExitCode {
+    for entry in library::LIBRARY {
+        if !emit(&format!(
+            "{:<32} {}\n",
+            entry.name,
+            library::headline(entry)
+        )) {
+            break;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `resim import`: the scenario on stdout (or in `out`), the mapping table on stderr; exit
+/// code 2 on bad input.
+fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
+    let ImportArgs {
+        files,
+        from,
+        into,
+        call,
+        out,
+    } = args;
+    let read = |file: &str| {
+        std::fs::read_to_string(file)
+            .map(|text| import::Input {
+                file: file.to_string(),
+                text,
+            })
+            .map_err(|e| format!("{file}: cannot read: {e}"))
+    };
+    let imported = (|| {
+        let inputs = files
+            .iter()
+            .map(|f| read(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        let from = from.as_deref().map(str::parse).transpose()?;
+        let target = import::Target {
+            into: into.as_deref().map(read).transpose()?,
+            call: call.clone(),
+        };
+        import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())
+    })();
+    let imported = match imported {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    eprint!("{}", imported.table);
+    match out {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &imported.text) {
+                eprintln!("{path}: cannot write: {e}");
+                return ExitCode::from(2);
+            }
+        }
+        None => {
+            emit(&imported.text);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the

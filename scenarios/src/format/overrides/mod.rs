@@ -433,6 +433,37 @@ impl Source {
         Ok(scenario)
     }
 
+    /// The file's text with `sets` applied as edits (its `variants` kept, every byte the edits
+    /// leave alone copied as written, comments included): what `resim import --into` writes.
+    /// Values are RON as written (no unquoted units); the caller reads the text back to check it.
+    pub fn rewrite(&self, sets: &[Override]) -> Result<String, ScenarioError> {
+        let mut build = Build::new(&self.base, None);
+        for (owner, o) in sets.iter().enumerate() {
+            let error = |message: String| ScenarioError::Override {
+                file: self.file.clone(),
+                set: o.path.clone(),
+                message,
+            };
+            let path = parse_path(&o.path).map_err(error)?;
+            let value = build.piece(owner, &o.value);
+            check_single_value(&build, value).map_err(error)?;
+            build.apply(owner, &path, value).map_err(error)?;
+        }
+        // The edits write from the first token to the last: what is around them (the
+        // file's opening comment, its last newline) is copied as it is.
+        let text = &self.base.text;
+        let (first, last) = match (self.base.tokens.first(), self.base.tokens.last()) {
+            (Some(f), Some(l)) => (f.start, l.end),
+            _ => (text.len(), text.len()),
+        };
+        Ok(format!(
+            "{}{}{}",
+            &text[..first],
+            build.emit().text,
+            &text[last..]
+        ))
+    }
+
     /// A variant on its own: its errors point into the `variants` map.
     fn check_variant(&self, variant: &Variant, limits: &RunLimits) -> Result<(), ScenarioError> {
         let located = |at: usize, path: String, message: String| {

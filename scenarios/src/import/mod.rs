@@ -1,0 +1,217 @@
+//! `resim import`: a production resilience configuration read into the scenario format.
+//!
+//! An importer reads an external configuration (today: Envoy v3 clusters, routes and HTTP
+//! filters, as YAML or JSON) and writes scenario RON text: a new scenario around the call it
+//! configures, or the call stack and the target's service settings written into an existing
+//! scenario (`--into FILE --call PATH`). Every value it writes carries a `//` comment naming
+//! the field it came from (`// envoy: clusters[db].outlier_detection.consecutive_5xx`), and it
+//! gives a mapping table: each source field, the scenario path it became and its value, then
+//! every field of the file it did not import with the reason (no counterpart, a
+//! simplification we make, a value out of range). Nothing is dropped without a line.
+//!
+//! Importers map semantics, not names: Envoy's circuit breakers are limits on requests and
+//! connections in flight (a bulkhead and a retry budget here), not a resilience4j breaker;
+//! its route timeout spans every retry (the call's `deadline`), its `per_try_timeout` is one
+//! attempt's (the call's `timeout`). The reference's import chapter has the table per format.
+//!
+//! | module | what |
+//! |---|---|
+//! | `tree` | a YAML or JSON file read into one tree; the ledger of the fields an importer took |
+//! | `ron` | scenario values with their sources, written as commented RON; the table's rows |
+//! | `envoy` | Envoy v3: clusters, routes, the adaptive concurrency and local rate limit filters |
+//! | `write` | a new scenario, or edits into an existing one, read back to check that it loads |
+//!
+//! **Layer rule:** import sits beside the format, above it: it may use `crate::format` (to
+//! name paths, write edits, and check that what it writes loads and validates) and nothing
+//! else of this crate; only the command line uses it.
+
+mod envoy;
+pub mod ron;
+pub mod tree;
+mod write;
+
+use crate::format::limits::RunLimits;
+use std::fmt;
+use tree::{Doc, Skip, Syntax};
+
+/// The configuration formats `resim import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// Envoy's v3 API: a bootstrap's `static_resources`, or `clusters`, `resources` (xDS)
+    /// and route configurations, in YAML or JSON.
+    Envoy,
+    /// Istio `DestinationRule` and `VirtualService`.
+    Istio,
+    /// resilience4j's Spring Boot configuration (`application.yml`, `.properties`).
+    Resilience4j,
+    /// gRPC service config (JSON).
+    Grpc,
+}
+
+impl SourceFormat {
+    /// The names `--from` takes.
+    pub const NAMES: [&'static str; 4] = ["envoy", "istio", "resilience4j", "grpc"];
+
+    /// The name, as `--from` and the comments write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceFormat::Envoy => "envoy",
+            SourceFormat::Istio => "istio",
+            SourceFormat::Resilience4j => "resilience4j",
+            SourceFormat::Grpc => "grpc",
+        }
+    }
+}
+
+impl std::str::FromStr for SourceFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "envoy" => Ok(SourceFormat::Envoy),
+            "istio" => Ok(SourceFormat::Istio),
+            "resilience4j" => Ok(SourceFormat::Resilience4j),
+            "grpc" => Ok(SourceFormat::Grpc),
+            _ => Err(format!(
+                "unknown format {s:?}; expected one of: {}",
+                SourceFormat::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+/// An import that cannot be done: one line, with the file, the place and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError(pub String);
+
+impl ImportError {
+    pub(crate) fn new(message: impl Into<String>) -> ImportError {
+        ImportError(message.into())
+    }
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One configuration file as given: its path and its text.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// The path as given.
+    pub file: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// Where the imported values go.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    /// An existing scenario (its path and text) to write into; `None` writes a new one.
+    pub into: Option<Input>,
+    /// The path of the call in it (`services.api.calls[0]`, `clients.users.call`).
+    pub call: Option<String>,
+}
+
+/// What an import gives: the scenario text and the mapping table.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The scenario, as RON text that loads and validates.
+    pub text: String,
+    /// The mapping table (for stderr).
+    pub table: String,
+}
+
+/// What an importer found in one configuration: the calls it configures (one per upstream:
+/// an Envoy cluster) with their stacks and their target's settings.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The source format.
+    pub format: Option<SourceFormat>,
+    /// One per upstream, in the file's order.
+    pub upstreams: Vec<Upstream>,
+    /// Fields not imported: path (with the format's prefix), kind, reason.
+    pub skipped: Vec<(String, Skip, String)>,
+}
+
+/// One upstream: the call to it and the settings of the service it is.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    /// The service's name (the Envoy cluster's).
+    pub name: String,
+    /// Where it is in the source (`envoy: clusters[db]`).
+    pub source: String,
+    /// Fields of the call (`timeout`, `deadline`, `stack`).
+    pub call: Vec<ron::Field>,
+    /// Fields of the target service (`balancer`, `outlier`, `health_check`, `admission`).
+    pub service: Vec<ron::Field>,
+}
+
+/// The format of a file, from its content: `--from` when given, else what its keys say.
+pub fn detect(
+    input: &Input,
+    from: Option<SourceFormat>,
+) -> Result<(SourceFormat, Doc), ImportError> {
+    let json = input.text.trim_start().starts_with(['{', '[']);
+    let syntax = if json { Syntax::Json } else { Syntax::Yaml };
+    let doc = Doc::parse(&input.file, &input.text, syntax)?;
+    if let Some(f) = from {
+        return Ok((f, doc));
+    }
+    let root = &doc.root;
+    let has = |k: &str| root.get(k).is_some();
+    let kind = root.get("kind").and_then(|k| k.as_str());
+    let format = if matches!(kind, Some("DestinationRule" | "VirtualService")) {
+        Some(SourceFormat::Istio)
+    } else if has("methodConfig") || has("retryThrottling") {
+        Some(SourceFormat::Grpc)
+    } else if has("resilience4j") {
+        Some(SourceFormat::Resilience4j)
+    } else if has("static_resources")
+        || has("clusters")
+        || has("virtual_hosts")
+        || has("resources")
+        || root.get("@type").is_some()
+    {
+        Some(SourceFormat::Envoy)
+    } else {
+        None
+    };
+    format.map(|f| (f, doc)).ok_or_else(|| {
+        ImportError::new(format!(
+            "{}: cannot tell the format from the content: expected Envoy v3 (`static_resources`, `clusters`, `resources` or `virtual_hosts` at the top), Istio (`kind: DestinationRule` or `VirtualService`), Spring (`resilience4j:`) or a gRPC service config (`methodConfig`); name it with --from {}",
+            input.file,
+            SourceFormat::NAMES.join("|")
+        ))
+    })
+}
+
+/// `resim import`: reads `inputs` (the format from each one's content unless `from`), and
+/// writes the scenario `target` asks for, with its mapping table.
+pub fn import(
+    inputs: &[Input],
+    from: Option<SourceFormat>,
+    target: &Target,
+    limits: &RunLimits,
+) -> Result<Imported, ImportError> {
+    let mut plan = Plan::default();
+    for input in inputs {
+        let (format, doc) = detect(input, from)?;
+        let found = match format {
+            SourceFormat::Envoy => envoy::plan(&doc)?,
+            other => {
+                return Err(ImportError::new(format!(
+                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy",
+                    input.file,
+                    other.name()
+                )));
+            }
+        };
+        plan.format = Some(format);
+        plan.upstreams.extend(found.upstreams);
+        plan.skipped.extend(found.skipped);
+    }
+    let files: Vec<&str> = inputs.iter().map(|i| i.file.as_str()).collect();
+    write::write(&plan, &files, target, limits)
+}
