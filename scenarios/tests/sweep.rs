@@ -353,9 +353,11 @@ fn run_tasks(
     stdout
 }
 
-#[test]
-fn partition_auto_without_an_array_task_says_what_it_looked_for() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
+/// `resim sweep retry-storm --seeds 1..4 --partition auto` with no scheduler's variables but
+/// `vars`: its exit code and stderr.
+fn partition_auto(vars: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_resim"));
+    command
         .args([
             "sweep",
             "retry-storm",
@@ -364,32 +366,27 @@ fn partition_auto_without_an_array_task_says_what_it_looked_for() {
             "--partition",
             "auto",
         ])
-        .current_dir(workspace_root())
-        .env_remove("SLURM_ARRAY_TASK_ID")
-        .env_remove("JOB_COMPLETION_INDEX")
-        .env_remove("AWS_BATCH_JOB_ARRAY_INDEX")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
+        .current_dir(workspace_root());
+    for name in [
+        "SLURM_ARRAY_TASK_ID",
+        "JOB_COMPLETION_INDEX",
+        "AWS_BATCH_JOB_ARRAY_INDEX",
+    ] {
+        command.env_remove(name);
+    }
+    let out = command.envs(vars.iter().copied()).output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn partition_auto_without_an_array_task_says_what_it_looked_for() {
+    let (code, err) = partition_auto(&[]);
+    assert_eq!(code, Some(2));
     assert!(
         err.starts_with("retry-storm: --partition auto: no array task in the environment"),
         "{err}"
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_resim"))
-        .args([
-            "sweep",
-            "retry-storm",
-            "--seeds",
-            "1..4",
-            "--partition",
-            "auto",
-        ])
-        .current_dir(workspace_root())
-        .env("JOB_COMPLETION_INDEX", "1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
+    let (code, err) = partition_auto(&[("JOB_COMPLETION_INDEX", "1")]);
+    assert_eq!(code, Some(2));
     assert!(err.contains("write auto/N"), "{err}");
 }
