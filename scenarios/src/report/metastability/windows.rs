@@ -8,6 +8,7 @@
 //! end; then from there to the run's last bucket, which is left out because it holds the
 //! requests still in flight when the run stopped (they would count as failures).
 
+use super::round3;
 use crate::figures::Figures;
 use serde::Serialize;
 use sim_core::SimDuration;
@@ -57,7 +58,6 @@ pub(super) fn over(figures: &Figures, buckets: Range<usize>) -> Option<WindowFig
     debug_assert_eq!(latency.count(), successes, "one latency per success");
     let at = |i: usize| figures.bucket * i as u64;
     let length = at(buckets.end) - at(buckets.start);
-    let round3 = |x: f64| libm::round(x * 1000.0) / 1000.0;
     Some(WindowFigures {
         from_s: round3(at(buckets.start).as_secs_f64()),
         to_s: round3(at(buckets.end).as_secs_f64()),
