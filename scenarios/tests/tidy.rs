@@ -258,11 +258,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/cli/mod.rs", "run_file", 85),
     ("scenarios/src/experiment/phase.rs", "phase_map", 112),
     ("scenarios/src/experiment/shrink/mod.rs", "shrink", 128),
-    (
-        "scenarios/src/experiment/shrink/reduce.rs",
-        "candidates",
-        300,
-    ),
     ("scenarios/src/experiment/sweep.rs", "render", 96),
     ("scenarios/src/format/footprint.rs", "footprint", 192),
     ("scenarios/src/format/footprint.rs", "windows", 71),

@@ -4,11 +4,13 @@
 //! carries the index its target expectation moved to, and a candidate that would lose the
 //! target is not made.
 //!
-//! Longer than 600 lines on purpose: one short block per kind of part a scenario has, in the
-//! order the search tries them; split over files, that order would no longer read top to
-//! bottom.
+//! Longer than 600 lines on purpose: one short function per kind of part a scenario has,
+//! which `candidates` calls in the order the search tries them; split over files, that order
+//! would no longer read top to bottom.
 
-use crate::format::schema::{Expectation, FaultKind, FaultTarget, Layer, Load, Scenario, Schedule};
+use crate::format::schema::{
+    Expectation, FaultKind, FaultTarget, Layer, Load, Scenario, Schedule, Service,
+};
 use sim_core::{Dist, Rate, SimDuration};
 
 /// A scenario one change smaller, and what the change was.
@@ -38,33 +40,79 @@ pub fn client_of(e: &Expectation) -> Option<&str> {
     }
 }
 
-/// Every scenario one change smaller than `s` (whose target expectation is at `target`).
+/// Every scenario one change smaller than `s` (whose target expectation is at `target`), in
+/// the order the search tries them: largest cuts first.
 pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
-    let mut out = Vec::new();
-    let mut push = |change: String, scenario: Scenario, target: usize| {
-        out.push(Candidate {
+    let mut out = Out {
+        s,
+        target,
+        list: Vec::new(),
+    };
+    other_expectations(&mut out);
+    other_clients(&mut out);
+    uncalled_services(&mut out);
+    faults_and_network(&mut out);
+    service_calls(&mut out);
+    layers(&mut out);
+    optional_parts(&mut out);
+    shorter_run(&mut out);
+    lower_loads(&mut out);
+    less_capacity(&mut out);
+    fewer_attempts(&mut out);
+    simpler_distributions(&mut out);
+    out.list
+}
+
+/// The candidates made so far, from the scenario `s` whose target expectation is at `target`.
+struct Out<'a> {
+    s: &'a Scenario,
+    target: usize,
+    list: Vec<Candidate>,
+}
+
+impl Out<'_> {
+    /// A candidate whose target expectation stayed where it was.
+    fn push(&mut self, change: String, scenario: Scenario) {
+        let target = self.target;
+        self.push_at(change, scenario, target);
+    }
+
+    /// A candidate whose target expectation moved to `target`.
+    fn push_at(&mut self, change: String, scenario: Scenario, target: usize) {
+        debug_assert!(
+            target < scenario.expectations.len(),
+            "a candidate keeps its target"
+        );
+        self.list.push(Candidate {
             change,
             scenario,
             target,
-        })
-    };
-    let target_client = client_of(&s.expectations[target]).map(str::to_string);
+        });
+    }
+}
 
-    // Other expectations: all at once, then one by one.
+/// The other expectations: all at once, then one by one.
+fn other_expectations(out: &mut Out) {
+    let (s, target) = (out.s, out.target);
     if s.expectations.len() > 1 {
         let mut c = s.clone();
         c.expectations = vec![s.expectations[target].clone()];
-        push("dropped the other expectations".to_string(), c, 0);
+        out.push_at("dropped the other expectations".to_string(), c, 0);
     }
     for (i, e) in s.expectations.iter().enumerate() {
         if i != target {
             let mut c = s.clone();
             c.expectations.remove(i);
             let t = if i < target { target - 1 } else { target };
-            push(format!("dropped expectations[{i}] ({})", e.name()), c, t);
+            out.push_at(format!("dropped expectations[{i}] ({})", e.name()), c, t);
         }
     }
-    // Clients, with what is about them.
+}
+
+/// Clients other than the target's, with the faults and expectations about them.
+fn other_clients(out: &mut Out) {
+    let s = out.s;
+    let target_client = client_of(&s.expectations[out.target]).map(str::to_string);
     for name in s.clients.keys() {
         if Some(name) == target_client.as_ref() || s.clients.len() == 1 {
             continue;
@@ -73,11 +121,15 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
         c.clients.remove(name);
         c.faults
             .retain(|f| f.kind.target() != FaultTarget::Client(name));
-        if let Some(t) = retain_expectations(&mut c, target, |e| client_of(e) != Some(name)) {
-            push(format!("dropped client {name}"), c, t);
+        if let Some(t) = retain_expectations(&mut c, out.target, |e| client_of(e) != Some(name)) {
+            out.push_at(format!("dropped client {name}"), c, t);
         }
     }
-    // Services no client calls, with the calls to them and their faults.
+}
+
+/// Services no client calls, with the calls to them and their faults.
+fn uncalled_services(out: &mut Out) {
+    let s = out.s;
     for name in s.services.keys() {
         if s.clients.values().any(|cl| &cl.call.target == name) {
             continue;
@@ -89,48 +141,53 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
         }
         c.faults
             .retain(|f| f.kind.target() != FaultTarget::Service(name));
-        push(
-            format!("dropped service {name} and the calls to it"),
-            c,
-            target,
-        );
+        out.push(format!("dropped service {name} and the calls to it"), c);
     }
+}
+
+/// Each fault, then the network section.
+fn faults_and_network(out: &mut Out) {
+    let s = out.s;
     for (i, f) in s.faults.iter().enumerate() {
         let mut c = s.clone();
         c.faults.remove(i);
         let (kind, of) = (f.kind.name(), f.kind.target());
-        push(format!("dropped faults[{i}] ({kind} of {of})"), c, target);
+        out.push(format!("dropped faults[{i}] ({kind} of {of})"), c);
     }
     if s.network.is_some() {
         let mut c = s.clone();
         c.network = None;
-        push("dropped the network section".to_string(), c, target);
+        out.push("dropped the network section".to_string(), c);
     }
+}
+
+/// Each call a service makes downstream.
+fn service_calls(out: &mut Out) {
+    let s = out.s;
     for (name, service) in &s.services {
         for (i, call) in service.calls.iter().enumerate() {
             let mut c = s.clone();
             c.services.get_mut(name).expect("listed").calls.remove(i);
-            push(
+            out.push(
                 format!("dropped services.{name}.calls[{i}] (to {})", call.target),
                 c,
-                target,
             );
         }
     }
-    // Pattern layers of every call site.
+}
+
+/// Pattern layers of every call site, then each service's admission layers.
+fn layers(out: &mut Out) {
+    let s = out.s;
     for (name, client) in &s.clients {
         for (i, layer) in client.call.stack.iter().enumerate() {
             let mut c = s.clone();
-            c.clients
-                .get_mut(name)
-                .expect("listed")
-                .call
-                .stack
-                .remove(i);
-            push(
-                format!("dropped clients.{name}.call.stack[{i}] ({})", layer.name()),
+            let stack = &mut c.clients.get_mut(name).expect("listed").call.stack;
+            stack.remove(i);
+            let what = layer.name();
+            out.push(
+                format!("dropped clients.{name}.call.stack[{i}] ({what})"),
                 c,
-                target,
             );
         }
     }
@@ -138,65 +195,68 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
         for (k, call) in service.calls.iter().enumerate() {
             for (i, layer) in call.stack.iter().enumerate() {
                 let mut c = s.clone();
-                c.services.get_mut(name).expect("listed").calls[k]
-                    .stack
-                    .remove(i);
-                push(
-                    format!(
-                        "dropped services.{name}.calls[{k}].stack[{i}] ({})",
-                        layer.name()
-                    ),
-                    c,
-                    target,
-                );
+                let stack = &mut c.services.get_mut(name).expect("listed").calls[k].stack;
+                stack.remove(i);
+                let what = layer.name();
+                let change = format!("dropped services.{name}.calls[{k}].stack[{i}] ({what})");
+                out.push(change, c);
             }
         }
         for i in 0..service.admission.len() {
             let mut c = s.clone();
-            c.services
-                .get_mut(name)
-                .expect("listed")
-                .admission
-                .remove(i);
-            push(format!("dropped services.{name}.admission[{i}]"), c, target);
+            let admission = &mut c.services.get_mut(name).expect("listed").admission;
+            admission.remove(i);
+            out.push(format!("dropped services.{name}.admission[{i}]"), c);
         }
     }
-    // A service's optional parts.
+}
+
+/// A service's optional parts, one at a time.
+fn optional_parts(out: &mut Out) {
+    type Part = (&'static str, fn(&Service) -> bool, fn(&mut Service));
+    const PARTS: &[Part] = &[
+        ("outlier", |x| x.outlier.is_some(), |x| x.outlier = None),
+        (
+            "health_check",
+            |x| x.health_check.is_some(),
+            |x| x.health_check = None,
+        ),
+        ("cache", |x| x.cache.is_some(), |x| x.cache = None),
+        (
+            "idempotency",
+            |x| x.idempotency.is_some(),
+            |x| x.idempotency = None,
+        ),
+        ("latency", |x| x.latency.is_some(), |x| x.latency = None),
+        ("restart", |x| x.restart.is_some(), |x| x.restart = None),
+        (
+            "retry_after",
+            |x| x.retry_after.is_some(),
+            |x| x.retry_after = None,
+        ),
+    ];
+    let s = out.s;
     for (name, service) in &s.services {
-        let mut drop =
-            |what: &str, present: bool, f: &dyn Fn(&mut crate::format::schema::Service)| {
-                if present {
-                    let mut c = s.clone();
-                    f(c.services.get_mut(name).expect("listed"));
-                    push(format!("dropped services.{name}.{what}"), c, target);
-                }
-            };
-        drop("outlier", service.outlier.is_some(), &|x| x.outlier = None);
-        drop("health_check", service.health_check.is_some(), &|x| {
-            x.health_check = None
-        });
-        drop("cache", service.cache.is_some(), &|x| x.cache = None);
-        drop("idempotency", service.idempotency.is_some(), &|x| {
-            x.idempotency = None
-        });
-        drop("latency", service.latency.is_some(), &|x| x.latency = None);
-        drop("restart", service.restart.is_some(), &|x| x.restart = None);
-        drop("retry_after", service.retry_after.is_some(), &|x| {
-            x.retry_after = None
-        });
+        for (what, present, drop) in PARTS {
+            if present(service) {
+                let mut c = s.clone();
+                drop(c.services.get_mut(name).expect("listed"));
+                out.push(format!("dropped services.{name}.{what}"), c);
+            }
+        }
     }
-    // A shorter run: cut its end, or its quiet start.
-    // Whole buckets, so the report's series keep their width.
+}
+
+/// A shorter run: its end cut, or its quiet start. Whole buckets, so the report's series
+/// keep their width.
+fn shorter_run(out: &mut Out) {
+    let s = out.s;
     let bucket = s.bucket.as_nanos().max(1);
     let whole = |nanos: u64| SimDuration::from_nanos(nanos / bucket * bucket);
     for (num, den) in [(1, 2), (3, 4)] {
         let d = whole(s.duration.as_nanos() / den * num);
         if let Some(c) = cut_end(s, d) {
-            push(
-                format!("shortened the run from {} to {d}", s.duration),
-                c,
-                target,
-            );
+            out.push(format!("shortened the run from {} to {d}", s.duration), c);
         }
     }
     if let Some(start) = first_moment(s) {
@@ -204,129 +264,117 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
         if !shift.is_zero() {
             let mut c = s.clone();
             shift_earlier(&mut c, shift);
-            push(
-                format!("started the story {shift} earlier (run {} shorter)", shift),
-                c,
-                target,
-            );
+            let change = format!("started the story {shift} earlier (run {shift} shorter)");
+            out.push(change, c);
         }
     }
-    // Lower counts and rates.
+}
+
+/// Each client's load, lower: a simpler rate schedule, or half the users.
+fn lower_loads(out: &mut Out) {
+    let s = out.s;
     for (name, client) in &s.clients {
-        match &client.load {
-            Load::Open { rate } => {
-                if let Some((what, simpler)) = simpler_schedule(rate) {
-                    let mut c = s.clone();
-                    c.clients.get_mut(name).expect("listed").load = Load::Open { rate: simpler };
-                    push(format!("clients.{name}.load: {what}"), c, target);
-                }
-            }
-            Load::Closed { users, think } => {
-                if *users > 1 {
-                    let mut c = s.clone();
-                    c.clients.get_mut(name).expect("listed").load = Load::Closed {
-                        users: users / 2,
-                        think: think.clone(),
-                    };
-                    push(
-                        format!("clients.{name}.load.users {users} → {}", users / 2),
-                        c,
-                        target,
-                    );
-                }
-            }
-            Load::OneShot { users, spread } => {
-                if *users > 1 {
-                    let mut c = s.clone();
-                    c.clients.get_mut(name).expect("listed").load = Load::OneShot {
-                        users: users / 2,
-                        spread: *spread,
-                    };
-                    push(
-                        format!("clients.{name}.load.users {users} → {}", users / 2),
-                        c,
-                        target,
-                    );
-                }
-            }
-        }
+        let (change, load) = match &client.load {
+            Load::Open { rate } => match simpler_schedule(rate) {
+                Some((what, simpler)) => (what, Load::Open { rate: simpler }),
+                None => continue,
+            },
+            Load::Closed { users, think } if *users > 1 => (
+                format!("load.users {users} → {}", users / 2),
+                Load::Closed {
+                    users: users / 2,
+                    think: think.clone(),
+                },
+            ),
+            Load::OneShot { users, spread } if *users > 1 => (
+                format!("load.users {users} → {}", users / 2),
+                Load::OneShot {
+                    users: users / 2,
+                    spread: *spread,
+                },
+            ),
+            Load::Closed { .. } | Load::OneShot { .. } => continue,
+        };
+        let mut c = s.clone();
+        c.clients.get_mut(name).expect("listed").load = load;
+        let sep = if matches!(client.load, Load::Open { .. }) {
+            ".load: "
+        } else {
+            "."
+        };
+        out.push(format!("clients.{name}{sep}{change}"), c);
     }
-    // Fewer workers alone would make any scenario fail by overload, so capacity only goes
-    // down with the load: replicas merged into one of the same size, or the whole system at
-    // half scale (every rate, user count and worker pool halved).
+}
+
+/// Fewer workers alone would make any scenario fail by overload, so capacity only goes down
+/// with the load: replicas merged into one of the same size, or the whole system at half
+/// scale (every rate, user count and worker pool halved).
+fn less_capacity(out: &mut Out) {
+    let s = out.s;
     for (name, service) in &s.services {
         if service.replicas > 1 {
             let mut c = s.clone();
             let x = c.services.get_mut(name).expect("listed");
-            x.workers = x.workers.saturating_mul(x.replicas);
+            let merged = x.workers.saturating_mul(x.replicas);
+            x.workers = merged;
             x.replicas = 1;
-            push(
-                format!(
-                    "services.{name}: {} replicas of {} workers → 1 of {}",
-                    service.replicas,
-                    service.workers,
-                    service.workers.saturating_mul(service.replicas)
-                ),
-                c,
-                target,
+            let (replicas, workers) = (service.replicas, service.workers);
+            let change = format!(
+                "services.{name}: {replicas} replicas of {workers} workers → 1 of {merged}"
             );
+            out.push(change, c);
         }
     }
     if let Some(c) = half_scale(s) {
-        push(
-            "the whole system at half scale (rates, users and workers)".to_string(),
-            c,
-            target,
-        );
+        let change = "the whole system at half scale (rates, users and workers)";
+        out.push(change.to_string(), c);
     }
+}
+
+/// One attempt fewer for every retry layer that allows more than two, at clients then at
+/// services' calls.
+fn fewer_attempts(out: &mut Out) {
+    let s = out.s;
     for (name, client) in &s.clients {
         for (i, layer) in client.call.stack.iter().enumerate() {
-            if let Layer::Retry(r) = layer
-                && r.max_attempts > 2
-            {
+            if let Some((fewer, change)) = one_attempt_fewer(layer) {
                 let mut c = s.clone();
-                if let Layer::Retry(r) = &mut c.clients.get_mut(name).expect("listed").call.stack[i]
-                {
-                    r.max_attempts -= 1;
-                }
-                push(
-                    format!(
-                        "clients.{name}.call.stack[{i}].max_attempts {} → {}",
-                        r.max_attempts,
-                        r.max_attempts - 1
-                    ),
-                    c,
-                    target,
-                );
+                c.clients.get_mut(name).expect("listed").call.stack[i] = fewer;
+                out.push(format!("clients.{name}.call.stack[{i}].{change}"), c);
             }
         }
     }
     for (name, service) in &s.services {
         for (k, call) in service.calls.iter().enumerate() {
             for (i, layer) in call.stack.iter().enumerate() {
-                if let Layer::Retry(r) = layer
-                    && r.max_attempts > 2
-                {
+                if let Some((fewer, change)) = one_attempt_fewer(layer) {
                     let mut c = s.clone();
-                    if let Layer::Retry(r) =
-                        &mut c.services.get_mut(name).expect("listed").calls[k].stack[i]
-                    {
-                        r.max_attempts -= 1;
-                    }
-                    push(
-                        format!(
-                            "services.{name}.calls[{k}].stack[{i}].max_attempts {} → {}",
-                            r.max_attempts,
-                            r.max_attempts - 1
-                        ),
-                        c,
-                        target,
-                    );
+                    c.services.get_mut(name).expect("listed").calls[k].stack[i] = fewer;
+                    out.push(format!("services.{name}.calls[{k}].stack[{i}].{change}"), c);
                 }
             }
         }
     }
-    // Simpler distributions.
+}
+
+/// `layer` with one attempt fewer, and the change, when it is a retry that allows more than
+/// two.
+fn one_attempt_fewer(layer: &Layer) -> Option<(Layer, String)> {
+    let Layer::Retry(r) = layer else {
+        return None;
+    };
+    if r.max_attempts <= 2 {
+        return None;
+    }
+    let mut fewer = r.clone();
+    fewer.max_attempts -= 1;
+    let change = format!("max_attempts {} → {}", r.max_attempts, fewer.max_attempts);
+    Some((Layer::Retry(fewer), change))
+}
+
+/// Every distribution in the scenario, simpler.
+fn simpler_distributions(out: &mut Out) {
+    let s = out.s;
     let count = dists(&mut s.clone()).len();
     for k in 0..count {
         let mut probe = s.clone();
@@ -334,10 +382,9 @@ pub fn candidates(s: &Scenario, target: usize) -> Vec<Candidate> {
         for (what, simpler) in simpler_dists(dist) {
             let mut c = s.clone();
             *dists(&mut c).swap_remove(k).1 = simpler;
-            push(format!("{path}: {what}"), c, target);
+            out.push(format!("{path}: {what}"), c);
         }
     }
-    out
 }
 
 /// Every rate and user count halved, and every service's workers; `None` when a pool of one
