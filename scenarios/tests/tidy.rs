@@ -259,8 +259,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/experiment/phase.rs", "phase_map", 112),
     ("scenarios/src/experiment/shrink/mod.rs", "shrink", 128),
     ("scenarios/src/experiment/sweep.rs", "render", 96),
-    ("scenarios/src/format/footprint.rs", "footprint", 192),
-    ("scenarios/src/format/footprint.rs", "windows", 71),
     ("scenarios/src/format/overrides/mod.rs", "apply", 99),
     ("scenarios/src/format/overrides/mod.rs", "syntax_blame", 73),
     ("scenarios/src/format/overrides/variants.rs", "find", 91),

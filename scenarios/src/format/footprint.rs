@@ -19,7 +19,11 @@
 //! to the others, so that one file says what a scenario may hold.
 
 use crate::format::limits::{Bytes, RunLimits};
-use crate::format::schema::{Layer, Load, Scenario, Schedule};
+use crate::format::schema::isolation::{Isolation, Units};
+use crate::format::schema::traffic::Popularity;
+use crate::format::schema::{
+    Admission, Client, Layer, LimitKey, Load, Scenario, Schedule, Service,
+};
 use patterns::breaker::SlidingWindowType;
 use patterns::limiter::LimiterConfig;
 use sim_core::{Rate, SimDuration};
@@ -149,20 +153,64 @@ impl Part {
     }
 }
 
+impl Part {
+    /// A part made smaller by a smaller count: `unit_bytes` per `noun`.
+    fn count(field: String, bytes: u64, what: String, unit_bytes: u64, noun: &'static str) -> Self {
+        Part {
+            field,
+            bytes,
+            what,
+            fix: Fix::Count {
+                unit_bytes,
+                noun,
+                prefix: "",
+                also: "",
+            },
+        }
+    }
+
+    /// The same part, whose fix writes the value as `prefix` and a count (`max_keys: 100`).
+    fn prefixed(mut self, with: &'static str) -> Self {
+        if let Fix::Count { prefix, .. } = &mut self.fix {
+            *prefix = with;
+        }
+        self
+    }
+
+    /// The same part, whose fix names another way after the count (", or fewer replicas").
+    fn or(mut self, other: &'static str) -> Self {
+        if let Fix::Count { also, .. } = &mut self.fix {
+            *also = other;
+        }
+        self
+    }
+}
+
 /// The parts of a scenario's memory that the file fixes, largest first.
 pub fn footprint(s: &Scenario) -> Vec<Part> {
-    let mut parts = Vec::new();
+    let buckets = s.duration.as_nanos().div_ceil(s.bucket.as_nanos().max(1));
+    let mut parts = vec![report_buckets(s, buckets)];
+    for (name, c) in &s.clients {
+        client_parts(&mut parts, s, name, c, buckets);
+    }
+    for (name, sv) in &s.services {
+        service_parts(&mut parts, s, name, sv);
+    }
+    parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.field.cmp(&b.field)));
+    parts
+}
+
+/// The report's buckets: the series of every client, service, call site and replica.
+fn report_buckets(s: &Scenario, buckets: u64) -> Part {
     let clients = s.clients.len() as u64;
     let services = s.services.len() as u64;
-    let buckets = s.duration.as_nanos().div_ceil(s.bucket.as_nanos().max(1));
     // A client's call site has one instance; a service's has one per replica.
     let (sites, instances) = s.services.values().fold((clients, clients), |(n, i), sv| {
         let calls = sv.calls.len() as u64;
+        let slots = u64::from(crate::format::schema::scaling::slots(sv));
         (
             n.saturating_add(calls),
-            i.saturating_add(
-                calls.saturating_mul(u64::from(crate::format::schema::scaling::slots(sv))),
-            ),
+            i.saturating_add(calls.saturating_mul(slots)),
         )
     });
     let bytes_per_bucket = SERIES_BUCKET_BYTES
@@ -171,7 +219,7 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
         .saturating_add(services.saturating_mul(SERIES_SERVICE_BUCKET_BYTES))
         .saturating_add(sites.saturating_mul(SERIES_CALL_BUCKET_BYTES))
         .saturating_add(instances.saturating_mul(SERIES_CALL_INSTANCE_BUCKET_BYTES));
-    parts.push(Part {
+    Part {
         field: "bucket".to_string(),
         bytes: buckets.saturating_mul(bytes_per_bucket),
         what: format!(
@@ -185,162 +233,124 @@ pub fn footprint(s: &Scenario) -> Vec<Part> {
             duration: s.duration,
             bytes_per_bucket,
         },
-    });
-    for (name, c) in &s.clients {
-        if let Load::Closed { users, .. } | Load::OneShot { users, .. } = c.load {
-            parts.push(Part {
-                field: format!("clients.{name}.load.users"),
-                bytes: u64::from(users).saturating_mul(USER_BYTES),
-                what: plural(u64::from(users), "user"),
-                fix: Fix::Count {
-                    unit_bytes: USER_BYTES,
-                    noun: "users",
-                    prefix: "",
-                    also: "",
-                },
-            });
-        }
-        windows(
-            &mut parts,
-            &format!("clients.{name}.call"),
-            &c.call.stack,
-            1,
-        );
-        for (i, class) in c.classes.iter().enumerate() {
-            parts.push(Part {
-                field: format!("clients.{name}.classes[{i}]"),
-                bytes: TRAFFIC_FIGURES_BYTES
-                    .saturating_add(buckets.saturating_mul(SERIES_CLASS_BUCKET_BYTES)),
-                what: format!("the figures and series of class {:?}", class.name),
-                fix: Fix::Bucket {
-                    duration: s.duration,
-                    bytes_per_bucket: SERIES_CLASS_BUCKET_BYTES,
-                },
-            });
-            let Some(t) = &class.tenants else { continue };
-            let zipf = matches!(
-                t.popularity,
-                crate::format::schema::traffic::Popularity::Zipf { .. }
-            );
-            let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
-            let reported = u64::from(t.reported.min(t.keys)) + 2;
-            parts.push(Part {
-                field: format!("clients.{name}.classes[{i}].tenants.keys"),
-                bytes: reported
-                    .saturating_mul(TRAFFIC_FIGURES_BYTES)
-                    .saturating_add(u64::from(t.keys).saturating_mul(per_key)),
-                what: format!("{} tenant keys", t.keys),
-                fix: Fix::Count {
-                    unit_bytes: per_key.max(1),
-                    noun: "keys",
-                    prefix: "",
-                    also: ", or a Uniform popularity (no table per key)",
-                },
-            });
-        }
     }
-    for (name, sv) in &s.services {
-        let replicas = u64::from(crate::format::schema::scaling::slots(sv));
-        let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
-        let per_replica = REPLICA_BYTES
-            .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
-            .saturating_add(layers.saturating_mul(LAYER_BYTES));
+}
+
+/// A client's users, its call site's windows, and its traffic classes with their tenants.
+fn client_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, c: &Client, buckets: u64) {
+    if let Load::Closed { users, .. } | Load::OneShot { users, .. } = c.load {
+        let field = format!("clients.{name}.load.users");
+        let bytes = u64::from(users).saturating_mul(USER_BYTES);
+        let what = plural(u64::from(users), "user");
+        parts.push(Part::count(field, bytes, what, USER_BYTES, "users"));
+    }
+    windows(parts, &format!("clients.{name}.call"), &c.call.stack, 1);
+    for (i, class) in c.classes.iter().enumerate() {
         parts.push(Part {
-            field: format!("services.{name}.replicas"),
-            bytes: replicas.saturating_mul(per_replica),
-            what: format!(
-                "{} with {}",
-                plural(replicas, "replica"),
-                plural(sv.calls.len() as u64, "call")
-            ),
-            fix: Fix::Count {
-                unit_bytes: per_replica,
-                noun: "replicas",
-                prefix: "",
-                also: "",
+            field: format!("clients.{name}.classes[{i}]"),
+            bytes: TRAFFIC_FIGURES_BYTES
+                .saturating_add(buckets.saturating_mul(SERIES_CLASS_BUCKET_BYTES)),
+            what: format!("the figures and series of class {:?}", class.name),
+            fix: Fix::Bucket {
+                duration: s.duration,
+                bytes_per_bucket: SERIES_CLASS_BUCKET_BYTES,
             },
         });
-        for (i, a) in sv.admission.iter().enumerate() {
-            if let crate::format::schema::Admission::RateLimit(k) = a
-                && k.key == crate::format::schema::LimitKey::Tenant
-            {
-                parts.push(Part {
-                    field: format!("services.{name}.admission[{i}].max_keys"),
-                    bytes: (k.max_keys as u64).saturating_mul(TENANT_KEY_BYTES),
-                    what: format!("up to {} tenant keys of a rate limit", k.max_keys),
-                    fix: Fix::Count {
-                        unit_bytes: TENANT_KEY_BYTES,
-                        noun: "keys",
-                        prefix: "max_keys: ",
-                        also: "",
-                    },
-                });
-            }
-        }
-        if let Some(iso) = sv.isolation {
-            // Per caller unit: its cell, or its shard and the shard's reverse entries, and
-            // the most of its group down at once (counted from the vectors, not measured).
-            let per_unit = match iso {
-                crate::format::schema::isolation::Isolation::Cells { .. } => 8,
-                crate::format::schema::isolation::Isolation::ShuffleSharding { shard_size } => {
-                    8u64.saturating_add(8u64.saturating_mul(u64::from(shard_size)))
-                }
-            };
-            let units = crate::format::schema::isolation::Units::of(s).len();
-            parts.push(Part {
-                field: format!("services.{name}.isolation"),
-                bytes: units.saturating_mul(per_unit),
-                what: format!("the replicas of {} caller units", units),
-                fix: Fix::Count {
-                    unit_bytes: per_unit,
-                    noun: "tenant keys",
-                    prefix: "",
-                    also: ", or a smaller shard",
-                },
-            });
-        }
-        if let Some(store) = &sv.store {
-            parts.push(Part {
-                field: format!("services.{name}.store.rows"),
-                bytes: u64::from(store.rows).saturating_mul(STORE_ROW_BYTES),
-                what: format!("a store of {}", plural(u64::from(store.rows), "row")),
-                fix: Fix::Count {
-                    unit_bytes: STORE_ROW_BYTES,
-                    noun: "rows",
-                    prefix: "",
-                    also: "",
-                },
-            });
-        }
-        if let Some(cache) = sv.cache.as_ref().filter(|c| c.ttl.is_some()) {
-            let per_key = replicas.saturating_mul(CACHE_ENTRY_BYTES);
-            parts.push(Part {
-                field: format!("services.{name}.cache.keys"),
-                bytes: u64::from(cache.keys).saturating_mul(per_key),
-                what: format!(
-                    "{} with a ttl on each of {}",
-                    plural(u64::from(cache.keys), "cache key"),
-                    plural(replicas, "replica")
-                ),
-                fix: Fix::Count {
-                    unit_bytes: per_key,
-                    noun: "keys",
-                    prefix: "",
-                    also: ", or fewer replicas",
-                },
-            });
-        }
-        for (i, c) in sv.calls.iter().enumerate() {
-            windows(
-                &mut parts,
-                &format!("services.{name}.calls[{i}]"),
-                &c.stack,
-                replicas,
-            );
+        let Some(t) = &class.tenants else { continue };
+        let zipf = matches!(t.popularity, Popularity::Zipf { .. });
+        let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
+        let reported = u64::from(t.reported.min(t.keys)) + 2;
+        let field = format!("clients.{name}.classes[{i}].tenants.keys");
+        let bytes = reported
+            .saturating_mul(TRAFFIC_FIGURES_BYTES)
+            .saturating_add(u64::from(t.keys).saturating_mul(per_key));
+        let what = format!("{} tenant keys", t.keys);
+        let part = Part::count(field, bytes, what, per_key.max(1), "keys");
+        parts.push(part.or(", or a Uniform popularity (no table per key)"));
+    }
+}
+
+/// A service's replicas, tenant keys, isolation, store, cache and its calls' windows.
+fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) {
+    let replicas = u64::from(crate::format::schema::scaling::slots(sv));
+    parts.push(replicas_part(name, sv, replicas));
+    for (i, a) in sv.admission.iter().enumerate() {
+        if let Admission::RateLimit(k) = a
+            && k.key == LimitKey::Tenant
+        {
+            let field = format!("services.{name}.admission[{i}].max_keys");
+            let bytes = (k.max_keys as u64).saturating_mul(TENANT_KEY_BYTES);
+            let what = format!("up to {} tenant keys of a rate limit", k.max_keys);
+            let part = Part::count(field, bytes, what, TENANT_KEY_BYTES, "keys");
+            parts.push(part.prefixed("max_keys: "));
         }
     }
-    parts.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.field.cmp(&b.field)));
-    parts
+    if let Some(iso) = sv.isolation {
+        // Per caller unit: its cell, or its shard and the shard's reverse entries, and the
+        // most of its group down at once (counted from the vectors, not measured).
+        let per_unit = match iso {
+            Isolation::Cells { .. } => 8,
+            Isolation::ShuffleSharding { shard_size } => {
+                8u64.saturating_add(8u64.saturating_mul(u64::from(shard_size)))
+            }
+        };
+        let units = Units::of(s).len();
+        let field = format!("services.{name}.isolation");
+        let what = format!("the replicas of {} caller units", units);
+        let part = Part::count(
+            field,
+            units.saturating_mul(per_unit),
+            what,
+            per_unit,
+            "tenant keys",
+        );
+        parts.push(part.or(", or a smaller shard"));
+    }
+    if let Some(store) = &sv.store {
+        let rows = u64::from(store.rows);
+        let field = format!("services.{name}.store.rows");
+        let what = format!("a store of {}", plural(rows, "row"));
+        let bytes = rows.saturating_mul(STORE_ROW_BYTES);
+        parts.push(Part::count(field, bytes, what, STORE_ROW_BYTES, "rows"));
+    }
+    if let Some(cache) = sv.cache.as_ref().filter(|c| c.ttl.is_some()) {
+        let (keys, per_key) = (
+            u64::from(cache.keys),
+            replicas.saturating_mul(CACHE_ENTRY_BYTES),
+        );
+        let field = format!("services.{name}.cache.keys");
+        let what = format!(
+            "{} with a ttl on each of {}",
+            plural(keys, "cache key"),
+            plural(replicas, "replica")
+        );
+        let part = Part::count(field, keys.saturating_mul(per_key), what, per_key, "keys");
+        parts.push(part.or(", or fewer replicas"));
+    }
+    for (i, c) in sv.calls.iter().enumerate() {
+        windows(
+            parts,
+            &format!("services.{name}.calls[{i}]"),
+            &c.stack,
+            replicas,
+        );
+    }
+}
+
+/// A service's replicas, each with its call sites and their layers.
+fn replicas_part(name: &str, sv: &Service, replicas: u64) -> Part {
+    let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
+    let per_replica = REPLICA_BYTES
+        .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
+        .saturating_add(layers.saturating_mul(LAYER_BYTES));
+    let what = format!(
+        "{} with {}",
+        plural(replicas, "replica"),
+        plural(sv.calls.len() as u64, "call")
+    );
+    let field = format!("services.{name}.replicas");
+    let bytes = replicas.saturating_mul(per_replica);
+    Part::count(field, bytes, what, per_replica, "replicas")
 }
 
 /// The windows of one call site's layers, on each of `instances` replicas.
@@ -356,26 +366,66 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
         ", or fewer replicas"
     };
     for (i, layer) in stack.iter().enumerate() {
-        let (field, units, unit_bytes, what, noun, prefix) = match layer {
-            Layer::Breaker(b) => match b.sliding_window_type {
-                SlidingWindowType::CountBased => (
-                    "sliding_window_size",
-                    b.sliding_window_size,
-                    BREAKER_CALL_BYTES,
-                    format!("a count-based window of {} calls", b.sliding_window_size),
-                    "calls",
-                    "a window of ",
-                ),
-                SlidingWindowType::TimeBased => (
-                    "sliding_window_size",
-                    b.sliding_window_size,
-                    BREAKER_SECOND_BYTES,
-                    format!("a time-based window of {} seconds", b.sliding_window_size),
-                    "seconds",
-                    "a window of ",
-                ),
-            },
-            Layer::AdaptiveTimeout(a) => (
+        let Some(w) = Window::of(layer) else { continue };
+        let per_unit = instances.saturating_mul(w.unit_bytes);
+        let field = format!("{path}.stack[{i}].{}", w.field);
+        let bytes = u64::from(w.units).saturating_mul(per_unit);
+        let what = format!("{}{on_each}", w.what);
+        let part = Part::count(field, bytes, what, per_unit, w.noun);
+        parts.push(part.prefixed(w.prefix).or(also));
+    }
+}
+
+/// A layer's window: what grows with one of its settings.
+struct Window {
+    /// The setting, under the layer's path.
+    field: &'static str,
+    /// Its value.
+    units: u32,
+    /// Bytes per unit on one instance.
+    unit_bytes: u64,
+    /// What it is, for the message.
+    what: String,
+    /// Its unit, plural.
+    noun: &'static str,
+    /// How the fix writes the value ("a window of ").
+    prefix: &'static str,
+}
+
+impl Window {
+    /// The window of `layer`, if its memory grows with a setting.
+    fn of(layer: &Layer) -> Option<Window> {
+        let window = |field, units: u32, unit_bytes, what, noun, prefix| Window {
+            field,
+            units,
+            unit_bytes,
+            what,
+            noun,
+            prefix,
+        };
+        Some(match layer {
+            Layer::Breaker(b) => {
+                let n = b.sliding_window_size;
+                match b.sliding_window_type {
+                    SlidingWindowType::CountBased => window(
+                        "sliding_window_size",
+                        n,
+                        BREAKER_CALL_BYTES,
+                        format!("a count-based window of {n} calls"),
+                        "calls",
+                        "a window of ",
+                    ),
+                    SlidingWindowType::TimeBased => window(
+                        "sliding_window_size",
+                        n,
+                        BREAKER_SECOND_BYTES,
+                        format!("a time-based window of {n} seconds"),
+                        "seconds",
+                        "a window of ",
+                    ),
+                }
+            }
+            Layer::AdaptiveTimeout(a) => window(
                 "window",
                 a.window,
                 ADAPTIVE_LATENCY_BYTES,
@@ -383,7 +433,7 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
                 "latencies",
                 "a window of ",
             ),
-            Layer::Throttle(t) => (
+            Layer::Throttle(t) => window(
                 "bucket_count",
                 t.bucket_count,
                 THROTTLE_BUCKET_BYTES,
@@ -391,7 +441,7 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
                 "buckets",
                 "",
             ),
-            Layer::Limiter(LimiterConfig::SlidingLog(w)) => (
+            Layer::Limiter(LimiterConfig::SlidingLog(w)) => window(
                 "limit",
                 u32::try_from(w.limit).unwrap_or(u32::MAX),
                 SLIDING_LOG_UNIT_BYTES,
@@ -399,20 +449,8 @@ fn windows(parts: &mut Vec<Part>, path: &str, stack: &[Layer], instances: u64) {
                 "entries",
                 "a limit of ",
             ),
-            _ => continue,
-        };
-        let per_unit = instances.saturating_mul(unit_bytes);
-        parts.push(Part {
-            field: format!("{path}.stack[{i}].{field}"),
-            bytes: u64::from(units).saturating_mul(per_unit),
-            what: format!("{what}{on_each}"),
-            fix: Fix::Count {
-                unit_bytes: per_unit,
-                noun,
-                prefix,
-                also,
-            },
-        });
+            _ => return None,
+        })
     }
 }
 
