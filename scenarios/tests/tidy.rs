@@ -272,7 +272,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/format/validate.rs", "call", 107),
     ("scenarios/src/format/validate.rs", "expectation", 105),
     ("scenarios/src/format/validate.rs", "fault", 159),
-    ("scenarios/src/format/validate.rs", "service", 188),
     ("scenarios/src/report/build.rs", "series_row", 130),
     ("scenarios/src/report/build.rs", "service", 117),
     ("scenarios/src/report/metastability/mod.rs", "client", 74),

@@ -459,41 +459,7 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
         ));
     }
     at_least_one(&format!("{path}.workers"), s.workers)?;
-    if s.queue.capacity == Some(0) {
-        return Err(err(
-            format!("{path}.queue.capacity"),
-            "must be at least 1, got 0 (leave it out for the default, or write None for unbounded)",
-        ));
-    }
-    match &s.queue.discipline {
-        Discipline::Fifo | Discipline::Lifo => {}
-        Discipline::AdaptiveLifo { threshold } => {
-            nonzero(&format!("{path}.queue.discipline.threshold"), *threshold)?
-        }
-        Discipline::Priority => {}
-        Discipline::CoDel {
-            target, interval, ..
-        }
-        | Discipline::CoDelRfc { target, interval } => {
-            nonzero(&format!("{path}.queue.discipline.target"), *target)?;
-            clock(&format!("{path}.queue.discipline.interval"), *interval)?;
-            if interval <= target {
-                return Err(err(
-                    format!("{path}.queue.discipline.interval"),
-                    format!("must be longer than target ({target}), got {interval}"),
-                ));
-            }
-            if let Discipline::CoDelRfc { target, interval } = &s.queue.discipline {
-                patterns::shedder::CoDelConfig {
-                    target: *target,
-                    interval: *interval,
-                    ..Default::default()
-                }
-                .validate()
-                .map_err(|e| e.at(&format!("{path}.queue.discipline")))?;
-            }
-        }
-    }
+    queue(&format!("{path}.queue"), &s.queue)?;
     dist(&format!("{path}.work"), &s.work)?;
     if !(s.work_per_in_flight.is_finite() && s.work_per_in_flight >= 0.0) {
         return Err(err(
@@ -504,6 +470,75 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             ),
         ));
     }
+    service_calls(path, s, services)?;
+    for (i, a) in s.admission.iter().enumerate() {
+        admission(path, s, i, a, services)?;
+    }
+    upstream_protections(path, s)?;
+    if let Some(c) = &s.cache {
+        cache(&format!("{path}.cache"), c)?;
+    }
+    if let Some(l) = &s.latency {
+        dist(&format!("{path}.latency"), l)?;
+    }
+    if let Some(r) = s.restart {
+        clock(&format!("{path}.restart"), r)?;
+    }
+    if let Some(r) = s.retry_after {
+        clock(&format!("{path}.retry_after"), r)?;
+    }
+    if let Some(c) = &s.cache {
+        clock(&format!("{path}.cache.warmup"), c.warmup)?;
+    }
+    if let Some(st) = &s.store {
+        st.validate().map_err(|e| e.at(&format!("{path}.store")))?;
+    }
+    scaling(path, s)?;
+    capacity_events(path, s)
+}
+
+/// A service's queue (`path` is `services.NAME.queue`): its capacity and discipline.
+fn queue(path: &str, q: &QueueConfig) -> Check {
+    if q.capacity == Some(0) {
+        return Err(err(
+            format!("{path}.capacity"),
+            "must be at least 1, got 0 (leave it out for the default, or write None for unbounded)",
+        ));
+    }
+    match &q.discipline {
+        Discipline::Fifo | Discipline::Lifo | Discipline::Priority => Ok(()),
+        Discipline::AdaptiveLifo { threshold } => {
+            nonzero(&format!("{path}.discipline.threshold"), *threshold)
+        }
+        Discipline::CoDel {
+            target, interval, ..
+        }
+        | Discipline::CoDelRfc { target, interval } => {
+            nonzero(&format!("{path}.discipline.target"), *target)?;
+            clock(&format!("{path}.discipline.interval"), *interval)?;
+            if interval <= target {
+                return Err(err(
+                    format!("{path}.discipline.interval"),
+                    format!("must be longer than target ({target}), got {interval}"),
+                ));
+            }
+            if let Discipline::CoDelRfc { target, interval } = &q.discipline {
+                patterns::shedder::CoDelConfig {
+                    target: *target,
+                    interval: *interval,
+                    ..Default::default()
+                }
+                .validate()
+                .map_err(|e| e.at(&format!("{path}.discipline")))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A service's calls downstream: how many, each call, its connection limit, and the weights
+/// a `Pick` chooses by.
+fn service_calls(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Check {
     if s.calls.len() > CALLS_MAX {
         return Err(err(
             format!("{path}.calls"),
@@ -525,39 +560,51 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             ));
         }
     }
-    for (i, a) in s.admission.iter().enumerate() {
-        let apath = format!("{path}.admission[{i}]");
-        match a {
-            Admission::Limiter(l) => l.validate().map_err(|e| e.at(&apath))?,
-            Admission::Concurrency(c) => {
-                only_one(&s.admission[..i], a, &apath, "Concurrency limit")?;
-                c.validate().map_err(|e| e.at(&apath))?
-            }
-            Admission::Pid {
-                interval,
-                controller,
-            } => {
-                nonzero(&format!("{apath}.interval"), *interval)?;
-                controller
-                    .validate()
-                    .map_err(|e| e.at(&format!("{apath}.controller")))?;
-            }
-            Admission::RateLimit(k) => {
-                crate::format::schema::traffic::validate_keyed_limit(&apath, k)?
-            }
-            Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath))?,
-            Admission::Distributed(d) => crate::format::schema::distributed::validate_limiter(
-                &apath,
-                own_name(path),
-                d,
-                services,
-            )?,
-            Admission::TenantBulkhead(b) => {
-                only_one(&s.admission[..i], a, &apath, "TenantBulkhead")?;
-                b.validate().map_err(|e| e.at(&apath))?
-            }
+    Ok(())
+}
+
+/// The service's `i`th admission layer `a` (`path` is the service's).
+fn admission(
+    path: &str,
+    s: &Service,
+    i: usize,
+    a: &Admission,
+    services: &BTreeMap<String, Service>,
+) -> Check {
+    let apath = format!("{path}.admission[{i}]");
+    match a {
+        Admission::Limiter(l) => l.validate().map_err(|e| e.at(&apath)),
+        Admission::Concurrency(c) => {
+            only_one(&s.admission[..i], a, &apath, "Concurrency limit")?;
+            c.validate().map_err(|e| e.at(&apath))
+        }
+        Admission::Pid {
+            interval,
+            controller,
+        } => {
+            nonzero(&format!("{apath}.interval"), *interval)?;
+            controller
+                .validate()
+                .map_err(|e| e.at(&format!("{apath}.controller")))
+        }
+        Admission::RateLimit(k) => crate::format::schema::traffic::validate_keyed_limit(&apath, k),
+        Admission::Priority(p) => p.validate().map_err(|e| e.at(&apath)),
+        Admission::Distributed(d) => crate::format::schema::distributed::validate_limiter(
+            &apath,
+            own_name(path),
+            d,
+            services,
+        ),
+        Admission::TenantBulkhead(b) => {
+            only_one(&s.admission[..i], a, &apath, "TenantBulkhead")?;
+            b.validate().map_err(|e| e.at(&apath))
         }
     }
+}
+
+/// What the service's callers use to judge and spare it: outlier ejection, idempotency keys,
+/// health checks.
+fn upstream_protections(path: &str, s: &Service) -> Check {
     if let Some(o) = &s.outlier {
         at_least_one(
             &format!("{path}.outlier.consecutive_failures"),
@@ -591,52 +638,40 @@ fn service(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Che
             h.healthy_threshold,
         )?;
     }
-    if let Some(c) = &s.cache {
-        ratio(&format!("{path}.cache.hit_ratio"), c.hit_ratio)?;
-        at_least_one(&format!("{path}.cache.keys"), c.keys)?;
-        if let Some(co) = &c.coalesce {
-            co.validate()
-                .map_err(|e| e.at(&format!("{path}.cache.coalesce")))?;
+    Ok(())
+}
+
+/// A service's cache (`path` is `services.NAME.cache`), but for its warmup, which is checked
+/// with the service's other clocks.
+fn cache(path: &str, c: &Cache) -> Check {
+    ratio(&format!("{path}.hit_ratio"), c.hit_ratio)?;
+    at_least_one(&format!("{path}.keys"), c.keys)?;
+    if let Some(co) = &c.coalesce {
+        co.validate()
+            .map_err(|e| e.at(&format!("{path}.coalesce")))?;
+    }
+    if let Some(ttl) = c.ttl {
+        nonzero(&format!("{path}.ttl"), ttl)?;
+    }
+    if let Some(x) = &c.xfetch {
+        if c.ttl.is_none() {
+            return Err(err(
+                format!("{path}.xfetch"),
+                "refreshes entries before they expire, but the cache has no ttl; \
+                 add `ttl: \"10s\"` to the cache or remove xfetch",
+            ));
         }
-        if let Some(ttl) = c.ttl {
-            nonzero(&format!("{path}.cache.ttl"), ttl)?;
-        }
-        if let Some(x) = &c.xfetch {
-            if c.ttl.is_none() {
-                return Err(err(
-                    format!("{path}.cache.xfetch"),
-                    "refreshes entries before they expire, but the cache has no ttl; \
-                     add `ttl: \"10s\"` to the cache or remove xfetch",
-                ));
-            }
-            if !(x.beta.is_finite() && x.beta > 0.0 && x.beta <= 100.0) {
-                return Err(err(
-                    format!("{path}.cache.xfetch.beta"),
-                    format!(
-                        "must be in (0, 100] (1 is the usual choice), got {}",
-                        x.beta
-                    ),
-                ));
-            }
+        if !(x.beta.is_finite() && x.beta > 0.0 && x.beta <= 100.0) {
+            return Err(err(
+                format!("{path}.xfetch.beta"),
+                format!(
+                    "must be in (0, 100] (1 is the usual choice), got {}",
+                    x.beta
+                ),
+            ));
         }
     }
-    if let Some(l) = &s.latency {
-        dist(&format!("{path}.latency"), l)?;
-    }
-    if let Some(r) = s.restart {
-        clock(&format!("{path}.restart"), r)?;
-    }
-    if let Some(r) = s.retry_after {
-        clock(&format!("{path}.retry_after"), r)?;
-    }
-    if let Some(c) = &s.cache {
-        clock(&format!("{path}.cache.warmup"), c.warmup)?;
-    }
-    if let Some(st) = &s.store {
-        st.validate().map_err(|e| e.at(&format!("{path}.store")))?;
-    }
-    scaling(path, s)?;
-    capacity_events(path, s)
+    Ok(())
 }
 
 /// A service's zones and liveness probes ([`crate::format::schema::capacity`]).
