@@ -21,7 +21,7 @@
 //! before its own, and not every one of them: `format ← figures.rs ← world`; `figures.rs ← report` (the
 //! report is built from the figures, never from the world); `world, report ← run ←
 //! experiment ← cli`. Each folder's `mod.rs` opens with its rule, and the tidy test
-//! `layers_use_only_the_layers_below_them` (`scenarios/tests/tidy.rs`) fails on an import
+//! `layers_use_only_the_layers_below_them` (`scenarios/tests/suite/tidy.rs`) fails on an import
 //! against it.
 //!
 //! | layer | modules | what |

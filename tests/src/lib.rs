@@ -2,4 +2,4 @@
 //! (determinism, queueing theory, tidiness, the README, the book's property-testing
 //! tutorial). This library is empty: a package needs a target, and the tests share no helpers
 //! (each is one file). The helpers scenarios' own tests share are in
-//! `scenarios/tests/support/mod.rs`.
+//! `scenarios/tests/suite/support/mod.rs`.

@@ -23,7 +23,7 @@
 //! **Layer rule:** the format is the bottom layer of the crate. It uses `patterns`, `sim-core`
 //! and `sim-net` (their config types), never the world, the figures, runs, reports,
 //! experiments or the command line: what a file means is decided here, before anything runs.
-//! The `layers` tidy test (`scenarios/tests/tidy.rs`) holds every layer to its rule.
+//! The `layers` tidy test (`scenarios/tests/suite/tidy.rs`) holds every layer to its rule.
 
 pub mod error;
 pub mod footprint;

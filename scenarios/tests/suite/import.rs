@@ -1,0 +1,188 @@
+//! `resim import`: production configurations (Envoy v3 today) read into the scenario format.
+//!
+//! The fixtures under `tests/import/` are written after each project's documented schema, one
+//! per feature. For each: the scenario written and the mapping table on stderr are snapshots
+//! (`import__envoy_<fixture>`), and what is written loads (the importer checks it, and the
+//! runs below run it). Malformed files get one line each with the file, the place and what
+//! the source format expected, exit code 2. The runs show the imported behaviour: an imported
+//! `outlier_detection` ejects a failing host after `consecutive_5xx` failures and returns it
+//! after `base_ejection_time`.
+
+use crate::support;
+
+use scenarios::RunOptions;
+use std::path::PathBuf;
+use support::{resim_in, run_file_text, service_report, workspace_root};
+
+/// `resim import ARGS` from the workspace root: its exit code, stdout and stderr.
+fn import(args: &[&str]) -> support::Resim {
+    let mut all = vec!["import"];
+    all.extend_from_slice(args);
+    resim_in(&workspace_root(), &all)
+}
+
+const FIXTURES: &str = "scenarios/tests/import";
+
+/// The scenario and the table of `resim import FIXTURE`, as one snapshot.
+fn check_fixture(name: &str) {
+    let path = format!("{FIXTURES}/envoy/{name}");
+    let out = import(&[&path]);
+    assert_eq!(out.code, 0, "resim import {path}: {}", out.stderr);
+    let snapshot = format!("{}\n---- stderr ----\n{}", out.stdout, out.stderr);
+    insta::with_settings!({ description => format!("resim import {path}") }, {
+        insta::assert_snapshot!(
+            format!("envoy_{}", name.replace(['.', '-'], "_")),
+            snapshot
+        );
+    });
+}
+
+#[test]
+fn envoy_outlier_detection() {
+    check_fixture("outlier.yaml");
+}
+
+#[test]
+fn envoy_circuit_breakers_over_http1() {
+    check_fixture("circuit-breakers.yaml");
+}
+
+#[test]
+fn envoy_retry_budget_health_check_and_http2_from_xds_json() {
+    check_fixture("retry-budget.json");
+}
+
+#[test]
+fn envoy_route_retry_policy_and_adaptive_concurrency() {
+    check_fixture("route-retry.yaml");
+}
+
+#[test]
+fn envoy_hedge_on_per_try_timeout() {
+    check_fixture("hedge.yaml");
+}
+
+/// Every malformed file, and every command line that cannot be done, gets one line with the
+/// file and the place, and exit code 2.
+#[test]
+fn malformed_configurations_get_one_line_and_exit_code_2() {
+    let mut lines = Vec::new();
+    let dir = workspace_root().join(FIXTURES).join("malformed");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let into = format!("{FIXTURES}/into-base.ron");
+    let outlier = format!("{FIXTURES}/envoy/outlier.yaml");
+    let mut cases: Vec<Vec<String>> = names
+        .iter()
+        .map(|n| vec![format!("{FIXTURES}/malformed/{n}")])
+        .collect();
+    cases.push(vec![
+        outlier.clone(),
+        "--call".into(),
+        "services.api.calls[0]".into(),
+    ]);
+    cases.push(vec![outlier.clone(), "--into".into(), into.clone()]);
+    let wrong = "clients.users.call";
+    cases.push(vec![
+        outlier.clone(),
+        "--into".into(),
+        into.clone(),
+        "--call".into(),
+        wrong.into(),
+    ]);
+    cases.push(vec![
+        outlier.clone(),
+        "--into".into(),
+        into.clone(),
+        "--call".into(),
+        "services.api.calls[3]".into(),
+    ]);
+    cases.push(vec![outlier.clone(), "--from".into(), "grpc".into()]);
+    for args in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = import(&args);
+        assert_eq!(
+            out.code, 2,
+            "resim import {args:?} should fail with 2: {}",
+            out.stderr
+        );
+        assert!(out.stdout.is_empty(), "nothing on stdout: {}", out.stdout);
+        let text = out.stderr.trim_end();
+        assert!(!text.contains('\n'), "one line: {text}");
+        assert!(!text.contains("panicked"), "no panic: {text}");
+        lines.push(format!("resim import {}\n  {text}", args.join(" ")));
+    }
+    insta::with_settings!({ description => "one line per malformed file under tests/import/malformed, and per command line that cannot be done" }, {
+        insta::assert_snapshot!("malformed", lines.join("\n"));
+    });
+}
+
+/// A scratch directory of this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("resim-import-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `tests/import/into-base.ron` with `config` imported into its api → db call, as text.
+fn imported_into_base(config: &str) -> String {
+    let dir = scratch("into");
+    let out_file = dir.join(format!("{}.ron", config.replace(['/', '.'], "-")));
+    let out = import(&[
+        &format!("{FIXTURES}/{config}"),
+        "--into",
+        &format!("{FIXTURES}/into-base.ron"),
+        "--call",
+        "services.api.calls[0]",
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    std::fs::read_to_string(out_file).unwrap()
+}
+
+/// The imported scenario written into an existing one: the call replaced whole (what the
+/// import does not set kept), the target's settings written in, the file's comments kept.
+#[test]
+fn envoy_into_an_existing_scenario() {
+    let written = imported_into_base("envoy/outlier.yaml");
+    insta::with_settings!({ description => "resim import tests/import/envoy/outlier.yaml --into tests/import/into-base.ron --call services.api.calls[0]" }, {
+        insta::assert_snapshot!("envoy_into_base", written);
+    });
+}
+
+/// The number of times db's replicas were ejected in `text` run at its seed.
+fn ejections(text: &str) -> u64 {
+    let report = run_file_text("imported.ron", text, &RunOptions::default());
+    service_report(&report, "db").ejections
+}
+
+/// Envoy's `outlier_detection` as imported behaves as Envoy's: a host that keeps failing is
+/// ejected after `consecutive_5xx` failures in a row and comes back after
+/// `base_ejection_time`, to be ejected again while it still fails. The first db replica is
+/// down for 20s: with a 5s ejection it is ejected about 20 / 5 = 4 times (once, then again each
+/// time it comes back); with 10s, about twice; with `consecutive_5xx` above what the crash can
+/// fail, never.
+#[test]
+fn envoy_imported_outlier_detection_ejects_and_returns_the_host() {
+    let text = imported_into_base("envoy/outlier.yaml");
+    assert!(text.contains(
+        "consecutive_failures: 3, // envoy: clusters[db].outlier_detection.consecutive_5xx"
+    ));
+    let five = ejections(&text);
+    assert!(
+        (4..=5).contains(&five),
+        "20s down, out 5s each time: {five} ejections"
+    );
+    let ten = ejections(&text.replace("ejection: \"5s\"", "ejection: \"10s\""));
+    assert!(
+        (2..=3).contains(&ten),
+        "20s down, out 10s each time: {ten} ejections"
+    );
+    let never =
+        ejections(&text.replace("consecutive_failures: 3,", "consecutive_failures: 1000000,"));
+    assert_eq!(never, 0, "a run of a million failures is never reached");
+}

@@ -1,0 +1,37 @@
+//! The integration tests of `scenarios`, as one test binary: each module is one area (the
+//! command line, the book, the library, each feature), and `support` holds what they share.
+//! `fuzz.rs` and `memory.rs` stay binaries of their own: one counts the heap with its own global
+//! allocator, the other reads the peak resident memory of its process.
+
+mod support;
+
+mod answers;
+mod blast_radius;
+mod book;
+mod book_reference;
+mod capacity;
+mod charts;
+mod check;
+mod check_determinism;
+mod cli;
+mod compare;
+mod contention;
+mod decisions;
+mod distributed;
+mod import;
+mod library;
+mod local_limiters;
+mod locks;
+mod metastability;
+mod overrides;
+mod phase;
+mod pools;
+mod queues;
+mod report;
+mod scaling;
+mod shrink;
+mod swarm;
+mod sweep;
+mod tidy;
+mod traffic;
+mod world;
