@@ -110,6 +110,7 @@ impl Effects {
     }
 
     /// Whether nothing waits.
+    #[inline]
     fn is_empty(&self) -> bool {
         self.wakes.is_empty() && self.pools.is_empty() && self.grants.is_empty()
     }
@@ -118,8 +119,11 @@ impl Effects {
 impl World {
     /// Acts on the effects the event left, and on those they cause, until none is left.
     pub(super) fn apply_effects(&mut self, ctx: C) {
-        while let Some(effect) = self.effects.pop() {
-            self.apply(ctx, effect);
+        // Most events leave nothing to do: one look at the lanes, not a turn through them.
+        if !self.effects.is_empty() {
+            while let Some(effect) = self.effects.pop() {
+                self.apply(ctx, effect);
+            }
         }
         debug_assert!(self.effects.is_empty(), "the queue hands out every effect");
         assert!(self.effects.buf.is_empty(), "every release tags its wakes");

@@ -6,6 +6,7 @@
 //! longer or shorter, a replica down or up); the busy and queue totals are checked against
 //! what the replicas hold after every event in debug builds.
 
+use super::buckets::Buckets;
 use super::client::bucket_mut;
 use super::outcome::Reason;
 use crate::figures::{ReasonCounts, ServiceBucket, ServiceCounts};
@@ -32,6 +33,8 @@ pub struct Gauges {
     /// have none, and arrivals stay on a small entry.
     failed_series: Vec<ReasonCounts>,
     bucket: SimDuration,
+    /// The bucket of an instant, for the counts per bucket.
+    buckets: Buckets,
     /// Queued jobs over the replicas.
     queue_series: GaugeSeries,
     /// The longest queue of one replica, per bucket; `None` with one replica slot, whose
@@ -59,6 +62,7 @@ impl Gauges {
             tallies: Vec::new(),
             failed_series: Vec::new(),
             bucket,
+            buckets: Buckets::new(bucket),
             queue_series: GaugeSeries::new(bucket),
             queue_peaks: (slots > 1).then(|| PeakSeries::new(bucket, slots)),
             busy_series: GaugeSeries::new(bucket),
@@ -82,13 +86,13 @@ impl Gauges {
     /// Counts an attempt arriving at `now`.
     pub fn record_arrival(&mut self, now: SimTime) {
         self.counts.arrivals += 1;
-        let i = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+        let i = self.buckets.of(now);
         bucket_mut(&mut self.tallies, i).arrivals += 1;
     }
 
     /// Counts an attempt answered at `now` (a success is counted per bucket too).
     pub fn record_answer(&mut self, now: SimTime, reason: Option<Reason>) {
-        let i = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+        let i = self.buckets.of(now);
         match reason {
             None => {
                 self.counts.ok += 1;

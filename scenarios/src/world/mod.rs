@@ -46,6 +46,7 @@
 //! | `capacity` | capacity events: stop-the-world pauses, zone failures, liveness probes (their downs and restarts go through `lifecycle`) |
 //! | `sharding` | blast radius: cells and shuffle shards of a service's replicas per caller unit, units that lost their replicas, poison requests |
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
+//! | `buckets` | the report bucket of an instant, dividing only when time leaves the last one |
 //! | `trace` | the trace window |
 //! | `live` | what grows with traffic, for the run's memory check (`Live`) |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
@@ -95,6 +96,7 @@
 mod adaptive;
 mod admission;
 mod balance;
+mod buckets;
 mod call;
 mod capacity;
 mod client;
@@ -187,6 +189,8 @@ pub struct World {
     effects: effects::Effects,
     trace: Option<Trace>,
     bucket: SimDuration,
+    /// The bucket of an instant (`bucket_of`).
+    buckets: buckets::Buckets,
     /// Per report bucket (of the requests' offers), over all clients.
     run_buckets: Vec<RunBucket>,
     /// The id of the last call started.
@@ -297,6 +301,7 @@ impl World {
             effects: effects::Effects::default(),
             trace: None,
             bucket,
+            buckets: buckets::Buckets::new(bucket),
             run_buckets: Vec::new(),
             next_call_id: 0,
             duplicates_ignored: 0,
@@ -389,8 +394,9 @@ impl World {
     }
 
     /// The report bucket of an instant.
+    #[inline]
     fn bucket_of(&self, t: SimTime) -> usize {
-        (t.as_nanos() / self.bucket.as_nanos()) as usize
+        self.buckets.of(t)
     }
 
     /// Asserts the world's bookkeeping (see the module docs); panics name what broke.

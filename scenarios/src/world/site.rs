@@ -195,6 +195,12 @@ impl CallSite {
         &self.buckets
     }
 
+    /// Hands the counts per report bucket over when the run ends, leaving none: a copy
+    /// would double them at the run's peak of memory.
+    pub fn take_buckets(&mut self) -> Vec<SiteBucket> {
+        std::mem::take(&mut self.buckets)
+    }
+
     /// The deadline of a call started at `now` by a caller whose own deadline is `parent`.
     pub fn call_deadline(&self, now: SimTime, parent: SimTime) -> SimTime {
         self.deadline
@@ -444,10 +450,13 @@ impl CallSafety {
 }
 
 impl World {
-    /// One entry per call site, summed over the replicas of a calling service.
-    pub(super) fn call_site_figures(&self) -> Vec<CallSiteFigures> {
+    /// One entry per call site, summed over the replicas of a calling service. The first
+    /// instance of each site hands its counts per bucket over (the world is not used after
+    /// its figures).
+    pub(super) fn call_site_figures(&mut self) -> Vec<CallSiteFigures> {
         let mut out: Vec<CallSiteFigures> = Vec::new();
-        for site in &self.sites {
+        for k in 0..self.sites.len() {
+            let site = &self.sites[k];
             match out.last_mut() {
                 Some(last) if last.path == site.path() => {
                     last.counts.absorb(site.counts());
@@ -469,18 +478,20 @@ impl World {
                         Caller::Client(c) => (self.clients[c as usize].name(), true),
                         Caller::Replica(s, _) => (self.services[s as usize].name(), false),
                     };
-                    out.push(CallSiteFigures {
+                    let mut figures = CallSiteFigures {
                         path: site.path().to_string(),
                         caller: caller.to_string(),
                         target: self.services[site.target()].name().to_string(),
                         from_client,
                         counts: site.counts().clone(),
                         breakers: site.breakers().collect(),
-                        buckets: site.buckets().to_vec(),
+                        buckets: Vec::new(),
                         pace: site.pace_figures(),
                         adaptive_timeout: site.adaptive_figures(),
                         pool: None,
-                    });
+                    };
+                    figures.buckets = self.sites[k].take_buckets();
+                    out.push(figures);
                 }
             }
         }

@@ -346,7 +346,7 @@ impl World {
         let sp = &mut self.sites[site as usize];
         let attempt_deadline = sp.attempt_deadline(now, call.deadline);
         if sp.adapts() {
-            let bucket = (now.as_nanos() / self.bucket.as_nanos()) as usize;
+            let bucket = self.buckets.of(now);
             sp.note_timeout(bucket);
         }
         let svc = sp.target();
