@@ -23,15 +23,21 @@ fn import(args: &[&str]) -> support::Resim {
 
 const FIXTURES: &str = "scenarios/tests/import";
 
-/// The scenario and the table of `resim import FIXTURE`, as one snapshot.
+/// The scenario and the table of `resim import FIXTURE` (an Envoy fixture), as one snapshot.
 fn check_fixture(name: &str) {
-    let path = format!("{FIXTURES}/envoy/{name}");
+    check_format("envoy", name);
+}
+
+/// The scenario and the table of `resim import tests/import/FORMAT/NAME`, as one snapshot
+/// named `FORMAT_NAME`.
+fn check_format(format: &str, name: &str) {
+    let path = format!("{FIXTURES}/{format}/{name}");
     let out = import(&[&path]);
     assert_eq!(out.code, 0, "resim import {path}: {}", out.stderr);
     let snapshot = format!("{}\n---- stderr ----\n{}", out.stdout, out.stderr);
     insta::with_settings!({ description => format!("resim import {path}") }, {
         insta::assert_snapshot!(
-            format!("envoy_{}", name.replace(['.', '-'], "_")),
+            format!("{format}_{}", name.replace(['.', '-'], "_")),
             snapshot
         );
     });
@@ -60,6 +66,20 @@ fn envoy_route_retry_policy_and_adaptive_concurrency() {
 #[test]
 fn envoy_hedge_on_per_try_timeout() {
     check_fixture("hedge.yaml");
+}
+
+/// resilience4j's Spring Boot demo shape: dotted keys, `configs.default` and a named config,
+/// instances with a `baseConfig`, all six modules, Spring's own settings beside them.
+#[test]
+fn resilience4j_upstream_demo_shape() {
+    check_format("resilience4j", "demo.yml");
+}
+
+/// `application.properties`: kebab-case names, aspect orders that put the breaker outside the
+/// retry and the time limiter outside both, exponential and randomized waits, a thread pool.
+#[test]
+fn resilience4j_properties_with_aspect_orders() {
+    check_format("resilience4j", "application.properties");
 }
 
 /// Every malformed file, and every command line that cannot be done, gets one line with the
@@ -100,7 +120,7 @@ fn malformed_configurations_get_one_line_and_exit_code_2() {
         "--call".into(),
         "services.api.calls[3]".into(),
     ]);
-    cases.push(vec![outlier.clone(), "--from".into(), "grpc".into()]);
+    cases.push(vec![outlier.clone(), "--from".into(), "istio".into()]);
     for args in &cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = import(&args);
@@ -185,4 +205,65 @@ fn envoy_imported_outlier_detection_ejects_and_returns_the_host() {
     let never =
         ejections(&text.replace("consecutive_failures: 3,", "consecutive_failures: 1000000,"));
     assert_eq!(never, 0, "a run of a million failures is never reached");
+}
+
+/// `tests/import/into-oneshot.ron` (one user calls db once; db fails everything) with
+/// `config` imported into its call, as text.
+fn imported_into_oneshot(config: &str) -> String {
+    let dir = scratch("oneshot");
+    let out_file = dir.join(format!("{}.ron", config.replace(['/', '.'], "-")));
+    let out = import(&[
+        &format!("{FIXTURES}/{config}"),
+        "--into",
+        &format!("{FIXTURES}/into-oneshot.ron"),
+        "--call",
+        "clients.users.call",
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    std::fs::read_to_string(out_file).unwrap()
+}
+
+/// (attempts db saw, failures by reason, makespan in ms) of `text` run at its seed.
+fn oneshot(text: &str) -> (u64, std::collections::BTreeMap<String, u64>, f64) {
+    let report = run_file_text("imported.ron", text, &RunOptions::default());
+    let client = support::client_report(&report, "users");
+    (
+        service_report(&report, "db").arrivals,
+        client.failures_by_reason.clone(),
+        client.makespan_ms.expect("the one-shot user finished"),
+    )
+}
+
+/// resilience4j's Retry as imported makes the attempts and waits the file declares: four
+/// attempts, waiting 100ms, 200ms and 400ms (exponential, doubling) between them, so the
+/// failing call ends after 700ms of waits and four 1ms attempts; two attempts wait once.
+#[test]
+fn resilience4j_imported_retry_makes_the_declared_attempts_and_waits() {
+    let text = imported_into_oneshot("resilience4j/retry.yml");
+    let (attempts, _, makespan) = oneshot(&text);
+    assert_eq!(attempts, 4);
+    assert!((makespan - 704.0).abs() < 0.5, "makespan {makespan}ms");
+    let (attempts, _, makespan) = oneshot(&text.replace("max_attempts: 4,", "max_attempts: 2,"));
+    assert_eq!(attempts, 2);
+    assert!((makespan - 102.0).abs() < 0.5, "makespan {makespan}ms");
+}
+
+/// resilience4j's RateLimiter as imported hands out `limitForPeriod` permissions per
+/// `limitRefreshPeriod` and lets a call wait up to `timeoutDuration` for a later period's:
+/// ten users at once, two permissions per 500ms, pass in pairs at 0, 0.5s, ... 2s with a 3s
+/// wait; with a 1s wait the pairs after 1s are refused (`client_limited`).
+#[test]
+fn resilience4j_imported_rate_limiter_waits_for_the_next_period() {
+    let text = imported_into_oneshot("resilience4j/ratelimiter.yml");
+    let ten = text.replace("OneShot(users: 1)", "OneShot(users: 10)");
+    let (attempts, refused, makespan) = oneshot(&ten);
+    assert_eq!(attempts, 10);
+    assert!(!refused.contains_key("client_limited"), "{refused:?}");
+    assert!((makespan - 2001.0).abs() < 0.5, "makespan {makespan}ms");
+    let short = ten.replace("wait_max: \"3s\"", "wait_max: \"1s\"");
+    let (attempts, refused, _) = oneshot(&short);
+    assert_eq!(attempts, 6, "three pairs within 1s");
+    assert_eq!(refused.get("client_limited"), Some(&4), "{refused:?}");
 }

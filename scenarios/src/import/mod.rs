@@ -26,7 +26,11 @@
 //! else of this crate; only the command line uses it.
 
 mod envoy;
+
+mod properties;
+mod resilience4j;
 pub mod ron;
+mod spring;
 pub mod tree;
 mod write;
 
@@ -154,7 +158,13 @@ pub fn detect(
     from: Option<SourceFormat>,
 ) -> Result<(SourceFormat, Doc), ImportError> {
     let json = input.text.trim_start().starts_with(['{', '[']);
-    let syntax = if json { Syntax::Json } else { Syntax::Yaml };
+    let syntax = if input.file.ends_with(".properties") {
+        Syntax::Properties
+    } else if json {
+        Syntax::Json
+    } else {
+        Syntax::Yaml
+    };
     let doc = Doc::parse(&input.file, &input.text, syntax)?;
     if let Some(f) = from {
         return Ok((f, doc));
@@ -166,7 +176,10 @@ pub fn detect(
         Some(SourceFormat::Istio)
     } else if has("methodConfig") || has("retryThrottling") {
         Some(SourceFormat::Grpc)
-    } else if has("resilience4j") {
+    } else if root.as_object().is_some_and(|m| {
+        m.keys()
+            .any(|k| k == "resilience4j" || k.starts_with("resilience4j."))
+    }) {
         Some(SourceFormat::Resilience4j)
     } else if has("static_resources")
         || has("clusters")
@@ -200,9 +213,11 @@ pub fn import(
         let (format, doc) = detect(input, from)?;
         let found = match format {
             SourceFormat::Envoy => envoy::plan(&doc)?,
+            SourceFormat::Resilience4j => resilience4j::plan(&doc)?,
+
             other => {
                 return Err(ImportError::new(format!(
-                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy",
+                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy and resilience4j",
                     input.file,
                     other.name()
                 )));
