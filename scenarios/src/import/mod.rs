@@ -26,6 +26,7 @@
 //! else of this crate; only the command line uses it.
 
 mod envoy;
+mod grpc;
 
 mod properties;
 mod resilience4j;
@@ -214,10 +215,11 @@ pub fn import(
         let found = match format {
             SourceFormat::Envoy => envoy::plan(&doc)?,
             SourceFormat::Resilience4j => resilience4j::plan(&doc)?,
+            SourceFormat::Grpc => grpc::plan(&doc)?,
 
             other => {
                 return Err(ImportError::new(format!(
-                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy and resilience4j",
+                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy, resilience4j and grpc",
                     input.file,
                     other.name()
                 )));
