@@ -1,12 +1,15 @@
-//! `resim import`: production configurations (Envoy v3 today) read into the scenario format.
+//! `resim import`: production configurations (Envoy v3, resilience4j, gRPC service configs)
+//! read into the scenario format.
 //!
 //! The fixtures under `tests/import/` are written after each project's documented schema, one
 //! per feature. For each: the scenario written and the mapping table on stderr are snapshots
-//! (`import__envoy_<fixture>`), and what is written loads (the importer checks it, and the
+//! (`import__<format>_<fixture>`), and what is written loads (the importer checks it, and the
 //! runs below run it). Malformed files get one line each with the file, the place and what
 //! the source format expected, exit code 2. The runs show the imported behaviour: an imported
 //! `outlier_detection` ejects a failing host after `consecutive_5xx` failures and returns it
-//! after `base_ejection_time`.
+//! after `base_ejection_time`; an imported resilience4j retry makes the declared attempts and
+//! waits, its rate limiter waits for the next period; an imported gRPC retry policy retries
+//! its status codes only, with full-jitter waits of the declared mean.
 
 mod support;
 
