@@ -110,7 +110,10 @@ fn main() {
     println!("baselines: counter {counter:.2} ns, naive timestamp list {naive:.2} ns per decision");
     println!("rate limiters (acquire, cost 1):");
     let configs = [
-        ("fixed_window", LimiterConfig::FixedWindow(window.clone())),
+        (
+            "fixed_window",
+            LimiterConfig::FixedWindow(window.clone().into()),
+        ),
         ("sliding_log", LimiterConfig::SlidingLog(window.clone())),
         (
             "sliding_counter",

@@ -3,7 +3,7 @@
 
 use super::bucket::{BucketConfig, Gcra, LeakyMeter, LeakyQueue, LeakyQueueConfig, TokenBucket};
 use super::decision::{Cost, RateDecision, RateLimiter};
-use super::window::{FixedWindow, SlidingCounter, SlidingLog, WindowConfig};
+use super::window::{FixedWindow, FixedWindowConfig, SlidingCounter, SlidingLog, WindowConfig};
 use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use sim_core::SimTime;
@@ -14,7 +14,7 @@ use sim_core::SimTime;
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LimiterConfig {
     /// [`FixedWindow`].
-    FixedWindow(WindowConfig),
+    FixedWindow(FixedWindowConfig),
     /// [`SlidingLog`].
     SlidingLog(WindowConfig),
     /// [`SlidingCounter`].

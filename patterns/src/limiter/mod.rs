@@ -10,7 +10,7 @@
 //!
 //! | type | algorithm | state |
 //! |---|---|---|
-//! | [`FixedWindow`] | count per aligned window | 2 integers |
+//! | [`FixedWindow`] | count per aligned window; with `wait_max`, resilience4j's reserving limiter | 3 integers |
 //! | [`SlidingLog`] | exact count over the last window | one entry per admitted request |
 //! | [`SlidingCounter`] | previous window weighted by its overlap + current window | 3 integers |
 //! | [`TokenBucket`] | tokens refill at `rate` up to `burst` | 2 integers |
@@ -57,4 +57,6 @@ pub use composite::{COMPOSITE_LAYERS_MAX, Composite, CompositeConfig};
 pub use decision::{Cost, RateDecision, RateLimiter, RateOutcome, RateRejection};
 pub use keyed::{Keyed, KeyedConfig, WhenFull};
 pub use shadow::{Shadow, ShadowStats};
-pub use window::{FixedWindow, SLIDING_LOG_LIMIT_MAX, SlidingCounter, SlidingLog, WindowConfig};
+pub use window::{
+    FixedWindow, FixedWindowConfig, SLIDING_LOG_LIMIT_MAX, SlidingCounter, SlidingLog, WindowConfig,
+};

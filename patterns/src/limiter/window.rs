@@ -50,58 +50,151 @@ fn window_start(now: SimTime, window: u64) -> SimTime {
     SimTime::from_nanos(now.as_nanos() - now.as_nanos() % window)
 }
 
+/// A fixed window's configuration: `limit` units per aligned `window`, and how long a request
+/// may wait for a later window's units (`wait_max`, resilience4j's `timeoutDuration`; zero
+/// refuses at once, as a plain fixed window does).
+///
+/// In RON: `(kind: "fixed_window", limit: 50, window: "500ms", wait_max: "5s")`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixedWindowConfig {
+    /// Units admitted per window.
+    pub limit: u64,
+    /// The window length.
+    pub window: SimDuration,
+    /// The longest a request waits for units of a later window; zero by default.
+    #[serde(default, skip_serializing_if = "no_wait")]
+    pub wait_max: SimDuration,
+}
+
+/// Whether a fixed window has no wait (then a file need not say `wait_max`).
+fn no_wait(d: &SimDuration) -> bool {
+    d.is_zero()
+}
+
+impl Default for FixedWindowConfig {
+    /// 100 per second, no wait.
+    fn default() -> Self {
+        FixedWindowConfig {
+            limit: 100,
+            window: SimDuration::from_secs(1),
+            wait_max: SimDuration::ZERO,
+        }
+    }
+}
+
+impl From<WindowConfig> for FixedWindowConfig {
+    /// The same limit and window, no wait.
+    fn from(w: WindowConfig) -> Self {
+        FixedWindowConfig {
+            limit: w.limit,
+            window: w.window,
+            wait_max: SimDuration::ZERO,
+        }
+    }
+}
+
+impl FixedWindowConfig {
+    /// Checks the limit and the window (as [`WindowConfig::validate`]) and the wait (at most
+    /// one day).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        WindowConfig {
+            limit: self.limit,
+            window: self.window,
+        }
+        .validate()?;
+        if self.wait_max > SimDuration::from_secs(86_400) {
+            return Err(ConfigError::new(
+                "wait_max",
+                format!("must be at most 1 day, got {}", self.wait_max),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Fixed window counter: at most `limit` units per aligned window.
 ///
 /// Cheap and exact per window, but a burst at the end of one window and another at the start of
 /// the next can admit up to `2 × limit` in any span of one window length.
+///
+/// With a `wait_max`, it is resilience4j's `AtomicRateLimiter`: a request that finds the
+/// window's units used reserves units of the next windows (in arrival order) and is admitted
+/// with the delay until the window its last unit falls in begins, if that delay is at most
+/// `wait_max`; otherwise it is refused and reserves nothing. Reserved units are the next
+/// windows' own: a window begins with `limit` units less what was reserved from it.
 #[derive(Debug, Clone)]
 pub struct FixedWindow {
     limit: u64,
     window: u64,
+    wait_max: SimDuration,
     start: SimTime,
+    /// Units taken since `start`, reservations of later windows included (`used > limit` only
+    /// with a `wait_max`).
     used: u64,
     last: SimTime,
 }
 
 impl FixedWindow {
     /// A fresh limiter; fails if the config does not validate.
-    pub fn new(config: &WindowConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: &FixedWindowConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         Ok(FixedWindow {
             limit: config.limit,
             window: config.window.as_nanos(),
+            wait_max: config.wait_max,
             start: SimTime::ZERO,
             used: 0,
             last: SimTime::ZERO,
         })
     }
 
-    /// (effective now, window start, units used in that window).
+    /// (effective now, window start, units taken from that window on): each window that
+    /// began since `start` gave back `limit` units.
     fn state_at(&self, now: SimTime) -> (SimTime, SimTime, u64) {
         let now = now.max(self.last);
         let start = window_start(now, self.window);
-        let used = if start == self.start { self.used } else { 0 };
+        let passed = (start.as_nanos() - self.start.as_nanos()) / self.window;
+        let used = self.used.saturating_sub(passed.saturating_mul(self.limit));
         (now, start, used)
+    }
+
+    /// The start of the window `n` windows after the one at `start`.
+    fn window_after(&self, start: SimTime, n: u64) -> SimTime {
+        start.saturating_add(SimDuration::from_nanos(n.saturating_mul(self.window)))
     }
 }
 
 impl RateLimiter for FixedWindow {
     fn peek(&self, now: SimTime, cost: Cost) -> RateDecision {
         let (now, start, used) = self.state_at(now);
-        let end = start.saturating_add(SimDuration::from_nanos(self.window));
-        let remaining = self.limit - used;
-        let reset_at = if used == 0 { now } else { end };
+        let end = self.window_after(start, 1);
+        let remaining = self.limit.saturating_sub(used);
+        let reset_at = if used == 0 {
+            now
+        } else {
+            self.window_after(start, used.div_ceil(self.limit))
+        };
         let d = if cost.units() > self.limit {
             RateDecision::too_costly(cost, self.limit, remaining, reset_at)
         } else if cost.units() <= remaining {
             RateDecision::admit(self.limit, remaining - cost.units(), end)
         } else {
-            RateDecision::exceeded(
-                self.limit,
-                remaining,
-                end.saturating_duration_since(now),
-                end,
-            )
+            // The window the request's last unit falls in, counted from this one.
+            let units = u128::from(used) + u128::from(cost.units()) - 1;
+            let lands = u64::try_from(units / u128::from(self.limit)).unwrap_or(u64::MAX);
+            let wait = self
+                .window_after(start, lands)
+                .saturating_duration_since(now);
+            if !self.wait_max.is_zero() && wait <= self.wait_max {
+                let mut d = RateDecision::admit(self.limit, 0, reset_at.max(end));
+                d.delay = wait;
+                d
+            } else {
+                let retry_after =
+                    SimDuration::from_nanos((wait.as_nanos() - self.wait_max.as_nanos()).max(1));
+                RateDecision::exceeded(self.limit, remaining, retry_after, reset_at)
+            }
         };
         assert_decision(&d, now);
         d
@@ -114,9 +207,12 @@ impl RateLimiter for FixedWindow {
         self.start = start;
         self.used = used;
         if d.allowed() {
-            self.used += cost.units();
+            self.used = self.used.saturating_add(cost.units());
         }
-        assert!(self.used <= self.limit, "fixed window over its limit");
+        assert!(
+            self.wait_max > SimDuration::ZERO || self.used <= self.limit,
+            "fixed window without a wait over its limit"
+        );
         d
     }
 

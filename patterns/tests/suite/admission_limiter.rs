@@ -1,9 +1,10 @@
 //! Rate limiters: decisions a user can see, through one `check` helper.
 
 use patterns::limiter::{
-    BucketConfig, Composite, CompositeConfig, Cost, FixedWindow, Gcra, Keyed, KeyedConfig,
-    LeakyQueue, LeakyQueueConfig, Limiter, LimiterConfig, RateDecision, RateLimiter, RateOutcome,
-    RateRejection, Shadow, SlidingCounter, SlidingLog, TokenBucket, WhenFull, WindowConfig,
+    BucketConfig, Composite, CompositeConfig, Cost, FixedWindow, FixedWindowConfig, Gcra, Keyed,
+    KeyedConfig, LeakyQueue, LeakyQueueConfig, Limiter, LimiterConfig, RateDecision, RateLimiter,
+    RateOutcome, RateRejection, Shadow, SlidingCounter, SlidingLog, TokenBucket, WhenFull,
+    WindowConfig,
 };
 use sim_core::{Rate, SimDuration, SimTime};
 
@@ -64,7 +65,7 @@ fn bucket(per_second: f64, burst: u64) -> BucketConfig {
 #[test]
 fn fixed_window_admits_twice_the_limit_across_a_boundary() {
     check(
-        FixedWindow::new(&window(2, 1000)).unwrap(),
+        FixedWindow::new(&window(2, 1000).into()).unwrap(),
         &[
             (990, 1),
             (995, 1),
@@ -192,7 +193,7 @@ fn time_going_backwards_earns_no_credit_and_does_not_panic() {
     assert!(!d.allowed());
     assert_eq!(d.retry_after, Some(SimDuration::from_millis(100)));
     check(
-        FixedWindow::new(&window(1, 1000)).unwrap(),
+        FixedWindow::new(&window(1, 1000).into()).unwrap(),
         &[(5000, 1), (100, 1), (5999, 1), (6000, 1)],
         &[
             "t=5000 admit rem=0 retry=- reset=6000",
@@ -208,7 +209,7 @@ fn composite_refusal_charges_no_layer() {
     let config = CompositeConfig {
         layers: vec![
             LimiterConfig::TokenBucket(bucket(1.0, 5)),
-            LimiterConfig::FixedWindow(window(2, 1000)),
+            LimiterConfig::FixedWindow(window(2, 1000).into()),
         ],
     };
     // The window refuses the third request; the bucket keeps the two tokens it was not charged.
@@ -236,7 +237,7 @@ fn composite_refusal_charges_no_layer() {
 
 #[test]
 fn shadow_mode_allows_and_records() {
-    let mut s = Shadow::new(FixedWindow::new(&window(1, 1000)).unwrap());
+    let mut s = Shadow::new(FixedWindow::new(&window(1, 1000).into()).unwrap());
     let (enforced, observed) = s.acquire_observed(ms(0), Cost::ONE);
     assert!(enforced.allowed() && observed.allowed());
     let (enforced, observed) = s.acquire_observed(ms(1), Cost::ONE);
@@ -251,7 +252,7 @@ fn shadow_mode_allows_and_records() {
 
 fn keyed(max_keys: usize, when_full: WhenFull) -> Keyed<&'static str> {
     Keyed::new(&KeyedConfig {
-        limiter: LimiterConfig::FixedWindow(window(1, 1000)),
+        limiter: LimiterConfig::FixedWindow(window(1, 1000).into()),
         max_keys,
         idle_timeout: SimDuration::from_millis(500),
         when_full,
@@ -312,7 +313,7 @@ fn configs_read_from_ron_and_reject_unknown_fields() {
 #[test]
 fn invalid_configs_name_their_field() {
     let cases: Vec<(LimiterConfig, &str)> = vec![
-        (LimiterConfig::FixedWindow(window(0, 1000)), "limit"),
+        (LimiterConfig::FixedWindow(window(0, 1000).into()), "limit"),
         (LimiterConfig::SlidingCounter(window(1, 0)), "window"),
         (LimiterConfig::SlidingLog(window(2_000_000, 1000)), "limit"),
         (LimiterConfig::TokenBucket(bucket(0.0, 1)), "rate"),
@@ -339,4 +340,78 @@ fn invalid_configs_name_their_field() {
     .validate()
     .unwrap_err();
     assert_eq!(e.field, "max_keys");
+}
+
+/// resilience4j's `AtomicRateLimiter` (a fixed window with a `timeoutDuration`), its tests
+/// translated: `(nanos, units)` requests, the wait each is admitted with, `None` if refused.
+fn waits(limit: u64, window_ns: u64, wait_ns: u64, requests: &[(u64, u64)]) -> Vec<Option<u64>> {
+    let mut l = FixedWindow::new(&FixedWindowConfig {
+        limit,
+        window: SimDuration::from_nanos(window_ns),
+        wait_max: SimDuration::from_nanos(wait_ns),
+    })
+    .unwrap();
+    requests
+        .iter()
+        .map(|&(t, c)| {
+            let d = l.acquire(SimTime::from_nanos(t), cost(c));
+            d.allowed().then_some(d.delay.as_nanos())
+        })
+        .collect()
+}
+
+/// `reservePermissionsUpfront`: 3 per 10ms, a 12ms timeout, nine requests 1ns apart at the
+/// start of a period: three now, three wait for the next period, three are refused.
+#[test]
+fn fixed_window_with_a_wait_reserves_the_next_periods_as_resilience4j() {
+    let cycle = 10_000_000;
+    let requests: Vec<(u64, u64)> = (0..9).map(|i| (cycle + i + 1, 1)).collect();
+    assert_eq!(
+        waits(3, cycle, 12_000_000, &requests),
+        [
+            Some(0),
+            Some(0),
+            Some(0),
+            Some(cycle - 4),
+            Some(cycle - 5),
+            Some(cycle - 6),
+            None,
+            None,
+            None
+        ]
+    );
+}
+
+/// `reserveFewThenSkipCyclesBeforeRefreshNonBlocking` and `rejectedByTimeoutNonBlocking`: one
+/// per 250ms; with a 250ms timeout the second request waits a whole period and the third is
+/// refused; periods skipped later give back one permission, not more; with no timeout the
+/// second is refused and told to come back at the next period.
+#[test]
+fn fixed_window_reservations_refresh_and_refusals_as_resilience4j() {
+    let cycle = 250_000_000;
+    let seen = waits(
+        1,
+        cycle,
+        cycle,
+        &[
+            (cycle, 1),
+            (cycle, 1),
+            (cycle, 1),
+            (6 * cycle + 10, 1),
+            (6 * cycle + 10, 1),
+        ],
+    );
+    assert_eq!(
+        seen,
+        [Some(0), Some(cycle), None, Some(0), Some(cycle - 10)]
+    );
+    let mut plain = FixedWindow::new(&FixedWindowConfig {
+        limit: 1,
+        window: SimDuration::from_nanos(cycle),
+        wait_max: SimDuration::ZERO,
+    })
+    .unwrap();
+    assert!(plain.acquire(SimTime::from_nanos(cycle), cost(1)).allowed());
+    let refused = plain.acquire(SimTime::from_nanos(2 * cycle - 1), cost(1));
+    assert_eq!(refused.retry_after, Some(SimDuration::from_nanos(1)));
 }

@@ -277,7 +277,7 @@ proptest! {
         limit in 1u64..12, window in 1u64..2_000, steps in steps(400, 3, true),
     ) {
         let model = NaiveFixed { ledger: Ledger::default(), limit, window };
-        check(FixedWindow::new(&window_config(limit, window)).unwrap(), model, &steps, |t, a, b| {
+        check(FixedWindow::new(&window_config(limit, window).into()).unwrap(), model, &steps, |t, a, b| {
             prop_assert_eq!(a.allowed(), b.allowed(), "at {}", t);
             prop_assert_eq!(a.remaining, b.remaining, "at {}", t);
             Ok(())
@@ -336,7 +336,7 @@ proptest! {
             .map(|_| SimTime::from_nanos(edge - early))
             .chain((0..limit).map(|_| SimTime::from_nanos(edge)))
             .collect();
-        let mut fixed = FixedWindow::new(&window_config(limit, window)).unwrap();
+        let mut fixed = FixedWindow::new(&window_config(limit, window).into()).unwrap();
         let mut log = SlidingLog::new(&window_config(limit, window)).unwrap();
         let fixed_admitted = arrivals.iter().filter(|&&t| fixed.acquire(t, Cost::ONE).allowed()).count();
         let log_admitted = arrivals.iter().filter(|&&t| log.acquire(t, Cost::ONE).allowed()).count();
@@ -370,7 +370,7 @@ proptest! {
         for &(t, _) in &log {
             prop_assert!(in_span(&log, t) <= limit, "sliding log over the limit at {}", t);
         }
-        let fixed = run(Limiter::FixedWindow(FixedWindow::new(&config).unwrap()));
+        let fixed = run(Limiter::FixedWindow(FixedWindow::new(&config.clone().into()).unwrap()));
         for &(t, _) in &fixed {
             prop_assert!(in_span(&fixed, t) <= 2 * limit, "fixed window over 2x at {}", t);
         }
@@ -404,7 +404,7 @@ proptest! {
             LimiterConfig::TokenBucket(bucket(10.0, 2)),
             LimiterConfig::SlidingLog(window_config(2, 300_000_000)),
             LimiterConfig::SlidingCounter(window_config(3, 200_000_000)),
-            LimiterConfig::FixedWindow(window_config(2, 250_000_000)),
+            LimiterConfig::FixedWindow(window_config(2, 250_000_000).into()),
             LimiterConfig::LeakyMeter(bucket(8.0, 3)),
             LimiterConfig::LeakyQueue(LeakyQueueConfig { rate: Rate::per_second(6.0), queue_capacity: 3 }),
             LimiterConfig::Gcra(bucket(12.0, 2)),
@@ -489,7 +489,7 @@ proptest! {
         let w = window_config(limit, span);
         let b = bucket(per_second, limit);
         let config = match kind {
-            0 => LimiterConfig::FixedWindow(w),
+            0 => LimiterConfig::FixedWindow(w.into()),
             1 => LimiterConfig::SlidingLog(w),
             2 => LimiterConfig::SlidingCounter(w),
             3 => LimiterConfig::TokenBucket(b),

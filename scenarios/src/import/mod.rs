@@ -1,7 +1,8 @@
 //! `resim import`: a production resilience configuration read into the scenario format.
 //!
 //! An importer reads an external configuration (today: Envoy v3 clusters, routes and HTTP
-//! filters, as YAML or JSON) and writes scenario RON text: a new scenario around the call it
+//! filters, as YAML or JSON; resilience4j's Spring Boot configuration, as YAML or
+//! `.properties`; a gRPC service config, as JSON) and writes scenario RON text: a new scenario around the call it
 //! configures, or the call stack and the target's service settings written into an existing
 //! scenario (`--into FILE --call PATH`). Every value it writes carries a `//` comment naming
 //! the field it came from (`// envoy: clusters[db].outlier_detection.consecutive_5xx`), and it
@@ -16,9 +17,13 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `tree` | a YAML or JSON file read into one tree; the ledger of the fields an importer took |
+//! | `tree` | a YAML, JSON or `.properties` file read into one tree; the ledger of the fields an importer took |
+//! | `properties` | Java `.properties` (Spring's `application.properties`) read into that tree |
+//! | `spring` | Spring Boot's binding: relaxed names, dotted YAML keys, `Duration` values |
 //! | `ron` | scenario values with their sources, written as commented RON; the table's rows |
 //! | `envoy` | Envoy v3: clusters, routes, the adaptive concurrency and local rate limit filters |
+//! | `resilience4j` | resilience4j instances, resolved through `baseConfig`, in Spring's aspect order |
+//! | `grpc` | a gRPC service config: `methodConfig` timeouts, retry and hedging policies, throttling |
 //! | `write` | a new scenario, or edits into an existing one, read back to check that it loads |
 //!
 //! **Layer rule:** import sits beside the format, above it: it may use `crate::format` (to
@@ -26,7 +31,12 @@
 //! else of this crate; only the command line uses it.
 
 mod envoy;
+mod grpc;
+
+mod properties;
+mod resilience4j;
 pub mod ron;
+mod spring;
 pub mod tree;
 mod write;
 
@@ -154,7 +164,13 @@ pub fn detect(
     from: Option<SourceFormat>,
 ) -> Result<(SourceFormat, Doc), ImportError> {
     let json = input.text.trim_start().starts_with(['{', '[']);
-    let syntax = if json { Syntax::Json } else { Syntax::Yaml };
+    let syntax = if input.file.ends_with(".properties") {
+        Syntax::Properties
+    } else if json {
+        Syntax::Json
+    } else {
+        Syntax::Yaml
+    };
     let doc = Doc::parse(&input.file, &input.text, syntax)?;
     if let Some(f) = from {
         return Ok((f, doc));
@@ -166,7 +182,10 @@ pub fn detect(
         Some(SourceFormat::Istio)
     } else if has("methodConfig") || has("retryThrottling") {
         Some(SourceFormat::Grpc)
-    } else if has("resilience4j") {
+    } else if root.as_object().is_some_and(|m| {
+        m.keys()
+            .any(|k| k == "resilience4j" || k.starts_with("resilience4j."))
+    }) {
         Some(SourceFormat::Resilience4j)
     } else if has("static_resources")
         || has("clusters")
@@ -200,9 +219,12 @@ pub fn import(
         let (format, doc) = detect(input, from)?;
         let found = match format {
             SourceFormat::Envoy => envoy::plan(&doc)?,
+            SourceFormat::Resilience4j => resilience4j::plan(&doc)?,
+            SourceFormat::Grpc => grpc::plan(&doc)?,
+
             other => {
                 return Err(ImportError::new(format!(
-                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy",
+                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy, resilience4j and grpc",
                     input.file,
                     other.name()
                 )));

@@ -30,6 +30,8 @@ pub enum Syntax {
     Yaml,
     /// JSON.
     Json,
+    /// Java properties (Spring's `application.properties`), read by [`super::properties`].
+    Properties,
 }
 
 impl Doc {
@@ -44,6 +46,7 @@ impl Doc {
                     json_message(&e)
                 ))
             })?,
+            Syntax::Properties => super::properties::parse(file, text)?,
             Syntax::Yaml => {
                 // An empty file is an empty map, not an error of its own.
                 if text.trim().is_empty() {
@@ -129,6 +132,11 @@ impl Ledger {
     /// Marks `path` as imported.
     pub fn take(&self, path: &str) {
         self.used.borrow_mut().insert(path.to_string());
+    }
+
+    /// Whether `path` was imported.
+    pub fn is_taken(&self, path: &str) -> bool {
+        self.used.borrow().contains(path)
     }
 
     /// Marks `path` (and what is under it) as left out, for `reason`.

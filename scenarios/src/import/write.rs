@@ -5,7 +5,7 @@
 
 use super::ron::{self, Field, Ron, Row};
 use super::tree::Skip;
-use super::{ImportError, Imported, Plan, Target, Upstream};
+use super::{ImportError, Imported, Plan, SourceFormat, Target, Upstream};
 use crate::format::limits::RunLimits;
 use crate::format::load::parse_with;
 use crate::format::overrides::{Override, Source};
@@ -19,8 +19,17 @@ pub fn write(
     limits: &RunLimits,
 ) -> Result<Imported, ImportError> {
     if plan.upstreams.is_empty() {
+        let expected = match plan.format {
+            Some(SourceFormat::Resilience4j) => {
+                "at least one instance (`resilience4j.retry.instances.NAME`, or of another module); `configs` alone are templates"
+            }
+            Some(SourceFormat::Grpc) => {
+                "at least one `methodConfig` entry with a `name` naming its service"
+            }
+            _ => "at least one Envoy cluster (`clusters:` with a `name`)",
+        };
         return Err(ImportError::new(format!(
-            "{}: no upstream to import: expected at least one Envoy cluster (`clusters:` with a `name`)",
+            "{}: no upstream to import: expected {expected}",
             files.join(", ")
         )));
     }
@@ -243,8 +252,13 @@ fn into_scenario(
         .ok_or_else(|| {
             let names: Vec<&str> = plan.upstreams.iter().map(|u| u.name.as_str()).collect();
             ImportError::new(format!(
-                "{file}: --call {call_path} calls {:?}, which the configuration does not configure; it has the clusters: {}",
+                "{file}: --call {call_path} calls {:?}, which the configuration does not configure; it has the {}: {}",
                 existing.target,
+                match plan.format {
+                    Some(SourceFormat::Resilience4j) => "instances",
+                    Some(SourceFormat::Grpc) => "services",
+                    _ => "clusters",
+                },
                 names.join(", ")
             ))
         })?;

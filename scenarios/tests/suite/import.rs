@@ -1,12 +1,15 @@
-//! `resim import`: production configurations (Envoy v3 today) read into the scenario format.
+//! `resim import`: production configurations (Envoy v3, resilience4j, gRPC service configs)
+//! read into the scenario format.
 //!
 //! The fixtures under `tests/import/` are written after each project's documented schema, one
 //! per feature. For each: the scenario written and the mapping table on stderr are snapshots
-//! (`import__envoy_<fixture>`), and what is written loads (the importer checks it, and the
+//! (`import__<format>_<fixture>`), and what is written loads (the importer checks it, and the
 //! runs below run it). Malformed files get one line each with the file, the place and what
 //! the source format expected, exit code 2. The runs show the imported behaviour: an imported
 //! `outlier_detection` ejects a failing host after `consecutive_5xx` failures and returns it
-//! after `base_ejection_time`.
+//! after `base_ejection_time`; an imported resilience4j retry makes the declared attempts and
+//! waits, its rate limiter waits for the next period; an imported gRPC retry policy retries
+//! its status codes only, with full-jitter waits of the declared mean.
 
 use crate::support;
 
@@ -23,15 +26,21 @@ fn import(args: &[&str]) -> support::Resim {
 
 const FIXTURES: &str = "scenarios/tests/import";
 
-/// The scenario and the table of `resim import FIXTURE`, as one snapshot.
+/// The scenario and the table of `resim import FIXTURE` (an Envoy fixture), as one snapshot.
 fn check_fixture(name: &str) {
-    let path = format!("{FIXTURES}/envoy/{name}");
+    check_format("envoy", name);
+}
+
+/// The scenario and the table of `resim import tests/import/FORMAT/NAME`, as one snapshot
+/// named `FORMAT_NAME`.
+fn check_format(format: &str, name: &str) {
+    let path = format!("{FIXTURES}/{format}/{name}");
     let out = import(&[&path]);
     assert_eq!(out.code, 0, "resim import {path}: {}", out.stderr);
     let snapshot = format!("{}\n---- stderr ----\n{}", out.stdout, out.stderr);
     insta::with_settings!({ description => format!("resim import {path}") }, {
         insta::assert_snapshot!(
-            format!("envoy_{}", name.replace(['.', '-'], "_")),
+            format!("{format}_{}", name.replace(['.', '-'], "_")),
             snapshot
         );
     });
@@ -60,6 +69,33 @@ fn envoy_route_retry_policy_and_adaptive_concurrency() {
 #[test]
 fn envoy_hedge_on_per_try_timeout() {
     check_fixture("hedge.yaml");
+}
+
+/// resilience4j's Spring Boot demo shape: dotted keys, `configs.default` and a named config,
+/// instances with a `baseConfig`, all six modules, Spring's own settings beside them.
+#[test]
+fn resilience4j_upstream_demo_shape() {
+    check_format("resilience4j", "demo.yml");
+}
+
+/// `application.properties`: kebab-case names, aspect orders that put the breaker outside the
+/// retry and the time limiter outside both, exponential and randomized waits, a thread pool.
+#[test]
+fn resilience4j_properties_with_aspect_orders() {
+    check_format("resilience4j", "application.properties");
+}
+
+/// A gRPC service config with a retry policy (maxAttempts above gRPC's cap of 5), status
+/// codes by name, lower case and number, a method-specific name, retry throttling.
+#[test]
+fn grpc_retry_policy_and_throttling() {
+    check_format("grpc", "retry.json");
+}
+
+/// A gRPC hedging policy for every service (`name: [{}]`).
+#[test]
+fn grpc_hedging_policy() {
+    check_format("grpc", "hedging.json");
 }
 
 /// Every malformed file, and every command line that cannot be done, gets one line with the
@@ -100,7 +136,7 @@ fn malformed_configurations_get_one_line_and_exit_code_2() {
         "--call".into(),
         "services.api.calls[3]".into(),
     ]);
-    cases.push(vec![outlier.clone(), "--from".into(), "grpc".into()]);
+    cases.push(vec![outlier.clone(), "--from".into(), "istio".into()]);
     for args in &cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = import(&args);
@@ -185,4 +221,98 @@ fn envoy_imported_outlier_detection_ejects_and_returns_the_host() {
     let never =
         ejections(&text.replace("consecutive_failures: 3,", "consecutive_failures: 1000000,"));
     assert_eq!(never, 0, "a run of a million failures is never reached");
+}
+
+/// `tests/import/into-oneshot.ron` (one user calls db once; db fails everything) with
+/// `config` imported into its call, as text.
+fn imported_into_oneshot(config: &str) -> String {
+    let dir = scratch("oneshot");
+    let out_file = dir.join(format!("{}.ron", config.replace(['/', '.'], "-")));
+    let out = import(&[
+        &format!("{FIXTURES}/{config}"),
+        "--into",
+        &format!("{FIXTURES}/into-oneshot.ron"),
+        "--call",
+        "clients.users.call",
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    std::fs::read_to_string(out_file).unwrap()
+}
+
+/// (attempts db saw, failures by reason, makespan in ms) of `text` run at its seed.
+fn oneshot(text: &str) -> (u64, std::collections::BTreeMap<String, u64>, f64) {
+    let report = run_file_text("imported.ron", text, &RunOptions::default());
+    let client = support::client_report(&report, "users");
+    (
+        service_report(&report, "db").arrivals,
+        client.failures_by_reason.clone(),
+        client.makespan_ms.expect("the one-shot user finished"),
+    )
+}
+
+/// resilience4j's Retry as imported makes the attempts and waits the file declares: four
+/// attempts, waiting 100ms, 200ms and 400ms (exponential, doubling) between them, so the
+/// failing call ends after 700ms of waits and four 1ms attempts; two attempts wait once.
+#[test]
+fn resilience4j_imported_retry_makes_the_declared_attempts_and_waits() {
+    let text = imported_into_oneshot("resilience4j/retry.yml");
+    let (attempts, _, makespan) = oneshot(&text);
+    assert_eq!(attempts, 4);
+    assert!((makespan - 704.0).abs() < 0.5, "makespan {makespan}ms");
+    let (attempts, _, makespan) = oneshot(&text.replace("max_attempts: 4,", "max_attempts: 2,"));
+    assert_eq!(attempts, 2);
+    assert!((makespan - 102.0).abs() < 0.5, "makespan {makespan}ms");
+}
+
+/// resilience4j's RateLimiter as imported hands out `limitForPeriod` permissions per
+/// `limitRefreshPeriod` and lets a call wait up to `timeoutDuration` for a later period's:
+/// ten users at once, two permissions per 500ms, pass in pairs at 0, 0.5s, ... 2s with a 3s
+/// wait; with a 1s wait the pairs after 1s are refused (`client_limited`).
+#[test]
+fn resilience4j_imported_rate_limiter_waits_for_the_next_period() {
+    let text = imported_into_oneshot("resilience4j/ratelimiter.yml");
+    let ten = text.replace("OneShot(users: 1)", "OneShot(users: 10)");
+    let (attempts, refused, makespan) = oneshot(&ten);
+    assert_eq!(attempts, 10);
+    assert!(!refused.contains_key("client_limited"), "{refused:?}");
+    assert!((makespan - 2001.0).abs() < 0.5, "makespan {makespan}ms");
+    let short = ten.replace("wait_max: \"3s\"", "wait_max: \"1s\"");
+    let (attempts, refused, _) = oneshot(&short);
+    assert_eq!(attempts, 6, "three pairs within 1s");
+    assert_eq!(refused.get("client_limited"), Some(&4), "{refused:?}");
+}
+
+/// gRPC's retry policy as imported retries the declared status codes only, up to
+/// `maxAttempts`, each retry waiting uniform on [0, initialBackoff · multiplier^(n-1)): db's
+/// 500 is `INTERNAL`, so three attempts with waits of mean 50ms and 100ms (150ms in all, over
+/// 200 seeds within a few standard errors of 4.6ms); with `UNAVAILABLE` only, no retry.
+#[test]
+fn grpc_imported_retry_policy_retries_its_codes_with_full_jitter() {
+    let text = imported_into_oneshot("grpc/db-retry.json");
+    let (mut total, seeds) = (0.0, 200);
+    for seed in 0..seeds {
+        let report = run_file_text("imported.ron", &text, &support::at_seed(Some(seed)));
+        assert_eq!(service_report(&report, "db").arrivals, 3);
+        let makespan = support::client_report(&report, "users")
+            .makespan_ms
+            .unwrap();
+        assert!(
+            (3.0..303.0).contains(&makespan),
+            "seed {seed}: {makespan}ms"
+        );
+        total += makespan - 3.0;
+    }
+    let mean = total / f64::from(seeds as u32);
+    assert!(
+        (mean - 150.0).abs() < 20.0,
+        "mean wait {mean}ms, expected 150ms"
+    );
+    let unavailable = text.replace("retry_on_status: [500]", "retry_on_status: [503]");
+    assert_eq!(
+        oneshot(&unavailable).0,
+        1,
+        "a 500 is not UNAVAILABLE: no retry"
+    );
 }
