@@ -55,6 +55,10 @@ pub enum Flag {
     X,
     /// One value of `--y` (`resim phase`).
     Y,
+    /// One value of `--param` (`resim tune`).
+    Param,
+    /// One value of `--stress` (`resim tune`).
+    Stress,
 }
 
 impl fmt::Display for Flag {
@@ -64,6 +68,8 @@ impl fmt::Display for Flag {
             Flag::Grid => "--grid",
             Flag::X => "--x",
             Flag::Y => "--y",
+            Flag::Param => "--param",
+            Flag::Stress => "--stress",
         })
     }
 }
