@@ -255,7 +255,11 @@ pub(super) struct TuneArgs {
     pub(super) maximize_margin: bool,
     /// The stress for `--maximize-margin`: `PATH=START..END[:STEP]`, e.g.
     /// `clients.users.load.rate.peak=1600/s..4000/s:100`.
-    #[arg(long, value_name = "PATH=START..END[:STEP]", requires = "maximize_margin")]
+    #[arg(
+        long,
+        value_name = "PATH=START..END[:STEP]",
+        requires = "maximize_margin"
+    )]
     pub(super) stress: Option<String>,
     /// The share of seeds that must pass (default 1: every seed); below 1, judged with the
     /// 95% Wilson interval.

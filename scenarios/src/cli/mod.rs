@@ -66,8 +66,7 @@ pub fn main() -> ExitCode {
             }))
         }
         Command::Tune(args) => report_outcome(
-            tune_of(&args)
-                .and_then(|c| tune::tune_command(&c, &library::open, &limits)),
+            tune_of(&args).and_then(|c| tune::tune_command(&c, &library::open, &limits)),
         ),
         Command::Merge { files } => report_outcome(merge_files(&files)),
         Command::Shrink(args) => shrink_file(&args, &limits),
@@ -171,7 +170,10 @@ fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
         .collect::<Result<Vec<GridAxis>, String>>()?;
     for (i, a) in params.iter().enumerate() {
         if params[..i].iter().any(|b| b.path == a.path) {
-            return Err(format!("{file}: --param {} is given twice; give each knob once", a.path));
+            return Err(format!(
+                "{file}: --param {} is given twice; give each knob once",
+                a.path
+            ));
         }
     }
     let objective = match (&args.minimize, &args.stress) {

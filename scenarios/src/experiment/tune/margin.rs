@@ -52,6 +52,21 @@ pub struct Margins {
     pub runs: Vec<TuneRun>,
 }
 
+/// Checks, before anything runs, that each candidate at the lowest stress reads, validates
+/// and has a metastability verdict.
+pub fn check(
+    command: &Tune,
+    stress: &Stress,
+    candidates: &[Candidate],
+    (source, limits): (&Source, &RunLimits),
+) -> Result<(), String> {
+    let checked = source.check(limits).map_err(|e| e.to_string())?;
+    for c in candidates {
+        stressed(command, c, stress, 0, (source, &checked, limits))?;
+    }
+    Ok(())
+}
+
 /// Bisects the stress for each finalist of `race`.
 pub fn margins(
     command: &Tune,
@@ -66,26 +81,29 @@ pub fn margins(
     let read = (source, &checked, limits);
     let last = command.seeds.0 + MARGIN_SEEDS.min(command.seeds.1 - command.seeds.0 + 1) - 1;
     let mut all = Margins {
-        margins: finalists.iter().map(|&c| Margin { candidate: c, holds: None, breaks: None }).collect(),
+        margins: finalists
+            .iter()
+            .map(|&c| Margin {
+                candidate: c,
+                holds: None,
+                breaks: None,
+            })
+            .collect(),
         seeds: (command.seeds.0, last),
         runs: Vec::new(),
     };
     // Each finalist's interval: (highest k that held, lowest k that broke).
-    let mut open: Vec<(usize, u64, u64)> = Vec::new();
-    let ends = [0, stress.steps];
-    let tried = try_points(command, stress, candidates, &finalists, &ends, read, runner, &mut all)?;
-    for (i, (start, end)) in tried.chunks(2).map(|p| (p[0].clone(), p[1].clone())).enumerate() {
-        let m = &mut all.margins[i];
-        match (start, end) {
-            (Err(b), _) => m.breaks = Some(b),
-            (Ok(()), Ok(())) => m.holds = Some(stress.steps),
-            (Ok(()), Err(b)) => {
-                m.holds = Some(0);
-                m.breaks = Some(b);
-                open.push((i, 0, stress.steps));
-            }
-        }
-    }
+    let tried = try_points(
+        command,
+        stress,
+        candidates,
+        &finalists,
+        &[0, stress.steps],
+        read,
+        runner,
+        &mut all,
+    )?;
+    let mut open = ends(&mut all, stress, tried);
     loop {
         open.retain(|&(_, lo, hi)| hi - lo > 1);
         if open.is_empty() {
@@ -93,7 +111,9 @@ pub fn margins(
         }
         let who: Vec<usize> = open.iter().map(|&(i, _, _)| finalists[i]).collect();
         let mids: Vec<u64> = open.iter().map(|&(_, lo, hi)| lo + (hi - lo) / 2).collect();
-        let tried = try_each(command, stress, candidates, &who, &mids, read, runner, &mut all)?;
+        let tried = try_each(
+            command, stress, candidates, &who, &mids, read, runner, &mut all,
+        )?;
         for ((slot, mid), result) in open.iter_mut().zip(&mids).zip(tried) {
             let m = &mut all.margins[slot.0];
             match result {
@@ -110,6 +130,29 @@ pub fn margins(
     }
 }
 
+/// Records what the ends of the grid showed; returns the finalists (by position) still to
+/// bisect, with the highest grid point that held and the lowest that broke.
+fn ends(
+    all: &mut Margins,
+    stress: &Stress,
+    tried: Vec<Result<(), Break>>,
+) -> Vec<(usize, u64, u64)> {
+    let mut open = Vec::new();
+    for (i, pair) in tried.chunks(2).enumerate() {
+        let m = &mut all.margins[i];
+        match (pair[0].clone(), pair[1].clone()) {
+            (Err(b), _) => m.breaks = Some(b),
+            (Ok(()), Ok(())) => m.holds = Some(stress.steps),
+            (Ok(()), Err(b)) => {
+                m.holds = Some(0);
+                m.breaks = Some(b);
+                open.push((i, 0, stress.steps));
+            }
+        }
+    }
+    open
+}
+
 /// Tries every point of `points` for each of `who` (finalist-major).
 #[allow(clippy::too_many_arguments)]
 fn try_points(
@@ -122,7 +165,10 @@ fn try_points(
     runner: &Runner<'_>,
     all: &mut Margins,
 ) -> Result<Vec<Result<(), Break>>, String> {
-    let each: Vec<usize> = who.iter().flat_map(|&c| points.iter().map(move |_| c)).collect();
+    let each: Vec<usize> = who
+        .iter()
+        .flat_map(|&c| points.iter().map(move |_| c))
+        .collect();
     let ks: Vec<u64> = who.iter().flat_map(|_| points.iter().copied()).collect();
     try_each(command, stress, candidates, &each, &ks, read, runner, all)
 }
@@ -148,12 +194,23 @@ fn try_each(
         .iter()
         .zip(who.iter().zip(ks))
         .flat_map(|((scenario, words), (&c, &k))| {
-            (a..=b).map(move |seed| Job { scenario, words, candidate: c, round: 0, stress: Some(k), seed })
+            (a..=b).map(move |seed| Job {
+                scenario,
+                words,
+                candidate: c,
+                round: 0,
+                stress: Some(k),
+                seed,
+            })
         })
         .collect();
     let runs = runner.batch(&jobs, &format!("margin on {}", stress.path))?;
     let per = (b - a + 1) as usize;
-    let verdicts = runs.chunks(per).zip(ks).map(|(seeds, &k)| verdict(seeds, k)).collect();
+    let verdicts = runs
+        .chunks(per)
+        .zip(ks)
+        .map(|(seeds, &k)| verdict(seeds, k))
+        .collect();
     all.runs.extend(runs);
     Ok(verdicts)
 }
@@ -170,7 +227,11 @@ fn verdict(seeds: &[TuneRun], k: u64) -> Result<(), Break> {
         Some(Class::Metastable) => 1,
         Some(Class::Collapsed) | None => 2,
     };
-    let worst = failing.iter().map(|r| r.class).max_by_key(|c| rank(*c)).flatten();
+    let worst = failing
+        .iter()
+        .map(|r| r.class)
+        .max_by_key(|c| rank(*c))
+        .flatten();
     Err(Break {
         k,
         class: worst.unwrap_or(Class::Collapsed),
@@ -192,9 +253,16 @@ fn stressed(
     let mut overrides: Overrides = command.overrides.clone();
     overrides.sets.extend(candidate.sets.iter().cloned());
     overrides.sets.push(stress.set(k));
-    let scenario = source.apply(checked, limits, &overrides).map_err(|e| e.to_string())?;
+    let scenario = source
+        .apply(checked, limits, &overrides)
+        .map_err(|e| e.to_string())?;
     window(&scenario, scenario.duration).map_err(|why| {
-        format!("{}: at {} {}: no metastability verdict: {why}", command.file, candidate.label, stress.set(k))
+        format!(
+            "{}: at {} {}: no metastability verdict: {why}",
+            command.file,
+            candidate.label,
+            stress.set(k)
+        )
     })?;
     Ok((scenario, overrides.command_line()))
 }

@@ -122,30 +122,48 @@ impl Stress {
             ));
         }
         let step_value = match step {
-            Some(s) => Some(number_and_unit(s).filter(|(_, u)| u.is_empty() || *u == unit).ok_or_else(
-                || format!("the step {s:?} is not a number in the range's unit"),
-            )?.0),
+            Some(s) => Some(
+                number_and_unit(s)
+                    .filter(|(_, u)| u.is_empty() || *u == unit)
+                    .ok_or_else(|| format!("the step {s:?} is not a number in the range's unit"))?
+                    .0,
+            ),
             None => None,
         };
         Stress::new(path.trim(), (start, end), step_value, unit)
     }
 
-    fn new(path: &str, (a, b): (f64, f64), step: Option<f64>, unit: String) -> Result<Stress, String> {
+    fn new(
+        path: &str,
+        (a, b): (f64, f64),
+        step: Option<f64>,
+        unit: String,
+    ) -> Result<Stress, String> {
         if path.is_empty() {
             return Err("the stress needs a path before `=`".to_string());
         }
         crate::format::overrides::Override::parse(Flag::Stress, &format!("{path}=1"))?;
         if b <= a {
-            return Err(format!("the range {a}..{b} must go up; write START..END with START < END"));
+            return Err(format!(
+                "the range {a}..{b} must go up; write START..END with START < END"
+            ));
         }
-        let integral = a.fract() == 0.0 && b.fract() == 0.0 && step.is_none_or(|s| s.fract() == 0.0);
+        let integral =
+            a.fract() == 0.0 && b.fract() == 0.0 && step.is_none_or(|s| s.fract() == 0.0);
         let step = step.unwrap_or(if integral { 1.0 } else { (b - a) / 64.0 });
         if step <= 0.0 {
             return Err("the step must be positive".to_string());
         }
         let steps = libm::floor((b - a) / step + 1e-9) as u64;
         let decimals = if integral { 0 } else { 3 };
-        Ok(Stress { path: path.to_string(), start: a, step, steps, unit, decimals })
+        Ok(Stress {
+            path: path.to_string(),
+            start: a,
+            step,
+            steps,
+            unit,
+            decimals,
+        })
     }
 
     /// The stress at grid point `k`.
@@ -167,7 +185,11 @@ impl Stress {
 
     /// The override that sets the stress to grid point `k`.
     pub fn set(&self, k: u64) -> Override {
-        Override { path: self.path.clone(), value: self.value(k), flag: Flag::Stress }
+        Override {
+            path: self.path.clone(),
+            value: self.value(k),
+            flag: Flag::Stress,
+        }
     }
 }
 
@@ -180,7 +202,9 @@ fn number_and_unit(text: &str) -> Option<(f64, String)> {
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let value = number.parse::<f64>().ok().filter(|v| v.is_finite())?;
-    unit.chars().all(|c| c.is_ascii_alphabetic() || c == '/').then(|| (value, unit.to_string()))
+    unit.chars()
+        .all(|c| c.is_ascii_alphabetic() || c == '/')
+        .then(|| (value, unit.to_string()))
 }
 
 /// `--param PATH=V1,V2,…` or `PATH=START..END[:STEP]` (step 1 when left out); the error is
@@ -196,7 +220,10 @@ pub fn parse_param(text: &str) -> Result<GridAxis, String> {
     }
     let axis = parse_axis_of(Flag::Param, text)?;
     if axis.values.len() > AXIS_VALUES_MAX {
-        return Err(format!("{} values; at most {AXIS_VALUES_MAX} per --param", axis.values.len()));
+        return Err(format!(
+            "{} values; at most {AXIS_VALUES_MAX} per --param",
+            axis.values.len()
+        ));
     }
     Ok(axis)
 }
@@ -297,21 +324,33 @@ impl<'a> Runner<'a> {
     }
 
     fn one(&self, job: &Job<'_>) -> Result<TuneRun, String> {
-        let options = RunOptions { seed: Some(job.seed), ..RunOptions::default() };
-        let report = run(job.scenario, self.file, &options).map_err(|e| e.to_string())?.report;
+        let options = RunOptions {
+            seed: Some(job.seed),
+            ..RunOptions::default()
+        };
+        let report = run(job.scenario, self.file, &options)
+            .map_err(|e| e.to_string())?
+            .report;
         let label = job.words.replace(" --set ", " ").replace('\'', "");
         Ok(TuneRun {
             candidate: job.candidate,
             round: job.round,
             stress: job.stress,
-            class: report.metastability.as_ref().map(|m| Class::of(m.verdict())),
+            class: report
+                .metastability
+                .as_ref()
+                .map(|m| Class::of(m.verdict())),
             record: RunRecord::of(&report, self.file, label.trim().to_string(), job.words),
         })
     }
 }
 
 /// The candidates of `command`, each read and validated, with its cost.
-fn candidates(command: &Tune, source: &Source, limits: &RunLimits) -> Result<Vec<Candidate>, String> {
+fn candidates(
+    command: &Tune,
+    source: &Source,
+    limits: &RunLimits,
+) -> Result<Vec<Candidate>, String> {
     let plan = Plan::new(&command.params, (0, 0), None)?;
     if plan.points.len() > CANDIDATES_MAX {
         return Err(format!(
@@ -329,15 +368,27 @@ fn candidates(command: &Tune, source: &Source, limits: &RunLimits) -> Result<Vec
             overrides
         })
         .collect();
-    let scenarios = source.apply_each(limits, &each).map_err(|e| e.to_string())?;
+    let scenarios = source
+        .apply_each(limits, &each)
+        .map_err(|e| e.to_string())?;
     let mut out = Vec::with_capacity(scenarios.len());
     for ((point, scenario), overrides) in plan.points.iter().zip(scenarios).zip(&each) {
-        let label = point.iter().map(Override::to_string).collect::<Vec<_>>().join(" ");
+        let label = point
+            .iter()
+            .map(Override::to_string)
+            .collect::<Vec<_>>()
+            .join(" ");
         let cost = match &command.objective {
             Objective::Minimize(path) => Some(cost_of(&command.file, path, point)?),
             _ => None,
         };
-        out.push(Candidate { sets: point.clone(), label, scenario, words: overrides.command_line(), cost });
+        out.push(Candidate {
+            sets: point.clone(),
+            label,
+            scenario,
+            words: overrides.command_line(),
+            cost,
+        });
     }
     Ok(out)
 }
@@ -345,7 +396,9 @@ fn candidates(command: &Tune, source: &Source, limits: &RunLimits) -> Result<Vec
 /// The value of `path` among a candidate's overrides, as a number (a duration in seconds).
 fn cost_of(file: &str, path: &str, point: &[Override]) -> Result<f64, String> {
     let o = point.iter().find(|o| o.path == path).ok_or_else(|| {
-        format!("{file}: --minimize {path}: not one of the --param paths; minimise a knob that is tuned")
+        format!(
+            "{file}: --minimize {path}: not one of the --param paths; minimise a knob that is tuned"
+        )
     })?;
     let text = o.value.trim_matches('"');
     if let Ok(v) = text.parse::<f64>() {
@@ -361,25 +414,49 @@ fn cost_of(file: &str, path: &str, point: &[Override]) -> Result<f64, String> {
 
 /// `resim tune`: the race, the margins if asked, the table and the recommendation. It passes
 /// when a candidate meets the requirement.
-pub fn tune_command(command: &Tune, open: Opener<'_>, limits: &RunLimits) -> Result<Outcome, String> {
+pub fn tune_command(
+    command: &Tune,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<Outcome, String> {
     if !(command.pass_rate > 0.0 && command.pass_rate <= 1.0) {
-        return Err(format!("{}: --pass-rate {}: a ratio above 0 and at most 1, e.g. 0.95", command.file, command.pass_rate));
+        return Err(format!(
+            "{}: --pass-rate {}: a ratio above 0 and at most 1, e.g. 0.95",
+            command.file, command.pass_rate
+        ));
     }
     let source = open(&command.file).map_err(|e| e.to_string())?;
     let candidates = candidates(command, &source, limits)?;
+    if let Objective::Margin(stress) = &command.objective {
+        margin::check(command, stress, &candidates, (&source, limits))?;
+    }
     let runner = Runner::new(&command.file, command.jobs)?;
     let raced = race::race(command, &candidates, &runner)?;
     let margins = match &command.objective {
-        Objective::Margin(stress) => {
-            Some(margin::margins(command, stress, &candidates, &raced, (&source, limits), &runner)?)
-        }
+        Objective::Margin(stress) => Some(margin::margins(
+            command,
+            stress,
+            &candidates,
+            &raced,
+            (&source, limits),
+            &runner,
+        )?),
         _ => None,
     };
     runner.bar.finish_and_clear();
-    let result = render::Tuned { command, candidates: &candidates, race: &raced, margins: margins.as_ref() };
+    let result = render::Tuned {
+        command,
+        candidates: &candidates,
+        race: &raced,
+        margins: margins.as_ref(),
+    };
     if let Some(path) = &command.out {
-        std::fs::write(path, render::jsonl(&result)).map_err(|e| format!("{path}: cannot write: {e}"))?;
+        std::fs::write(path, render::jsonl(&result))
+            .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     let recommended = render::recommended(&result);
-    Ok(Outcome { text: render::text(&result, recommended), passed: recommended.is_some() })
+    Ok(Outcome {
+        text: render::text(&result, recommended),
+        passed: recommended.is_some(),
+    })
 }

@@ -73,7 +73,9 @@ pub struct Race {
 impl Race {
     /// The candidates still in at the end.
     pub fn finalists(&self) -> Vec<usize> {
-        (0..self.out.len()).filter(|&c| self.out[c].is_none()).collect()
+        (0..self.out.len())
+            .filter(|&c| self.out[c].is_none())
+            .collect()
     }
 
     /// Runs and passes of candidate `c`.
@@ -132,9 +134,14 @@ pub fn race(command: &Tune, candidates: &[Candidate], runner: &Runner<'_>) -> Re
     let mut used = 0u64;
     loop {
         let alive = race.finalists();
-        let seen = race.rounds.last().map_or(0, |r| r.seeds.1 + 1 - command.seeds.0);
+        let seen = race
+            .rounds
+            .last()
+            .map_or(0, |r| r.seeds.1 + 1 - command.seeds.0);
         let size = if seen == 0 { ROUND_SEEDS_FIRST } else { seen };
-        let size = size.min(seed_count - seen).min((budget - used) / alive.len().max(1) as u64);
+        let size = size
+            .min(seed_count - seen)
+            .min((budget - used) / alive.len().max(1) as u64);
         if alive.is_empty() || size == 0 {
             return Ok(race);
         }
@@ -160,7 +167,11 @@ pub fn race(command: &Tune, candidates: &[Candidate], runner: &Runner<'_>) -> Re
         }
         race.runs.extend(runs);
         let out = eliminate(command, &mut race, &alive, round);
-        race.rounds.push(Round { seeds: (first, first + size - 1), candidates: alive.len(), out });
+        race.rounds.push(Round {
+            seeds: (first, first + size - 1),
+            candidates: alive.len(),
+            out,
+        });
     }
 }
 
@@ -176,10 +187,15 @@ fn eliminate(command: &Tune, race: &mut Race, alive: &[usize], round: usize) -> 
     for &c in alive {
         let (runs, passed) = race.tally(c);
         let why = if fails_requirement(passed, runs, command.pass_rate) {
-            let seed = first_failure(&race.passes[c]).expect("a candidate that fails has a failing seed");
+            let seed =
+                first_failure(&race.passes[c]).expect("a candidate that fails has a failing seed");
             Some(Out::Requirement { seed })
         } else if command.objective == Objective::PassRate && c != best {
-            worse(&race.passes[c], &race.passes[best], first_seed).map(|(p, seed)| Out::Worse { than: best, p, seed })
+            worse(&race.passes[c], &race.passes[best], first_seed).map(|(p, seed)| Out::Worse {
+                than: best,
+                p,
+                seed,
+            })
         } else {
             None
         };
@@ -194,7 +210,11 @@ fn eliminate(command: &Tune, race: &mut Race, alive: &[usize], round: usize) -> 
 /// The sign test of `this` against `best` on their common seeds: the p-value and the first
 /// seed `this` failed and `best` passed, when the p-value is below [`ALPHA`].
 fn worse(this: &[bool], best: &[bool], first_seed: u64) -> Option<(f64, u64)> {
-    assert_eq!(this.len(), best.len(), "candidates still in have run the same seeds");
+    assert_eq!(
+        this.len(),
+        best.len(),
+        "candidates still in have run the same seeds"
+    );
     let lost = this.iter().zip(best).filter(|(a, b)| !**a && **b).count() as u64;
     let won = this.iter().zip(best).filter(|(a, b)| **a && !**b).count() as u64;
     let p = sign_test(lost, won);

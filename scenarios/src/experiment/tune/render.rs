@@ -41,7 +41,12 @@ impl Tuned<'_> {
 /// (`--minimize`), the one with the widest margin, or the one that passed most; ties go to
 /// the first in the order of the `--param` values.
 pub fn recommended(t: &Tuned<'_>) -> Option<usize> {
-    let ok: Vec<usize> = t.race.finalists().into_iter().filter(|&c| t.meets(c)).collect();
+    let ok: Vec<usize> = t
+        .race
+        .finalists()
+        .into_iter()
+        .filter(|&c| t.meets(c))
+        .collect();
     match &t.command.objective {
         Objective::Minimize(_) => ok.into_iter().min_by(|&a, &b| {
             let cost = |c: usize| t.candidates[c].cost.expect("a cost for each candidate");
@@ -51,7 +56,9 @@ pub fn recommended(t: &Tuned<'_>) -> Option<usize> {
             let held = t.margin(c).and_then(|m| m.holds).map_or(0, |k| k + 1);
             (held, t.race.tally(c).1, std::cmp::Reverse(c))
         }),
-        Objective::PassRate => ok.into_iter().max_by_key(|&c| (t.race.tally(c).1, std::cmp::Reverse(c))),
+        Objective::PassRate => ok
+            .into_iter()
+            .max_by_key(|&c| (t.race.tally(c).1, std::cmp::Reverse(c))),
     }
 }
 
@@ -59,7 +66,9 @@ pub fn recommended(t: &Tuned<'_>) -> Option<usize> {
 /// those cheaper than the recommendation that are out; otherwise (or when none is), the last
 /// one out (ties: the one that passed most, then the first).
 fn decisive(t: &Tuned<'_>, recommended: Option<usize>) -> Option<usize> {
-    let out: Vec<usize> = (0..t.candidates.len()).filter(|&c| t.race.out[c].is_some()).collect();
+    let out: Vec<usize> = (0..t.candidates.len())
+        .filter(|&c| t.race.out[c].is_some())
+        .collect();
     let last_out = |list: &[usize]| {
         list.iter().copied().max_by_key(|&c| {
             let round = t.race.out[c].as_ref().map_or(0, |(r, _)| *r);
@@ -90,7 +99,10 @@ pub fn text(t: &Tuned<'_>, recommended: Option<usize>) -> String {
 fn header(t: &Tuned<'_>) -> String {
     let c = t.command;
     let mut o = String::new();
-    let name = t.candidates.first().map_or("", |c| c.scenario.name.as_str());
+    let name = t
+        .candidates
+        .first()
+        .map_or("", |c| c.scenario.name.as_str());
     let _ = writeln!(
         o,
         "tune of {name}: {} candidates, seeds {}..{}, budget {} runs",
@@ -136,7 +148,11 @@ fn trim(text: &str) -> String {
 fn rounds(o: &mut String, t: &Tuned<'_>) {
     let _ = writeln!(o, "round  seeds         candidates  out");
     for (i, r) in t.race.rounds.iter().enumerate() {
-        let out: Vec<&str> = r.out.iter().map(|&c| t.candidates[c].label.as_str()).collect();
+        let out: Vec<&str> = r
+            .out
+            .iter()
+            .map(|&c| t.candidates[c].label.as_str())
+            .collect();
         let out = if out.is_empty() {
             "–".to_string()
         } else if out.len() > OUT_SHOWN_MAX {
@@ -148,7 +164,9 @@ fn rounds(o: &mut String, t: &Tuned<'_>) {
         let _ = writeln!(o, "{:>5}  {seeds:<12}  {:>10}  {out}", i + 1, r.candidates);
     }
     let runs = t.race.runs.len();
-    let margin = t.margins.map_or(String::new(), |m| format!(", then {} to find the margins", m.runs.len()));
+    let margin = t.margins.map_or(String::new(), |m| {
+        format!(", then {} to find the margins", m.runs.len())
+    });
     let _ = writeln!(o, "{runs} runs in the race{margin}\n");
 }
 
@@ -158,17 +176,31 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
         let _ = writeln!(o, "no finalist: every candidate is out\n");
         return;
     }
-    let width = list.iter().map(|&c| t.candidates[c].label.chars().count()).max().unwrap_or(0).max(8);
+    let width = list
+        .iter()
+        .map(|&c| t.candidates[c].label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     let last = match &t.command.objective {
         Objective::Minimize(_) => "cost",
         Objective::Margin(_) => "margin",
         Objective::PassRate => "",
     };
-    let _ = writeln!(o, "{:<width$}  {:>5}  {:<22}  {last}", "finalist", "runs", "pass rate [95%]");
+    let _ = writeln!(
+        o,
+        "{:<width$}  {:>5}  {:<22}  {last}",
+        "finalist", "runs", "pass rate [95%]"
+    );
     for c in list {
         let (runs, passed) = t.race.tally(c);
         let (lo, hi) = wilson(passed, runs);
-        let rate = format!("{:.1}% [{:.1}, {:.1}]", 100.0 * passed as f64 / runs as f64, 100.0 * lo, 100.0 * hi);
+        let rate = format!(
+            "{:.1}% [{:.1}, {:.1}]",
+            100.0 * passed as f64 / runs as f64,
+            100.0 * lo,
+            100.0 * hi
+        );
         let value = match &t.command.objective {
             Objective::Minimize(_) => trim(&format!("{:.3}", t.candidates[c].cost.unwrap_or(0.0))),
             Objective::Margin(s) => t.margin(c).map_or(String::new(), |m| margin_text(s, m)),
@@ -216,7 +248,9 @@ fn class_name(c: Option<Class>) -> &'static str {
 }
 
 fn eliminated(o: &mut String, t: &Tuned<'_>) {
-    let out: Vec<usize> = (0..t.candidates.len()).filter(|&c| t.race.out[c].is_some()).collect();
+    let out: Vec<usize> = (0..t.candidates.len())
+        .filter(|&c| t.race.out[c].is_some())
+        .collect();
     if out.is_empty() {
         return;
     }
@@ -225,7 +259,11 @@ fn eliminated(o: &mut String, t: &Tuned<'_>) {
         let _ = writeln!(o, "  {}: {}", t.candidates[c].label, why_out(t, c));
     }
     if out.len() > OUT_SHOWN_MAX {
-        let _ = writeln!(o, "  and {} more (every run is in --out)", out.len() - OUT_SHOWN_MAX);
+        let _ = writeln!(
+            o,
+            "  and {} more (every run is in --out)",
+            out.len() - OUT_SHOWN_MAX
+        );
     }
     o.push('\n');
 }
@@ -261,13 +299,28 @@ fn answer(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
     }
     if let Some(d) = decisive(t, recommended) {
         let seed = t.race.out[d].as_ref().expect("out").1.seed();
-        let _ = writeln!(o, "decisive run: {} is out: {}", t.candidates[d].label, why_out(t, d));
-        let _ = writeln!(o, "  {}", t.race.replay(d, seed).expect("the race ran that seed"));
+        let _ = writeln!(
+            o,
+            "decisive run: {} is out: {}",
+            t.candidates[d].label,
+            why_out(t, d)
+        );
+        let _ = writeln!(
+            o,
+            "  {}",
+            t.race.replay(d, seed).expect("the race ran that seed")
+        );
     }
     if let (Some(r), Objective::Margin(s)) = (recommended, &t.command.objective)
         && let Some(b) = t.margin(r).and_then(|m| m.breaks.as_ref())
     {
-        let _ = writeln!(o, "where it breaks: {} at {}={}", class_name(Some(b.class)), s.path, s.value(b.k));
+        let _ = writeln!(
+            o,
+            "where it breaks: {} at {}={}",
+            class_name(Some(b.class)),
+            s.path,
+            s.value(b.k)
+        );
         let _ = writeln!(o, "  {}", b.replay);
     }
 }
@@ -309,7 +362,11 @@ pub fn jsonl(t: &Tuned<'_>) -> String {
                 Class::Metastable => "metastable",
                 Class::Collapsed => "collapsed",
             }),
-            record: super::super::sweep::RunRecord { index: i as u64, runs: all.len() as u64, ..r.record.clone() },
+            record: super::super::sweep::RunRecord {
+                index: i as u64,
+                runs: all.len() as u64,
+                ..r.record.clone()
+            },
         };
         out.push_str(&serde_json::to_string(&line).expect("a line is plain data"));
         out.push('\n');
