@@ -38,7 +38,8 @@ impl Tuned<'_> {
 }
 
 /// The recommended candidate: among the finalists that meet the requirement, the cheapest
-/// (`--minimize`), the one with the widest margin, or the one that passed most; ties go to
+/// (`--minimize`), the one with the widest margin (then the one that failed on fewer seeds
+/// where it broke), or the one that passed most; ties go to the one that passed most, then to
 /// the first in the order of the `--param` values.
 pub fn recommended(t: &Tuned<'_>) -> Option<usize> {
     let ok: Vec<usize> = t
@@ -53,8 +54,16 @@ pub fn recommended(t: &Tuned<'_>) -> Option<usize> {
             cost(a).total_cmp(&cost(b)).then(a.cmp(&b))
         }),
         Objective::Margin(_) => ok.into_iter().max_by_key(|&c| {
-            let held = t.margin(c).and_then(|m| m.holds).map_or(0, |k| k + 1);
-            (held, t.race.tally(c).1, std::cmp::Reverse(c))
+            let m = t.margin(c);
+            let held = m.and_then(|m| m.holds).map_or(0, |k| k + 1);
+            let failed = m.and_then(|m| m.breaks.as_ref()).map_or(0, |b| b.failed);
+            let passed = t.race.tally(c).1;
+            (
+                held,
+                std::cmp::Reverse(failed),
+                passed,
+                std::cmp::Reverse(c),
+            )
         }),
         Objective::PassRate => ok
             .into_iter()
