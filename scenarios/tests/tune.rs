@@ -5,6 +5,9 @@
 
 mod support;
 
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::read_source;
+use scenarios::format::overrides::{Flag, Override, Overrides, load_overrides};
 use support::{Resim, resim_in, workspace_root};
 
 fn resim(args: &[&str]) -> Resim {
@@ -261,5 +264,89 @@ fn bad_knobs_and_stresses_are_exit_code_2_with_the_flag_named() {
         r.stderr.contains("no metastability verdict"),
         "{}",
         r.stderr
+    );
+}
+
+/// The scenario of `path` with `overrides` applied, read and validated as `resim` reads it.
+fn with(path: &str, overrides: Vec<Override>) -> scenarios::format::schema::Scenario {
+    let source = read_source(&workspace_root().join(path).display().to_string()).unwrap();
+    let limits = RunLimits::default();
+    let checked = source.check(&limits).unwrap();
+    let sets = Overrides {
+        variant: None,
+        sets: overrides,
+    };
+    source.apply(&checked, &limits, &sets).unwrap()
+}
+
+#[test]
+fn load_scales_every_open_loop_rate_and_leaves_the_rest() {
+    let path = "scenarios/library/metastable-retry-budget.ron";
+    let file = with(path, Vec::new());
+    // A factor of 1 writes the file's own rates: the same scenario.
+    assert_eq!(
+        with(path, load_overrides(&file, 1.0, Flag::Stress).unwrap()),
+        file
+    );
+    let scaled = load_overrides(&file, 1.55, Flag::Stress).unwrap();
+    assert_eq!(scaled.len(), 1);
+    assert_eq!(scaled[0].path, "clients.users.load.rate");
+    assert_eq!(
+        scaled[0].value,
+        "Spike(base:\"1550/s\",peak:\"3100/s\",start:\"10s\",end:\"15s\")"
+    );
+    let expected = with(
+        path,
+        vec![
+            "clients.users.load.rate.base=1550/s".parse().unwrap(),
+            "clients.users.load.rate.peak=3100/s".parse().unwrap(),
+        ],
+    );
+    assert_eq!(with(path, scaled), expected);
+    // A population of users has no rate to scale.
+    let closed = with("scenarios/library/retry-after-429.ron", Vec::new());
+    let e = load_overrides(&closed, 2.0, Flag::Stress).unwrap_err();
+    assert!(
+        e.contains("has a population of users; scale it with clients."),
+        "{e}"
+    );
+    assert!(
+        load_overrides(&file, 0.0, Flag::Stress)
+            .unwrap_err()
+            .contains("must be a positive number")
+    );
+}
+
+#[test]
+fn a_load_margin_replays_where_it_breaks() {
+    let r = resim(&[
+        "tune",
+        "metastable-retry-budget",
+        "--param",
+        "clients.users.call.stack[0].budget.budget_percent=10",
+        "--seeds",
+        "1..2",
+        "--maximize-margin",
+        "--stress",
+        "load=1.4..1.7:0.05",
+        "--set",
+        "duration=25s",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let replay = command_after(&r.stdout, "where it breaks: metastable at load=");
+    assert!(
+        replay
+            .iter()
+            .any(|w| w.starts_with("clients.users.load.rate=Spike(")),
+        "{replay:?}"
+    );
+    let args: Vec<&str> = replay.iter().map(String::as_str).collect();
+    let run = resim(&args);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("did not recover within the run: metastable"),
+        "{}",
+        run.stdout
     );
 }

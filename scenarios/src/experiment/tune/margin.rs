@@ -8,9 +8,13 @@ use super::super::phase::Class;
 use super::race::Race;
 use super::{Candidate, Job, Runner, Stress, Tune, TuneRun};
 use crate::format::limits::RunLimits;
-use crate::format::overrides::{Overrides, Source};
+use crate::format::overrides::{Flag, Overrides, Source, load_overrides};
 use crate::format::schema::Scenario;
 use crate::format::verdict::window;
+
+/// The stress path that scales every open-loop client's rates by a factor
+/// ([`load_overrides`]).
+pub const LOAD: &str = "load";
 
 /// The seeds each stress is tried on.
 pub const MARGIN_SEEDS: u64 = 5;
@@ -252,7 +256,14 @@ fn stressed(
 ) -> Result<(Scenario, String), String> {
     let mut overrides: Overrides = command.overrides.clone();
     overrides.sets.extend(candidate.sets.iter().cloned());
-    overrides.sets.push(stress.set(k));
+    if stress.path == LOAD {
+        // One override per open-loop client, from the candidate's own rates.
+        let scaled = load_overrides(&candidate.scenario, stress.at(k), Flag::Stress)
+            .map_err(|m| format!("{}: --stress at {}: {m}", command.file, candidate.label))?;
+        overrides.sets.extend(scaled);
+    } else {
+        overrides.sets.push(stress.set(k));
+    }
     let scenario = source
         .apply(checked, limits, &overrides)
         .map_err(|e| e.to_string())?;
