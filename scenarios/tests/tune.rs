@@ -350,3 +350,36 @@ fn a_load_margin_replays_where_it_breaks() {
         run.stdout
     );
 }
+
+#[test]
+fn with_a_pass_rate_the_sign_test_puts_out_a_candidate_that_passes_less_often() {
+    // Above the api's capacity (1700/s for 5s), one attempt always recovers and two mostly do
+    // not: a pass rate of 30% does not rule two attempts out, the paired comparison does.
+    let r = resim(&[
+        "tune",
+        "metastable-retry",
+        "--param",
+        "clients.users.call.stack[0].max_attempts=1,2",
+        "--pass-rate",
+        "0.3",
+        "--seeds",
+        "1..10",
+        "--set",
+        "expectations=[Recovers(within:\"10s\")]",
+        "--set",
+        "clients.users.load.rate.peak=1700/s",
+        "--set",
+        "duration=25s",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Nine seeds of ten where one attempt passed and two did not: p = 2^-9.
+    assert!(r.stdout.contains(
+        "  clients.users.call.stack[0].max_attempts=2: after round 2, passes less often than clients.users.call.stack[0].max_attempts=1 (sign test p = 0.0020); seed 1 failed where it passed\n"
+    ), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("recommended: clients.users.call.stack[0].max_attempts=1\n"),
+        "{}",
+        r.stdout
+    );
+}

@@ -196,11 +196,11 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
         Objective::Margin(_) => "margin",
         Objective::PassRate => "",
     };
-    let _ = writeln!(
-        o,
+    let header = format!(
         "{:<width$}  {:>5}  {:<22}  {last}",
         "finalist", "runs", "pass rate [95%]"
     );
+    let _ = writeln!(o, "{}", header.trim_end());
     for c in list {
         let (runs, passed) = t.race.tally(c);
         let (lo, hi) = wilson(passed, runs);
@@ -221,7 +221,8 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
             (false, false) => "  (requirement not yet shown: give more seeds or budget)",
         };
         let label = &t.candidates[c].label;
-        let _ = writeln!(o, "{label:<width$}  {runs:>5}  {rate:<22}  {value}{mark}");
+        let line = format!("{label:<width$}  {runs:>5}  {rate:<22}  {value}{mark}");
+        let _ = writeln!(o, "{}", line.trim_end());
     }
     o.push('\n');
 }
