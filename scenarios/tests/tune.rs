@@ -318,7 +318,8 @@ fn load_scales_every_open_loop_rate_and_leaves_the_rest() {
 }
 
 #[test]
-fn a_load_margin_replays_where_it_breaks() {
+fn a_load_margin_replays_where_it_breaks_and_is_drawn() {
+    let svg = scratch("margin.svg");
     let r = resim(&[
         "tune",
         "metastable-retry-budget",
@@ -331,8 +332,16 @@ fn a_load_margin_replays_where_it_breaks() {
         "load=1.4..1.7:0.05",
         "--set",
         "duration=25s",
+        "--svg",
+        &svg,
     ]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // The margin drawn like the phase map: a row for the finalist, a column per stress tried.
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.starts_with("<svg"), "{drawn}");
+    for text in ["budget_percent", "load", "1.4", "1.7", "H2"] {
+        assert!(drawn.contains(text), "{text} in {drawn}");
+    }
     let replay = command_after(&r.stdout, "where it breaks: metastable at load=");
     assert!(
         replay

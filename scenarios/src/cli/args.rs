@@ -271,6 +271,10 @@ pub(super) struct TuneArgs {
     /// Also write one JSON line per run to FILE.
     #[arg(long, value_name = "FILE.jsonl")]
     pub(super) out: Option<String>,
+    /// Also draw the finalists' margins in FILE, like the phase map (with
+    /// `--maximize-margin`).
+    #[arg(long, value_name = "FILE", requires = "maximize_margin")]
+    pub(super) svg: Option<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }

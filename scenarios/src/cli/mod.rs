@@ -193,6 +193,7 @@ fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
         overrides: args.overrides.overrides(file)?,
         jobs: args.jobs.map(usize::from),
         out: args.out.clone(),
+        svg: args.svg.clone(),
     })
 }
 

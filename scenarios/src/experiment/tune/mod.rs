@@ -73,6 +73,8 @@ pub struct Tune {
     pub jobs: Option<usize>,
     /// `--out`: where to write every run.
     pub out: Option<String>,
+    /// `--svg`: where to draw the margins.
+    pub svg: Option<String>,
 }
 
 /// What the recommendation optimises among the candidates that meet the requirement.
@@ -452,6 +454,10 @@ pub fn tune_command(
     };
     if let Some(path) = &command.out {
         std::fs::write(path, render::jsonl(&result))
+            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+    }
+    if let Some(path) = &command.svg {
+        std::fs::write(path, render::svg(&result)?)
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     let recommended = render::recommended(&result);

@@ -383,3 +383,98 @@ pub fn jsonl(t: &Tuned<'_>) -> String {
     }
     out
 }
+
+/// `--svg`: each finalist's margin drawn like the phase map: one row per finalist, one column
+/// per stress the bisection tried, each cell split by how its seeds went.
+pub fn svg(t: &Tuned<'_>) -> Result<String, String> {
+    let (Some(margins), Objective::Margin(stress)) = (t.margins, &t.command.objective) else {
+        return Err(format!(
+            "{}: --svg draws the margins: give --maximize-margin and --stress",
+            t.command.file
+        ));
+    };
+    let mut ks: Vec<u64> = margins.runs.iter().filter_map(|r| r.stress).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let rows: Vec<usize> = margins.margins.iter().map(|m| m.candidate).collect();
+    let cells = margin_cells(margins, &rows, &ks);
+    let labels = cells.iter().map(cell_label).collect();
+    let name = t
+        .candidates
+        .first()
+        .map_or("", |c| c.scenario.name.as_str());
+    let data = crate::report::render::charts::heatmap::HeatMap {
+        title: format!(
+            "Margins of {name}'s finalists on seeds {}..{}",
+            margins.seeds.0, margins.seeds.1
+        ),
+        x_name: stress.path.clone(),
+        x_values: ks.iter().map(|&k| stress.value(k)).collect(),
+        // The values alone: the paths are long, and said once as the axis's name.
+        y_name: t
+            .command
+            .params
+            .iter()
+            .map(|p| p.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        y_values: rows
+            .iter()
+            .map(|&c| {
+                let values: Vec<&str> = t.candidates[c]
+                    .sets
+                    .iter()
+                    .map(|o| o.value.as_str())
+                    .collect();
+                values.join(", ")
+            })
+            .collect(),
+        classes: [
+            "H holds (expectations met, stable)".to_string(),
+            "B breaks (metastable, or an expectation failed)".to_string(),
+            "C collapsed (unhealthy before the trigger)".to_string(),
+        ],
+        cells,
+        labels,
+        note: "only the stresses the bisection tried; blank cells were not run".to_string(),
+    };
+    crate::report::render::charts::heatmap::heatmap("tune", &data)
+        .map(|c| c.svg)
+        .map_err(|e| e.to_string())
+}
+
+/// `H2 B1`: the classes of a cell that occurred, with their counts.
+fn cell_label(counts: &[u64; 3]) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .zip(['H', 'B', 'C'])
+        .filter(|(n, _)| **n > 0)
+        .map(|(n, l)| format!("{l}{n}"))
+        .collect();
+    parts.join(" ")
+}
+
+/// Per finalist (row) and stress (column), its margin runs by how they went: held, broke
+/// (metastable, or an expectation failed), collapsed.
+fn margin_cells(margins: &Margins, rows: &[usize], ks: &[u64]) -> Vec<[u64; 3]> {
+    let mut cells: Vec<[u64; 3]> = Vec::with_capacity(rows.len() * ks.len());
+    for &c in rows {
+        for &k in ks {
+            let mut counts = [0u64; 3];
+            for r in margins
+                .runs
+                .iter()
+                .filter(|r| r.candidate == c && r.stress == Some(k))
+            {
+                let slot = match r.class {
+                    Some(Class::Stable) if r.passed() => 0,
+                    Some(Class::Stable | Class::Metastable) => 1,
+                    Some(Class::Collapsed) | None => 2,
+                };
+                counts[slot] += 1;
+            }
+            cells.push(counts);
+        }
+    }
+    cells
+}
