@@ -104,6 +104,11 @@ pub(super) enum Command {
     /// Map where a scenario is stable, metastable or collapsed over two axes of values: each
     /// cell runs the seeds and counts their metastability verdicts.
     Phase(PhaseArgs),
+    /// Find the settings that meet the scenario's expectations: race the candidate values of
+    /// the `--param` knobs on common seeds, put out those that fail, recommend the cheapest
+    /// (`--minimize`) or the one farthest from breaking (`--maximize-margin`), and give the
+    /// run that decided it.
+    Tune(TuneArgs),
     /// Search for a smaller scenario that still fails the same expectation at a seed: drop
     /// clients, services, calls, layers and faults, shorten the run, lower counts.
     Shrink(ShrinkArgs),
@@ -223,6 +228,55 @@ pub(super) struct PhaseArgs {
     /// How to print the map.
     #[arg(long, value_enum, default_value = "text")]
     pub(super) format: PhaseFormat,
+}
+
+/// What `resim tune` takes.
+#[derive(Args)]
+pub(super) struct TuneArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// A knob and its candidate values: `PATH=V1,V2,…` (as for `sweep --grid`) or
+    /// `PATH=START..END[:STEP]`, e.g. `services.api.workers=1..8`; repeatable (the candidates
+    /// are every combination).
+    #[arg(long = "param", value_name = "PATH=VALUES", required = true)]
+    pub(super) params: Vec<String>,
+    /// The seeds the race may use, e.g. "1..100" (both ends included).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_seeds, default_value = "1..40")]
+    pub(super) seeds: (u64, u64),
+    /// The most runs the race makes (default: every seed for every candidate).
+    #[arg(long, value_name = "RUNS")]
+    pub(super) budget: Option<u64>,
+    /// Recommend the least value of this `--param` path among the candidates that meet the
+    /// requirement, e.g. `services.api.workers`.
+    #[arg(long, value_name = "PATH", conflicts_with = "maximize_margin")]
+    pub(super) minimize: Option<String>,
+    /// Recommend the finalist that takes the most `--stress` before it breaks.
+    #[arg(long, requires = "stress")]
+    pub(super) maximize_margin: bool,
+    /// The stress for `--maximize-margin`: `PATH=START..END[:STEP]`, e.g.
+    /// `clients.users.load.rate.peak=1600/s..4000/s:100`.
+    #[arg(
+        long,
+        value_name = "PATH=START..END[:STEP]",
+        requires = "maximize_margin"
+    )]
+    pub(super) stress: Option<String>,
+    /// The share of seeds that must pass (default 1: every seed); below 1, judged with the
+    /// 95% Wilson interval.
+    #[arg(long, value_name = "R", default_value_t = 1.0)]
+    pub(super) pass_rate: f64,
+    /// Runs at once (default: one per core); the answer is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(super) jobs: Option<u16>,
+    /// Also write one JSON line per run to FILE.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(super) out: Option<String>,
+    /// Also draw the finalists' margins in FILE, like the phase map (with
+    /// `--maximize-margin`).
+    #[arg(long, value_name = "FILE", requires = "maximize_margin")]
+    pub(super) svg: Option<String>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
 }
 
 /// How `resim phase` prints its map.

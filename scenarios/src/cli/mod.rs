@@ -21,7 +21,7 @@ use crate::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
 };
 use crate::experiment::determinism::{self, Verdict, check_determinism};
-use crate::experiment::{GridAxis, phase, shrink};
+use crate::experiment::{GridAxis, phase, shrink, tune};
 use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
@@ -65,6 +65,9 @@ pub fn main() -> ExitCode {
                 phase::phase_command(&c, json, args.svg.as_deref(), &library::open, &limits)
             }))
         }
+        Command::Tune(args) => report_outcome(
+            tune_of(&args).and_then(|c| tune::tune_command(&c, &library::open, &limits)),
+        ),
         Command::Merge { files } => report_outcome(merge_files(&files)),
         Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Compare {
@@ -153,6 +156,44 @@ fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
         jobs: args.jobs.map(usize::from),
         out: args.out,
         partition: partition?,
+    })
+}
+
+/// `resim tune`'s arguments as a [`tune::Tune`]: the knobs and the stress parsed, each error
+/// naming the flag and its text.
+fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
+    let file = &args.file;
+    let params = args
+        .params
+        .iter()
+        .map(|text| tune::parse_param(text).map_err(|m| flag_error(file, Flag::Param, text, &m)))
+        .collect::<Result<Vec<GridAxis>, String>>()?;
+    for (i, a) in params.iter().enumerate() {
+        if params[..i].iter().any(|b| b.path == a.path) {
+            return Err(format!(
+                "{file}: --param {} is given twice; give each knob once",
+                a.path
+            ));
+        }
+    }
+    let objective = match (&args.minimize, &args.stress) {
+        (Some(path), _) => tune::Objective::Minimize(path.clone()),
+        (None, Some(text)) => tune::Objective::Margin(
+            tune::Stress::parse(text).map_err(|m| flag_error(file, Flag::Stress, text, &m))?,
+        ),
+        (None, None) => tune::Objective::PassRate,
+    };
+    Ok(tune::Tune {
+        file: file.clone(),
+        params,
+        seeds: args.seeds,
+        budget: args.budget,
+        pass_rate: args.pass_rate,
+        objective,
+        overrides: args.overrides.overrides(file)?,
+        jobs: args.jobs.map(usize::from),
+        out: args.out.clone(),
+        svg: args.svg.clone(),
     })
 }
 

@@ -15,6 +15,7 @@
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
 //! | [`shrink`] | `resim shrink`: a smaller scenario that still fails the same expectation |
+//! | [`tune`] | `resim tune`: racing candidate settings on common seeds against the expectations, and each finalist's margin to the stress where it breaks |
 //!
 //! **Layer rule:** experiments use runs, reports and the format; never the world (they read
 //! finished reports) or the command line: what a name on a command line means comes in as an
@@ -34,6 +35,7 @@ pub mod plan;
 pub mod shrink;
 pub mod stats;
 pub mod sweep;
+pub mod tune;
 
 pub use partition::{Partition, PartitionSpec};
 pub use plan::{GridAxis, Plan};

@@ -1,5 +1,6 @@
 //! The statistics of an experiment: [`wilson`] intervals for pass rates, [`Moments`] (mean and
-//! standard deviation), and [`t_interval`] for the mean of paired differences.
+//! standard deviation), [`t_interval`] for the mean of paired differences, and
+//! [`sign_test`] for two pass/fail records on the same seeds.
 //!
 //! Outside the simulation: nothing here feeds back into a run, so `f64` arithmetic is fine; only
 //! `sqrt` (exactly rounded everywhere) and `libm` are used, so results are the same on every
@@ -101,6 +102,28 @@ pub fn t_quantile_975(df: u64) -> f64 {
         + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * n * n * n)
 }
 
+/// The exact one-sided sign test (McNemar's exact test) on paired pass/fail outcomes: of the
+/// seeds where two settings disagree, `worse` went to the first and `better` to the second;
+/// the result is the probability of `worse` or more of `worse + better` fair coin tosses,
+/// the p-value of "the second passes no more often than the first". 1 when they never
+/// disagree. Summed in logarithms (`libm::lgamma`), so it stays finite for thousands of seeds.
+pub fn sign_test(worse: u64, better: u64) -> f64 {
+    let n = worse + better;
+    if n == 0 {
+        return 1.0;
+    }
+    let ln_n = libm::lgamma(n as f64 + 1.0);
+    let half = n as f64 * core::f64::consts::LN_2;
+    let p: f64 = (worse..=n)
+        .map(|k| {
+            libm::exp(
+                ln_n - libm::lgamma(k as f64 + 1.0) - libm::lgamma((n - k) as f64 + 1.0) - half,
+            )
+        })
+        .sum();
+    p.min(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +188,18 @@ mod tests {
         assert!(close(t_quantile_975(50), 2.0086, 1e-4));
         assert!(close(t_quantile_975(100), 1.9840, 1e-4));
         assert!(close(t_quantile_975(1_000_000), Z_95, 1e-5));
+    }
+
+    #[test]
+    fn sign_tests_match_the_binomial_tails() {
+        // 5 of 5 discordant pairs one way: 1/32; 8 of 10: (45 + 10 + 1)/1024.
+        assert!(close(sign_test(5, 0), 1.0 / 32.0, 1e-12));
+        assert!(close(sign_test(8, 2), 56.0 / 1024.0, 1e-12));
+        assert!(close(sign_test(0, 7), 1.0, 1e-12));
+        assert_eq!(sign_test(0, 0), 1.0);
+        // Large n: 5100 of 10000 is about 2.0 standard deviations: 0.0233 (normal tail with
+        // continuity correction 0.02303).
+        assert!(close(sign_test(5100, 4900), 0.0233, 2e-4));
     }
 
     #[test]

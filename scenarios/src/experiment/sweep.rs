@@ -114,26 +114,44 @@ fn one_run(setup: &SweepSetup<'_>, spec: &RunSpec) -> Result<Report, ScenarioErr
 }
 
 fn record(setup: &SweepSetup<'_>, plan: &Plan, spec: &RunSpec, report: &Report) -> RunRecord {
-    let s = &report.summary;
     RunRecord {
         index: spec.index,
         runs: plan.runs(),
-        file: setup.file.to_string(),
-        point: plan.label(spec.point),
-        seed: spec.seed,
-        passed: report.passed(),
-        digest: report.digest.clone(),
-        offered: s.offered,
-        successes: s.successes,
-        success_ratio: if s.offered == 0 {
-            1.0
-        } else {
-            s.successes as f64 / s.offered as f64
-        },
-        goodput_per_s: s.goodput_per_s,
-        p99_ms: s.latency_ms.as_ref().map(|l| l.p99),
-        amplification: s.amplification,
-        replay: format!("{}{}", report.replay_command(), setup.overrides[spec.point]),
+        ..RunRecord::of(
+            report,
+            setup.file,
+            plan.label(spec.point),
+            &setup.overrides[spec.point],
+        )
+    }
+}
+
+impl RunRecord {
+    /// The record of `report`, a run of `file` at the grid point `point` whose overrides are
+    /// the command-line words `overrides`; its index and the count of runs are 0, for the
+    /// experiment to number.
+    pub fn of(report: &Report, file: &str, point: String, overrides: &str) -> RunRecord {
+        let s = &report.summary;
+        RunRecord {
+            index: 0,
+            runs: 0,
+            file: file.to_string(),
+            point,
+            seed: report.seed,
+            passed: report.passed(),
+            digest: report.digest.clone(),
+            offered: s.offered,
+            successes: s.successes,
+            success_ratio: if s.offered == 0 {
+                1.0
+            } else {
+                s.successes as f64 / s.offered as f64
+            },
+            goodput_per_s: s.goodput_per_s,
+            p99_ms: s.latency_ms.as_ref().map(|l| l.p99),
+            amplification: s.amplification,
+            replay: format!("{}{overrides}", report.replay_command()),
+        }
     }
 }
 

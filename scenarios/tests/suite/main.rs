@@ -34,4 +34,5 @@ mod swarm;
 mod sweep;
 mod tidy;
 mod traffic;
+mod tune;
 mod world;

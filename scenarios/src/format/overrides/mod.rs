@@ -16,6 +16,9 @@
 //! token in the `variants` map and the path within the variant
 //! (`variants."per-tenant".expectations[1].max_ratio`), never the value itself.
 //!
+//! `load_overrides` turns one factor (`resim tune --stress load=…`) into the overrides that
+//! scale every open-loop client's rates (`load.rs`).
+//!
 //! A file may name sets of overrides, which `--variant NAME` applies before any `--set`:
 //!
 //! ```ron
@@ -30,6 +33,7 @@
 //! and validation of the scenario it makes, never the other variants' bytes.
 
 mod edit;
+mod load;
 mod typed;
 mod variants;
 
@@ -43,6 +47,8 @@ use std::fmt;
 use std::str::FromStr;
 use variants::Variant;
 
+pub use load::load_overrides;
+
 /// The command-line flag that gave an override, which its errors name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Flag {
@@ -55,6 +61,10 @@ pub enum Flag {
     X,
     /// One value of `--y` (`resim phase`).
     Y,
+    /// One value of `--param` (`resim tune`).
+    Param,
+    /// One value of `--stress` (`resim tune`).
+    Stress,
 }
 
 impl fmt::Display for Flag {
@@ -64,6 +74,8 @@ impl fmt::Display for Flag {
             Flag::Grid => "--grid",
             Flag::X => "--x",
             Flag::Y => "--y",
+            Flag::Param => "--param",
+            Flag::Stress => "--stress",
         })
     }
 }

@@ -1,0 +1,468 @@
+//! `resim tune`: which settings meet a scenario's expectations, found by racing the candidate
+//! settings on common random numbers, and, with `--maximize-margin`, how much stress each
+//! finalist takes before it breaks.
+//!
+//! | module | what |
+//! |---|---|
+//! | [`race`] | the race: rounds of common seeds, the requirement and the sign test that put candidates out |
+//! | [`margin`] | the bisection over the stress for each finalist |
+//! | [`render`] | what `resim tune` prints, and its `--out` lines |
+//!
+//! A [`Tune`] names the knobs (`--param`, each a [`GridAxis`]; the candidates are their
+//! product, the first varying slowest), the seeds, the budget, the requirement (every seed
+//! passes, or a pass rate with its Wilson bound) and the [`Objective`]. Every run goes through
+//! [`Runner::batch`]: a batch of runs in parallel on the command's threads, its results in the
+//! batch's order, so every decision is made on the same results whatever `-j` is.
+//!
+//! # Decisions
+//!
+//! - Racing (F-Race, Birattari et al. 2002; irace) rather than a model-based search: the knobs
+//!   are small discrete sets (counts, durations, enum variants), where racing evaluates every
+//!   candidate and spends seeds only where they are needed; a model (SMAC, TPE) pays off for
+//!   continuous spaces of many dimensions. No maintained Rust crate implements racing or an
+//!   exact sign test (statrs has the binomial distribution, behind a linear-algebra
+//!   dependency, for what is a sum of a dozen terms here): [`super::stats::sign_test`] is ours,
+//!   checked against the binomial tails.
+//! - The requirement is absolute, so it is what puts candidates out first: with "every seed
+//!   passes", one failing seed is enough (the run is deterministic, its replay shows it). The
+//!   paired sign test against the best candidate is used only when the objective is the pass
+//!   rate itself; with a cost or a margin to optimise, a candidate that meets the requirement
+//!   less often than another but still meets it stays in.
+//! - The margin is a bisection on the stress grid (`START..END:STEP`), which assumes that a
+//!   setting that breaks at some stress also breaks at every higher one; the table shows the
+//!   highest stress that held and the lowest that broke, so a reader can check it with
+//!   `resim phase`.
+
+pub mod margin;
+pub mod race;
+pub mod render;
+
+use super::Opener;
+use super::command::Outcome;
+use super::phase::{AXIS_VALUES_MAX, Class, parse_axis_of};
+use super::plan::{GridAxis, Plan};
+use super::sweep::RunRecord;
+use crate::format::limits::RunLimits;
+use crate::format::overrides::{Flag, Override, Overrides, Source};
+use crate::format::schema::Scenario;
+use crate::{RunOptions, run};
+use rayon::prelude::*;
+use std::io::IsTerminal as _;
+
+/// The most candidates one tune races.
+pub const CANDIDATES_MAX: usize = 1_000;
+
+/// What `resim tune` was asked.
+#[derive(Debug, Clone)]
+pub struct Tune {
+    /// A file or a library scenario.
+    pub file: String,
+    /// The knobs: `--param` axes.
+    pub params: Vec<GridAxis>,
+    /// First and last seed the race may use.
+    pub seeds: (u64, u64),
+    /// `--budget`: the most runs the race makes (`None`: every seed for every candidate).
+    pub budget: Option<u64>,
+    /// `--pass-rate`: the share of seeds that must pass (1: every seed).
+    pub pass_rate: f64,
+    /// What makes one candidate better than another.
+    pub objective: Objective,
+    /// `--variant` and `--set`, for every run.
+    pub overrides: Overrides,
+    /// `-j`: threads (`None`: one per core).
+    pub jobs: Option<usize>,
+    /// `--out`: where to write every run.
+    pub out: Option<String>,
+    /// `--svg`: where to draw the margins.
+    pub svg: Option<String>,
+}
+
+/// What the recommendation optimises among the candidates that meet the requirement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Objective {
+    /// The highest pass rate (no `--minimize`, no `--maximize-margin`).
+    PassRate,
+    /// `--minimize PATH`: the least value of one of the `--param` paths.
+    Minimize(String),
+    /// `--maximize-margin --stress …`: the highest stress that still holds.
+    Margin(Stress),
+}
+
+/// `--stress PATH=START..END[:STEP]`: a numeric path, maybe with a unit (`1600/s..4000/s`,
+/// `2s..20s`), bisected on the grid `START + k × STEP`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stress {
+    /// The path, as for `--set`.
+    pub path: String,
+    /// The lowest stress.
+    pub start: f64,
+    /// The grid's step (default: 1 for integers, a 64th of the range otherwise).
+    pub step: f64,
+    /// The highest k: the grid is `0..=steps`.
+    pub steps: u64,
+    /// What follows each number (`/s`, `s`, `ms`, or nothing).
+    pub unit: String,
+    /// Decimals shown (0 for integers).
+    pub decimals: usize,
+}
+
+impl Stress {
+    /// `PATH=START..END[:STEP]`; the error is the reason alone.
+    pub fn parse(text: &str) -> Result<Stress, String> {
+        let example = "write the stress as PATH=START..END[:STEP], e.g. clients.users.load.rate.peak=1600/s..4000/s:100";
+        let (path, range) = text.split_once('=').ok_or_else(|| example.to_string())?;
+        let (range, step) = match range.split_once(':') {
+            Some((r, s)) => (r, Some(s.trim())),
+            None => (range, None),
+        };
+        let (start, end) = range.split_once("..").ok_or_else(|| example.to_string())?;
+        let (start, unit) = number_and_unit(start).ok_or_else(|| example.to_string())?;
+        let (end, end_unit) = number_and_unit(end).ok_or_else(|| example.to_string())?;
+        if unit != end_unit {
+            return Err(format!(
+                "the two ends have different units ({unit:?} and {end_unit:?}); write both alike"
+            ));
+        }
+        let step_value = match step {
+            Some(s) => Some(
+                number_and_unit(s)
+                    .filter(|(_, u)| u.is_empty() || *u == unit)
+                    .ok_or_else(|| format!("the step {s:?} is not a number in the range's unit"))?
+                    .0,
+            ),
+            None => None,
+        };
+        Stress::new(path.trim(), (start, end), step_value, unit)
+    }
+
+    fn new(
+        path: &str,
+        (a, b): (f64, f64),
+        step: Option<f64>,
+        unit: String,
+    ) -> Result<Stress, String> {
+        if path.is_empty() {
+            return Err("the stress needs a path before `=`".to_string());
+        }
+        crate::format::overrides::Override::parse(Flag::Stress, &format!("{path}=1"))?;
+        if b <= a {
+            return Err(format!(
+                "the range {a}..{b} must go up; write START..END with START < END"
+            ));
+        }
+        let integral =
+            a.fract() == 0.0 && b.fract() == 0.0 && step.is_none_or(|s| s.fract() == 0.0);
+        let step = step.unwrap_or(if integral { 1.0 } else { (b - a) / 64.0 });
+        if step <= 0.0 {
+            return Err("the step must be positive".to_string());
+        }
+        let steps = libm::floor((b - a) / step + 1e-9) as u64;
+        let decimals = if integral { 0 } else { 3 };
+        Ok(Stress {
+            path: path.to_string(),
+            start: a,
+            step,
+            steps,
+            unit,
+            decimals,
+        })
+    }
+
+    /// The stress at grid point `k`.
+    pub fn at(&self, k: u64) -> f64 {
+        self.start + self.step * k as f64
+    }
+
+    /// The stress at grid point `k` as a value for `--set` (`2400/s`).
+    pub fn value(&self, k: u64) -> String {
+        let text = format!("{:.*}", self.decimals, self.at(k));
+        // `2.500` reads as `2.5`; integers keep no point.
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        };
+        format!("{text}{}", self.unit)
+    }
+
+    /// The override that sets the stress to grid point `k`.
+    pub fn set(&self, k: u64) -> Override {
+        Override {
+            path: self.path.clone(),
+            value: self.value(k),
+            flag: Flag::Stress,
+        }
+    }
+}
+
+/// `1600/s` as `(1600, "/s")`, `0.5` as `(0.5, "")`: a number, then maybe a unit of letters
+/// and `/`.
+fn number_and_unit(text: &str) -> Option<(f64, String)> {
+    let text = text.trim().trim_matches('"');
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value = number.parse::<f64>().ok().filter(|v| v.is_finite())?;
+    unit.chars()
+        .all(|c| c.is_ascii_alphabetic() || c == '/')
+        .then(|| (value, unit.to_string()))
+}
+
+/// `--param PATH=V1,V2,…` or `PATH=START..END[:STEP]` (step 1 when left out); the error is
+/// the reason alone.
+pub fn parse_param(text: &str) -> Result<GridAxis, String> {
+    let ranged = text.split_once('=').and_then(|(_, v)| {
+        let (a, b) = v.split_once("..")?;
+        let numeric = |t: &str| t.trim().parse::<f64>().is_ok();
+        (numeric(a) && numeric(b)).then_some(())
+    });
+    if ranged.is_some() {
+        return parse_axis_of(Flag::Param, &format!("{text}:1"));
+    }
+    let axis = parse_axis_of(Flag::Param, text)?;
+    if axis.values.len() > AXIS_VALUES_MAX {
+        return Err(format!(
+            "{} values; at most {AXIS_VALUES_MAX} per --param",
+            axis.values.len()
+        ));
+    }
+    Ok(axis)
+}
+
+/// One setting of the knobs.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Its `--param` values.
+    pub sets: Vec<Override>,
+    /// How it reads: `services.api.workers=3 clients.users.timeout=1s`.
+    pub label: String,
+    /// The scenario with the command's overrides and these values.
+    pub scenario: Scenario,
+    /// The command-line words of every override it runs with (for a replay).
+    pub words: String,
+    /// The value of the `--minimize` path, when there is one.
+    pub cost: Option<f64>,
+}
+
+/// The figures `resim tune` keeps of one run.
+#[derive(Debug, Clone)]
+pub struct TuneRun {
+    /// Which candidate.
+    pub candidate: usize,
+    /// The race round (from 1), or 0 for a run of the margin's bisection.
+    pub round: usize,
+    /// The stress's grid point, for a run of the bisection.
+    pub stress: Option<u64>,
+    /// The metastability verdict's class, when the run has one.
+    pub class: Option<Class>,
+    /// The run's figures and replay command.
+    pub record: RunRecord,
+}
+
+impl TuneRun {
+    /// Whether every expectation held.
+    pub fn passed(&self) -> bool {
+        self.record.passed
+    }
+}
+
+/// One run a batch makes.
+pub struct Job<'a> {
+    /// The scenario to run.
+    pub scenario: &'a Scenario,
+    /// Its overrides as command-line words.
+    pub words: &'a str,
+    /// Which candidate.
+    pub candidate: usize,
+    /// The round, or 0 in the bisection.
+    pub round: usize,
+    /// The stress's grid point.
+    pub stress: Option<u64>,
+    /// The seed.
+    pub seed: u64,
+}
+
+/// Makes batches of runs on the command's threads, with a progress bar on a terminal.
+pub struct Runner<'a> {
+    file: &'a str,
+    pool: rayon::ThreadPool,
+    bar: indicatif::ProgressBar,
+}
+
+impl<'a> Runner<'a> {
+    fn new(file: &'a str, jobs: Option<usize>) -> Result<Runner<'a>, String> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs.unwrap_or(0))
+            .build()
+            .map_err(|e| format!("{file}: cannot start the worker threads: {e}"))?;
+        let bar = if std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {msg}")
+                    .expect("a valid template"),
+            );
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Ok(Runner { file, pool, bar })
+    }
+
+    /// Runs `jobs` in parallel; the results are in the order of `jobs`, whatever the threads.
+    pub fn batch(&self, jobs: &[Job<'_>], stage: &str) -> Result<Vec<TuneRun>, String> {
+        self.bar.inc_length(jobs.len() as u64);
+        self.bar.set_message(stage.to_string());
+        let runs: Vec<Result<TuneRun, String>> = self.pool.install(|| {
+            jobs.par_iter()
+                .map(|job| {
+                    let kept = self.one(job);
+                    self.bar.inc(1);
+                    kept
+                })
+                .collect()
+        });
+        runs.into_iter().collect()
+    }
+
+    fn one(&self, job: &Job<'_>) -> Result<TuneRun, String> {
+        let options = RunOptions {
+            seed: Some(job.seed),
+            ..RunOptions::default()
+        };
+        let report = run(job.scenario, self.file, &options)
+            .map_err(|e| e.to_string())?
+            .report;
+        let label = job.words.replace(" --set ", " ").replace('\'', "");
+        Ok(TuneRun {
+            candidate: job.candidate,
+            round: job.round,
+            stress: job.stress,
+            class: report
+                .metastability
+                .as_ref()
+                .map(|m| Class::of(m.verdict())),
+            record: RunRecord::of(&report, self.file, label.trim().to_string(), job.words),
+        })
+    }
+}
+
+/// The candidates of `command`, each read and validated, with its cost.
+fn candidates(
+    command: &Tune,
+    source: &Source,
+    limits: &RunLimits,
+) -> Result<Vec<Candidate>, String> {
+    let plan = Plan::new(&command.params, (0, 0), None)?;
+    if plan.points.len() > CANDIDATES_MAX {
+        return Err(format!(
+            "{}: the --param values make {} candidates; at most {CANDIDATES_MAX}",
+            command.file,
+            plan.points.len()
+        ));
+    }
+    let each: Vec<Overrides> = plan
+        .points
+        .iter()
+        .map(|point| {
+            let mut overrides = command.overrides.clone();
+            overrides.sets.extend(point.iter().cloned());
+            overrides
+        })
+        .collect();
+    let scenarios = source
+        .apply_each(limits, &each)
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(scenarios.len());
+    for ((point, scenario), overrides) in plan.points.iter().zip(scenarios).zip(&each) {
+        let label = point
+            .iter()
+            .map(Override::to_string)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cost = match &command.objective {
+            Objective::Minimize(path) => Some(cost_of(&command.file, path, point)?),
+            _ => None,
+        };
+        out.push(Candidate {
+            sets: point.clone(),
+            label,
+            scenario,
+            words: overrides.command_line(),
+            cost,
+        });
+    }
+    Ok(out)
+}
+
+/// The value of `path` among a candidate's overrides, as a number (a duration in seconds).
+fn cost_of(file: &str, path: &str, point: &[Override]) -> Result<f64, String> {
+    let o = point.iter().find(|o| o.path == path).ok_or_else(|| {
+        format!(
+            "{file}: --minimize {path}: not one of the --param paths; minimise a knob that is tuned"
+        )
+    })?;
+    let text = o.value.trim_matches('"');
+    if let Ok(v) = text.parse::<f64>() {
+        return Ok(v);
+    }
+    if let Ok(d) = text.parse::<sim_core::SimDuration>() {
+        return Ok(d.as_secs_f64());
+    }
+    number_and_unit(text).map(|(v, _)| v).ok_or_else(|| {
+        format!("{file}: --minimize {path}: the value {} is not a number, a duration or a rate; minimise a numeric knob", o.value)
+    })
+}
+
+/// `resim tune`: the race, the margins if asked, the table and the recommendation. It passes
+/// when a candidate meets the requirement.
+pub fn tune_command(
+    command: &Tune,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<Outcome, String> {
+    if !(command.pass_rate > 0.0 && command.pass_rate <= 1.0) {
+        return Err(format!(
+            "{}: --pass-rate {}: a ratio above 0 and at most 1, e.g. 0.95",
+            command.file, command.pass_rate
+        ));
+    }
+    let source = open(&command.file).map_err(|e| e.to_string())?;
+    let candidates = candidates(command, &source, limits)?;
+    if let Objective::Margin(stress) = &command.objective {
+        margin::check(command, stress, &candidates, (&source, limits))?;
+    }
+    let runner = Runner::new(&command.file, command.jobs)?;
+    let raced = race::race(command, &candidates, &runner)?;
+    let margins = match &command.objective {
+        Objective::Margin(stress) => Some(margin::margins(
+            command,
+            stress,
+            &candidates,
+            &raced,
+            (&source, limits),
+            &runner,
+        )?),
+        _ => None,
+    };
+    runner.bar.finish_and_clear();
+    let result = render::Tuned {
+        command,
+        candidates: &candidates,
+        race: &raced,
+        margins: margins.as_ref(),
+    };
+    if let Some(path) = &command.out {
+        std::fs::write(path, render::jsonl(&result))
+            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+    }
+    if let Some(path) = &command.svg {
+        std::fs::write(path, render::svg(&result)?)
+            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+    }
+    let recommended = render::recommended(&result);
+    Ok(Outcome {
+        text: render::text(&result, recommended),
+        passed: recommended.is_some(),
+    })
+}
