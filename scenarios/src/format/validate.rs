@@ -1030,6 +1030,10 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
             cl(client)?;
             nonzero(&format!("{path}.max"), *max)
         }
+        Expectation::MeanWaitAtMost { service, max } => {
+            known_service(&format!("{path}.service"), service, &s.services)?;
+            nonzero(&format!("{path}.max"), *max)
+        }
         Expectation::AmplificationAtMost { max } => positive(&format!("{path}.max"), *max),
         Expectation::RecoveredWithin {
             client,

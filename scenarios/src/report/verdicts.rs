@@ -106,6 +106,44 @@ pub(super) fn judge(
         Expectation::BlastRadiusAtMost { service, max_ratio } => {
             blast_radius(figures, service, *max_ratio)
         }
+        Expectation::MeanWaitAtMost { service, max } => mean_wait(figures, service, *max),
+    }
+}
+
+/// `MeanWaitAtMost`: the mean time in `service`'s queue of the attempts that started work.
+fn mean_wait(figures: &Figures, service: &str, max: SimDuration) -> ExpectationResult {
+    let wait = &figures
+        .services
+        .iter()
+        .find(|s| s.name == service)
+        .expect("expectation services are checked by validation")
+        .wait;
+    let expectation = format!("{service} mean wait in queue at most {max}");
+    let mut threshold = Threshold {
+        metric: "wait_ms_mean".to_string(),
+        client: Some(service.to_string()),
+        bound: AT_MOST.to_string(),
+        value: max.as_millis_f64(),
+        from_s: 0.0,
+        to_s: None,
+        observed: None,
+    };
+    // Without an attempt that started work there is no wait to bound: that is not a pass.
+    if wait.count() == 0 {
+        return ExpectationResult {
+            expectation,
+            observed: "no attempt started work".to_string(),
+            pass: false,
+            threshold,
+        };
+    }
+    let mean = wait.mean();
+    threshold.observed = Some(round3(mean.as_millis_f64()));
+    ExpectationResult {
+        expectation,
+        observed: format!("{:.1}ms", mean.as_millis_f64()),
+        pass: mean <= max,
+        threshold,
     }
 }
 

@@ -392,3 +392,43 @@ fn with_a_pass_rate_the_sign_test_puts_out_a_candidate_that_passes_less_often() 
         r.stdout
     );
 }
+
+/// An M/M/c service whose mean-wait objective Erlang C answers exactly (50 requests a second,
+/// exponential work of 100ms, a mean wait of at most 30ms): tuned for the least number of
+/// workers from 1 to 40 on two sets of seeds, the recommendation is the least c whose mean
+/// wait `mmc_mean_wait` puts within the bound, and c − 1 is put out on every seed it ran.
+#[test]
+fn the_least_workers_are_the_ones_erlang_c_names() {
+    let (arrivals, service_rate, bound_s) = (50.0, 10.0, 0.030);
+    let least = (1..=40u32)
+        .find(|&c| {
+            f64::from(c) * service_rate > arrivals
+                && sim_core::queueing::mmc_mean_wait(c, arrivals, service_rate) <= bound_s
+        })
+        .expect("some c in 1..40 meets the bound");
+    assert_eq!(least, 7, "the scenario's comment says 7");
+    for seeds in ["1..10", "101..110"] {
+        let r = resim(&[
+            "tune",
+            "book/src/scenarios/mmc-wait.ron",
+            "--param",
+            "services.api.workers=1..40",
+            "--minimize",
+            "services.api.workers",
+            "--seeds",
+            seeds,
+        ]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert_eq!(
+            recommended_sets(&r.stdout),
+            [format!("services.api.workers={least}")],
+            "{}",
+            r.stdout
+        );
+        let below = format!(
+            "  services.api.workers={}: after round 1, 0 of 5 seeds passed",
+            least - 1
+        );
+        assert!(r.stdout.contains(&below), "{below} in {}", r.stdout);
+    }
+}

@@ -36,7 +36,9 @@ pub fn client_of(e: &Expectation) -> Option<&str> {
         Expectation::Recovers { client, .. } | Expectation::Metastable { client } => {
             client.as_deref()
         }
-        Expectation::AmplificationAtMost { .. } | Expectation::BlastRadiusAtMost { .. } => None,
+        Expectation::AmplificationAtMost { .. }
+        | Expectation::BlastRadiusAtMost { .. }
+        | Expectation::MeanWaitAtMost { .. } => None,
     }
 }
 
@@ -485,6 +487,7 @@ fn first_moment(s: &Scenario) -> Option<SimDuration> {
             // Over the whole run: there is no quiet start to cut. The verdict's expectations
             // measure their baseline before the trigger, so the start is not quiet either.
             Expectation::P99AtMost { .. }
+            | Expectation::MeanWaitAtMost { .. }
             | Expectation::AmplificationAtMost { .. }
             | Expectation::Recovers { .. }
             | Expectation::Metastable { .. }
@@ -528,6 +531,7 @@ fn shift_earlier(s: &mut Scenario, shift: SimDuration) {
             }
             Expectation::RecoveredWithin { after, .. } => earlier(after),
             Expectation::P99AtMost { .. }
+            | Expectation::MeanWaitAtMost { .. }
             | Expectation::AmplificationAtMost { .. }
             | Expectation::Recovers { .. }
             | Expectation::Metastable { .. }

@@ -915,6 +915,15 @@ pub enum Expectation {
         /// The bound.
         max: SimDuration,
     },
+    /// The mean time in `service`'s queue of the attempts that started work there is at most
+    /// `max` (those that found a free worker count zero): queueing theory's mean wait W_q,
+    /// which Erlang C gives for an M/M/c service.
+    MeanWaitAtMost {
+        /// The service.
+        service: String,
+        /// The bound.
+        max: SimDuration,
+    },
     /// Client amplification stays at most `max`: the attempts the clients make (first
     /// attempts, retries, hedges) per request they offer. What a tier below receives per
     /// offered request is its load factor, in the report.
