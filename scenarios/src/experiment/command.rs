@@ -44,15 +44,7 @@ pub struct Outcome {
 /// any run starts; an error is one line for stderr (exit code 2).
 pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Outcome, String> {
     let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
-    let each: Vec<Overrides> = plan
-        .points
-        .iter()
-        .map(|point| {
-            let mut overrides = command.overrides.clone();
-            overrides.sets.extend(point.iter().cloned());
-            overrides
-        })
-        .collect();
+    let each = plan.overrides_each(&command.overrides);
     let scenarios = open(&command.file)
         .and_then(|source| source.apply_each(limits, &each))
         .map_err(|e| e.to_string())?;

@@ -202,15 +202,7 @@ pub fn phase_map(
         ));
     }
     let plan = Plan::new(&[command.y.clone(), command.x.clone()], command.seeds, None)?;
-    let each: Vec<Overrides> = plan
-        .points
-        .iter()
-        .map(|point| {
-            let mut overrides = command.overrides.clone();
-            overrides.sets.extend(point.iter().cloned());
-            overrides
-        })
-        .collect();
+    let each = plan.overrides_each(&command.overrides);
     let scenarios = open(&command.file)
         .and_then(|source| source.apply_each(limits, &each))
         .map_err(|e| e.to_string())?;

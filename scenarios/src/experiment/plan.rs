@@ -4,7 +4,7 @@
 //! of the output and what [`Partition`] splits on.
 
 pub use super::partition::Partition;
-use crate::format::overrides::{Flag, Override};
+use crate::format::overrides::{Flag, Override, Overrides};
 use std::str::FromStr;
 
 /// The most runs one sweep makes (grid points × seeds).
@@ -108,6 +108,18 @@ pub struct RunSpec {
 }
 
 impl Plan {
+    /// The overrides of each grid point: the command's own (`base`), then the point's.
+    pub fn overrides_each(&self, base: &Overrides) -> Vec<Overrides> {
+        self.points
+            .iter()
+            .map(|point| {
+                let mut overrides = base.clone();
+                overrides.sets.extend(point.iter().cloned());
+                overrides
+            })
+            .collect()
+    }
+
     /// The plan of `axes` over `seeds`; an error when it would make more than [`RUNS_MAX`] runs.
     pub fn new(
         axes: &[GridAxis],

@@ -70,19 +70,13 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
     for c in &found.clusters {
         upstreams.push(cluster(c, &found)?);
     }
-    let skipped = ledger
-        .not_imported(&doc.root)
-        .into_iter()
-        .map(|(path, kind, reason)| {
-            let (kind, reason) = known_reason(&path).unwrap_or((kind, reason));
-            (src(&path), kind, reason)
-        })
-        .collect();
-    Ok(Plan {
-        format: Some(SourceFormat::Envoy),
+    Ok(Plan::of(
+        SourceFormat::Envoy,
         upstreams,
-        skipped,
-    })
+        (doc, &ledger),
+        src,
+        known_reason,
+    ))
 }
 
 /// The entries of the list `items` at `path`, named as [`item_name`] names them.

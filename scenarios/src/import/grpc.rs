@@ -50,19 +50,13 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
             });
         }
     }
-    let skipped = ledger
-        .not_imported(&doc.root)
-        .into_iter()
-        .map(|(path, kind, reason)| {
-            let (kind, reason) = known_reason(&path).unwrap_or((kind, reason));
-            (src(&path), kind, reason)
-        })
-        .collect();
-    Ok(Plan {
-        format: Some(SourceFormat::Grpc),
+    Ok(Plan::of(
+        SourceFormat::Grpc,
         upstreams,
-        skipped,
-    })
+        (doc, &ledger),
+        src,
+        known_reason,
+    ))
 }
 
 /// The services `m` names that no earlier methodConfig did, each with its name entry; an

@@ -145,6 +145,33 @@ pub struct Plan {
     pub skipped: Vec<(String, Skip, String)>,
 }
 
+impl Plan {
+    /// The plan of a `format`: its `upstreams`, and every field of `doc` that `ledger` did not
+    /// see taken, at the path `src` names it by, with the reason `known` gives where it knows
+    /// one better than the ledger's.
+    fn of(
+        format: SourceFormat,
+        upstreams: Vec<Upstream>,
+        (doc, ledger): (&Doc, &tree::Ledger),
+        src: fn(&str) -> String,
+        known: fn(&str) -> Option<(Skip, String)>,
+    ) -> Plan {
+        let skipped = ledger
+            .not_imported(&doc.root)
+            .into_iter()
+            .map(|(path, kind, reason)| {
+                let (kind, reason) = known(&path).unwrap_or((kind, reason));
+                (src(&path), kind, reason)
+            })
+            .collect();
+        Plan {
+            format: Some(format),
+            upstreams,
+            skipped,
+        }
+    }
+}
+
 /// One upstream: the call to it and the settings of the service it is.
 #[derive(Debug, Clone)]
 pub struct Upstream {

@@ -229,19 +229,13 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
         c.overridden(&ledger);
     }
     unused_configs(&modules, &ledger);
-    let skipped = ledger
-        .not_imported(&doc.root)
-        .into_iter()
-        .map(|(path, kind, reason)| {
-            let (kind, reason) = known_reason(&path).unwrap_or((kind, reason));
-            (src(&path), kind, reason)
-        })
-        .collect();
-    Ok(Plan {
-        format: Some(SourceFormat::Resilience4j),
+    Ok(Plan::of(
+        SourceFormat::Resilience4j,
         upstreams,
-        skipped,
-    })
+        (&doc, &ledger),
+        src,
+        known_reason,
+    ))
 }
 
 /// The modules `resilience4j` sets; a key that is none of them is listed.

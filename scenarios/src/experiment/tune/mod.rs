@@ -361,15 +361,7 @@ fn candidates(
             plan.points.len()
         ));
     }
-    let each: Vec<Overrides> = plan
-        .points
-        .iter()
-        .map(|point| {
-            let mut overrides = command.overrides.clone();
-            overrides.sets.extend(point.iter().cloned());
-            overrides
-        })
-        .collect();
+    let each = plan.overrides_each(&command.overrides);
     let scenarios = source
         .apply_each(limits, &each)
         .map_err(|e| e.to_string())?;
