@@ -634,7 +634,7 @@ fn policy<'a>(
 }
 
 /// The 5xx statuses of HTTP (RFC 9110 and the registry), which Envoy's `5xx` retries.
-const STATUS_5XX: [u16; 11] = [500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511];
+pub(super) const STATUS_5XX: [u16; 11] = [500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511];
 
 /// The fields of a retry policy that resim has no counterpart for, or simplifies.
 const RETRY_NOT_IMPORTED: [(&str, Skip, &str); 6] = [

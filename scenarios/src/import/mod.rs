@@ -1,8 +1,9 @@
 //! `resim import`: a production resilience configuration read into the scenario format.
 //!
 //! An importer reads an external configuration (today: Envoy v3 clusters, routes and HTTP
-//! filters, as YAML or JSON; resilience4j's Spring Boot configuration, as YAML or
-//! `.properties`; a gRPC service config, as JSON) and writes scenario RON text: a new scenario around the call it
+//! filters, as YAML or JSON; Istio's `DestinationRule` and `VirtualService`, one or several
+//! to a file; resilience4j's Spring Boot configuration, as YAML or `.properties`; a gRPC
+//! service config, as JSON) and writes scenario RON text: a new scenario around the call it
 //! configures, or the call stack and the target's service settings written into an existing
 //! scenario (`--into FILE --call PATH`). Every value it writes carries a `//` comment naming
 //! the field it came from (`// envoy: clusters[db].outlier_detection.consecutive_5xx`), and it
@@ -22,6 +23,7 @@
 //! | `spring` | Spring Boot's binding: relaxed names, dotted YAML keys, `Duration` values |
 //! | `ron` | scenario values with their sources, written as commented RON; the table's rows |
 //! | `envoy` | Envoy v3: clusters, routes, the adaptive concurrency and local rate limit filters |
+//! | `istio` | Istio `DestinationRule` and `VirtualService`, mapped through the Envoy settings they become |
 //! | `resilience4j` | resilience4j instances, resolved through `baseConfig`, in Spring's aspect order |
 //! | `grpc` | a gRPC service config: `methodConfig` timeouts, retry and hedging policies, throttling |
 //! | `write` | a new scenario, or edits into an existing one, read back to check that it loads |
@@ -32,6 +34,7 @@
 
 mod envoy;
 mod grpc;
+mod istio;
 
 mod properties;
 mod resilience4j;
@@ -204,8 +207,7 @@ pub fn detect(
     }
     let root = &doc.root;
     let has = |k: &str| root.get(k).is_some();
-    let kind = root.get("kind").and_then(|k| k.as_str());
-    let format = if matches!(kind, Some("DestinationRule" | "VirtualService")) {
+    let format = if istio::holds_istio(root) {
         Some(SourceFormat::Istio)
     } else if has("methodConfig") || has("retryThrottling") {
         Some(SourceFormat::Grpc)
@@ -248,14 +250,7 @@ pub fn import(
             SourceFormat::Envoy => envoy::plan(&doc)?,
             SourceFormat::Resilience4j => resilience4j::plan(&doc)?,
             SourceFormat::Grpc => grpc::plan(&doc)?,
-
-            other => {
-                return Err(ImportError::new(format!(
-                    "{}: {} configurations are recognised but not imported yet (issue 25); this resim imports envoy, resilience4j and grpc",
-                    input.file,
-                    other.name()
-                )));
-            }
+            SourceFormat::Istio => istio::plan(&doc)?,
         };
         plan.format = Some(format);
         plan.upstreams.extend(found.upstreams);

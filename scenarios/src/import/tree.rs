@@ -1,5 +1,6 @@
 //! A configuration file read into one tree, whatever its syntax (YAML through `serde-saphyr`,
-//! JSON through `serde_json`), and a [`Ledger`] of which of its fields an importer used.
+//! a multi-document YAML file as the list of its documents, JSON through `serde_json`), and a
+//! [`Ledger`] of which of its fields an importer used.
 //!
 //! The tree is a `serde_json::Value`: both parsers give one, so every importer walks the same
 //! shape. A syntax error keeps the parser's line and column; an error in a value names the
@@ -52,7 +53,7 @@ impl Doc {
                 if text.trim().is_empty() {
                     Value::Object(Default::default())
                 } else {
-                    serde_saphyr::from_str::<Value>(text).map_err(|e| yaml_error(file, &e))?
+                    yaml(file, text)?
                 }
             }
         };
@@ -60,6 +61,25 @@ impl Doc {
             file: file.to_string(),
             root,
         })
+    }
+}
+
+/// A YAML text: one document as its value; several (`---` between them, as `kubectl` files
+/// hold) as the list of their values, empty documents left out.
+fn yaml(file: &str, text: &str) -> Result<Value, ImportError> {
+    match serde_saphyr::from_str::<Value>(text) {
+        Ok(v) => Ok(v),
+        Err(e) if e.to_string().contains("multiple YAML documents") => {
+            let mut docs =
+                serde_saphyr::from_multiple::<Value>(text).map_err(|e| yaml_error(file, &e))?;
+            docs.retain(|d| !d.is_null());
+            Ok(match docs.len() {
+                0 => Value::Object(Default::default()),
+                1 => docs.remove(0),
+                _ => Value::Array(docs),
+            })
+        }
+        Err(e) => Err(yaml_error(file, &e)),
     }
 }
 

@@ -26,6 +26,9 @@ pub fn write(
             Some(SourceFormat::Grpc) => {
                 "at least one `methodConfig` entry with a `name` naming its service"
             }
+            Some(SourceFormat::Istio) => {
+                "a DestinationRule or a VirtualService with an HTTP route to a host (`kind: DestinationRule` with `spec.host`)"
+            }
             _ => "at least one Envoy cluster (`clusters:` with a `name`)",
         };
         return Err(ImportError::new(format!(
@@ -257,6 +260,7 @@ fn into_scenario(
                 match plan.format {
                     Some(SourceFormat::Resilience4j) => "instances",
                     Some(SourceFormat::Grpc) => "services",
+                    Some(SourceFormat::Istio) => "hosts",
                     _ => "clusters",
                 },
                 names.join(", ")

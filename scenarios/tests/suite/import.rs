@@ -316,3 +316,54 @@ fn grpc_imported_retry_policy_retries_its_codes_with_full_jitter() {
         "a 500 is not UNAVAILABLE: no retry"
     );
 }
+
+/// Istio's reference shapes: a DestinationRule with a connection pool, outlier detection and
+/// two subsets, and a VirtualService routing to v2 with a timeout and retries, in one
+/// multi-document YAML file (`---` between them).
+#[test]
+fn istio_destination_rule_and_virtual_service() {
+    check_format("istio", "reviews.yaml");
+}
+
+/// A `kind: List` (as `kubectl get -o json` writes it): a weighted split over two subsets,
+/// consistent hashing, gateway errors only, HTTP/2, a host with Istio's default route, and an
+/// object of another kind.
+#[test]
+fn istio_list_with_defaults_and_splits() {
+    check_format("istio", "list.json");
+}
+
+/// Istio written into an existing scenario: the call replaced, the host's settings written in.
+#[test]
+fn istio_into_an_existing_scenario() {
+    let text = imported_into_oneshot("istio/pending.yaml");
+    insta::with_settings!({ description => "resim import tests/import/istio/pending.yaml --into tests/import/into-oneshot.ron --call clients.users.call" }, {
+        insta::assert_snapshot!("istio_into_oneshot", text);
+    });
+}
+
+/// Istio's `http1MaxPendingRequests` as imported bounds the queue for a connection: ten
+/// users call db at once through `maxConnections: 1` and `http1MaxPendingRequests: 1`, so one
+/// request is in flight, one waits, and the other eight are refused at once as overflow (no
+/// retry: `attempts: 0`); a bound of 3 lets four through, two connections and 3 pending five.
+#[test]
+fn istio_imported_pending_requests_bound_the_queue() {
+    let text = imported_into_oneshot("istio/pending.yaml")
+        .replace("OneShot(users: 1)", "OneShot(users: 10)");
+    let check = |text: &str, through: u64| {
+        let (attempts, failures, _) = oneshot(text);
+        assert_eq!(attempts, through, "reached db: {failures:?}");
+        let refused: u64 = failures
+            .iter()
+            .filter(|(reason, _)| reason.as_str() != "error")
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(refused, 10 - through, "refused before db: {failures:?}");
+    };
+    check(&text, 2);
+    check(&text.replace("queue_capacity: 1,", "queue_capacity: 3,"), 4);
+    let two = text
+        .replace("queue_capacity: 1,", "queue_capacity: 3,")
+        .replace("max_concurrent_calls: 1,", "max_concurrent_calls: 2,");
+    check(&two, 5);
+}
