@@ -988,6 +988,21 @@ fn whole_buckets(field: &str, after: SimDuration, until: SimDuration, s: &Scenar
     Ok(())
 }
 
+/// An expectation's window from `after` to `until` (or the end): within the run, in order,
+/// in whole report buckets.
+fn window(path: &str, after: SimDuration, until: Option<SimDuration>, s: &Scenario) -> Check {
+    within_run(&format!("{path}.after"), after, s.duration)?;
+    let Some(u) = until else { return Ok(()) };
+    clock(&format!("{path}.until"), u)?;
+    if u <= after {
+        return Err(err(
+            format!("{path}.until"),
+            format!("must be after `after` ({after}), got {u}"),
+        ));
+    }
+    whole_buckets(&format!("{path}.until"), after, u, s)
+}
+
 fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
     let cl = |name: &str| known_client(&format!("{path}.client"), name, &s.clients);
     match e {
@@ -1004,21 +1019,7 @@ fn expectation(path: &str, e: &Expectation, s: &Scenario) -> Check {
             max_ratio: r,
         } => {
             cl(client)?;
-            within_run(&format!("{path}.after"), *after, s.duration)?;
-            if let Some(u) = until {
-                clock(&format!("{path}.until"), *u)?;
-            }
-            if let Some(u) = until
-                && u <= after
-            {
-                return Err(err(
-                    format!("{path}.until"),
-                    format!("must be after `after` ({after}), got {u}"),
-                ));
-            }
-            if let Some(u) = until {
-                whole_buckets(&format!("{path}.until"), *after, *u, s)?;
-            }
+            window(path, *after, *until, s)?;
             let name = if matches!(e, Expectation::GoodputAtLeast { .. }) {
                 "min_ratio"
             } else {

@@ -40,36 +40,7 @@ pub(super) fn judge(
             until,
             max_ratio: r,
         } => goodput(figures, client(name), (*after, *until), Bound::AtMost(*r)),
-        Expectation::P99AtMost { client: name, max } => {
-            let latency = &client(name).latency;
-            let expectation = format!("{name} p99 latency at most {max}");
-            let mut threshold = Threshold {
-                metric: "latency_ms_p99".to_string(),
-                client: Some(name.clone()),
-                bound: AT_MOST.to_string(),
-                value: max.as_millis_f64(),
-                from_s: 0.0,
-                to_s: None,
-                observed: None,
-            };
-            // Without successes there is no latency to bound: that is not a pass.
-            if latency.count() == 0 {
-                return ExpectationResult {
-                    expectation,
-                    observed: "no successes".to_string(),
-                    pass: false,
-                    threshold,
-                };
-            }
-            let p99 = latency.quantile(0.99);
-            threshold.observed = Some(round3(p99.as_millis_f64()));
-            ExpectationResult {
-                expectation,
-                observed: format!("{:.1}ms", p99.as_millis_f64()),
-                pass: p99 <= *max,
-                threshold,
-            }
-        }
+        Expectation::P99AtMost { client: name, max } => p99(client(name), *max),
         Expectation::AmplificationAtMost { max } => ExpectationResult {
             expectation: format!("client amplification at most {max:.2}"),
             observed: format!("{:.2}", summary.amplification),
@@ -143,6 +114,39 @@ fn mean_wait(figures: &Figures, service: &str, max: SimDuration) -> ExpectationR
         expectation,
         observed: format!("{:.1}ms", mean.as_millis_f64()),
         pass: mean <= max,
+        threshold,
+    }
+}
+
+/// `P99AtMost`: the 99th percentile latency of the client's successful requests.
+fn p99(c: &ClientFigures, max: SimDuration) -> ExpectationResult {
+    let name = &c.name;
+    let latency = &c.latency;
+    let expectation = format!("{name} p99 latency at most {max}");
+    let mut threshold = Threshold {
+        metric: "latency_ms_p99".to_string(),
+        client: Some(name.clone()),
+        bound: AT_MOST.to_string(),
+        value: max.as_millis_f64(),
+        from_s: 0.0,
+        to_s: None,
+        observed: None,
+    };
+    // Without successes there is no latency to bound: that is not a pass.
+    if latency.count() == 0 {
+        return ExpectationResult {
+            expectation,
+            observed: "no successes".to_string(),
+            pass: false,
+            threshold,
+        };
+    }
+    let p99 = latency.quantile(0.99);
+    threshold.observed = Some(round3(p99.as_millis_f64()));
+    ExpectationResult {
+        expectation,
+        observed: format!("{:.1}ms", p99.as_millis_f64()),
+        pass: p99 <= max,
         threshold,
     }
 }
