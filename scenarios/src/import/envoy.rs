@@ -759,7 +759,17 @@ fn backoff(n: &Node) -> Result<Field, ImportError> {
             ),
         ));
     }
-    Ok(Field::plain(
+    Ok(jittered_backoff(
+        base.field("delay_initial", ron::duration(base.value)),
+        max.field("delay_max", ron::duration(max.value)),
+        &src(&at),
+    ))
+}
+
+/// Envoy's back-off as a retry's `backoff`: from `initial` doubling up to `max`, fully
+/// jittered; `source` names where the policy is (Istio's importer writes the same).
+pub(super) fn jittered_backoff(initial: Field, max: Field, source: &str) -> Field {
+    Field::plain(
         "backoff",
         ron::fields(vec![
             Field::plain(
@@ -767,17 +777,17 @@ fn backoff(n: &Node) -> Result<Field, ImportError> {
                 ron::named(
                     "Exponential",
                     vec![
-                        base.field("delay_initial", ron::duration(base.value)),
-                        Field::from("multiplier", ron::float(2.0), src(&at))
+                        initial,
+                        Field::from("multiplier", ron::float(2.0), source.to_string())
                             .noted("Envoy's back-off doubles with each retry"),
-                        max.field("delay_max", ron::duration(max.value)),
+                        max,
                     ],
                 ),
             ),
-            Field::from("jitter", ron::scalar("Full"), src(&at))
+            Field::from("jitter", ron::scalar("Full"), source.to_string())
                 .noted("Envoy's back-off is fully jittered: uniform on [0, the interval)"),
         ]),
-    ))
+    )
 }
 
 /// The `retry_on` conditions that retry a connection error.

@@ -1019,30 +1019,13 @@ fn backoff(base: Option<Found<SimDuration>>, at: &str, labels: &Labels) -> Field
         Some(n) => initial.noted(n),
         None => initial,
     };
-    Field::plain(
-        "backoff",
-        ron::fields(vec![
-            Field::plain(
-                "strategy",
-                ron::named(
-                    "Exponential",
-                    vec![
-                        initial,
-                        Field::from("multiplier", ron::float(2.0), source.clone())
-                            .noted("Envoy's back-off doubles with each retry"),
-                        Field::from(
-                            "delay_max",
-                            ron::duration(delay.saturating_mul(10)),
-                            source.clone(),
-                        )
-                        .noted("Envoy's default: 10 × the base interval"),
-                    ],
-                ),
-            ),
-            Field::from("jitter", ron::scalar("Full"), source)
-                .noted("Envoy's back-off is fully jittered: uniform on [0, the interval)"),
-        ]),
+    let max = Field::from(
+        "delay_max",
+        ron::duration(delay.saturating_mul(10)),
+        source.clone(),
     )
+    .noted("Envoy's default: 10 × the base interval");
+    super::envoy::jittered_backoff(initial, max, &source)
 }
 
 /// Notes on a list of fields.
