@@ -89,65 +89,53 @@ fn mean_wait(figures: &Figures, service: &str, max: SimDuration) -> ExpectationR
         .find(|s| s.name == service)
         .expect("expectation services are checked by validation")
         .wait;
-    let expectation = format!("{service} mean wait in queue at most {max}");
-    let mut threshold = Threshold {
-        metric: "wait_ms_mean".to_string(),
-        client: Some(service.to_string()),
-        bound: AT_MOST.to_string(),
-        value: max.as_millis_f64(),
-        from_s: 0.0,
-        to_s: None,
-        observed: None,
-    };
     // Without an attempt that started work there is no wait to bound: that is not a pass.
-    if wait.count() == 0 {
-        return ExpectationResult {
-            expectation,
-            observed: "no attempt started work".to_string(),
-            pass: false,
-            threshold,
-        };
-    }
-    let mean = wait.mean();
-    threshold.observed = Some(round3(mean.as_millis_f64()));
-    ExpectationResult {
-        expectation,
-        observed: format!("{:.1}ms", mean.as_millis_f64()),
-        pass: mean <= max,
-        threshold,
-    }
+    let observed = (wait.count() > 0).then(|| wait.mean());
+    duration_at_most(
+        format!("{service} mean wait in queue at most {max}"),
+        ("wait_ms_mean", service),
+        max,
+        observed.ok_or("no attempt started work"),
+    )
 }
 
 /// `P99AtMost`: the 99th percentile latency of the client's successful requests.
 fn p99(c: &ClientFigures, max: SimDuration) -> ExpectationResult {
-    let name = &c.name;
-    let latency = &c.latency;
-    let expectation = format!("{name} p99 latency at most {max}");
-    let mut threshold = Threshold {
-        metric: "latency_ms_p99".to_string(),
-        client: Some(name.clone()),
-        bound: AT_MOST.to_string(),
-        value: max.as_millis_f64(),
-        from_s: 0.0,
-        to_s: None,
-        observed: None,
-    };
     // Without successes there is no latency to bound: that is not a pass.
-    if latency.count() == 0 {
-        return ExpectationResult {
-            expectation,
-            observed: "no successes".to_string(),
-            pass: false,
-            threshold,
-        };
-    }
-    let p99 = latency.quantile(0.99);
-    threshold.observed = Some(round3(p99.as_millis_f64()));
+    let observed = (c.latency.count() > 0).then(|| c.latency.quantile(0.99));
+    duration_at_most(
+        format!("{} p99 latency at most {max}", c.name),
+        ("latency_ms_p99", &c.name),
+        max,
+        observed.ok_or("no successes"),
+    )
+}
+
+/// A duration bounded by `max`: `observed`, or why there is none (which fails), as the
+/// `metric` of `who` (a client or a service).
+fn duration_at_most(
+    expectation: String,
+    (metric, who): (&str, &str),
+    max: SimDuration,
+    observed: Result<SimDuration, &str>,
+) -> ExpectationResult {
+    let ms = observed.ok().map(|d| d.as_millis_f64());
     ExpectationResult {
         expectation,
-        observed: format!("{:.1}ms", p99.as_millis_f64()),
-        pass: p99 <= max,
-        threshold,
+        observed: match observed {
+            Ok(d) => format!("{:.1}ms", d.as_millis_f64()),
+            Err(why) => why.to_string(),
+        },
+        pass: observed.is_ok_and(|d| d <= max),
+        threshold: Threshold {
+            metric: metric.to_string(),
+            client: Some(who.to_string()),
+            bound: AT_MOST.to_string(),
+            value: max.as_millis_f64(),
+            from_s: 0.0,
+            to_s: None,
+            observed: ms.map(round3),
+        },
     }
 }
 
