@@ -842,8 +842,6 @@ impl Retriable {
         if has("retriable-status-codes") {
             throttled |= Self::status_codes(n, &mut statuses);
         }
-        statuses.sort_unstable();
-        statuses.dedup();
         let timeout = has("5xx") || has("gateway-error") || has("reset");
         let connection = CONNECTION.iter().any(|c| has(c));
         for c in conditions.iter().filter(|c| !KNOWN.contains(&c.as_str())) {
@@ -854,14 +852,9 @@ impl Retriable {
             );
         }
         let field = |name: &str, value: Ron| Field::from(name, value, source.clone());
-        let codes = statuses
-            .iter()
-            .map(u16::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
         Ok(Retriable {
             fields: vec![
-                field("retry_on_status", Ron::Scalar(format!("[{codes}]"))),
+                field("retry_on_status", ron::statuses(&statuses)),
                 field("retry_on_timeout", ron::scalar(timeout)),
                 field("retry_on_connection_error", ron::scalar(connection)),
                 field("retry_on_throttled", ron::scalar(throttled)),

@@ -279,16 +279,9 @@ fn retryable(n: &Node) -> Result<Vec<Field>, ImportError> {
         }
         n.ledger.take(&path);
     }
-    statuses.sort_unstable();
-    statuses.dedup();
-    let list = statuses
-        .iter()
-        .map(u16::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
     let field = |name: &str, value: Ron| Field::from(name, value, src(&at));
     Ok(vec![
-        field("retry_on_status", Ron::Scalar(format!("[{list}]"))),
+        field("retry_on_status", ron::statuses(&statuses)),
         field("retry_on_timeout", ron::scalar(false))
             .noted("gRPC's deadline spans the call: an attempt never times out alone"),
         field("retry_on_connection_error", ron::scalar(connection)),

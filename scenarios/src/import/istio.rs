@@ -1091,16 +1091,9 @@ fn conditions(text: &str, codes: &[u16], source: &str, file: Option<(&Node, &str
             }
         }
     }
-    statuses.sort_unstable();
-    statuses.dedup();
-    let list = statuses
-        .iter()
-        .map(u16::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
     let field = |name: &str, value: Ron| Field::from(name, value, source.to_string());
     vec![
-        field("retry_on_status", Ron::Scalar(format!("[{list}]"))),
+        field("retry_on_status", ron::statuses(&statuses)),
         field("retry_on_timeout", ron::scalar(timeout)),
         field("retry_on_connection_error", ron::scalar(connection)),
         field("retry_on_throttled", ron::scalar(throttled)),

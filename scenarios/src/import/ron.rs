@@ -101,6 +101,18 @@ pub fn float(x: f64) -> Ron {
     })
 }
 
+/// A list of HTTP statuses, as `retry_on_status` takes it: ascending, each once.
+pub fn statuses(codes: &[u16]) -> Ron {
+    let mut codes = codes.to_vec();
+    codes.sort_unstable();
+    codes.dedup();
+    let list = codes
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Ron::Scalar(format!("[{list}]"))
+}
 /// `Name(fields)`.
 pub fn named(name: &str, fields: Vec<Field>) -> Ron {
     Ron::Struct {
