@@ -4,7 +4,8 @@
 //! outlier ejection and active health checks that take replicas out of its choice.
 //!
 //! Ejected and unhealthy replicas are avoided while any other candidate is eligible; slots
-//! out of rotation ([`super::lifecycle`]) are not candidates unless none is in rotation. The
+//! out of rotation ([`super::lifecycle`]) are not candidates unless none is in rotation (over
+//! all the replicas, or over the unit's cell or shard). The
 //! draws come from the service's stream `services/NAME/balancer`.
 
 use super::lifecycle::Lifecycle;
@@ -42,7 +43,7 @@ impl Balance {
         shard: Option<&[u32]>,
     ) -> usize {
         if let Some(shard) = shard {
-            return self.pick_in(shard, replicas, now);
+            return self.pick_in(shard, replicas, life, now);
         }
         let n = replicas.len();
         if n == 1 {
@@ -96,14 +97,26 @@ impl Balance {
     }
 
     /// The replica an attempt goes to among `shard`: the rules of [`Balance::pick`], over
-    /// the shard's replicas instead of all of them.
-    fn pick_in(&mut self, shard: &[u32], replicas: &[Replica], now: SimTime) -> usize {
+    /// the shard's replicas instead of all of them (its replicas in rotation, unless none
+    /// is).
+    fn pick_in(
+        &mut self,
+        shard: &[u32],
+        replicas: &[Replica],
+        life: Option<&Lifecycle>,
+        now: SimTime,
+    ) -> usize {
         let k = shard.len();
         if k == 1 {
             return shard[0] as usize;
         }
-        let any_eligible = shard.iter().any(|&i| replicas[i as usize].eligible(now));
-        let ok = |i: u32| !any_eligible || replicas[i as usize].eligible(now);
+        let in_rotation = |i: u32| life.is_none_or(|l| l.in_rotation(i as usize));
+        let any_rotating = shard.iter().any(|&i| in_rotation(i));
+        let rotating = |i: u32| !any_rotating || in_rotation(i);
+        let any_eligible = shard
+            .iter()
+            .any(|&i| rotating(i) && replicas[i as usize].eligible(now));
+        let ok = |i: u32| rotating(i) && (!any_eligible || replicas[i as usize].eligible(now));
         let candidates = || shard.iter().copied().filter(|&i| ok(i));
         let rng = &mut self.rng;
         match self.balancer {

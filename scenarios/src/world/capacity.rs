@@ -234,10 +234,9 @@ impl World {
                         c.figures.zone_downs += 1;
                     }
                 } else if life.rotation(r) == Rotation::Out {
-                    // Kept: a slot out after a liveness restart is restarted too (it then
-                    // has two restarts on the way), and a slot that was already down in
-                    // rotation when the zone failed (a crash) is not: it stays down until
-                    // something else restarts it.
+                    // Every slot out with the zone: those it took down, and those down
+                    // before whose restart came while it was failing. A slot out after a
+                    // liveness restart keeps the restart already on the way.
                     self.restart_later(ctx, svc, r);
                 }
             }

@@ -41,6 +41,15 @@ impl Timeline {
             .any(|k| k.target() == FaultTarget::Zone(zone))
     }
 
+    /// Whether an active `Crash` fault holds replica `r` of the service named `service`
+    /// down.
+    pub fn crash_holds(&self, service: &str, r: usize) -> bool {
+        self.active_kinds().any(|k| {
+            matches!(k, FaultKind::Crash { service: s, replicas }
+                if s == service && replicas.is_none_or(|n| r < n as usize))
+        })
+    }
+
     /// The kinds of the active faults, in file order.
     fn active_kinds(&self) -> impl Iterator<Item = &FaultKind> + '_ {
         self.faults
@@ -144,7 +153,9 @@ impl World {
                     }
                     if start {
                         self.replica_down(ctx, svc, r, Down::Crash);
-                    } else {
+                    } else if !self.faults.crash_holds(service, r) {
+                        // Another crash fault that holds it still down restarts it when
+                        // it ends.
                         self.restart_later(ctx, svc, r);
                     }
                 }

@@ -21,11 +21,22 @@
 //!
 //! The steps of going down and up are written once, and where a cause takes other steps
 //! (a stop is not a crash: it counts what it held, not a crash; only zone failures and
-//! liveness restarts take the slot out of rotation and forget its probes) the difference is
-//! one arm of a `match` on the cause, with the reason beside it. Some of today's differences
-//! look like accidents but change the figures a report shows, so they are kept as they were
-//! and marked *kept*: a stop does not cut the rest of a pause from the paused time, and the
-//! blast-radius groups are told of neither a stop nor the start that ends it.
+//! liveness restarts take the slot out of rotation) the difference is one arm of a `match`
+//! on the cause, with the reason beside it. Whatever takes a process down ends the rest of
+//! its pause (paused time counts only what happened) and its liveness probes (the process
+//! that comes back is probed afresh, its failures in a row counted from none, as the kubelet
+//! does for a new container).
+//!
+//! A slot is owed at most one restart at a time (its `restart_at`): a second cause that
+//! would restart it (its zone back while a liveness restart is on the way) does not add
+//! one, a fall voids the restart owed for the one before (a crash fault that starts while a
+//! poison restart is on the way restarts it when the fault ends), and a `Restart` that
+//! reaches a replica already up does nothing. A crash fault's end restarts only the
+//! replicas no other crash fault holds down. A replica whose restart comes while its zone is
+//! failing joins the zone's replicas out of rotation, so the zone's return restarts it.
+//!
+//! The blast-radius groups are told of neither a stop nor the start that ends it (kept:
+//! a drained replica is not a unit's lost replica).
 
 use super::msg::Msg;
 use super::scaling::Scaling;
@@ -88,11 +99,16 @@ pub enum Rotation {
     Out,
 }
 
-/// One replica slot: whether it runs and whether it is seen.
+/// One replica slot: whether it runs, whether it is seen, and when the one restart it is
+/// owed comes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Slot {
     run: Run,
     rotation: Rotation,
+    /// When its `Restart` event is due, if one is on the way: one at a time, so two causes
+    /// that each restart it (a liveness restart and its zone's return) restart it once, and
+    /// a restart owed for an earlier fall is void when it falls again.
+    restart_at: Option<SimTime>,
 }
 
 impl Slot {
@@ -126,11 +142,13 @@ impl Lifecycle {
                 Slot {
                     run: Run::Up,
                     rotation: Rotation::In,
+                    restart_at: None,
                 }
             } else {
                 Slot {
                     run: Run::Down(Down::Stop),
                     rotation: Rotation::Parked,
+                    restart_at: None,
                 }
             }
         };
@@ -297,11 +315,42 @@ impl Lifecycle {
     /// (out for a zone failure or a liveness restart, parked at the end of a stop).
     fn go_down(&mut self, r: usize, cause: Down) -> Option<Rotation> {
         self.slots[r].run = Run::Down(cause);
+        self.slots[r].restart_at = None;
         match cause {
             Down::Zone | Down::Liveness => Some(Rotation::Out),
             Down::Stop => Some(Rotation::Parked),
             Down::Crash | Down::Poison => None,
         }
+    }
+
+    /// Replica `r` is owed a restart at `at`; false if one is already on the way (it comes
+    /// sooner or at the same time: every restart waits the service's one `restart` time).
+    fn owe_restart(&mut self, r: usize, at: SimTime) -> bool {
+        let slot = &mut self.slots[r];
+        if slot.restart_at.is_some() {
+            return false;
+        }
+        slot.restart_at = Some(at);
+        true
+    }
+
+    /// The `Restart` event of replica `r` fires at `now`: true if it is the one owed (not
+    /// one voided by a fall since).
+    fn take_restart(&mut self, r: usize, now: SimTime) -> bool {
+        let slot = &mut self.slots[r];
+        if slot.restart_at != Some(now) {
+            return false;
+        }
+        slot.restart_at = None;
+        true
+    }
+
+    /// Replica `r`, down in rotation when its restart came, stays down with its zone that
+    /// is failing: out of rotation until the zone is back (which restarts it).
+    fn down_with_zone(&mut self, r: usize) -> bool {
+        let slot = &mut self.slots[r];
+        slot.run = Run::Down(Down::Zone);
+        slot.rotation == Rotation::In
     }
 
     /// Replica `r` runs again (a replica already up keeps running, or stays paused).
@@ -337,10 +386,8 @@ impl World {
             }
             Down::Crash | Down::Zone | Down::Liveness => s.counts().crashes += 1,
         }
-        // The rest of a pause under way does not happen. Kept: a stop leaves it in the
-        // paused time (a drained or redeployed replica paused when it stops).
-        if cause != Down::Stop
-            && let Some(u) = s.life().paused_until(r)
+        // The rest of a pause under way does not happen, whatever stops the process.
+        if let Some(u) = s.life().paused_until(r)
             && let Some(c) = s.capacity_mut()
         {
             c.pause_cut(u.saturating_duration_since(now));
@@ -355,11 +402,10 @@ impl World {
             let (life, scaling) = s.slots_mut();
             life.move_slot(now, r, to, scaling);
         }
-        // A slot out of rotation is not probed; its probes start afresh when it is back.
-        if matches!(cause, Down::Zone | Down::Liveness) {
-            s.capacity_mut()
-                .expect("a zone failure or a liveness restart is a capacity event")
-                .forget_probes(r);
+        // Its probes die with the process: the one that comes back is probed afresh, its
+        // failures in a row counted from none (as the kubelet does for a new container).
+        if let Some(c) = s.capacity_mut() {
+            c.forget_probes(r);
         }
         s.capacity_change(now);
         // Kept: the groups are not told of a stop (nor of the start that ends it, below),
@@ -385,8 +431,13 @@ impl World {
 
     /// Replica `r` of `svc` restarts after the service's `restart` time
     /// ([`World::replica_up`] with [`Up::Restart`] then).
+    /// A restart already on the way is not doubled.
     pub(super) fn restart_later(&mut self, ctx: C, svc: usize, r: usize) {
         let delay = self.services[svc].config().restart.unwrap_or_default();
+        let at = ctx.now().saturating_add(delay);
+        if !self.services[svc].life_mut().owe_restart(r, at) {
+            return;
+        }
         let (service, replica) = (svc as u32, r as u32);
         later(ctx, delay, Msg::Restart { service, replica });
     }
@@ -397,24 +448,27 @@ impl World {
     pub(super) fn replica_up(&mut self, ctx: C, svc: usize, r: usize, cause: Up) {
         let now = ctx.now();
         let was_down = !self.services[svc].life().is_up(r);
-        // A replica in a failing zone stays down until the zone is back.
-        if cause == Up::Restart && self.zone_failed(svc, r) {
-            return;
-        }
         let s = &mut self.services[svc];
         let rotation = s.life().rotation(r);
         match cause {
-            // A slot out of rotation after a zone failure or a liveness restart is back in
-            // it; one the scaler took out meanwhile (draining, parked) stays down. Kept: a
-            // restart of a replica that is up (two crash faults, a crash fault's end over a
-            // slot started since) makes it cold again.
+            // The restart owed, to a replica still down: one the scaler took out meanwhile
+            // (draining, parked) stays down, one in a failing zone waits for the zone, and
+            // one out of rotation after a zone failure or a liveness restart is back in it.
             Up::Restart => {
+                if !s.life_mut().take_restart(r, now) || !was_down {
+                    return;
+                }
+                if !matches!(rotation, Rotation::In | Rotation::Out) {
+                    return;
+                }
+                if self.zone_failed(svc, r) {
+                    self.down_with_zone(now, svc, r);
+                    return;
+                }
+                let s = &mut self.services[svc];
                 if rotation == Rotation::Out {
                     let (life, scaling) = s.slots_mut();
                     life.move_slot(now, r, Rotation::In, scaling);
-                }
-                if !s.in_rotation(r) {
-                    return;
                 }
             }
             Up::Start => {
@@ -434,6 +488,7 @@ impl World {
                     .deploy_restarted();
             }
         }
+        let s = &mut self.services[svc];
         if let Some(sc) = s.scaling_mut() {
             sc.started(now, r);
         }
@@ -445,5 +500,19 @@ impl World {
         }
         s.life().check(r);
         assert!(s.in_rotation(r) && s.life().is_up(r), "replica {r} came up");
+    }
+
+    /// Replica `r` of `svc`, down when its restart came, stays down with its failing zone:
+    /// out of rotation, like the zone's other replicas, so the zone's return restarts it.
+    fn down_with_zone(&mut self, now: SimTime, svc: usize, r: usize) {
+        let s = &mut self.services[svc];
+        if s.life_mut().down_with_zone(r) {
+            let (life, scaling) = s.slots_mut();
+            life.move_slot(now, r, Rotation::Out, scaling);
+            s.capacity_change(now);
+        }
+        let s = &self.services[svc];
+        s.life().check(r);
+        assert_eq!(s.life().rotation(r), Rotation::Out, "down with its zone");
     }
 }

@@ -20,6 +20,7 @@ mod decisions;
 mod distributed;
 mod import;
 mod library;
+mod lifecycle;
 mod local_limiters;
 mod locks;
 mod metastability;
