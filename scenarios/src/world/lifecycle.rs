@@ -35,8 +35,9 @@
 //! replicas no other crash fault holds down. A replica whose restart comes while its zone is
 //! failing joins the zone's replicas out of rotation, so the zone's return restarts it.
 //!
-//! The blast-radius groups are told of neither a stop nor the start that ends it (kept:
-//! a drained replica is not a unit's lost replica).
+//! The blast-radius groups are told of every change and count a replica lost while it is
+//! down for anything but a stop: a replica its scaler parked or a deploy restarts is not a
+//! unit's lost replica.
 
 use super::msg::Msg;
 use super::scaling::Scaling;
@@ -166,6 +167,12 @@ impl Lifecycle {
     /// Whether replica `r` is up (running or paused).
     pub fn is_up(&self, r: usize) -> bool {
         !matches!(self.slots[r].run, Run::Down(_))
+    }
+
+    /// Whether replica `r` is lost: down for a crash, a poison request, a zone failure or a
+    /// liveness restart (a stopped replica is not lost: its scaler or a deploy planned it).
+    pub fn lost(&self, r: usize) -> bool {
+        matches!(self.slots[r].run, Run::Down(cause) if cause != Down::Stop)
     }
 
     /// Whether replica `r` runs: up and not paused.
@@ -371,7 +378,6 @@ impl World {
         let now = ctx.now();
         let s = &mut self.services[svc];
         s.life().check_down(r, cause);
-        let was_up = s.life().is_up(r);
         match cause {
             // A stop is planned, not a crash: what it still held is its own figure.
             Down::Stop => {
@@ -408,11 +414,9 @@ impl World {
             c.forget_probes(r);
         }
         s.capacity_change(now);
-        // Kept: the groups are not told of a stop (nor of the start that ends it, below),
-        // so a drained replica is not a unit's lost replica.
-        if was_up && cause != Down::Stop {
-            s.replica_changed(now, r);
-        }
+        // The groups count it lost unless it stopped (a drained replica is not a unit's
+        // lost one); a stop is told too, for a lost replica that a drain then stops.
+        s.replica_changed(now, r);
         // A crash restarts when its fault ends, a zone's replicas when the zone is back, a
         // stopped slot when its scaler or deploy starts it.
         if matches!(cause, Down::Poison | Down::Liveness) {
@@ -495,9 +499,7 @@ impl World {
         s.replica(r).flush_cache(now);
         s.life_mut().come_up(r);
         s.capacity_change(now);
-        if was_down && cause == Up::Restart {
-            s.replica_changed(now, r);
-        }
+        s.replica_changed(now, r);
         s.life().check(r);
         assert!(s.in_rotation(r) && s.life().is_up(r), "replica {r} came up");
     }

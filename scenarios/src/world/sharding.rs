@@ -5,9 +5,10 @@
 //! The replicas a unit may use form its *group*: one group of every replica for a service
 //! without isolation (that a `Poison` fault aims at: its figures say that every unit shares
 //! the fate of every replica), one group per cell, one group per unit under shuffle sharding.
-//! Each group remembers the most of its replicas that were down at once; a unit *lost all its
-//! replicas* when its group was entirely down at some instant, and *lost some* when part of
-//! it was. A gauge counts the units whose every replica is down, over time.
+//! Each group remembers the most of its replicas that were lost at once (down for anything
+//! but a stop: a replica its scaler parked or a deploy restarts is not lost); a unit *lost
+//! all its replicas* when its group was entirely lost at some instant, and *lost some* when
+//! part of it was. A gauge counts the units whose every replica is lost, over time.
 //!
 //! The tables are built once, with the world, from the service's stream
 //! `services/NAME/isolation` (see [`crate::format::schema::isolation`] for the draws); a service neither
@@ -26,8 +27,9 @@
 //! sent and per job started. A poison request crashes its replica when a worker would start it
 //! (the replica's jobs are lost as in a `Crash`), and the replica restarts after the service's
 //! `restart`. Each group of replicas (all of them, a cell, a unit's shard) keeps the most of
-//! its replicas down at once, updated on crashes and restarts, and a gauge counts the units
-//! with no replica up.
+//! its replicas lost at once (down for anything but a stop: a replica its scaler parked is
+//! not lost), updated whenever one goes down or comes up, and a gauge counts the units with
+//! every replica lost.
 
 use super::lifecycle::{Down, Lifecycle};
 use super::outcome::{Outcome, Reason};
@@ -55,9 +57,9 @@ pub struct Sharding {
     groups_of: Vec<Vec<u32>>,
     /// Per group, how many units it serves (empty under shuffle sharding: one each).
     unit_counts: Vec<u64>,
-    /// Per group, the most of its replicas down at once so far.
+    /// Per group, the most of its replicas lost (down, not stopped) at once so far.
     down_max: Vec<u32>,
-    /// Per group, whether all its replicas are down now (its units counted in `units_down`).
+    /// Per group, whether all its replicas are lost now (its units counted in `units_down`).
     /// Kept rather than recounted on the way up: a replica may change state without its
     /// group being told (one an autoscaler added, a crash of a replica already down), so
     /// "the others are down" does not say the group was counted.
@@ -170,43 +172,29 @@ impl Sharding {
         Some(self.replicas_of(self.group(unit)))
     }
 
-    /// Replica `r` went down at `now`, or came up again, as `life` says.
+    /// Replica `r` went down or came up at `now`, whatever the cause: each group it is in
+    /// counts its replicas `life` says are lost (down for a crash, a poison request, a zone
+    /// failure or a liveness restart; a replica stopped by its scaler or a deploy is not a
+    /// lost one).
     pub fn replica_changed(&mut self, now: SimTime, r: usize, life: &Lifecycle) {
-        if life.is_up(r) {
-            self.came_up(now, r);
-        } else {
-            self.went_down(now, r, |i| life.is_up(i));
-        }
-    }
-
-    /// Replica `r` went down at `now` (`up` says which replicas are up, `r` already not).
-    fn went_down(&mut self, now: SimTime, r: usize, up: impl Fn(usize) -> bool) {
         // A replica an autoscaler added beyond the file's `replicas` is in no group.
         let groups = self.groups_of.get(r).map_or(0, Vec::len);
         for i in 0..groups {
             let g = self.groups_of[r][i] as usize;
-            let down = self
+            let lost = self
                 .replicas_of(g)
                 .iter()
-                .filter(|&&x| !up(x as usize))
+                .filter(|&&x| life.lost(x as usize))
                 .count() as u32;
-            self.down_max[g] = self.down_max[g].max(down);
-            if down as usize == self.size && !self.group_down[g] {
-                self.group_down[g] = true;
-                self.units_down += self.units_in(g);
-            }
-        }
-        self.units_down_series.set(now, self.units_down as f64);
-    }
-
-    /// Replica `r` is up again at `now`: the groups it is in that were all down are not.
-    fn came_up(&mut self, now: SimTime, r: usize) {
-        let groups = self.groups_of.get(r).map_or(0, Vec::len);
-        for i in 0..groups {
-            let g = self.groups_of[r][i] as usize;
-            if self.group_down[g] {
-                self.group_down[g] = false;
-                self.units_down -= self.units_in(g);
+            self.down_max[g] = self.down_max[g].max(lost);
+            let all = lost as usize == self.size;
+            if all != self.group_down[g] {
+                self.group_down[g] = all;
+                if all {
+                    self.units_down += self.units_in(g);
+                } else {
+                    self.units_down -= self.units_in(g);
+                }
             }
         }
         self.units_down_series.set(now, self.units_down as f64);

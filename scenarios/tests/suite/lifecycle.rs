@@ -158,3 +158,46 @@ fn a_cell_sends_its_requests_to_its_replicas_in_rotation() {
         failures(&report, "unavailable")
     );
 }
+
+#[test]
+fn a_replica_the_scaler_parked_is_not_a_lost_one() {
+    // Two cells of two replicas (cell 0: replicas 0 and 1; cell 1: 2 and 3) at a tenth of
+    // their capacity: the scaler parks the highest slot, replica 3, within the first
+    // seconds. The crash at 20s takes the three in rotation: cell 0 lost all its replicas,
+    // cell 1 lost one (its other one was parked, not lost). The units' draw puts 55 of the
+    // 100 in cell 0.
+    let text = r#"Scenario(
+    name: "parked-is-not-lost",
+    duration: "30s",
+    clients: { "users": (
+        load: Open(rate: Constant("100/s")),
+        call: (target: "api", timeout: "1s"),
+        classes: [(name: "customer", share: 1, tenants: (keys: 100, first: 1))],
+    ) },
+    services: { "api": (
+        replicas: 4,
+        workers: 4,
+        work: Constant(value: "4ms"),
+        isolation: Cells(count: 2),
+        autoscale: (
+            min_replicas: 3,
+            max_replicas: 4,
+            metric: Utilisation(target_ratio: 0.6),
+            period: "1s",
+            delay: "0s",
+            startup: "1s",
+            drain: "1s",
+            scale_in_stabilisation: "1s",
+        ),
+    ) },
+    faults: [(at: "20s", duration: "5s", kind: Crash(service: "api", replicas: Some(3)))],
+)"#;
+    let report = run_text(text);
+    let blast = support::service_report(&report, "api")
+        .blast_radius
+        .as_ref()
+        .expect("an isolated service reports its blast radius");
+    assert_eq!(blast.units, 100);
+    assert_eq!(blast.units_lost_all, 55, "{blast:?}");
+    assert_eq!(blast.units_lost_some, 45, "{blast:?}");
+}
