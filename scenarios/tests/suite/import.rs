@@ -8,8 +8,11 @@
 //! the source format expected, exit code 2. The runs show the imported behaviour: an imported
 //! `outlier_detection` ejects a failing host after `consecutive_5xx` failures and returns it
 //! after `base_ejection_time`; an imported resilience4j retry makes the declared attempts and
-//! waits, its rate limiter waits for the next period; an imported gRPC retry policy retries
-//! its status codes only, with full-jitter waits of the declared mean.
+//! waits, its rate limiter waits for the next period, its breaker opens at its failure rate
+//! threshold once its minimum calls are recorded; an imported gRPC retry policy retries its
+//! status codes only, with full-jitter waits of the declared mean; an imported Istio
+//! VirtualService retries on 5xx and per-try timeouts within the route's timeout, and
+//! `http1MaxPendingRequests` bounds the queue.
 
 use crate::support;
 
@@ -83,6 +86,12 @@ fn resilience4j_upstream_demo_shape() {
 #[test]
 fn resilience4j_properties_with_aspect_orders() {
     check_format("resilience4j", "application.properties");
+}
+
+/// A count-based CircuitBreaker instance, its minimum calls below its window.
+#[test]
+fn resilience4j_count_based_breaker() {
+    check_format("resilience4j", "breaker.yml");
 }
 
 /// A gRPC service config with a retry policy (maxAttempts above gRPC's cap of 5), status
@@ -325,6 +334,12 @@ fn istio_destination_rule_and_virtual_service() {
     check_format("istio", "reviews.yaml");
 }
 
+/// A VirtualService alone: a route timeout, retries on 5xx with a per-try timeout.
+#[test]
+fn istio_virtual_service_retries() {
+    check_format("istio", "retries.yaml");
+}
+
 /// A `kind: List` (as `kubectl get -o json` writes it): a weighted split over two subsets,
 /// consistent hashing, gateway errors only, HTTP/2, a host with Istio's default route, and an
 /// object of another kind.
@@ -366,4 +381,68 @@ fn istio_imported_pending_requests_bound_the_queue() {
         .replace("queue_capacity: 1,", "queue_capacity: 3,")
         .replace("max_concurrent_calls: 1,", "max_concurrent_calls: 2,");
     check(&two, 5);
+}
+
+/// resilience4j's CircuitBreaker as imported opens as resilience4j's does: once
+/// `minimumNumberOfCalls` calls are recorded, at a failure rate of at least
+/// `failureRateThreshold` percent, and then refuses every call for `waitDurationInOpenState`
+/// (a minute, longer than the run). One user calls db again 1ms after each answer: with
+/// every call failing, or 60% of them, db sees exactly the 100 calls the breaker needs before
+/// it judges; with 40% failing it never opens; judged after 200 calls, db sees 200.
+#[test]
+fn resilience4j_imported_breaker_opens_at_its_threshold_after_its_minimum_calls() {
+    let text = imported_into_oneshot("resilience4j/breaker.yml").replace(
+        "OneShot(users: 1)",
+        "Closed(users: 1, think: Constant(value: \"1ms\"))",
+    );
+    let failing = |ratio: &str| text.replace("error_ratio: 1.0", &format!("error_ratio: {ratio}"));
+    let calls = |text: &str| {
+        let report = run_file_text("imported.ron", text, &RunOptions::default());
+        let refused = support::client_report(&report, "users")
+            .failures_by_reason
+            .get("breaker_open")
+            .copied();
+        (service_report(&report, "db").arrivals, refused)
+    };
+    let (all, refused) = calls(&text);
+    assert_eq!(all, 100);
+    assert!(refused.is_some_and(|n| n > 10_000), "{refused:?}");
+    assert_eq!(calls(&failing("0.6")).0, 100);
+    let (below, refused) = calls(&failing("0.4"));
+    assert!(below > 10_000, "{below} calls");
+    assert_eq!(refused, None, "never open below the threshold");
+    let later = text.replace(
+        "minimum_number_of_calls: 100,",
+        "minimum_number_of_calls: 200,",
+    );
+    assert_eq!(calls(&later).0, 200);
+}
+
+/// Istio's VirtualService `retries` and `timeout` as imported behave as the sidecar's: on a
+/// 5xx, `attempts: 2` retries twice (three attempts at db); each attempt is cut at
+/// `perTryTimeout` and retried (a 5xx covers an upstream that does not answer), and the
+/// route's `timeout` spans them all: db takes 2s, so three attempts of 300ms and two back-offs
+/// end within the 1s; with no retries the one attempt ends at 300ms.
+#[test]
+fn istio_imported_virtual_service_retries_and_deadline() {
+    let text = imported_into_oneshot("istio/retries.yaml");
+    let (attempts, failures, _) = oneshot(&text);
+    assert_eq!(attempts, 3);
+    assert_eq!(failures.get("error"), Some(&1), "{failures:?}");
+    let slow = text
+        .replace(
+            "faults: [(at: \"0s\", kind: ErrorRate(service: \"db\", error_ratio: 1.0))]",
+            "faults: []",
+        )
+        .replace(
+            "work: Constant(value: \"1ms\")",
+            "work: Constant(value: \"2s\")",
+        );
+    let (attempts, failures, makespan) = oneshot(&slow);
+    assert_eq!(attempts, 3);
+    assert_eq!(failures.get("timeout"), Some(&1), "{failures:?}");
+    assert!((900.0..1000.0).contains(&makespan), "makespan {makespan}ms");
+    let (attempts, _, makespan) = oneshot(&slow.replace("max_retries: 2,", "max_retries: 0,"));
+    assert_eq!(attempts, 1);
+    assert!((makespan - 300.0).abs() < 0.5, "makespan {makespan}ms");
 }
