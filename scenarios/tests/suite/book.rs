@@ -2475,3 +2475,38 @@ fn the_measured_latencies_chapter_is_what_its_scenario_shows() {
         ),
     );
 }
+
+/// The scenario "Your own system" runs (`book/src/own/imported.ron`) is what `resim import`
+/// writes from the chapter's Envoy file into its `system.ron` today (`UPDATE_BOOK=1`
+/// rewrites it), and it meets its expectations.
+#[test]
+fn the_own_system_chapter_runs_what_import_writes() {
+    let out = resim_in(
+        &workspace_root(),
+        &[
+            "import",
+            "book/src/own/envoy-db.yaml",
+            "--into",
+            "book/src/scenarios/own/system.ron",
+            "--call",
+            "services.api.calls[0]",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let path = src().join("own/imported.ron");
+    if std::env::var_os("UPDATE_BOOK").is_some() {
+        std::fs::write(&path, &out.stdout).unwrap();
+    }
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        saved == out.stdout,
+        "{} is not what resim import writes today; rerun with UPDATE_BOOK=1",
+        path.display()
+    );
+    let name = path.display().to_string();
+    let scenario = load(&name).unwrap_or_else(|e| panic!("{e}"));
+    let report = run(&scenario, &name, &RunOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .report;
+    assert!(report.passed(), "{:?}", report.expectations);
+}
