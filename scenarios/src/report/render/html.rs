@@ -114,6 +114,7 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
             .collect();
         table(&mut o, &["client", "verdict", "in words"], &rows);
     }
+    why(&mut o, report);
     components(&mut o, report);
     o.push_str("<h2>Charts</h2>\n");
     for c in charts {
@@ -131,6 +132,23 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
         esc(&super::Format::Human.render(report))
     );
     o
+}
+
+/// The "why" section: each failure, then its findings as a list (nothing when nothing
+/// failed).
+fn why(o: &mut String, report: &Report) {
+    if report.why.is_empty() {
+        return;
+    }
+    o.push_str("<h2 id=\"why\">Why</h2>\n");
+    for w in &report.why {
+        let lines = w.lines();
+        let _ = writeln!(o, "<p class=\"fail\">{}</p>\n<ul>", esc(&lines[0]));
+        for line in &lines[1..] {
+            let _ = writeln!(o, "<li>{}</li>", esc(line.trim_start()));
+        }
+        o.push_str("</ul>\n");
+    }
 }
 
 fn summary(o: &mut String, report: &Report) {

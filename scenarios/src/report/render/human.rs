@@ -67,6 +67,7 @@ pub(super) fn render(report: &Report) -> String {
             }
         }
     }
+    why(&mut o, report);
     if !report.warnings.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "warnings");
@@ -85,6 +86,21 @@ pub(super) fn render(report: &Report) -> String {
     let _ = writeln!(o, "digest {}", report.digest);
     let _ = writeln!(o, "replay: {}", report.replay_command());
     o
+}
+
+/// Why what failed failed, as `resim why` says it (nothing when nothing failed).
+fn why(o: &mut String, report: &Report) {
+    if report.why.is_empty() {
+        return;
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "why");
+    for w in &report.why {
+        for (i, line) in w.lines().iter().enumerate() {
+            let indent = if i == 0 { "  " } else { "    " };
+            let _ = writeln!(o, "{indent}{line}");
+        }
+    }
 }
 
 fn summary(o: &mut String, report: &Report) {
