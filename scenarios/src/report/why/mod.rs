@@ -34,6 +34,8 @@ use window::Stretch;
 pub enum Rule {
     /// Queue waits at a service reached past its callers' timeout.
     QueueWaitsPastTimeout,
+    /// Time in a queue made most of a latency that broke its bound.
+    QueueWaitsMakeLatency,
     /// A full queue takes longer to serve than the callers wait: whoever joins it expires.
     FullQueueOutlivesTimeout,
     /// A queue was full and refused attempts.
@@ -48,7 +50,8 @@ pub enum Rule {
     WastedWork,
     /// The clients made many more attempts per request than before.
     RetriesAmplify,
-    /// A service received more attempts than its workers serve.
+    /// A service received more attempts than its workers serve (what held recovery back
+    /// when retries amplified the load, what saturated otherwise).
     LoadAboveCapacity,
     /// A retry budget refused retries.
     RetryBudgetRefused,
@@ -137,21 +140,25 @@ pub(super) fn explain(scenario: &Scenario, figures: &Figures, report: &Report) -
             .map(|c| format!("{}: {}", c.name, c.summary))
             .collect::<Vec<_>>()
             .join("; ");
-        out.push(analyse(&inputs, failed, observed, None, &stretch));
+        out.push(analyse(&inputs, failed, observed, None, &stretch, false));
     }
     out
 }
 
 /// Why expectation `index` failed, over its window.
 fn expectation(inputs: &rules::Inputs, index: usize, e: &ExpectationResult) -> Why {
+    // An expectation counts the run's last bucket when its window runs to the end.
     let (from, to) = (e.threshold.from_s, e.threshold.to_s);
-    let stretch = Stretch::of(inputs.report, from, to, from);
+    let to = to.unwrap_or(inputs.report.simulated_s);
+    let stretch = Stretch::of(inputs.report, from, Some(to), from);
+    let latency = e.threshold.metric == "latency_ms_p99";
     analyse(
         inputs,
         format!("expectations[{index}] {}", e.expectation),
         e.observed.clone(),
         Some(index),
         &stretch,
+        latency,
     )
 }
 
@@ -161,8 +168,9 @@ fn analyse(
     observed: String,
     expectation: Option<usize>,
     stretch: &Stretch,
+    latency: bool,
 ) -> Why {
-    let (saturated, held_back) = rules::findings(inputs, stretch);
+    let (saturated, held_back) = rules::findings(inputs, stretch, latency);
     Why {
         failed,
         observed,
@@ -309,19 +317,23 @@ fn nothing_failed(report: &Report) -> String {
 }
 
 impl Why {
-    /// The explanation as the reports print it: a heading line, then indented lines.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![format!("{}: {}", self.failed, self.observed)];
+    /// What failed and what was observed, in one line.
+    pub fn heading(&self) -> String {
+        format!("{}: {}", self.failed, self.observed)
+    }
+
+    /// The stretch in words, then the failure reasons of the run.
+    pub fn context(&self) -> Vec<String> {
         let ratio = self
             .success_ratio
             .map_or("–".to_string(), |r| format!("{:.1}%", 100.0 * r));
         let attempts = self
             .attempts_per_request
             .map_or(String::new(), |a| format!(", {a:.2} attempts per request"));
-        out.push(format!(
+        let mut out = vec![format!(
             "from {}s to {}s: {} requests offered, {ratio} succeeded{attempts}",
             self.from_s, self.to_s, self.offered
-        ));
+        )];
         if !self.reasons.is_empty() {
             let reasons: Vec<String> = self
                 .reasons
@@ -337,20 +349,34 @@ impl Why {
                 .collect();
             out.push(format!("failures over the run: {}", reasons.join(", ")));
         }
-        for (title, findings) in [
-            ("saturated", &self.saturated),
-            ("held recovery back", &self.held_back),
-        ] {
-            if !findings.is_empty() {
-                out.push(format!("{title}:"));
-                out.extend(findings.iter().map(|f| format!("  {}", f.text)));
-            }
+        out
+    }
+
+    /// The findings under their titles (`saturated`, `held recovery back`), those with any.
+    pub fn sections(&self) -> Vec<(&'static str, &[Finding])> {
+        [
+            ("saturated", self.saturated.as_slice()),
+            ("held recovery back", self.held_back.as_slice()),
+        ]
+        .into_iter()
+        .filter(|(_, f)| !f.is_empty())
+        .collect()
+    }
+
+    /// What a report says when no rule held.
+    pub const NO_FINDING: &str =
+        "no resource saturated and nothing held recovery back by the rules `resim why` checks";
+
+    /// The explanation as the text reports print it: the heading, then lines indented under it.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![self.heading()];
+        out.extend(self.context());
+        for (title, findings) in self.sections() {
+            out.push(format!("{title}:"));
+            out.extend(findings.iter().map(|f| format!("  {}", f.text)));
         }
-        if self.saturated.is_empty() && self.held_back.is_empty() {
-            out.push(
-                "no resource saturated and nothing held recovery back by the rules `resim why` checks"
-                    .to_string(),
-            );
+        if self.sections().is_empty() {
+            out.push(Self::NO_FINDING.to_string());
         }
         out
     }

@@ -40,8 +40,8 @@ pub(super) struct Inputs<'a> {
     timeouts: BTreeMap<String, CallerTimeout>,
     /// Per service: its queue's capacity per replica (absent: unbounded).
     capacities: BTreeMap<String, u32>,
-    /// Per service: the mean time a worker held a job (its work and its downstream calls),
-    /// in milliseconds, over the jobs that started.
+    /// Per service: the mean time a worker held a job (its work and its downstream calls)
+    /// over the whole run, in milliseconds, over the jobs that started.
     holds_ms: BTreeMap<String, f64>,
 }
 
@@ -92,22 +92,37 @@ impl<'a> Inputs<'a> {
     }
 }
 
-/// What saturated, then what held recovery back.
-pub(super) fn findings(inputs: &Inputs, stretch: &Stretch) -> (Vec<Finding>, Vec<Finding>) {
+/// What saturated, then what held recovery back; `latency`: the failure is a latency bound.
+pub(super) fn findings(
+    inputs: &Inputs,
+    stretch: &Stretch,
+    latency: bool,
+) -> (Vec<Finding>, Vec<Finding>) {
     let mut saturated = Vec::new();
     let mut held_back = Vec::new();
     held_back.extend(retries_amplify(stretch));
+    // Load beyond what the workers serve holds recovery back when retries made it; without
+    // them it is the offered load, and the service is what saturated.
+    let amplified = !held_back.is_empty();
     for v in &inputs.report.services {
         let Some(span) = stretch.services.get(&v.name) else {
             continue;
         };
         let service = Service { inputs, v, span };
         saturated.extend(service.waits_past_timeout());
+        if latency {
+            saturated.extend(service.waits_make_latency());
+        }
         saturated.extend(service.queue());
         saturated.extend(service.workers_busy());
         saturated.extend(service.refused());
         saturated.extend(service.wasted_work());
-        held_back.extend(service.load_above_capacity(stretch));
+        let load = service.load_above_capacity(stretch);
+        if amplified {
+            held_back.extend(load);
+        } else {
+            saturated.extend(load);
+        }
     }
     for (c, name) in inputs
         .report
@@ -167,7 +182,21 @@ impl Service<'_> {
         self.inputs.timeouts.get(self.name())
     }
 
+    /// The mean time a worker held a job in the stretch (its worker-seconds over the jobs
+    /// that ended in it other than refusals), or over the run when none ended in it.
     fn hold_ms(&self) -> Option<f64> {
+        let refused: u64 = self
+            .span
+            .failed_by_reason
+            .iter()
+            .filter(|(r, _)| *r == "queue_full" || ADMISSION_REASONS.contains(&r.as_str()))
+            .map(|(_, n)| n)
+            .sum();
+        let failed: u64 = self.span.failed_by_reason.values().sum();
+        let ended = self.span.ok + failed - refused;
+        if ended > 0 && self.span.busy_worker_s > 0.0 {
+            return Some(1e3 * self.span.busy_worker_s / ended as f64);
+        }
         self.inputs.holds_ms.get(self.name()).copied()
     }
 
@@ -197,6 +226,30 @@ impl Service<'_> {
         })
     }
 
+    /// Queue waits made most of the clients' p99 (the whole run's figures).
+    fn waits_make_latency(&self) -> Option<Finding> {
+        let (wait, work) = (self.v.wait_ms_p99?, self.v.work_ms_p99?);
+        let p99 = self.inputs.report.summary.latency_ms.as_ref()?.p99;
+        (wait > work && wait >= 0.5 * p99).then(|| {
+            finding(
+                Rule::QueueWaitsMakeLatency,
+                self.name(),
+                format!(
+                    "{}: time in its queue made most of the latency (whole run: wait p99 {}, work p99 {}, the clients' p99 {})",
+                    self.name(),
+                    ms(wait),
+                    ms(work),
+                    ms(p99)
+                ),
+                &[
+                    ("wait_ms_p99", wait),
+                    ("work_ms_p99", work),
+                    ("latency_ms_p99", p99),
+                ],
+            )
+        })
+    }
+
     /// A queue that was full: what serving a full one takes against the callers' timeout.
     fn queue(&self) -> Option<Finding> {
         let capacity = *self.inputs.capacities.get(self.name())?;
@@ -218,7 +271,7 @@ impl Service<'_> {
                 Rule::FullQueueOutlivesTimeout,
                 self.name(),
                 format!(
-                    "{}: its queue was full ({capacity} per replica; {refused} attempts refused queue_full), and a full queue takes {capacity} × {} / {} workers = {} to serve, longer than the {} timeout of {} → {}: every request queued behind it expires before service",
+                    "{}: its queue was full ({capacity} per replica; {refused} attempts refused queue_full), and a full queue takes {capacity} × {} (a worker's time per job) / {} workers = {} to serve, longer than the {} timeout of {} → {}: every request queued behind it expires before service",
                     self.name(),
                     ms(hold),
                     self.v.workers,

@@ -13,6 +13,10 @@ use std::collections::BTreeMap;
 pub(super) struct ServiceSpan {
     /// Attempts arriving.
     pub arrivals: u64,
+    /// Attempts answered with success.
+    pub ok: u64,
+    /// Worker-seconds busy.
+    pub busy_worker_s: f64,
     /// Mean busy workers (the buckets' means, averaged).
     pub busy_mean: f64,
     /// Workers of the replicas that are up (the same).
@@ -82,7 +86,7 @@ impl Stretch {
             calls: BTreeMap::new(),
         };
         for r in &rows {
-            out.add(r);
+            out.add(r, report.bucket_s);
         }
         let n = rows.len().max(1) as f64;
         for s in out.services.values_mut() {
@@ -92,13 +96,15 @@ impl Stretch {
         out
     }
 
-    fn add(&mut self, r: &SeriesRow) {
+    fn add(&mut self, r: &SeriesRow, bucket_s: f64) {
         self.offered += r.offered;
         self.successes += r.successes;
         self.attempts += r.attempts;
         for p in &r.services {
             let s = self.services.entry(p.name.clone()).or_default();
             s.arrivals += p.arrivals;
+            s.ok += p.ok;
+            s.busy_worker_s += p.busy_workers_mean * bucket_s;
             s.busy_mean += p.busy_workers_mean;
             s.capacity_mean += p.capacity_workers_mean;
             s.queue_replica_max = s.queue_replica_max.max(p.queue_replica_max);
