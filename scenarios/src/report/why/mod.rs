@@ -352,10 +352,11 @@ impl Why {
         out
     }
 
-    /// The findings under their titles (`saturated`, `held recovery back`), those with any.
+    /// The findings under their titles (`where it failed`: what saturated or queued;
+    /// `held recovery back`), those with any.
     pub fn sections(&self) -> Vec<(&'static str, &[Finding])> {
         [
-            ("saturated", self.saturated.as_slice()),
+            ("where it failed", self.saturated.as_slice()),
             ("held recovery back", self.held_back.as_slice()),
         ]
         .into_iter()

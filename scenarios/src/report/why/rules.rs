@@ -159,7 +159,7 @@ fn finding(rule: Rule, subject: &str, text: String, evidence: &[(&str, f64)]) ->
 
 /// A duration in milliseconds as the findings print it.
 fn ms(x: f64) -> String {
-    if x >= 10.0 {
+    if x >= 100.0 {
         format!("{x:.0}ms")
     } else {
         format!("{x:.1}ms")
