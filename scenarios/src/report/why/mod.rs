@@ -198,7 +198,7 @@ fn reasons(by_reason: &BTreeMap<String, u64>) -> Vec<ReasonShare> {
             share_ratio: round3(n as f64 / total.max(1) as f64),
         })
         .collect();
-    out.sort_by(|a, b| b.requests.cmp(&a.requests));
+    out.sort_by_key(|r| std::cmp::Reverse(r.requests));
     out
 }
 
