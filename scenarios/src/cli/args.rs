@@ -112,6 +112,11 @@ pub(super) enum Command {
     /// Search for a smaller scenario that still fails the same expectation at a seed: drop
     /// clients, services, calls, layers and faults, shorten the run, lower counts.
     Shrink(ShrinkArgs),
+    /// Say why a run failed, from its figures: for each expectation that failed (or the one
+    /// asked for) and a metastability verdict that is not a recovery, the failure reasons
+    /// that dominate, what saturated (workers, queues, pools, limiters) and what held
+    /// recovery back (retries, breakers, a retry budget).
+    Why(WhyArgs),
     /// Print the output of a sweep from the `--out` files of all its partitions.
     Merge {
         /// The `--out` files of `resim sweep --partition K/N`, one per partition.
@@ -306,6 +311,25 @@ pub(super) struct ShrinkArgs {
     /// Write the smaller scenario to FILE (default: print it after the summary).
     #[arg(long, value_name = "FILE")]
     pub(super) out: Option<String>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+}
+
+/// What `resim why` takes.
+#[derive(Args)]
+pub(super) struct WhyArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The seed of the run to explain (default: the scenario's own).
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
+    /// Explain this expectation only: its index (`2` for `expectations[2]`), its kind
+    /// (`GoodputAtLeast`) or words of its text in the report (default: everything that failed).
+    #[arg(long, value_name = "K|TEXT")]
+    pub(super) expectation: Option<String>,
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    pub(super) duration: Option<SimDuration>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }

@@ -30,7 +30,9 @@ use crate::import;
 use crate::report::{Format, Report, render};
 use crate::run::{RunOptions, run};
 use anyhow::Context as _;
-use args::{Cli, Command, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, flag_error, parse_sets};
+use args::{
+    Cli, Command, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error, parse_sets,
+};
 use clap::Parser as _;
 use library::{DEFAULT_EXAMPLE, resolve};
 use std::process::ExitCode;
@@ -70,6 +72,7 @@ pub fn main() -> ExitCode {
         ),
         Command::Merge { files } => report_outcome(merge_files(&files)),
         Command::Shrink(args) => shrink_file(&args, &limits),
+        Command::Why(args) => why_file(&args, &limits, &cli.limits.command_line()),
         Command::Compare {
             files,
             variants,
@@ -382,6 +385,34 @@ fn shrink_file(args: &ShrinkArgs, limits: &RunLimits) -> ExitCode {
         None => Ok(shrink::render(&s, None)),
     });
     match written {
+        Ok(text) => {
+            emit(&text);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `resim why`: the explanation of what failed in one run (or that nothing did), exit code 0;
+/// 2 on bad input.
+fn why_file(args: &WhyArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
+    let options = RunOptions {
+        seed: args.seed,
+        duration: args.duration,
+        ..RunOptions::default()
+    };
+    let explained = args.overrides.overrides(&args.file).and_then(|o| {
+        let s = resolve(&args.file, limits, &o).map_err(|e| e.to_string())?;
+        let mut report = run(&s, &args.file, &options)
+            .map_err(|e| e.to_string())?
+            .report;
+        report.replay_flags = format!("{}{limit_flags}{}", report.replay_flags, o.command_line());
+        crate::report::why::render(&s, &report, args.expectation.as_deref(), &args.file)
+    });
+    match explained {
         Ok(text) => {
             emit(&text);
             ExitCode::SUCCESS

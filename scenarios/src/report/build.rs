@@ -60,7 +60,7 @@ impl Report {
                 figures.trace_left_out
             ));
         }
-        Report {
+        let mut report = Report {
             scenario: scenario.name.clone(),
             file: meta.file.clone(),
             seed: meta.seed,
@@ -93,7 +93,10 @@ impl Report {
             limiters: figures.distributed.clone(),
             trace,
             warnings: crate::format::warnings::warnings(scenario),
-        }
+            why: Vec::new(),
+        };
+        report.why = super::why::explain(scenario, figures, &report);
+        report
     }
 }
 

@@ -9,6 +9,7 @@
 //! | `build` | [`Report::build`], from the figures only |
 //! | `verdicts` | the verdicts on the scenario's expectations |
 //! | [`metastability`] | the metastability verdict of a run with a trigger that ends |
+//! | [`why`] | why a run failed: the reasons, what saturated, what held recovery back |
 //! | [`render`] | one module per [`Format`]; a renderer sees only the [`Report`] |
 //!
 //! Every figure is a pure function of the run's figures, so two runs with the same digest
@@ -40,6 +41,7 @@ pub mod metastability;
 pub mod render;
 mod types;
 mod verdicts;
+pub mod why;
 
 pub use render::Format;
 pub use types::{

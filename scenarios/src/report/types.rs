@@ -741,6 +741,11 @@ pub struct Report {
     /// minimum, say), each as `field.path: what`; the run uses them as given.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Why the run failed: one explanation per expectation that failed, then one for a
+    /// metastability verdict that is `metastable` or `collapsed` (absent when nothing
+    /// failed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub why: Vec<super::why::Why>,
 }
 
 impl Report {

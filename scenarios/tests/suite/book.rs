@@ -1148,6 +1148,17 @@ fn the_replay_chapter_is_what_the_runs_show() {
             api.queue_depth_replica_max
         ),
     );
+    // `resim why`: seed 19 is its queue alone; the retry storm is a loop of retries.
+    let why = &r.why[0];
+    assert!(why.held_back.is_empty(), "{why:?}");
+    claim(page, "Nothing was full and no worker pool saturated");
+    let storm = support::run_library("metastable-retry");
+    let attempts = storm.why[0].attempts_per_request.unwrap();
+    assert_eq!(libm::round(attempts), 3.0, "{attempts}");
+    claim(
+        page,
+        "After the spike, the clients still make three attempts per request",
+    );
 }
 
 #[test]

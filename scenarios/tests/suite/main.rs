@@ -36,4 +36,5 @@ mod sweep;
 mod tidy;
 mod traffic;
 mod tune;
+mod why;
 mod world;

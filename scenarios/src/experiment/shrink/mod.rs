@@ -292,50 +292,7 @@ fn pick_target(
             )
         });
     };
-    let listed = || {
-        scenario
-            .expectations
-            .iter()
-            .zip(verdicts)
-            .enumerate()
-            .map(|(i, (e, v))| format!("[{i}] {} ({})", e.name(), v.expectation))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let index = match asked.parse::<usize>() {
-        Ok(i) if i < verdicts.len() => i,
-        Ok(i) => {
-            return Err(format!(
-                "{file}: --expectation {i}: there are {} expectations: {}",
-                verdicts.len(),
-                listed()
-            ));
-        }
-        Err(_) => {
-            let words = asked.to_lowercase();
-            let matching: Vec<usize> = (0..verdicts.len())
-                .filter(|&i| {
-                    scenario.expectations[i].name().to_lowercase() == words
-                        || verdicts[i].expectation.to_lowercase().contains(&words)
-                })
-                .collect();
-            match matching.as_slice() {
-                [i] => *i,
-                [] => {
-                    return Err(format!(
-                        "{file}: --expectation {asked:?} names none of the expectations: {}",
-                        listed()
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "{file}: --expectation {asked:?} names more than one expectation; give its index: {}",
-                        listed()
-                    ));
-                }
-            }
-        }
-    };
+    let index = crate::report::why::expectation_named(scenario, verdicts, asked, file)?;
     if verdicts[index].pass {
         return Err(format!(
             "{file}: expectations[{index}] ({}) holds at seed {seed}, so there is nothing to shrink; choose a failing one or a failing seed",

@@ -23,7 +23,7 @@ fn esc(text: &str) -> String {
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1000px;color:#222}\
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}\
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1em}\
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
 th,td{padding:.25em .6em;border-bottom:1px solid #eee;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}\
@@ -90,6 +90,29 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
             .collect();
         table(&mut o, &["verdict", "expectation", "observed"], &rows);
     }
+    metastability(&mut o, report);
+    why(&mut o, report);
+    components(&mut o, report);
+    o.push_str("<h2>Charts</h2>\n");
+    for c in charts {
+        let _ = writeln!(
+            o,
+            "<figure id=\"{}\">\n{}\n<figcaption>{}</figcaption></figure>",
+            esc(&c.name),
+            c.svg.trim(),
+            esc(&c.title)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<h2>The readable report</h2>\n<pre>{}</pre>\n</body></html>",
+        esc(&super::Format::Human.render(report))
+    );
+    o
+}
+
+/// The metastability verdict, per client.
+fn metastability(o: &mut String, report: &Report) {
     if let Some(m) = &report.metastability {
         let _ = writeln!(
             o,
@@ -112,25 +135,32 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
                 ]
             })
             .collect();
-        table(&mut o, &["client", "verdict", "in words"], &rows);
+        table(o, &["client", "verdict", "in words"], &rows);
     }
-    components(&mut o, report);
-    o.push_str("<h2>Charts</h2>\n");
-    for c in charts {
-        let _ = writeln!(
-            o,
-            "<figure id=\"{}\">\n{}\n<figcaption>{}</figcaption></figure>",
-            esc(&c.name),
-            c.svg.trim(),
-            esc(&c.title)
-        );
+}
+
+/// The "why" section: each failure, then its findings as a list (nothing when nothing
+/// failed).
+fn why(o: &mut String, report: &Report) {
+    if report.why.is_empty() {
+        return;
     }
-    let _ = writeln!(
-        o,
-        "<h2>The readable report</h2>\n<pre>{}</pre>\n</body></html>",
-        esc(&super::Format::Human.render(report))
-    );
-    o
+    o.push_str("<h2 id=\"why\">Why</h2>\n");
+    for w in &report.why {
+        let _ = writeln!(o, "<p class=\"fail\">{}</p>", esc(&w.heading()));
+        let context: Vec<String> = w.context().iter().map(|l| esc(l)).collect();
+        let _ = writeln!(o, "<p>{}</p>", context.join("<br>"));
+        for (title, findings) in w.sections() {
+            let _ = writeln!(o, "<h3>{}</h3>\n<ul>", esc(title));
+            for f in findings {
+                let _ = writeln!(o, "<li>{}</li>", esc(&f.text));
+            }
+            o.push_str("</ul>\n");
+        }
+        if w.sections().is_empty() {
+            let _ = writeln!(o, "<p>{}</p>", esc(super::super::why::Why::NO_FINDING));
+        }
+    }
 }
 
 fn summary(o: &mut String, report: &Report) {

@@ -37,6 +37,30 @@ pub(super) fn render(report: &Report) -> String {
     series(&mut o, report);
     network(&mut o, report);
     limiters(&mut o, report);
+    verdicts(&mut o, report);
+    why(&mut o, report);
+    if !report.warnings.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "warnings");
+        for w in &report.warnings {
+            let _ = writeln!(o, "  {w}");
+        }
+    }
+    if !report.trace.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "trace");
+        for line in &report.trace {
+            let _ = writeln!(o, "  {line}");
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "digest {}", report.digest);
+    let _ = writeln!(o, "replay: {}", report.replay_command());
+    o
+}
+
+/// The expectations' verdicts, then the metastability verdict.
+fn verdicts(o: &mut String, report: &Report) {
     if !report.expectations.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "expectations");
@@ -67,24 +91,21 @@ pub(super) fn render(report: &Report) -> String {
             }
         }
     }
-    if !report.warnings.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "warnings");
-        for w in &report.warnings {
-            let _ = writeln!(o, "  {w}");
-        }
-    }
-    if !report.trace.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "trace");
-        for line in &report.trace {
-            let _ = writeln!(o, "  {line}");
-        }
+}
+
+/// Why what failed failed, as `resim why` says it (nothing when nothing failed).
+fn why(o: &mut String, report: &Report) {
+    if report.why.is_empty() {
+        return;
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "digest {}", report.digest);
-    let _ = writeln!(o, "replay: {}", report.replay_command());
-    o
+    let _ = writeln!(o, "why");
+    for w in &report.why {
+        for (i, line) in w.lines().iter().enumerate() {
+            let indent = if i == 0 { "  " } else { "    " };
+            let _ = writeln!(o, "{indent}{line}");
+        }
+    }
 }
 
 fn summary(o: &mut String, report: &Report) {

@@ -1,0 +1,247 @@
+//! `resim why` and the reports' "why" section: on scenarios whose cause is known by
+//! construction, the explanation names it (with the figures that show it) and names nothing it
+//! cannot show; a run where nothing failed says so; bad input is exit code 2.
+
+use crate::support;
+
+use scenarios::report::why::{Finding, Rule, Why};
+use scenarios::report::{Format, Report, render};
+use support::{resim, run_library, run_text};
+
+/// A db slowed down to half the capacity its traffic needs, behind a frontend whose workers
+/// wait on it (thread-per-request) and whose queue holds 200 per replica: a full queue takes
+/// 200 × ~81ms / 8 workers ≈ 2s to serve, four times the users' 500ms timeout, so the
+/// requests that queue expire before service and success during the slowdown is about 0%.
+const DB_SLOWDOWN: &str = r#"Scenario(
+    name: "db-slowdown-deep-queue",
+    duration: "30s",
+    seed: 1,
+    clients: {
+        "users": (
+            load: Open(rate: Constant("400/s")),
+            call: (target: "frontend", timeout: "500ms"),
+        ),
+    },
+    services: {
+        "frontend": (
+            replicas: 2,
+            workers: 8,
+            queue: (capacity: 200),
+            work: Constant(value: "1ms"),
+            calls: [(target: "db", timeout: "2s")],
+        ),
+        "db": (workers: 16, work: Exponential(mean: "10ms")),
+    },
+    faults: [(at: "10s", duration: "10s", kind: Slowdown(service: "db", factor: 8.0))],
+    expectations: [GoodputAtLeast(client: "users", after: "10s", until: "20s", min_ratio: 0.4)],
+)"#;
+
+/// The findings of `why` by rule and subject, as `rule subject` words.
+fn rules(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .map(|f| format!("{:?} {}", f.rule, f.subject))
+        .collect()
+}
+
+/// The finding of `rule` about `subject`, which must be there.
+fn finding<'a>(findings: &'a [Finding], rule: Rule, subject: &str) -> &'a Finding {
+    findings
+        .iter()
+        .find(|f| f.rule == rule && f.subject == subject)
+        .unwrap_or_else(|| panic!("no {rule:?} about {subject} in {:?}", rules(findings)))
+}
+
+/// The one explanation of `report`.
+fn only(report: &Report) -> &Why {
+    assert_eq!(report.why.len(), 1, "{:#?}", report.why);
+    &report.why[0]
+}
+
+#[test]
+fn the_metastable_retry_storm_is_waits_past_the_timeout_in_a_full_queue() {
+    let report = run_library("metastable-retry");
+    let why = only(&report);
+    assert_eq!(
+        why.expectation, None,
+        "its expectation holds: the verdict is what failed"
+    );
+    assert!(why.failed.starts_with("metastability"), "{}", why.failed);
+    // After the spike ended at 15s, almost nothing succeeded.
+    assert_eq!(why.from_s, 15.0);
+    assert!(why.success_ratio.unwrap() < 0.05, "{why:?}");
+    // By construction: 500 queued / 16 workers × 10ms ≈ 312ms, past the 200ms timeout.
+    let queue = finding(&why.saturated, Rule::FullQueueOutlivesTimeout, "api");
+    let drain = queue.evidence["drain_ms"];
+    assert!((290.0..340.0).contains(&drain), "{queue:?}");
+    assert_eq!(queue.evidence["timeout_ms"], 200.0);
+    assert_eq!(queue.evidence["queue_capacity"], 500.0);
+    assert!(
+        queue.text.contains("expires before service"),
+        "{}",
+        queue.text
+    );
+    let waits = finding(&why.saturated, Rule::QueueWaitsPastTimeout, "api");
+    assert!(waits.evidence["wait_ms_p99"] >= 200.0, "{waits:?}");
+    finding(&why.saturated, Rule::WastedWork, "api");
+    // What kept it down: three attempts per request, more than the workers serve.
+    let retries = finding(&why.held_back, Rule::RetriesAmplify, "clients");
+    assert!(
+        retries.evidence["attempts_per_request"] > 2.5,
+        "{retries:?}"
+    );
+    assert_eq!(retries.evidence["attempts_per_request_before"], 1.0);
+    let load = finding(&why.held_back, Rule::LoadAboveCapacity, "api");
+    assert!(load.evidence["arrivals_per_s"] > load.evidence["capacity_per_s"]);
+    // No breaker, pool, limiter or budget in the scenario: none is named.
+    for f in why.saturated.iter().chain(&why.held_back) {
+        assert!(
+            !matches!(
+                f.rule,
+                Rule::BreakerOpen | Rule::PoolExhausted | Rule::Refused | Rule::RetryBudgetRefused
+            ),
+            "{f:?}"
+        );
+    }
+}
+
+#[test]
+fn a_db_slowdown_fails_at_the_frontend_queue_that_outlives_the_timeout() {
+    let report = run_text(DB_SLOWDOWN);
+    assert!(!report.passed());
+    let why = only(&report);
+    assert_eq!(why.expectation, Some(0));
+    assert_eq!((why.from_s, why.to_s), (10.0, 20.0));
+    assert!(why.success_ratio.unwrap() < 0.1, "{why:?}");
+    let queue = finding(&why.saturated, Rule::FullQueueOutlivesTimeout, "frontend");
+    // A worker holds a job for its 1ms and the db's 8 × 10ms: 200 × 81ms / 8 ≈ 2s.
+    assert!(
+        (1500.0..2500.0).contains(&queue.evidence["drain_ms"]),
+        "{queue:?}"
+    );
+    assert_eq!(queue.evidence["timeout_ms"], 500.0);
+    finding(&why.saturated, Rule::WorkersBusy, "db");
+    finding(&why.saturated, Rule::WorkersBusy, "frontend");
+    // 400/s arrive at a frontend whose 16 workers serve about 16 / 81ms ≈ 200/s.
+    let load = finding(&why.saturated, Rule::LoadAboveCapacity, "frontend");
+    assert!(load.evidence["capacity_per_s"] < 250.0, "{load:?}");
+    // The db's queue is unbounded: no queue finding about it. No retries: nothing amplified.
+    assert!(
+        !why.saturated
+            .iter()
+            .any(|f| f.subject == "db" && f.rule == Rule::FullQueueOutlivesTimeout),
+        "{:?}",
+        rules(&why.saturated)
+    );
+    assert!(why.held_back.is_empty(), "{:?}", rules(&why.held_back));
+}
+
+#[test]
+fn a_run_where_nothing_failed_says_so_and_its_reports_have_no_why() {
+    // The budget variant recovers, and its expectation holds.
+    let report = run_library("metastable-retry-budget");
+    assert!(report.passed());
+    assert!(report.why.is_empty(), "{:#?}", report.why);
+    assert!(!Format::Human.render(&report).contains("\nwhy\n"));
+    assert!(
+        !support::json(&report)
+            .as_object()
+            .unwrap()
+            .contains_key("why")
+    );
+    let out = resim(&["why", "metastable-retry-budget"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("nothing failed: its expectation held; metastability: recovered"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn the_human_and_html_reports_carry_the_same_explanation() {
+    let report = run_library("metastable-retry");
+    let human = Format::Human.render(&report);
+    let charts = render::charts(&report).unwrap();
+    let html = render::html(&report, &charts);
+    assert!(html.contains("<h2 id=\"why\">Why</h2>"));
+    for f in &report.why[0].saturated {
+        assert!(human.contains(&f.text), "{}", f.text);
+    }
+    let json = support::json(&report);
+    assert_eq!(
+        json["why"][0]["saturated"][0]["rule"],
+        "queue_waits_past_timeout"
+    );
+}
+
+#[test]
+fn resim_why_explains_the_metastable_retry_storm() {
+    let out = resim(&["why", "metastable-retry", "--seed", "7"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::with_settings!({ description => "resim why metastable-retry --seed 7" }, {
+        insta::assert_snapshot!("metastable_retry", out.stdout);
+    });
+}
+
+#[test]
+fn resim_why_refuses_what_it_cannot_explain() {
+    let check = |args: &[&str], said: &str| {
+        let out = resim(args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stdout);
+        assert!(out.stderr.contains(said), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    };
+    check(
+        &["why", "metastable-retry", "--expectation", "3"],
+        "metastable-retry: --expectation 3: there are 1 expectations: [0] Metastable",
+    );
+    check(
+        &["why", "metastable-retry", "--expectation", "Recovers"],
+        "--expectation \"Recovers\" names none of the expectations: [0] Metastable",
+    );
+    check(
+        &["why", "metastable-retry", "--seed", "-1"],
+        "unexpected argument '-1'",
+    );
+    check(
+        &["why", "metastable-retry", "--seed", "18446744073709551616"],
+        "number too large",
+    );
+    check(&["why", "no-such-scenario"], "no-such-scenario");
+    check(
+        &["why", "metastable-retry", "--set", "services.api.workers=0"],
+        "services.api.workers",
+    );
+}
+
+#[test]
+fn resim_why_of_an_expectation_that_held_says_so() {
+    let out = resim(&["why", "metastable-retry", "--expectation", "0"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "expectations[0] users stays down after the trigger ends: holds (did not recover within the run: metastable): nothing failed to explain"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_broken_latency_bound_at_an_unsaturated_api_is_its_queue_and_nothing_more() {
+    // The replay chapter's seed 19: an api at 80% load whose p99 goes past 250ms in a 10s
+    // run through a short run of close arrivals; no queue was full and nothing saturated.
+    let out = resim(&["why", "../book/src/scenarios/replay.ron", "--seed", "19"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("api: time in its queue made most of the latency"),
+        "{}",
+        out.stdout
+    );
+    for rule in ["queue was full", "workers were busy", "retries", "breakers"] {
+        assert!(!out.stdout.contains(rule), "{rule}: {}", out.stdout);
+    }
+}
