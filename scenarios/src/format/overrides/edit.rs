@@ -631,9 +631,19 @@ impl<'a> Build<'a> {
                     let after = t.tokens[token].end;
                     out.copy(p.text, &t.text, pos, after);
                     pos = after;
+                    // Where the fields are written one a line, a new one gets a line of its
+                    // own at their indentation (an import writing into a file keeps its look).
+                    let indent = t.text[after..].strip_prefix('\n').map(|line| {
+                        let text = line.trim_start_matches(' ');
+                        &line[..line.len() - text.len()]
+                    });
                     for (key, value) in fields {
                         let (byte, _) = self.bytes(*value);
-                        out.write(&format!(" {key}: "), value.text, byte);
+                        let lead = match indent {
+                            Some(indent) => format!("\n{indent}{key}: "),
+                            None => format!(" {key}: "),
+                        };
+                        out.write(&lead, value.text, byte);
                         self.emit_place(*value, out);
                         out.write(",", value.text, byte);
                     }
