@@ -20,7 +20,7 @@ use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use crate::report::Report;
 use crate::world::{Live, Net, World};
-use sim_core::{Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord};
+use sim_core::{EntityId, Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord};
 
 /// Command-line overrides of a scenario's settings.
 #[derive(Debug, Clone, Default)]
@@ -146,7 +146,6 @@ pub fn run(
             Err(detail) => break (StopReason::MemoryLimit, Some(detail)),
         }
     };
-    let end = sim.now().min(SimTime::ZERO + s.duration);
     let meta = RunMeta {
         file: file.to_string(),
         seed,
@@ -156,19 +155,28 @@ pub fn run(
         stop_detail,
         replay_flags: replay_flags(options),
     };
+    Ok(output(sim, id, &s, &meta))
+}
+
+/// The report of a run that has stopped, with what the world still held.
+fn output(mut sim: Sim<World>, id: EntityId, s: &Scenario, meta: &RunMeta) -> RunOutput {
+    let end = sim.now().min(SimTime::ZERO + s.duration);
     let trace = sim.trace().to_vec();
     let (world, net) = sim.entity_and_shared(id);
     world.check_invariants();
     let in_flight = world.in_flight();
     let figures = world.figures(end, net);
+    // The world, the network and the event queue are done with: freed before the report's
+    // rows are built, a run's peak is the larger of the two rather than their sum.
+    drop(sim);
     let requests_in_flight = figures.requests_in_flight;
-    let report = Report::build(&s, &meta, &figures);
-    Ok(RunOutput {
+    let report = Report::build(s, meta, &figures);
+    RunOutput {
         report,
         trace,
         in_flight,
         requests_in_flight,
-    })
+    }
 }
 
 /// The program itself (code, libraries, the scenario, buffers): `resim run` on a small

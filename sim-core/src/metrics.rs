@@ -38,11 +38,12 @@ pub const LATENCY_MAX: SimDuration = SimDuration::from_secs(3600);
 
 /// A latency histogram (HdrHistogram) up to one hour: [`LatencyHistogram::new`] keeps 3
 /// significant digits from 1ns, [`LatencyHistogram::compact`] 2 significant digits from 1µs
-/// with 32-bit counts (a few kilobytes instead of a hundred or more, for models with one
-/// histogram per component). Both grow only as far as the largest value recorded.
+/// (a few kilobytes instead of a hundred or more, for models with one histogram per
+/// component). Both grow only as far as the largest value recorded.
 ///
-/// A compact histogram widens its counts to 64 bits before its total could pass `u32::MAX`
-/// (no single count can pass the total), so no count ever saturates.
+/// Both count in 32 bits and widen their counts to 64 bits before their total could pass
+/// `u32::MAX` (no single count can pass the total), so no count ever saturates: a run of
+/// fewer than four billion values keeps half the bytes.
 #[derive(Clone, Debug)]
 pub struct LatencyHistogram {
     counts: Counts,
@@ -97,6 +98,15 @@ fn grown<T: hdrhistogram::Counter>(h: &Histogram<T>, high: u64) -> Histogram<T> 
     grown
 }
 
+/// Adds `source`'s values to `h`, grown first to reach `source`'s largest value.
+fn add_into<T: hdrhistogram::Counter>(h: &mut Histogram<T>, source: &Histogram<T>) {
+    if source.max() > h.high() {
+        *h = grown(h, source.max());
+    }
+    h.add(source)
+        .expect("a histogram grown to the other's largest value takes every one of its values");
+}
+
 /// The same values with 64-bit counts.
 fn widen(narrow: &Histogram<u32>) -> Histogram<u64> {
     let mut wide = Histogram::new_with_bounds(narrow.low(), narrow.high(), narrow.sigfig())
@@ -113,11 +123,11 @@ fn widen(narrow: &Histogram<u32>) -> Histogram<u64> {
 }
 
 impl LatencyHistogram {
-    /// An empty histogram. Its memory grows with the largest value recorded (16 KB at first,
-    /// 270 KB with values of an hour), with the same figures as one allocated up to the hour.
+    /// An empty histogram. Its memory grows with the largest value recorded (8 KB at first,
+    /// 135 KB with values of an hour), with the same figures as one allocated up to the hour.
     pub fn new() -> Self {
         LatencyHistogram {
-            counts: Counts::Wide(
+            counts: Counts::Narrow(
                 Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds are valid"),
             ),
             clamped: 0,
@@ -227,6 +237,14 @@ impl LatencyHistogram {
 
     /// Adds all of `other`'s values to this histogram.
     pub fn merge(&mut self, other: &LatencyHistogram) {
+        if let (Counts::Narrow(h), Counts::Narrow(source)) = (&mut self.counts, &other.counts)
+            && u32::try_from(h.len().saturating_add(source.len())).is_ok()
+        {
+            // The merged total bounds every count: the counts stay 32 bits wide.
+            add_into(h, source);
+            self.clamped += other.clamped;
+            return;
+        }
         let other_narrow;
         let source = match &other.counts {
             Counts::Wide(h) => h,
@@ -241,11 +259,7 @@ impl LatencyHistogram {
         let Counts::Wide(h) = &mut self.counts else {
             unreachable!("widened above");
         };
-        if source.max() > h.high() {
-            *h = grown(h, source.max());
-        }
-        h.add(source)
-            .expect("histograms with equal bounds always merge");
+        add_into(h, source);
         self.clamped += other.clamped;
     }
 }
@@ -616,6 +630,27 @@ mod tests {
             compact.quantile(0.5)
         );
         assert!(within(compact.max(), 50.0), "{}", compact.max());
+    }
+
+    #[test]
+    fn a_merge_widens_the_counts_before_its_total_could_saturate() {
+        let ms = SimDuration::from_millis(5);
+        let (mut merged, mut one) = (LatencyHistogram::new(), LatencyHistogram::new());
+        merged.record_n(ms, u64::from(u32::MAX) - 1);
+        one.record(SimDuration::from_millis(7));
+        merged.merge(&one);
+        assert!(matches!(merged.counts, Counts::Narrow(_)));
+        assert_eq!(merged.count(), u64::from(u32::MAX));
+        merged.merge(&one);
+        assert!(matches!(merged.counts, Counts::Wide(_)));
+        assert_eq!(merged.count(), u64::from(u32::MAX) + 1);
+        let within = |d: SimDuration, ms: f64| (d.as_millis_f64() - ms).abs() <= ms * 0.001;
+        assert!(
+            within(merged.quantile(0.5), 5.0),
+            "{}",
+            merged.quantile(0.5)
+        );
+        assert!(within(merged.max(), 7.0), "{}", merged.max());
     }
 
     /// A precise histogram allocated up to the hour, as [`LatencyHistogram::new`] was.

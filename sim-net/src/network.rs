@@ -656,13 +656,12 @@ impl<P> Network<P> {
 
         let packet = |duplicate: bool, payload: P| {
             Delivery(Inner::Packet(Packet {
-                id,
+                copy: Packet::<P>::copy_of(id, duplicate),
                 link: link_id,
                 sent_at: now,
                 source_incarnation,
                 target_incarnation,
                 size,
-                duplicate,
                 payload,
             }))
         };
@@ -717,13 +716,12 @@ impl<P> Network<P> {
         let latency = draw_latency(&link.params, Degradation::NONE, &mut link.rng_latency);
         let arrival = clamp_arrival(link, now.saturating_add(latency));
         let packet = Packet {
-            id,
+            copy: Packet::<P>::copy_of(id, false),
             link: link_id,
             sent_at: now,
             source_incarnation: src.incarnation,
             target_incarnation: dst.incarnation,
             size,
-            duplicate: false,
             payload,
         };
         out.schedule(dst.entity, arrival, Delivery(Inner::Packet(packet)));
@@ -808,9 +806,9 @@ impl<P> Network<P> {
             link.stats.in_flight -= 1;
             link.stats.record_drop(reason);
             link.stats.assert_balanced();
-            out.note(drop_note(packet.id, reason));
+            out.note(drop_note(packet.id(), reason));
             return Inbound::Dropped {
-                id: packet.id,
+                id: packet.id(),
                 reason,
             };
         }
@@ -823,18 +821,18 @@ impl<P> Network<P> {
         link.stats.record_delivery(now - packet.sent_at);
         link.stats.assert_balanced();
         Inbound::Delivered(Arrived {
-            id: packet.id,
+            id: packet.id(),
             source,
             target,
             sent_at: packet.sent_at,
             size: packet.size,
-            duplicate: packet.duplicate,
+            duplicate: packet.duplicate(),
             payload: packet.payload,
         })
     }
 
     fn hold(&mut self, now: SimTime, packet: Packet<P>, out: &mut impl Sink<P>) -> Inbound<P> {
-        let id = packet.id;
+        let id = packet.id();
         let link_id = packet.link;
         let link = &mut self.links[link_id.index()];
         link.held.push_back(packet);

@@ -10,9 +10,15 @@ use sim_core::SimTime;
 pub struct PacketId(pub u64);
 
 /// One copy of a message on its way.
+///
+/// It travels in every event of the world's message type, which is as large as its largest
+/// variant, so it keeps what the arrival needs in as few bytes as it can: the id and the copy
+/// share one word, with a 32-byte payload the whole copy is 64 bytes.
 #[derive(Clone, Debug)]
 pub(crate) struct Packet<P> {
-    pub id: PacketId,
+    /// The message's id shifted left by one, and 1 in the low bit for the extra copy of a
+    /// duplicated message: the part of the event's digest word that names the copy.
+    pub copy: u64,
     pub link: LinkId,
     pub sent_at: SimTime,
     /// The incarnations of both ends when it was sent: a crash in between bumps them, so
@@ -20,9 +26,33 @@ pub(crate) struct Packet<P> {
     pub source_incarnation: u32,
     pub target_incarnation: u32,
     pub size: u32,
-    /// True for the extra copy of a duplicated message.
-    pub duplicate: bool,
     pub payload: P,
+}
+
+impl<P> Packet<P> {
+    /// The word of `copy` for message `id` (the extra copy of a duplicate if `duplicate`).
+    /// Ids count the messages sent, far below the 2^63 a word leaves them.
+    #[inline]
+    pub fn copy_of(id: PacketId, duplicate: bool) -> u64 {
+        debug_assert!(
+            id.0 < 1 << 63,
+            "packet id {} does not leave room for the copy",
+            id.0
+        );
+        (id.0 << 1) | u64::from(duplicate)
+    }
+
+    /// The message's id (shared by both copies of a duplicate).
+    #[inline]
+    pub fn id(&self) -> PacketId {
+        PacketId(self.copy >> 1)
+    }
+
+    /// True for the extra copy of a duplicated message.
+    #[inline]
+    pub fn duplicate(&self) -> bool {
+        self.copy & 1 == 1
+    }
 }
 
 /// A network event: a message copy reaching the end of its link, or the network's own
@@ -47,9 +77,7 @@ impl<P> Delivery<P> {
     /// deliver different messages at the same instants still differ.
     pub fn kind(&self) -> u64 {
         match &self.0 {
-            Inner::Packet(p) => {
-                KIND_PACKET ^ (p.id.0 << 1) ^ u64::from(p.duplicate) ^ (u64::from(p.link.0) << 40)
-            }
+            Inner::Packet(p) => KIND_PACKET ^ p.copy ^ (u64::from(p.link.0) << 40),
             Inner::Release(link) => KIND_RELEASE ^ u64::from(link.0),
         }
     }

@@ -44,6 +44,9 @@ const TRANSITIONS_LISTED: usize = 32;
 impl Report {
     /// Builds the report of a finished run from its scenario, its metadata and its figures.
     pub fn build(scenario: &Scenario, meta: &RunMeta, figures: &Figures) -> Report {
+        // First: the check walks a JSON copy of the whole scenario, gone before the rows
+        // below exist (it was a tenth of a large world's peak when made beside them).
+        let warnings = crate::format::warnings::warnings(scenario);
         let secs = figures.end.as_secs_f64().max(1e-9);
         let summary = summary(figures, secs);
         let offered = summary.offered;
@@ -92,7 +95,7 @@ impl Report {
             network: network(scenario, figures),
             limiters: figures.distributed.clone(),
             trace,
-            warnings: crate::format::warnings::warnings(scenario),
+            warnings,
             why: Vec::new(),
         };
         report.why = super::why::explain(scenario, figures, &report);
