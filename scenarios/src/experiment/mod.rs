@@ -10,6 +10,7 @@
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
 //! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
 //! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
+//! | [`part`] | the `--out` files of a split phase map or tune: a header naming the experiment and the share, then its runs; checked and joined for `resim merge` |
 //! | [`partition`] | `--partition K/N` and `--partition auto`: which share of a sweep's runs this process makes, from the flag or from a batch scheduler's array index |
 //! | [`plan`] | grid axes, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
@@ -29,6 +30,7 @@
 pub mod command;
 pub mod compare;
 pub mod determinism;
+pub mod part;
 pub mod partition;
 pub mod phase;
 pub mod plan;
