@@ -26,6 +26,9 @@ use crate::format::overrides::Source;
 use crate::format::schema::Scenario;
 use std::collections::BTreeMap;
 
+/// The margin's scenarios by candidate and stress point, each with its command-line words.
+type Stressed = BTreeMap<(usize, u64), (Scenario, String)>;
+
 /// Every run a tune could ask for, each with a stable index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Universe {
@@ -155,7 +158,7 @@ pub fn part(
 fn jobs_of<'a>(
     keys: &[(u64, Key)],
     candidates: &'a [Candidate],
-    stressed: &'a BTreeMap<(usize, u64), (Scenario, String)>,
+    stressed: &'a Stressed,
 ) -> Vec<Job<'a>> {
     keys.iter()
         .map(|(_, key)| {
@@ -188,7 +191,7 @@ fn stressed_of(
     candidates: &[Candidate],
     keys: &[(u64, Key)],
     (source, limits): (&Source, &RunLimits),
-) -> Result<BTreeMap<(usize, u64), (Scenario, String)>, String> {
+) -> Result<Stressed, String> {
     let mut stressed = BTreeMap::new();
     let Objective::Margin(stress) = &command.objective else {
         return Ok(stressed);
