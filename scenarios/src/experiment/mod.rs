@@ -25,7 +25,8 @@
 //! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
 //! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
 //! records are put in index order before anything is printed or written, so the output of a
-//! sweep is the same for any `-j` and for any split into partitions.
+//! sweep, a phase map or a tune is the same for any `-j` and for any split into partitions
+//! (a split tune makes every run its race could ask for, and `merge` replays the race).
 
 pub mod command;
 pub mod compare;
