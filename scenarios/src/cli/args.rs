@@ -2,7 +2,7 @@
 //! the values its flags are written in (seeds, windows, `--set`).
 
 use crate::experiment::PartitionSpec;
-use crate::experiment::shrink;
+use crate::experiment::{shrink, tune};
 use crate::format::error::one_line;
 use crate::format::limits::{Bytes, RunLimits};
 use crate::format::overrides::{Flag, Override, Overrides};
@@ -117,12 +117,9 @@ pub(super) enum Command {
     /// that dominate, what saturated (workers, queues, pools, limiters) and what held
     /// recovery back (retries, breakers, a retry budget).
     Why(WhyArgs),
-    /// Print the output of a sweep from the `--out` files of all its partitions.
-    Merge {
-        /// The `--out` files of `resim sweep --partition K/N`, one per partition.
-        #[arg(required = true, value_name = "FILE.jsonl")]
-        files: Vec<String>,
-    },
+    /// Print the output of a sweep, a phase map or a tune from the `--out` files of all its
+    /// partitions.
+    Merge(MergeArgs),
     /// Validate a scenario and each of its variants without running it (with `--variant` and
     /// `--set`, also what they make).
     Check {
@@ -233,6 +230,31 @@ pub(super) struct PhaseArgs {
     /// How to print the map.
     #[arg(long, value_enum, default_value = "text")]
     pub(super) format: PhaseFormat,
+    /// Also write one JSON line per run to FILE, after a first line that names the map: a
+    /// part for `resim merge`.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(super) out: Option<String>,
+    /// Make only every N-th run, starting at the K-th (K/N), into `--out`, to split a map
+    /// across machines; `resim merge` joins the parts into the map. `auto` (or `auto/N`) takes
+    /// K and N from a Slurm, Kubernetes Indexed Job or AWS Batch array task's environment.
+    #[arg(long, value_name = "K/N|auto[/N]")]
+    pub(super) partition: Option<PartitionSpec>,
+}
+
+/// What `resim merge` takes.
+#[derive(Args)]
+pub(super) struct MergeArgs {
+    /// The `--out` files of `resim sweep`, `phase` or `tune` with `--partition K/N`, one per
+    /// partition.
+    #[arg(required = true, value_name = "FILE.jsonl")]
+    pub(super) files: Vec<String>,
+    /// How to print a phase map (as `resim phase --format`).
+    #[arg(long, value_enum, default_value = "text")]
+    pub(super) format: PhaseFormat,
+    /// Also draw a phase map as an SVG heat map, or a tune's margins, in FILE (as `resim phase
+    /// --svg` and `resim tune --svg`).
+    #[arg(long, value_name = "FILE")]
+    pub(super) svg: Option<String>,
 }
 
 /// What `resim tune` takes.
@@ -273,9 +295,20 @@ pub(super) struct TuneArgs {
     /// Runs at once (default: one per core); the answer is the same whatever it is.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub(super) jobs: Option<u16>,
-    /// Also write one JSON line per run to FILE.
+    /// The seeds each stress is tried on, from the first of `--seeds` (with
+    /// `--maximize-margin`).
+    #[arg(long, value_name = "N", default_value_t = tune::margin::MARGIN_SEEDS, value_parser = clap::value_parser!(u64).range(1..), requires = "maximize_margin")]
+    pub(super) margin_seeds: u64,
+    /// Also write one JSON line per run to FILE; with `--partition`, the share's runs as a part
+    /// for `resim merge`.
     #[arg(long, value_name = "FILE.jsonl")]
     pub(super) out: Option<String>,
+    /// Make only every N-th run of every run the race and the margins could ask for, starting
+    /// at the K-th (K/N), into `--out`, to split a tune across machines; `resim merge` replays
+    /// the race on the parts and prints the answer. `auto` (or `auto/N`) takes K and N from a
+    /// Slurm, Kubernetes Indexed Job or AWS Batch array task's environment.
+    #[arg(long, value_name = "K/N|auto[/N]")]
+    pub(super) partition: Option<PartitionSpec>,
     /// Also draw the finalists' margins in FILE, like the phase map (with
     /// `--maximize-margin`).
     #[arg(long, value_name = "FILE", requires = "maximize_margin")]

@@ -47,30 +47,23 @@ pub fn main() -> ExitCode {
         Command::Sweep(args) => {
             report_outcome(sweep_of(args).and_then(|c| sweep(&c, &library::open, &limits)))
         }
-        Command::Phase(args) => {
-            let file = args.file.clone();
-            let axis = |flag: Flag, text: &str| {
-                phase::parse_axis_of(flag, text).map_err(|m| flag_error(&file, flag, text, &m))
+        Command::Phase(args) => report_outcome(phase_of(&args).and_then(|c| {
+            let output = phase::MapOutput {
+                json: args.format == PhaseFormat::Json,
+                svg: args.svg.clone(),
             };
-            let command = (|| {
-                Ok(phase::Phase {
-                    x: axis(Flag::X, &args.x)?,
-                    y: axis(Flag::Y, &args.y)?,
-                    overrides: args.overrides.overrides(&file)?,
-                    file: args.file.clone(),
-                    seeds: args.seeds,
-                    jobs: args.jobs.map(usize::from),
-                })
-            })();
-            let json = args.format == PhaseFormat::Json;
-            report_outcome(command.and_then(|c| {
-                phase::phase_command(&c, json, args.svg.as_deref(), &library::open, &limits)
-            }))
-        }
+            phase::phase_command(&c, &output, &library::open, &limits)
+        })),
         Command::Tune(args) => report_outcome(
             tune_of(&args).and_then(|c| tune::tune_command(&c, &library::open, &limits)),
         ),
-        Command::Merge { files } => report_outcome(merge_files(&files)),
+        Command::Merge(args) => {
+            let output = phase::MapOutput {
+                json: args.format == PhaseFormat::Json,
+                svg: args.svg,
+            };
+            report_outcome(merge_files(&args.files, &output, &library::open, &limits))
+        }
         Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Why(args) => why_file(&args, &limits, &cli.limits.command_line()),
         Command::Compare {
@@ -144,11 +137,7 @@ fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
             GridAxis::parse(Flag::Grid, text).map_err(|m| flag_error(&file, Flag::Grid, text, &m))
         })
         .collect::<Result<Vec<GridAxis>, String>>();
-    let partition = args
-        .partition
-        .map(|p| p.resolve(&|name| std::env::var(name).ok()))
-        .transpose()
-        .map_err(|m| format!("{file}: {m}"));
+    let partition = resolve_partition(&file, args.partition);
     let overrides = args.overrides.overrides(&file)?;
     Ok(Sweep {
         file: args.file,
@@ -160,6 +149,36 @@ fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
         out: args.out,
         partition: partition?,
     })
+}
+
+/// `resim phase`'s arguments as a [`phase::Phase`]: the axes parsed, each error naming the
+/// flag and its text, and the partition resolved.
+fn phase_of(args: &args::PhaseArgs) -> Result<phase::Phase, String> {
+    let file = &args.file;
+    let axis = |flag: Flag, text: &str| {
+        phase::parse_axis_of(flag, text).map_err(|m| flag_error(file, flag, text, &m))
+    };
+    Ok(phase::Phase {
+        x: axis(Flag::X, &args.x)?,
+        y: axis(Flag::Y, &args.y)?,
+        overrides: args.overrides.overrides(file)?,
+        file: file.clone(),
+        seeds: args.seeds,
+        jobs: args.jobs.map(usize::from),
+        partition: resolve_partition(file, args.partition)?,
+        out: args.out.clone(),
+    })
+}
+
+/// `--partition` as the share this process makes (`auto` from the environment of a batch
+/// array task), or the error naming the file.
+fn resolve_partition(
+    file: &str,
+    spec: Option<crate::experiment::PartitionSpec>,
+) -> Result<Option<crate::experiment::Partition>, String> {
+    spec.map(|p| p.resolve(&|name| std::env::var(name).ok()))
+        .transpose()
+        .map_err(|m| format!("{file}: {m}"))
 }
 
 /// `resim tune`'s arguments as a [`tune::Tune`]: the knobs and the stress parsed, each error
@@ -194,9 +213,11 @@ fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
         pass_rate: args.pass_rate,
         objective,
         overrides: args.overrides.overrides(file)?,
+        margin_seeds: args.margin_seeds,
         jobs: args.jobs.map(usize::from),
         out: args.out.clone(),
         svg: args.svg.clone(),
+        partition: resolve_partition(file, args.partition)?,
     })
 }
 

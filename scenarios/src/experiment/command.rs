@@ -3,6 +3,8 @@
 //! is a terminal.
 
 use super::Opener;
+use super::part::kind_of;
+use super::phase::MapOutput;
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
 use crate::format::limits::RunLimits;
@@ -78,14 +80,46 @@ pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Ou
     Ok(outcome(&records))
 }
 
-/// `resim merge`: the output of the unsplit sweep from the `--out` files of its partitions.
-pub fn merge_files(paths: &[String]) -> Result<Outcome, String> {
+/// `resim merge`: what the unsplit sweep, phase map or tune prints, from the `--out` files of
+/// its partitions; which of the three the first file's first line says. A tune's merge reads
+/// the scenario again (through `open`) to replay the race on the parts' runs.
+pub fn merge_files(
+    paths: &[String],
+    output: &MapOutput,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<Outcome, String> {
     let mut files = Vec::with_capacity(paths.len());
     for p in paths {
         let text = std::fs::read_to_string(p).map_err(|e| format!("{p}: cannot read: {e}"))?;
         files.push((p.clone(), text));
     }
-    Ok(outcome(&merge(&files)?))
+    let kind = files.first().and_then(|(_, text)| kind_of(text));
+    match kind.as_deref() {
+        Some("phase") => super::phase::merge(&files, output),
+        Some("tune") => {
+            if output.json {
+                return Err(format!(
+                    "{}: a tune prints text; --format json is for a phase map's parts",
+                    paths[0]
+                ));
+            }
+            super::tune::merge(&files, output.svg.as_deref(), open, limits)
+        }
+        Some(other) => Err(format!(
+            "{}: a part of `{other}`, which resim merge does not know; give the --out files of resim sweep, phase or tune",
+            paths[0]
+        )),
+        None => {
+            if output.json || output.svg.is_some() {
+                return Err(format!(
+                    "{}: a sweep's parts print text only; --format json and --svg are for a phase map's parts (--svg also for a tune's)",
+                    paths[0]
+                ));
+            }
+            Ok(outcome(&merge(&files)?))
+        }
+    }
 }
 
 fn outcome(records: &[RunRecord]) -> Outcome {

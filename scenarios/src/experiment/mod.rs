@@ -10,6 +10,7 @@
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
 //! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
 //! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
+//! | [`part`] | the `--out` files of a split phase map or tune: a header naming the experiment and the share, then its runs; checked and joined for `resim merge` |
 //! | [`partition`] | `--partition K/N` and `--partition auto`: which share of a sweep's runs this process makes, from the flag or from a batch scheduler's array index |
 //! | [`plan`] | grid axes, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
@@ -24,11 +25,13 @@
 //! **Architecture Invariant**: an experiment only reads finished reports. Each run is one
 //! single-threaded, seeded simulation; threads only decide which runs happen at once, and the
 //! records are put in index order before anything is printed or written, so the output of a
-//! sweep is the same for any `-j` and for any split into partitions.
+//! sweep, a phase map or a tune is the same for any `-j` and for any split into partitions
+//! (a split tune makes every run its race could ask for, and `merge` replays the race).
 
 pub mod command;
 pub mod compare;
 pub mod determinism;
+pub mod part;
 pub mod partition;
 pub mod phase;
 pub mod plan;

@@ -9,14 +9,17 @@
 
 use super::Opener;
 use super::command::Outcome;
-use super::plan::{GridAxis, Plan};
+use super::part::{self, Indexed};
+use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{SweepSetup, run_plan_with};
 use crate::format::limits::RunLimits;
-use crate::format::overrides::{Flag, Overrides};
+use crate::format::overrides::{Flag, LOAD, Override, Overrides, load_overrides};
+use crate::format::schema::Scenario;
 use crate::format::verdict::window;
 use crate::report::metastability::{Verdict, describe};
 use crate::report::render::charts::heatmap::{HeatMap, heatmap};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use sim_core::SimDuration;
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
 
@@ -24,7 +27,8 @@ use std::io::IsTerminal as _;
 pub const AXIS_VALUES_MAX: usize = 64;
 
 /// What a run of the map was, by its verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Class {
     /// Never degraded, or recovered within the run.
     Stable,
@@ -56,7 +60,24 @@ pub fn parse_axis(text: &str) -> Result<GridAxis, String> {
 }
 
 /// [`parse_axis`] for the axis `flag` (`--x` or `--y`), which errors about its values name.
+/// The path `load` takes factors: each must be a positive number.
 pub fn parse_axis_of(flag: Flag, text: &str) -> Result<GridAxis, String> {
+    let axis = axis_of(flag, text)?;
+    if axis.path == LOAD
+        && let Some(bad) = axis.values.iter().find(|v| {
+            v.trim()
+                .parse::<f64>()
+                .map_or(true, |f| !(f.is_finite() && f > 0.0))
+        })
+    {
+        return Err(format!(
+            "load={bad}: a load multiplier must be a positive number, e.g. load=0.5..3:0.25"
+        ));
+    }
+    Ok(axis)
+}
+
+fn axis_of(flag: Flag, text: &str) -> Result<GridAxis, String> {
     let list = || GridAxis::parse(flag, text);
     let Some((path, values)) = text.split_once('=') else {
         return list();
@@ -128,10 +149,14 @@ pub struct Phase {
     pub overrides: Overrides,
     /// `-j`: threads (`None`: one per core).
     pub jobs: Option<usize>,
+    /// `--partition K/N`: make only this share of the runs (`--out` then writes them).
+    pub partition: Option<Partition>,
+    /// `--out`: where to write the runs, as a part `resim merge` reads.
+    pub out: Option<String>,
 }
 
 /// One cell: the runs of one (x, y) point by class.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     /// The x value.
     pub x: String,
@@ -167,7 +192,7 @@ impl Cell {
 }
 
 /// A phase map: the cells row by row from the first y value.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseMap {
     /// The scenario's name.
     pub scenario: String,
@@ -187,24 +212,118 @@ pub struct PhaseMap {
     pub cells: Vec<Cell>,
 }
 
-/// Runs the map of the scenario `open` reads. Every grid point is read and validated, and must
-/// have a trigger that ends, before any run starts; an error is one line for stderr (exit
-/// code 2).
-pub fn phase_map(
-    command: &Phase,
-    open: Opener<'_>,
+/// What a phase map is, whatever share of its runs a process makes: the header of every part
+/// of a split map.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSetup {
+    /// The scenario as the command line named it.
+    pub file: String,
+    /// [`crate::format::overrides::Source::fingerprint`] of its text.
+    pub fingerprint: String,
+    /// `--variant` and `--set`, as command-line words.
+    pub overrides: String,
+    /// The map with no cells yet.
+    pub map: PhaseMap,
+}
+
+/// One run of a map: a line of a part after its header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseRun {
+    /// Its index in the whole map: `cell × seeds + seed offset`, cells row by row.
+    pub index: u64,
+    /// The cell's overrides, `--y` then `--x`.
+    pub point: String,
+    /// The seed.
+    pub seed: u64,
+    /// The verdict's class.
+    pub class: Class,
+    /// For a run that degraded and recovered, after how long (integer nanoseconds).
+    pub recovered_after_ns: Option<u64>,
+    /// The run's digest.
+    pub digest: String,
+    /// The command that replays it.
+    pub replay: String,
+}
+
+impl Indexed for PhaseRun {
+    fn index(&self) -> u64 {
+        self.index
+    }
+}
+
+/// A map ready to run: its plan, each cell's scenario and replay words, and its setup.
+struct Prepared {
+    plan: Plan,
+    scenarios: Vec<Scenario>,
+    words: Vec<String>,
+    setup: PhaseSetup,
+}
+
+/// How an axis reads in the map: `load` is a factor, said so.
+fn axis_name(axis: &GridAxis) -> String {
+    if axis.path == LOAD {
+        "load (a multiplier of every client's rates)".to_string()
+    } else {
+        axis.path.clone()
+    }
+}
+
+/// Each cell's overrides with a `load` value replaced by the overrides it stands for: every
+/// open-loop client's rates, as the cell's other overrides leave them, times the factor.
+fn with_load(
+    file: &str,
+    source: &crate::format::overrides::Source,
     limits: &RunLimits,
-) -> Result<PhaseMap, String> {
+    each: Vec<Overrides>,
+) -> Result<Vec<Overrides>, String> {
+    if !each.iter().any(|o| o.sets.iter().any(|o| o.path == LOAD)) {
+        return Ok(each);
+    }
+    let checked = source.check(limits).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(each.len());
+    for mut overrides in each {
+        let Some(at) = overrides.sets.iter().position(|o| o.path == LOAD) else {
+            out.push(overrides);
+            continue;
+        };
+        let Override { value, flag, .. } = overrides.sets.remove(at);
+        let base = source
+            .apply(&checked, limits, &overrides)
+            .map_err(|e| e.to_string())?;
+        // The axis's values were checked to be positive numbers when it was parsed.
+        let factor: f64 = value.trim().parse().unwrap_or(f64::NAN);
+        let scaled = load_overrides(&base, factor, flag)
+            .map_err(|m| format!("{file}: {flag} load={value}: {m}"))?;
+        overrides.sets.extend(scaled);
+        out.push(overrides);
+    }
+    Ok(out)
+}
+
+/// Reads and validates every cell of the map, each with a trigger that ends, before any run.
+fn prepare(command: &Phase, open: Opener<'_>, limits: &RunLimits) -> Result<Prepared, String> {
     if command.x.path == command.y.path {
         return Err(format!(
             "--x and --y both set {}; give the two axes different paths",
             command.x.path
         ));
     }
-    let plan = Plan::new(&[command.y.clone(), command.x.clone()], command.seeds, None)?;
-    let each = plan.overrides_each(&command.overrides);
-    let scenarios = open(&command.file)
-        .and_then(|source| source.apply_each(limits, &each))
+    let plan = Plan::new(
+        &[command.y.clone(), command.x.clone()],
+        command.seeds,
+        command.partition,
+    )?;
+    let source = open(&command.file).map_err(|e| e.to_string())?;
+    let each = with_load(
+        &command.file,
+        &source,
+        limits,
+        plan.overrides_each(&command.overrides),
+    )?;
+    let scenarios = source
+        .apply_each(limits, &each)
         .map_err(|e| e.to_string())?;
     for (i, s) in scenarios.iter().enumerate() {
         window(s, s.duration).map_err(|why| {
@@ -215,15 +334,45 @@ pub fn phase_map(
             )
         })?;
     }
-    let words: Vec<String> = each.iter().map(Overrides::command_line).collect();
+    let setup = PhaseSetup {
+        file: command.file.clone(),
+        fingerprint: source.fingerprint(),
+        overrides: command.overrides.command_line(),
+        map: PhaseMap {
+            scenario: scenarios[0].name.clone(),
+            x: axis_name(&command.x),
+            x_values: command.x.values.iter().map(|v| shown(v)).collect(),
+            y: axis_name(&command.y),
+            y_values: command.y.values.iter().map(|v| shown(v)).collect(),
+            seeds: command.seeds,
+            thresholds: describe(&scenarios[0].verdict),
+            cells: Vec::new(),
+        },
+    };
+    Ok(Prepared {
+        words: each.iter().map(Overrides::command_line).collect(),
+        plan,
+        scenarios,
+        setup,
+    })
+}
+
+/// Makes the runs of the plan's share on the command's threads, in index order.
+fn run_share(command: &Phase, prepared: &Prepared) -> Result<Vec<PhaseRun>, String> {
+    let Prepared {
+        plan,
+        scenarios,
+        words,
+        ..
+    } = prepared;
     let setup = SweepSetup {
         file: &command.file,
-        scenarios: &scenarios,
-        overrides: &words,
+        scenarios,
+        overrides: words,
         duration: None,
     };
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(plan.runs());
+        let bar = indicatif::ProgressBar::new(plan.specs().len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{bar:40} {pos}/{len} runs  {elapsed} elapsed, about {eta} left",
@@ -234,65 +383,89 @@ pub fn phase_map(
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let verdicts = run_plan_with(&setup, &plan, command.jobs, &|| bar.inc(1), &|spec, r| {
-        r.metastability
-            .as_ref()
-            .map(|m| m.verdict())
-            .ok_or_else(|| {
-                format!(
-                    "{}: at {} seed {}: the run stopped ({}) at {}s, before its trigger ended: no verdict; replay: {}{}",
-                    command.file,
-                    plan.label(spec.point),
-                    spec.seed,
-                    r.stop_reason,
-                    r.simulated_s,
-                    r.replay_command(),
-                    words[spec.point]
-                )
-            })
+    let runs = run_plan_with(&setup, plan, command.jobs, &|| bar.inc(1), &|spec, r| {
+        let replay = format!("{}{}", r.replay_command(), words[spec.point]);
+        let verdict = r.metastability.as_ref().map(|m| m.verdict()).ok_or_else(|| {
+            format!(
+                "{}: at {} seed {}: the run stopped ({}) at {}s, before its trigger ended: no verdict; replay: {replay}",
+                command.file,
+                plan.label(spec.point),
+                spec.seed,
+                r.stop_reason,
+                r.simulated_s,
+            )
+        })?;
+        Ok(PhaseRun {
+            index: spec.index,
+            point: plan.label(spec.point),
+            seed: spec.seed,
+            class: Class::of(verdict),
+            recovered_after_ns: match verdict {
+                Verdict::Recovered { after } => Some(after.as_nanos()),
+                _ => None,
+            },
+            digest: r.digest.clone(),
+            replay,
+        })
     });
     bar.finish_and_clear();
-    let verdicts = verdicts.map_err(|e| e.to_string())?;
-    let n = plan.seed_count() as usize;
-    let nx = command.x.values.len();
-    let cells = verdicts
+    runs.map_err(|e| e.to_string())?.into_iter().collect()
+}
+
+/// The map of `setup` with its cells counted from `runs`: every run of the map, in index
+/// order.
+fn filled(setup: &PhaseSetup, runs: &[PhaseRun]) -> PhaseMap {
+    let map = &setup.map;
+    let (a, b) = map.seeds;
+    let n = (b - a + 1) as usize;
+    let nx = map.x_values.len();
+    let cells = runs
         .chunks(n)
         .enumerate()
         .map(|(point, runs)| {
             let mut cell = Cell {
-                x: shown(&command.x.values[point % nx]),
-                y: shown(&command.y.values[point / nx]),
+                x: map.x_values[point % nx].clone(),
+                y: map.y_values[point / nx].clone(),
                 stable: 0,
                 metastable: 0,
                 collapsed: 0,
                 recovered_after_s_max: None,
             };
-            for v in runs {
-                let v = *v.as_ref().map_err(Clone::clone)?;
-                match Class::of(v) {
+            for r in runs {
+                match r.class {
                     Class::Stable => cell.stable += 1,
                     Class::Metastable => cell.metastable += 1,
                     Class::Collapsed => cell.collapsed += 1,
                 }
-                if let Verdict::Recovered { after } = v {
-                    let s = after.as_secs_f64();
+                if let Some(ns) = r.recovered_after_ns {
+                    let s = SimDuration::from_nanos(ns).as_secs_f64();
                     cell.recovered_after_s_max =
                         Some(cell.recovered_after_s_max.map_or(s, |m: f64| m.max(s)));
                 }
             }
-            Ok(cell)
+            cell
         })
-        .collect::<Result<Vec<Cell>, String>>()?;
-    Ok(PhaseMap {
-        scenario: scenarios[0].name.clone(),
-        x: command.x.path.clone(),
-        x_values: command.x.values.iter().map(|v| shown(v)).collect(),
-        y: command.y.path.clone(),
-        y_values: command.y.values.iter().map(|v| shown(v)).collect(),
-        seeds: command.seeds,
-        thresholds: describe(&scenarios[0].verdict),
+        .collect();
+    PhaseMap {
         cells,
-    })
+        ..map.clone()
+    }
+}
+
+/// Runs the map of the scenario `open` reads (every run, whatever `command.partition` says).
+/// Every grid point is read and validated, and must have a trigger that ends, before any run
+/// starts; an error is one line for stderr (exit code 2).
+pub fn phase_map(
+    command: &Phase,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<PhaseMap, String> {
+    let whole = Phase {
+        partition: None,
+        ..command.clone()
+    };
+    let prepared = prepare(&whole, open, limits)?;
+    Ok(filled(&prepared.setup, &run_share(&whole, &prepared)?))
 }
 
 /// The map as a text table: a header, then one row per y value (the last on top) with one
@@ -380,28 +553,70 @@ pub fn render_svg(map: &PhaseMap) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-/// `resim phase`: the map as text or JSON, and as SVG in `svg` if asked. It passes whatever
-/// the map shows.
-pub fn phase_command(
-    command: &Phase,
-    json: bool,
-    svg: Option<&str>,
-    open: Opener<'_>,
-    limits: &RunLimits,
-) -> Result<Outcome, String> {
-    let map = phase_map(command, open, limits)?;
-    if let Some(path) = svg {
-        std::fs::write(path, render_svg(&map)?)
-            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+/// How `resim phase` (and `resim merge` of its parts) shows the map.
+#[derive(Debug, Clone, Default)]
+pub struct MapOutput {
+    /// One JSON object instead of the table.
+    pub json: bool,
+    /// Where to draw the SVG heat map, if asked.
+    pub svg: Option<String>,
+}
+
+/// What `resim phase` prints for `map`, with the SVG written if asked.
+pub fn show(map: &PhaseMap, output: &MapOutput) -> Result<Outcome, String> {
+    if let Some(path) = &output.svg {
+        std::fs::write(path, render_svg(map)?).map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     Ok(Outcome {
-        text: if json {
-            render_json(&map)
+        text: if output.json {
+            render_json(map)
         } else {
-            render_text(&map)
+            render_text(map)
         },
         passed: true,
     })
+}
+
+/// `resim phase`: the map as text or JSON, and as SVG if asked; with `--out`, every run as a
+/// part `resim merge` reads; with `--partition`, only the share's runs, into `--out`, and a
+/// line that says so. It passes whatever the map shows.
+pub fn phase_command(
+    command: &Phase,
+    output: &MapOutput,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<Outcome, String> {
+    if command.partition.is_some() && command.out.is_none() {
+        return Err(format!(
+            "{}: --partition makes a share of the runs for `resim merge`: give --out FILE.jsonl to write it to",
+            command.file
+        ));
+    }
+    let prepared = prepare(command, open, limits)?;
+    let runs = run_share(command, &prepared)?;
+    let share = command.partition.unwrap_or(Partition { part: 1, parts: 1 });
+    if let Some(path) = &command.out {
+        let text = part::to_text("phase", share, prepared.plan.runs(), &prepared.setup, &runs);
+        std::fs::write(path, text).map_err(|e| format!("{path}: cannot write: {e}"))?;
+    }
+    if let (Some(p), Some(path)) = (command.partition, &command.out) {
+        return Ok(Outcome {
+            text: format!(
+                "phase map of {}: part {p}, {} of {} runs, written to {path}; `resim merge` of every part prints the map\n",
+                prepared.setup.map.scenario,
+                runs.len(),
+                prepared.plan.runs()
+            ),
+            passed: true,
+        });
+    }
+    show(&filled(&prepared.setup, &runs), output)
+}
+
+/// `resim merge` of the parts of a phase map: the map the unsplit `resim phase` prints.
+pub fn merge(files: &[(String, String)], output: &MapOutput) -> Result<Outcome, String> {
+    let (setup, runs): (PhaseSetup, Vec<PhaseRun>) = part::read_parts("phase", files)?;
+    show(&filled(&setup, &runs), output)
 }
 
 #[cfg(test)]

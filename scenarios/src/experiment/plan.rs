@@ -12,7 +12,7 @@ pub const RUNS_MAX: u64 = 100_000;
 
 /// One `--grid PATH=V1,V2,…` (or `resim phase`'s `--x` or `--y`): the values an override path
 /// takes in turn.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GridAxis {
     /// The path, as for `--set`.
     pub path: String,

@@ -256,7 +256,6 @@ const FUNCTION_LINES_MAX: usize = 70;
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/cli/mod.rs", "main", 100),
     ("scenarios/src/cli/mod.rs", "run_file", 85),
-    ("scenarios/src/experiment/phase.rs", "phase_map", 112),
     ("scenarios/src/experiment/shrink/mod.rs", "shrink", 128),
     ("scenarios/src/experiment/sweep.rs", "render", 96),
     ("scenarios/src/format/overrides/mod.rs", "apply", 99),

@@ -1,7 +1,8 @@
 //! `resim tune` as a user runs it: the recommendation meets the requirement on seeds the race
 //! never saw, a candidate that fails is put out with a replay command that reproduces the
 //! failure, the margin is where a phase map over the same stress says the setting breaks, the
-//! answer is the same whatever `-j` is, and bad input is exit code 2 with the flag named.
+//! answer is the same whatever `-j` is and whatever the split into `--partition`s merged by
+//! `resim merge`, and bad input is exit code 2 with the flag named.
 
 use crate::support;
 
@@ -431,4 +432,136 @@ fn the_least_workers_are_the_ones_erlang_c_names() {
         );
         assert!(r.stdout.contains(&below), "{below} in {}", r.stdout);
     }
+}
+
+/// `resim tune ARGS` run whole on two threads, and split into `parts` on one thread each and
+/// merged: the two outputs, and the SVG of each when `svg` (the two must be the same).
+fn whole_and_merged(args: &[&str], parts: u64, svg: bool) -> (String, String) {
+    let with = |extra: &[&str]| {
+        let mut all = vec!["tune"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(extra);
+        let r = resim(&all);
+        assert_eq!(
+            (r.code, r.stderr.as_str()),
+            (0, ""),
+            "{all:?}: {}",
+            r.stdout
+        );
+        r.stdout
+    };
+    let svg_whole = scratch("whole-margin.svg");
+    let whole = if svg {
+        with(&["-j", "2", "--svg", &svg_whole])
+    } else {
+        with(&["-j", "2"])
+    };
+    let files: Vec<String> = (1..=parts)
+        .map(|k| scratch(&format!("part-{k}.jsonl")))
+        .collect();
+    for (k, file) in files.iter().enumerate() {
+        let share = format!("{}/{parts}", k + 1);
+        let said = with(&["-j", "1", "--partition", &share, "--out", file]);
+        assert!(said.contains(&format!(": part {share}, ")), "{said}");
+    }
+    let svg_merged = scratch("merged-margin.svg");
+    let mut merge: Vec<&str> = vec!["merge"];
+    merge.extend(files.iter().rev().map(String::as_str));
+    if svg {
+        merge.extend(["--svg", &svg_merged]);
+    }
+    let merged = resim(&merge);
+    assert_eq!(merged.code, 0, "{}", merged.stderr);
+    if svg {
+        assert_eq!(
+            std::fs::read_to_string(&svg_merged).unwrap(),
+            std::fs::read_to_string(&svg_whole).unwrap()
+        );
+    }
+    (whole, merged.stdout)
+}
+
+#[test]
+fn a_split_minimising_tune_merges_into_the_answer_of_one_machine() {
+    let args = [
+        "book/src/scenarios/mmc-wait.ron",
+        "--param",
+        "services.api.workers=4..9",
+        "--minimize",
+        "services.api.workers",
+        "--seeds",
+        "1..10",
+    ];
+    let (whole, merged) = whole_and_merged(&args, 2, false);
+    assert_eq!(merged, whole);
+    assert!(
+        whole.contains("recommended: services.api.workers=7\n"),
+        "{whole}"
+    );
+    let one = resim(&[&["tune"], &args[..], &["-j", "1"]].concat());
+    assert_eq!(one.stdout, whole, "the same on one thread");
+}
+
+#[test]
+fn a_split_margin_merges_into_the_answer_of_one_machine() {
+    let args = [
+        "metastable-retry-budget",
+        "--param",
+        "clients.users.call.stack[0].budget.budget_percent=10,100",
+        "--seeds",
+        "1..3",
+        "--maximize-margin",
+        "--stress",
+        "load=1.4..1.7:0.05",
+        "--margin-seeds",
+        "2",
+        "--set",
+        "duration=25s",
+    ];
+    let (whole, merged) = whole_and_merged(&args, 3, true);
+    assert_eq!(merged, whole);
+    // `--margin-seeds 2`: each stress on seeds 1 and 2 only.
+    assert!(
+        whole.contains("at which every expectation holds and the metastability verdict is stable, on seeds 1..2\n"),
+        "{whole}"
+    );
+    assert!(
+        whole.contains("holds 1.55, breaks at 1.6: metastable on 2 of 2 seeds  ← recommended"),
+        "{whole}"
+    );
+}
+
+#[test]
+fn merge_refuses_tune_parts_of_a_scenario_that_changed() {
+    let file = scratch("mmc.ron");
+    let text =
+        std::fs::read_to_string(workspace_root().join("book/src/scenarios/mmc-wait.ron")).unwrap();
+    std::fs::write(&file, &text).unwrap();
+    let part = scratch("changed.jsonl");
+    let r = resim(&[
+        "tune",
+        &file,
+        "--param",
+        "services.api.workers=7",
+        "--seeds",
+        "1..2",
+        "--partition",
+        "1/1",
+        "--out",
+        &part,
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(resim(&["merge", &part]).code, 0);
+    std::fs::write(&file, format!("{text}\n")).unwrap();
+    let r = resim(&["merge", &part]);
+    assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.trim_end(),
+        format!(
+            "{file}: not the file the parts ran (its text changed since); merge where the parts' scenario is"
+        )
+    );
+    let r = resim(&["merge", &part, "--format", "json"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("a tune prints text"), "{}", r.stderr);
 }

@@ -1,23 +1,32 @@
 //! The margin: for each finalist of the race, the highest stress on the `--stress` grid at
-//! which it still holds on the margin's seeds (the first [`MARGIN_SEEDS`] of the range): every
+//! which it still holds on the margin's seeds (the first `--margin-seeds` of the range, by
+//! default [`MARGIN_SEEDS`]): every
 //! expectation passes and the metastability verdict is stable (never degraded, or recovered).
 //! The ends of the grid are tried first; between them a bisection, all finalists in step so
-//! that each step is one parallel batch.
+//! that each step is one parallel batch. Every point it tries is a point `k` of the grid
+//! (`0..=steps`, the midpoint of two rounded down), which is what lets a split tune make every
+//! run the bisection could ask for beforehand.
 
 use super::super::phase::Class;
 use super::race::Race;
 use super::{Candidate, Job, Runner, Stress, Tune, TuneRun};
 use crate::format::limits::RunLimits;
-use crate::format::overrides::{Flag, Overrides, Source, load_overrides};
+use crate::format::overrides::{Flag, LOAD, Overrides, Source, load_overrides};
 use crate::format::schema::Scenario;
 use crate::format::verdict::window;
 
-/// The stress path that scales every open-loop client's rates by a factor
-/// ([`load_overrides`]).
-pub const LOAD: &str = "load";
-
-/// The seeds each stress is tried on.
+/// The seeds each stress is tried on, unless `--margin-seeds` says otherwise.
 pub const MARGIN_SEEDS: u64 = 5;
+
+/// The first and last seed each stress is tried on: the first `--margin-seeds` of the range
+/// (all of it if it is shorter).
+pub fn seeds(command: &Tune) -> (u64, u64) {
+    let count = command
+        .margin_seeds
+        .max(1)
+        .min(command.seeds.1 - command.seeds.0 + 1);
+    (command.seeds.0, command.seeds.0 + count - 1)
+}
 
 /// How a finalist breaks: at the lowest stress that failed, the worst class among its seeds.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,7 +92,6 @@ pub fn margins(
     let finalists = race.finalists();
     let checked = source.check(limits).map_err(|e| e.to_string())?;
     let read = (source, &checked, limits);
-    let last = command.seeds.0 + MARGIN_SEEDS.min(command.seeds.1 - command.seeds.0 + 1) - 1;
     let mut all = Margins {
         margins: finalists
             .iter()
@@ -93,7 +101,7 @@ pub fn margins(
                 breaks: None,
             })
             .collect(),
-        seeds: (command.seeds.0, last),
+        seeds: seeds(command),
         runs: Vec::new(),
     };
     // Each finalist's interval: (highest k that held, lowest k that broke).
@@ -247,7 +255,7 @@ fn verdict(seeds: &[TuneRun], k: u64) -> Result<(), Break> {
 
 /// A finalist's scenario at grid point `k` of the stress, with its command-line words; an
 /// error when the stressed scenario has no metastability verdict.
-fn stressed(
+pub fn stressed(
     command: &Tune,
     candidate: &Candidate,
     stress: &Stress,

@@ -7,6 +7,7 @@
 //! | [`race`] | the race: rounds of common seeds, the requirement and the sign test that put candidates out |
 //! | [`margin`] | the bisection over the stress for each finalist |
 //! | [`render`] | what `resim tune` prints, and its `--out` lines |
+//! | [`split`] | `--partition`: every run the race and the margins could ask for, this share of them |
 //!
 //! A [`Tune`] names the knobs (`--param`, each a [`GridAxis`]; the candidates are their
 //! product, the first varying slowest), the seeds, the budget, the requirement (every seed
@@ -36,24 +37,30 @@
 pub mod margin;
 pub mod race;
 pub mod render;
+pub mod split;
 
 use super::Opener;
 use super::command::Outcome;
+use super::part::{self, Indexed};
 use super::phase::{AXIS_VALUES_MAX, Class, parse_axis_of};
-use super::plan::{GridAxis, Plan};
+use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::RunRecord;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Override, Overrides, Source};
 use crate::format::schema::Scenario;
 use crate::{RunOptions, run};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 
 /// The most candidates one tune races.
 pub const CANDIDATES_MAX: usize = 1_000;
 
-/// What `resim tune` was asked.
-#[derive(Debug, Clone)]
+/// What `resim tune` was asked. What decides the answer is serialised into the header of each
+/// part of a split tune; how this process runs it (threads, files, share) is not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Tune {
     /// A file or a library scenario.
     pub file: String,
@@ -64,21 +71,31 @@ pub struct Tune {
     /// `--budget`: the most runs the race makes (`None`: every seed for every candidate).
     pub budget: Option<u64>,
     /// `--pass-rate`: the share of seeds that must pass (1: every seed).
+    #[serde(with = "super::part::exact_f64")]
     pub pass_rate: f64,
     /// What makes one candidate better than another.
     pub objective: Objective,
     /// `--variant` and `--set`, for every run.
     pub overrides: Overrides,
+    /// `--margin-seeds`: how many seeds, from the first, each stress is tried on.
+    pub margin_seeds: u64,
     /// `-j`: threads (`None`: one per core).
+    #[serde(skip)]
     pub jobs: Option<usize>,
     /// `--out`: where to write every run.
+    #[serde(skip)]
     pub out: Option<String>,
     /// `--svg`: where to draw the margins.
+    #[serde(skip)]
     pub svg: Option<String>,
+    /// `--partition K/N`: make only this share of every run the tune could ask for, into
+    /// `--out`.
+    #[serde(skip)]
+    pub partition: Option<Partition>,
 }
 
 /// What the recommendation optimises among the candidates that meet the requirement.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Objective {
     /// The highest pass rate (no `--minimize`, no `--maximize-margin`).
     PassRate,
@@ -90,13 +107,16 @@ pub enum Objective {
 
 /// `--stress PATH=START..END[:STEP]`: a numeric path, maybe with a unit (`1600/s..4000/s`,
 /// `2s..20s`), bisected on the grid `START + k × STEP`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Stress {
     /// The path, as for `--set`.
     pub path: String,
     /// The lowest stress.
+    #[serde(with = "super::part::exact_f64")]
     pub start: f64,
     /// The grid's step (default: 1 for integers, a 64th of the range otherwise).
+    #[serde(with = "super::part::exact_f64")]
     pub step: f64,
     /// The highest k: the grid is `0..=steps`.
     pub steps: u64,
@@ -283,10 +303,19 @@ pub struct Job<'a> {
     pub seed: u64,
 }
 
-/// Makes batches of runs on the command's threads, with a progress bar on a terminal.
+/// Where a batch's results come from: runs made now on the command's threads, or the runs
+/// of a split tune's parts, looked up by candidate, stress point and seed (`resim merge`
+/// replays the race on them).
+enum Results {
+    Made(rayon::ThreadPool),
+    Recorded(BTreeMap<(usize, Option<u64>, u64), TunePartRun>),
+}
+
+/// Makes batches of runs on the command's threads, with a progress bar on a terminal, or
+/// reads them from the parts of a split tune.
 pub struct Runner<'a> {
     file: &'a str,
-    pool: rayon::ThreadPool,
+    results: Results,
     bar: indicatif::ProgressBar,
 }
 
@@ -306,14 +335,35 @@ impl<'a> Runner<'a> {
         } else {
             indicatif::ProgressBar::hidden()
         };
-        Ok(Runner { file, pool, bar })
+        Ok(Runner {
+            file,
+            results: Results::Made(pool),
+            bar,
+        })
+    }
+
+    /// A runner that makes no run: each is looked up among `runs`.
+    fn recorded(file: &'a str, runs: Vec<TunePartRun>) -> Runner<'a> {
+        let runs = runs
+            .into_iter()
+            .map(|r| ((r.candidate, r.stress, r.record.seed), r))
+            .collect();
+        Runner {
+            file,
+            results: Results::Recorded(runs),
+            bar: indicatif::ProgressBar::hidden(),
+        }
     }
 
     /// Runs `jobs` in parallel; the results are in the order of `jobs`, whatever the threads.
     pub fn batch(&self, jobs: &[Job<'_>], stage: &str) -> Result<Vec<TuneRun>, String> {
+        let pool = match &self.results {
+            Results::Made(pool) => pool,
+            Results::Recorded(runs) => return jobs.iter().map(|j| self.look_up(runs, j)).collect(),
+        };
         self.bar.inc_length(jobs.len() as u64);
         self.bar.set_message(stage.to_string());
-        let runs: Vec<Result<TuneRun, String>> = self.pool.install(|| {
+        let runs: Vec<Result<TuneRun, String>> = pool.install(|| {
             jobs.par_iter()
                 .map(|job| {
                     let kept = self.one(job);
@@ -323,6 +373,31 @@ impl<'a> Runner<'a> {
                 .collect()
         });
         runs.into_iter().collect()
+    }
+
+    fn look_up(
+        &self,
+        runs: &BTreeMap<(usize, Option<u64>, u64), TunePartRun>,
+        job: &Job<'_>,
+    ) -> Result<TuneRun, String> {
+        let r = runs
+            .get(&(job.candidate, job.stress, job.seed))
+            .ok_or_else(|| {
+                format!(
+                    "{}: the parts hold no run of candidate {} at seed {} (stress point {:?}); make the parts with this resim",
+                    self.file,
+                    job.candidate + 1,
+                    job.seed,
+                    job.stress
+                )
+            })?;
+        Ok(TuneRun {
+            candidate: job.candidate,
+            round: job.round,
+            stress: job.stress,
+            class: r.class,
+            record: r.record.clone(),
+        })
     }
 
     fn one(&self, job: &Job<'_>) -> Result<TuneRun, String> {
@@ -407,7 +482,8 @@ fn cost_of(file: &str, path: &str, point: &[Override]) -> Result<f64, String> {
 }
 
 /// `resim tune`: the race, the margins if asked, the table and the recommendation. It passes
-/// when a candidate meets the requirement.
+/// when a candidate meets the requirement. With `--partition`, only the share's runs of
+/// every run the tune could ask for, into `--out` ([`split`]).
 pub fn tune_command(
     command: &Tune,
     open: Opener<'_>,
@@ -425,22 +501,35 @@ pub fn tune_command(
         margin::check(command, stress, &candidates, (&source, limits))?;
     }
     let runner = Runner::new(&command.file, command.jobs)?;
-    let raced = race::race(command, &candidates, &runner)?;
+    if let Some(share) = command.partition {
+        return split::part(command, share, &candidates, (&source, limits), &runner);
+    }
+    answer(command, &candidates, (&source, limits), &runner)
+}
+
+/// The race and the margins on `runner`'s runs, and what `resim tune` prints of them.
+fn answer(
+    command: &Tune,
+    candidates: &[Candidate],
+    (source, limits): (&Source, &RunLimits),
+    runner: &Runner<'_>,
+) -> Result<Outcome, String> {
+    let raced = race::race(command, candidates, runner)?;
     let margins = match &command.objective {
         Objective::Margin(stress) => Some(margin::margins(
             command,
             stress,
-            &candidates,
+            candidates,
             &raced,
-            (&source, limits),
-            &runner,
+            (source, limits),
+            runner,
         )?),
         _ => None,
     };
     runner.bar.finish_and_clear();
     let result = render::Tuned {
         command,
-        candidates: &candidates,
+        candidates,
         race: &raced,
         margins: margins.as_ref(),
     };
@@ -457,4 +546,63 @@ pub fn tune_command(
         text: render::text(&result, recommended),
         passed: recommended.is_some(),
     })
+}
+
+/// What every part of a split tune says it belongs to: the tune, and the scenario's
+/// fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneSetup {
+    /// The tune (what decides its answer).
+    pub tune: Tune,
+    /// [`Source::fingerprint`] of the scenario's text.
+    pub fingerprint: String,
+}
+
+/// One run of a split tune: a line of a part after its header.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunePartRun {
+    /// Its index among every run the tune could ask for ([`split::Universe`]).
+    pub index: u64,
+    /// The candidate, from 0 in the order of the `--param` values.
+    pub candidate: usize,
+    /// The stress's grid point, for a run of the margin.
+    pub stress: Option<u64>,
+    /// The metastability verdict's class, when the run has one.
+    pub class: Option<Class>,
+    /// The run's figures and replay command.
+    pub record: RunRecord,
+}
+
+impl Indexed for TunePartRun {
+    fn index(&self) -> u64 {
+        self.index
+    }
+}
+
+/// `resim merge` of the parts of a split tune: the scenario is read again (it must be the
+/// file the parts ran), and the race and the margins are replayed on the parts' runs, so the
+/// answer is what `resim tune` prints on one machine.
+pub fn merge(
+    files: &[(String, String)],
+    svg: Option<&str>,
+    open: Opener<'_>,
+    limits: &RunLimits,
+) -> Result<Outcome, String> {
+    let (setup, runs): (TuneSetup, Vec<TunePartRun>) = part::read_parts("tune", files)?;
+    let command = Tune {
+        svg: svg.map(str::to_string),
+        ..setup.tune
+    };
+    let source = open(&command.file).map_err(|e| e.to_string())?;
+    if source.fingerprint() != setup.fingerprint {
+        return Err(format!(
+            "{}: not the file the parts ran (its text changed since); merge where the parts' scenario is",
+            command.file
+        ));
+    }
+    let candidates = candidates(&command, &source, limits)?;
+    let runner = Runner::recorded(&command.file, runs);
+    answer(&command, &candidates, (&source, limits), &runner)
 }

@@ -113,9 +113,9 @@ pub fn meets_requirement(passed: u64, runs: u64, rate: f64) -> bool {
         }
 }
 
-/// Races `candidates` as `command` asks.
-pub fn race(command: &Tune, candidates: &[Candidate], runner: &Runner<'_>) -> Result<Race, String> {
-    let n = candidates.len() as u64;
+/// The runs the race of `n` candidates may make: `--budget`, or every seed for each; an
+/// error when it is less than one run each.
+pub fn budget(command: &Tune, n: u64) -> Result<u64, String> {
     let seed_count = command.seeds.1 - command.seeds.0 + 1;
     let budget = command.budget.unwrap_or(n * seed_count);
     if budget < n {
@@ -124,6 +124,24 @@ pub fn race(command: &Tune, candidates: &[Candidate], runner: &Runner<'_>) -> Re
             command.file
         ));
     }
+    Ok(budget)
+}
+
+/// The most seeds any one of `n` candidates can run in the race, whatever is put out when:
+/// every candidate runs the first round, and at most what the others left of the budget
+/// after it, within the range of seeds.
+pub fn seeds_reachable(command: &Tune, n: u64) -> Result<u64, String> {
+    let budget = budget(command, n)?;
+    let seed_count = command.seeds.1 - command.seeds.0 + 1;
+    let first = ROUND_SEEDS_FIRST.min(seed_count).min(budget / n);
+    Ok(seed_count.min(budget - (n - 1) * first))
+}
+
+/// Races `candidates` as `command` asks.
+pub fn race(command: &Tune, candidates: &[Candidate], runner: &Runner<'_>) -> Result<Race, String> {
+    let n = candidates.len() as u64;
+    let seed_count = command.seeds.1 - command.seeds.0 + 1;
+    let budget = budget(command, n)?;
     let mut race = Race {
         rounds: Vec::new(),
         out: vec![None; candidates.len()],

@@ -4,10 +4,12 @@
 //! JSON line per run.
 
 use super::super::phase::Class;
+use super::super::plan::GridAxis;
 use super::super::stats::wilson;
 use super::margin::{Margin, Margins};
 use super::race::{Out, Race, meets_requirement};
 use super::{Candidate, Objective, Stress, Tune};
+use crate::format::error::one_line;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -31,10 +33,43 @@ impl Tuned<'_> {
         self.margins?.margins.iter().find(|m| m.candidate == c)
     }
 
+    /// How candidate `c` reads in the tables: each knob by its [`short_paths`].
+    fn short_label(&self, c: usize) -> String {
+        let short = short_paths(&self.command.params);
+        let words: Vec<String> = self.candidates[c]
+            .sets
+            .iter()
+            .zip(&short)
+            .map(|(o, name)| format!("{name}={}", one_line(&o.value)))
+            .collect();
+        words.join(" ")
+    }
+
     fn meets(&self, c: usize) -> bool {
         let (runs, passed) = self.race.tally(c);
         meets_requirement(passed, runs, self.command.pass_rate)
     }
+}
+
+/// Each knob's shortest path suffix, in whole segments, that no other knob's path ends with
+/// (`max_attempts` for `clients.users.call.stack[0].max_attempts`), so that the tables stay
+/// narrow; the header says once what each stands for.
+fn short_paths(params: &[GridAxis]) -> Vec<String> {
+    let paths: Vec<&str> = params.iter().map(|p| p.path.as_str()).collect();
+    paths
+        .iter()
+        .map(|&path| {
+            let segments: Vec<&str> = path.split('.').collect();
+            (1..=segments.len())
+                .map(|n| segments[segments.len() - n..].join("."))
+                .find(|suffix| {
+                    !paths.iter().any(|&other| {
+                        other != path && (other == suffix || other.ends_with(&format!(".{suffix}")))
+                    })
+                })
+                .unwrap_or_else(|| path.to_string())
+        })
+        .collect()
 }
 
 /// The recommended candidate: among the finalists that meet the requirement, the cheapest
@@ -142,7 +177,17 @@ fn header(t: &Tuned<'_>) -> String {
             t.margins.map_or(0, |m| m.seeds.1)
         ),
     };
-    let _ = writeln!(o, "objective: {objective}\n");
+    let _ = writeln!(o, "objective: {objective}");
+    let named: Vec<String> = short_paths(&c.params)
+        .iter()
+        .zip(&c.params)
+        .filter(|(short, p)| **short != p.path)
+        .map(|(short, p)| format!("{short} is {}", p.path))
+        .collect();
+    if !named.is_empty() {
+        let _ = writeln!(o, "knobs in the tables: {}", named.join(", "));
+    }
+    o.push('\n');
     o
 }
 
@@ -157,11 +202,7 @@ fn trim(text: &str) -> String {
 fn rounds(o: &mut String, t: &Tuned<'_>) {
     let _ = writeln!(o, "round  seeds         candidates  out");
     for (i, r) in t.race.rounds.iter().enumerate() {
-        let out: Vec<&str> = r
-            .out
-            .iter()
-            .map(|&c| t.candidates[c].label.as_str())
-            .collect();
+        let out: Vec<String> = r.out.iter().map(|&c| t.short_label(c)).collect();
         let out = if out.is_empty() {
             "–".to_string()
         } else if out.len() > OUT_SHOWN_MAX {
@@ -187,7 +228,7 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
     }
     let width = list
         .iter()
-        .map(|&c| t.candidates[c].label.chars().count())
+        .map(|&c| t.short_label(c).chars().count())
         .max()
         .unwrap_or(0)
         .max(8);
@@ -220,7 +261,7 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
             (false, true) => "",
             (false, false) => "  (requirement not yet shown: give more seeds or budget)",
         };
-        let label = &t.candidates[c].label;
+        let label = t.short_label(c);
         let line = format!("{label:<width$}  {runs:>5}  {rate:<22}  {value}{mark}");
         let _ = writeln!(o, "{}", line.trim_end());
     }
@@ -477,4 +518,38 @@ fn margin_cells(margins: &Margins, rows: &[usize], ks: &[u64]) -> Vec<[u64; 3]> 
         }
     }
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::overrides::Flag;
+
+    fn shortened(paths: &[&str]) -> Vec<String> {
+        let params: Vec<GridAxis> = paths
+            .iter()
+            .map(|p| GridAxis {
+                path: p.to_string(),
+                values: vec!["1".to_string()],
+                flag: Flag::Param,
+            })
+            .collect();
+        short_paths(&params)
+    }
+
+    #[test]
+    fn each_knob_is_named_by_its_shortest_unambiguous_suffix() {
+        assert_eq!(shortened(&["services.api.workers"]), ["workers"]);
+        assert_eq!(
+            shortened(&[
+                "clients.users.call.stack[0].max_attempts",
+                "clients.users.call.stack[0].budget.budget_percent"
+            ]),
+            ["max_attempts", "budget_percent"]
+        );
+        assert_eq!(
+            shortened(&["services.api.workers", "services.db.workers", "duration"]),
+            ["api.workers", "db.workers", "duration"]
+        );
+    }
 }

@@ -7,6 +7,10 @@ use super::{Flag, Override};
 use crate::format::schema::{Load, Scenario, Schedule};
 use sim_core::Rate;
 
+/// The path that stands for every open-loop client's rates at once: `--stress load=…` in
+/// `resim tune`, `--x load=…` or `--y load=…` in `resim phase`, whose values are factors.
+pub const LOAD: &str = "load";
+
 /// The overrides that scale every open-loop client's rates in `scenario` by `factor`, each
 /// given as `flag`; an error (the reason alone) for a factor that is not positive or a client
 /// whose load is not a rate.

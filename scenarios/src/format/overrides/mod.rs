@@ -47,10 +47,10 @@ use std::fmt;
 use std::str::FromStr;
 use variants::Variant;
 
-pub use load::load_overrides;
+pub use load::{LOAD, load_overrides};
 
 /// The command-line flag that gave an override, which its errors name.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Flag {
     /// `--set PATH=VALUE`.
     #[default]
@@ -81,7 +81,7 @@ impl fmt::Display for Flag {
 }
 
 /// One `PATH=VALUE`: the value at `path` becomes `value`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Override {
     /// Where, as errors name places: `services.api.workers`, `clients.users.call.stack[0]`;
     /// `faults[+]` appends.
@@ -133,7 +133,7 @@ impl fmt::Display for Override {
 
 /// What to change in a scenario before it runs: a variant of the file (applied first), then
 /// the command line's overrides in their order (a later one wins).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Overrides {
     /// The name of one of the file's `variants`.
     pub variant: Option<String>,
@@ -302,6 +302,13 @@ impl Source {
             variants,
             cut,
         })
+    }
+
+    /// A fingerprint of the file's text (64-bit FNV-1a, in hex): the parts of an experiment
+    /// made on several machines record it, so that parts of a file that changed in between
+    /// are not merged.
+    pub fn fingerprint(&self) -> String {
+        format!("{:016x}", sim_core::rng::fnv1a64(&self.base.text))
     }
 
     /// The names of the file's variants, in its order.
