@@ -69,6 +69,7 @@
 
 pub mod cli;
 pub mod experiment;
+pub mod export;
 pub mod figures;
 pub mod format;
 pub mod import;
