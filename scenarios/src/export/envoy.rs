@@ -10,11 +10,11 @@
 use super::sheet::{Sheet, ron};
 use super::text::{number, proto_duration, yaml};
 use super::{Target, leave_layer, leave_retry_extras, leave_service};
-use crate::format::schema::{Balancer, Layer};
+use crate::format::schema::{Balancer, HealthCheck, Layer, Outlier};
 use patterns::backoff::{Jitter, Strategy};
 use patterns::budget::BudgetConfig;
 use patterns::bulkhead::BulkheadConfig;
-use patterns::hedge::HedgeDelay;
+use patterns::hedge::{HedgeConfig, HedgeDelay};
 use patterns::retry::RetryConfig;
 use serde_json::{Map, Value, json};
 use sim_core::SimDuration;
@@ -100,63 +100,75 @@ fn service(t: &Target, sheet: &mut Sheet, cluster: &mut Map<String, Value>) {
         None => sheet.leave(at("balancer"), "LeastOutstanding", "Envoy's LEAST_REQUEST compares choice_count random hosts (PowerOfTwo with 2), not all of them; the cluster keeps Envoy's ROUND_ROBIN"),
     }
     if let Some(o) = &s.outlier {
-        let mut detection = json!({
-            "consecutive_5xx": o.consecutive_failures,
-            "base_ejection_time": proto_duration(o.ejection),
-        });
-        sheet.put(
-            at("outlier.consecutive_failures"),
-            format!("{CLUSTER}.outlier_detection.consecutive_5xx"),
-            o.consecutive_failures,
-        );
-        sheet.put(
-            at("outlier.ejection"),
-            format!("{CLUSTER}.outlier_detection.base_ejection_time"),
-            o.ejection,
-        );
-        if o.max_ejection_percent.fract() == 0.0 {
-            detection["max_ejection_percent"] = json!(o.max_ejection_percent as u32);
-            sheet.put(
-                at("outlier.max_ejection_percent"),
-                format!("{CLUSTER}.outlier_detection.max_ejection_percent"),
-                o.max_ejection_percent,
-            );
-        } else {
-            sheet.leave(
-                at("outlier.max_ejection_percent"),
-                o.max_ejection_percent,
-                "Envoy's max_ejection_percent is a whole number; Envoy's 10 applies",
-            );
-        }
-        cluster.insert("outlier_detection".into(), detection);
+        outlier(t, o, sheet, cluster);
     }
     if let Some(h) = &s.health_check {
-        let field = |k: &str| format!("{CLUSTER}.health_checks[0].{k}");
-        sheet.put(at("health_check.interval"), field("interval"), h.interval);
-        sheet.put(at("health_check.timeout"), field("timeout"), h.timeout);
-        sheet.put(
-            at("health_check.unhealthy_threshold"),
-            field("unhealthy_threshold"),
-            h.unhealthy_threshold,
-        );
-        sheet.put(
-            at("health_check.healthy_threshold"),
-            field("healthy_threshold"),
-            h.healthy_threshold,
-        );
-        // Envoy needs a checker; a resim probe asks nothing, which a TCP connect is closest to.
-        cluster.insert(
-            "health_checks".into(),
-            json!([{
-                "interval": proto_duration(h.interval),
-                "timeout": proto_duration(h.timeout),
-                "unhealthy_threshold": h.unhealthy_threshold,
-                "healthy_threshold": h.healthy_threshold,
-                "tcp_health_check": {},
-            }]),
-        );
+        health_check(t, h, sheet, cluster);
     }
     leave_service(t, sheet, &written, "Envoy's cluster");
+}
+
+/// Outlier ejection as the cluster's `outlier_detection`.
+fn outlier(t: &Target, o: &Outlier, sheet: &mut Sheet, cluster: &mut Map<String, Value>) {
+    let at = |k: &str| format!("{}.{k}", t.service_path);
+    let mut detection = json!({
+        "consecutive_5xx": o.consecutive_failures,
+        "base_ejection_time": proto_duration(o.ejection),
+    });
+    sheet.put(
+        at("outlier.consecutive_failures"),
+        format!("{CLUSTER}.outlier_detection.consecutive_5xx"),
+        o.consecutive_failures,
+    );
+    sheet.put(
+        at("outlier.ejection"),
+        format!("{CLUSTER}.outlier_detection.base_ejection_time"),
+        o.ejection,
+    );
+    if o.max_ejection_percent.fract() == 0.0 {
+        detection["max_ejection_percent"] = json!(o.max_ejection_percent as u32);
+        sheet.put(
+            at("outlier.max_ejection_percent"),
+            format!("{CLUSTER}.outlier_detection.max_ejection_percent"),
+            o.max_ejection_percent,
+        );
+    } else {
+        sheet.leave(
+            at("outlier.max_ejection_percent"),
+            o.max_ejection_percent,
+            "Envoy's max_ejection_percent is a whole number; Envoy's 10 applies",
+        );
+    }
+    cluster.insert("outlier_detection".into(), detection);
+}
+
+/// The active health check as the cluster's first `health_checks`.
+fn health_check(t: &Target, h: &HealthCheck, sheet: &mut Sheet, cluster: &mut Map<String, Value>) {
+    let at = |k: &str| format!("{}.{k}", t.service_path);
+    let field = |k: &str| format!("{CLUSTER}.health_checks[0].{k}");
+    sheet.put(at("health_check.interval"), field("interval"), h.interval);
+    sheet.put(at("health_check.timeout"), field("timeout"), h.timeout);
+    sheet.put(
+        at("health_check.unhealthy_threshold"),
+        field("unhealthy_threshold"),
+        h.unhealthy_threshold,
+    );
+    sheet.put(
+        at("health_check.healthy_threshold"),
+        field("healthy_threshold"),
+        h.healthy_threshold,
+    );
+    // Envoy needs a checker; a resim probe asks nothing, which a TCP connect is closest to.
+    cluster.insert(
+        "health_checks".into(),
+        json!([{
+            "interval": proto_duration(h.interval),
+            "timeout": proto_duration(h.timeout),
+            "unhealthy_threshold": h.unhealthy_threshold,
+            "healthy_threshold": h.healthy_threshold,
+            "tcp_health_check": {},
+        }]),
+    );
 }
 
 /// The call's stack: the retry and hedge policies on the route, the bulkhead and the retry
@@ -186,106 +198,105 @@ fn stack(
                 bulkhead(t, i, b, sheet, thresholds, cluster);
                 bulkhead_done = true;
             }
-            Layer::Bulkhead(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "Envoy's circuit breakers count attempts in flight to the cluster: one bulkhead after the Retry is written",
-            ),
-            Layer::Hedge(h) => match (h.delay.clone(), retries, t.call.timeout) {
-                (HedgeDelay::Fixed { delay }, Some(n), None) => {
+            Layer::Hedge(h) => {
+                if let Some(delay) = hedge(t, i, h, retries, sheet) {
                     route.insert(
                         "hedge_policy".into(),
                         json!({ "hedge_on_per_try_timeout": true }),
                     );
                     per_try = Some(delay);
-                    sheet.put(format!("{}.delay", t.layer(i)), format!("{ROUTE}.retry_policy.per_try_timeout, {ROUTE}.hedge_policy.hedge_on_per_try_timeout"), delay);
-                    if h.max_hedged_attempts != n.clamp(1, 10) {
-                        sheet.leave(
-                            format!("{}.max_hedged_attempts", t.layer(i)),
-                            h.max_hedged_attempts,
-                            format!(
-                                "Envoy's hedges are its retries: num_retries ({n}) bounds them"
-                            ),
-                        );
-                    } else {
-                        sheet.put(
-                            format!("{}.max_hedged_attempts", t.layer(i)),
-                            format!("{ROUTE}.retry_policy.num_retries"),
-                            n,
-                        );
-                    }
                 }
-                (HedgeDelay::Fixed { .. }, None, _) => leave_layer(
-                    t,
-                    i,
-                    sheet,
-                    "Envoy hedges as retries on a per-try timeout: give the call a Retry before the Hedge",
-                ),
-                (HedgeDelay::Fixed { .. }, Some(_), Some(_)) => leave_layer(
-                    t,
-                    i,
-                    sheet,
-                    "Envoy hedges on the per-try timeout, which is the call's timeout here: the timeout is written, the hedge is not",
-                ),
-                (HedgeDelay::Percentile { .. }, _, _) => leave_layer(
-                    t,
-                    i,
-                    sheet,
-                    "Envoy hedges after the fixed per_try_timeout; a percentile delay has no counterpart",
-                ),
-            },
-            Layer::Retry(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "a route has one retry policy: the first Retry is written",
-            ),
-            Layer::Breaker(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: Envoy's circuit breakers are limits on requests in flight (the Bulkhead); the nearest to a resilience4j breaker is outlier detection, the service's `outlier`",
-            ),
-            Layer::Limiter(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "Envoy's local rate limit filter limits a listener's incoming requests, not a cluster's outgoing calls",
-            ),
-            Layer::Fallback(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: a fallback is the application's code",
-            ),
-            Layer::Throttle(_) | Layer::Pace(_) => {
-                leave_layer(t, i, sheet, "no counterpart in Envoy's cluster or route")
             }
-            Layer::AdaptiveTimeout(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: Envoy's per_try_timeout is fixed",
-            ),
+            other => leave_layer(t, i, sheet, unwritten(other)),
         }
     }
     if let Some(d) = per_try {
-        if retries.is_some() {
-            let policy = route.get_mut("retry_policy").and_then(Value::as_object_mut);
-            if let Some(p) = policy {
-                p.insert("per_try_timeout".into(), proto_duration(d));
-            }
-            if t.call.timeout.is_some() {
+        per_try_timeout(t, d, retries.is_some(), route, sheet);
+    }
+}
+
+/// Why a layer is not written: Envoy has no counterpart, or one of its kind is written.
+fn unwritten(layer: &Layer) -> &'static str {
+    match layer {
+        Layer::Bulkhead(_) => {
+            "Envoy's circuit breakers count attempts in flight to the cluster: one bulkhead after the Retry is written"
+        }
+        Layer::Retry(_) => "a route has one retry policy: the first Retry is written",
+        Layer::Breaker(_) => {
+            "no counterpart: Envoy's circuit breakers are limits on requests in flight (the Bulkhead); the nearest to a resilience4j breaker is outlier detection, the service's `outlier`"
+        }
+        Layer::Limiter(_) => {
+            "Envoy's local rate limit filter limits a listener's incoming requests, not a cluster's outgoing calls"
+        }
+        Layer::Fallback(_) => "no counterpart: a fallback is the application's code",
+        Layer::AdaptiveTimeout(_) => "no counterpart: Envoy's per_try_timeout is fixed",
+        _ => "no counterpart in Envoy's cluster or route",
+    }
+}
+
+/// A `Hedge` as `hedge_on_per_try_timeout`: its delay, the per-try timeout, when Envoy can
+/// say it (a Retry whose retries are the hedges, no per-attempt timeout of the call's own).
+fn hedge(
+    t: &Target,
+    i: usize,
+    h: &HedgeConfig,
+    retries: Option<u32>,
+    sheet: &mut Sheet,
+) -> Option<SimDuration> {
+    let reason = match (&h.delay, retries, t.call.timeout) {
+        (HedgeDelay::Fixed { delay }, Some(n), None) => {
+            let at = |k: &str| format!("{}.{k}", t.layer(i));
+            sheet.put(at("delay"), format!("{ROUTE}.retry_policy.per_try_timeout, {ROUTE}.hedge_policy.hedge_on_per_try_timeout"), delay);
+            if h.max_hedged_attempts == n.clamp(1, 10) {
                 sheet.put(
-                    format!("{}.timeout", t.path),
-                    format!("{ROUTE}.retry_policy.per_try_timeout"),
-                    d,
+                    at("max_hedged_attempts"),
+                    format!("{ROUTE}.retry_policy.num_retries"),
+                    n,
+                );
+            } else {
+                sheet.leave(
+                    at("max_hedged_attempts"),
+                    h.max_hedged_attempts,
+                    format!("Envoy's hedges are its retries: num_retries ({n}) bounds them"),
                 );
             }
-        } else {
-            sheet.leave(format!("{}.timeout", t.path), d, "Envoy's per_try_timeout belongs to a retry policy, and the call has no Retry: without one, give the call a deadline (the route's timeout)");
+            return Some(*delay);
         }
+        (HedgeDelay::Fixed { .. }, None, _) => {
+            "Envoy hedges as retries on a per-try timeout: give the call a Retry before the Hedge"
+        }
+        (HedgeDelay::Fixed { .. }, Some(_), Some(_)) => {
+            "Envoy hedges on the per-try timeout, which is the call's timeout here: the timeout is written, the hedge is not"
+        }
+        (HedgeDelay::Percentile { .. }, _, _) => {
+            "Envoy hedges after the fixed per_try_timeout; a percentile delay has no counterpart"
+        }
+    };
+    leave_layer(t, i, sheet, reason);
+    None
+}
+
+/// The per-try timeout `d` (the call's timeout, or a hedge's delay) on the retry policy.
+fn per_try_timeout(
+    t: &Target,
+    d: SimDuration,
+    retried: bool,
+    route: &mut Map<String, Value>,
+    sheet: &mut Sheet,
+) {
+    if !retried {
+        sheet.leave(format!("{}.timeout", t.path), d, "Envoy's per_try_timeout belongs to a retry policy, and the call has no Retry: without one, give the call a deadline (the route's timeout)");
+        return;
+    }
+    if let Some(p) = route.get_mut("retry_policy").and_then(Value::as_object_mut) {
+        p.insert("per_try_timeout".into(), proto_duration(d));
+    }
+    if t.call.timeout.is_some() {
+        sheet.put(
+            format!("{}.timeout", t.path),
+            format!("{ROUTE}.retry_policy.per_try_timeout"),
+            d,
+        );
     }
 }
 
@@ -345,6 +356,20 @@ fn retry(
     } else {
         sheet.leave(at("retry_after_max"), r.retry_after_max, "resim's default, not written: without rate_limited_retry_back_off Envoy ignores a Retry-After, where resim waits for one up to this long");
     }
+    budget(t, i, r, sheet, thresholds);
+    leave_retry_extras(t, i, r, sheet, true);
+    Value::Object(policy)
+}
+
+/// The retry's budget as the circuit breakers' `max_retries` or `retry_budget`.
+fn budget(
+    t: &Target,
+    i: usize,
+    r: &RetryConfig,
+    sheet: &mut Sheet,
+    thresholds: &mut Map<String, Value>,
+) {
+    let at = |k: &str| format!("{}.{k}", t.layer(i));
     match &r.budget {
         Some(BudgetConfig::Concurrency(b)) if b.budget_percent == 0.0 => {
             thresholds.insert("max_retries".into(), json!(b.min_retry_concurrency));
@@ -358,8 +383,6 @@ fn retry(
         Some(other) => sheet.leave(at("budget"), ron(other), "Envoy's retry limits are retries in flight (max_retries, retry_budget: resim's Concurrency budget); this budget has no counterpart, and Envoy's default max_retries (3) applies"),
         None => sheet.leave(at("budget"), "none", "Envoy always limits retries in flight: its default max_retries (3) applies"),
     }
-    leave_retry_extras(t, i, r, sheet, true);
-    Value::Object(policy)
 }
 
 /// Envoy's back-off, `(base_interval, max_interval)`, when the retry's is it.

@@ -11,6 +11,7 @@ use patterns::budget::BudgetConfig;
 use patterns::hedge::{HedgeConfig, HedgeDelay};
 use patterns::retry::RetryConfig;
 use serde_json::{Map, Value, json};
+use sim_core::SimDuration;
 
 /// gRPC's cap on `maxAttempts`, for retries and hedges alike.
 const ATTEMPTS_MAX: u32 = 5;
@@ -44,53 +45,51 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
         sheet.leave(format!("{}.timeout", t.path), d, "no counterpart: gRPC's timeout spans every attempt and hedge (the call's deadline); an attempt has no timeout of its own");
     }
     let mut config = Map::new();
-    let mut policy = false;
-    for (i, layer) in t.call.stack.iter().enumerate() {
-        match layer {
-            Layer::Retry(r) if !policy => {
-                if let Some(p) = retry(t, i, r, sheet, &mut config) {
-                    method.insert("retryPolicy".into(), p);
-                    policy = true;
-                }
-            }
-            Layer::Hedge(h) if !policy => {
-                if let Some(p) = hedge(t, i, h, sheet) {
-                    method.insert("hedgingPolicy".into(), p);
-                    policy = true;
-                }
-            }
-            Layer::Retry(_) | Layer::Hedge(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "a methodConfig has one retryPolicy or one hedgingPolicy, not both (gRFC A6): the first is written",
-            ),
-            Layer::Breaker(_)
-            | Layer::Bulkhead(_)
-            | Layer::Limiter(_)
-            | Layer::Throttle(_)
-            | Layer::Pace(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: a gRPC service config has no breaker, bulkhead, rate limiter or client throttle",
-            ),
-            Layer::Fallback(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: a fallback is the application's code",
-            ),
-            Layer::AdaptiveTimeout(_) => {
-                leave_layer(t, i, sheet, "no counterpart: gRPC's timeout is fixed")
-            }
-        }
-    }
+    stack(t, sheet, &mut method, &mut config);
     leave_service(t, sheet, &[], "a gRPC service config");
     let mut root = Map::new();
     root.insert("methodConfig".into(), json!([Value::Object(method)]));
     root.extend(config);
     json(&Value::Object(root))
+}
+
+/// The stack: its first Retry or Hedge as the method's policy; what gRPC has no place for
+/// is listed.
+fn stack(
+    t: &Target,
+    sheet: &mut Sheet,
+    method: &mut Map<String, Value>,
+    config: &mut Map<String, Value>,
+) {
+    let mut policy = false;
+    for (i, layer) in t.call.stack.iter().enumerate() {
+        let written = match layer {
+            Layer::Retry(r) if !policy => retry(t, i, r, sheet, config).map(|p| ("retryPolicy", p)),
+            Layer::Hedge(h) if !policy => hedge(t, i, h, sheet).map(|p| ("hedgingPolicy", p)),
+            other => {
+                leave_layer(t, i, sheet, unwritten(other));
+                None
+            }
+        };
+        if let Some((k, p)) = written {
+            method.insert(k.into(), p);
+            policy = true;
+        }
+    }
+}
+
+/// Why a layer is not written.
+fn unwritten(layer: &Layer) -> &'static str {
+    match layer {
+        Layer::Retry(_) | Layer::Hedge(_) => {
+            "a methodConfig has one retryPolicy or one hedgingPolicy, not both (gRFC A6): the first is written"
+        }
+        Layer::Fallback(_) => "no counterpart: a fallback is the application's code",
+        Layer::AdaptiveTimeout(_) => "no counterpart: gRPC's timeout is fixed",
+        _ => {
+            "no counterpart: a gRPC service config has no breaker, bulkhead, rate limiter or client throttle"
+        }
+    }
 }
 
 /// A `Retry` as a `retryPolicy` (and its `Throttling` budget as `retryThrottling` into
@@ -104,41 +103,13 @@ fn retry(
 ) -> Option<Value> {
     let at = |k: &str| format!("{}.{k}", t.layer(i));
     let field = |k: &str| format!("{METHOD}.retryPolicy.{k}");
-    if r.max_attempts < 2 {
-        leave_layer(
-            t,
-            i,
-            sheet,
-            "max_attempts below 2 retries nothing; gRPC needs maxAttempts of at least 2",
-        );
-        return None;
-    }
-    let (initial, multiplier, max) = match r.backoff.strategy {
-        Strategy::Exponential {
-            delay_initial,
-            multiplier,
-            delay_max,
-        } => (delay_initial, multiplier, delay_max),
-        Strategy::Constant { delay } => (delay, 1.0, delay),
-        Strategy::Linear { .. } => {
-            leave_layer(
-                t,
-                i,
-                sheet,
-                "gRPC's back-off is exponential (a multiplier of 1 is constant); a linear back-off has no counterpart, so no retryPolicy is written",
-            );
+    let (initial, multiplier, max) = match exponential(r) {
+        Ok(backoff) => backoff,
+        Err(reason) => {
+            leave_layer(t, i, sheet, reason);
             return None;
         }
     };
-    if initial.is_zero() {
-        leave_layer(
-            t,
-            i,
-            sheet,
-            "gRPC needs a positive initialBackoff; this back-off starts at 0, so no retryPolicy is written",
-        );
-        return None;
-    }
     let codes = codes(t, i, r, sheet);
     if codes.is_empty() {
         leave_layer(
@@ -177,6 +148,53 @@ fn retry(
             "gRPC's back-off is always fully jittered: uniform on [0, the capped exponential)",
         );
     }
+    throttling(t, i, r, sheet, config);
+    leave_retry_extras(t, i, r, sheet, false);
+    Some(json!({
+        "maxAttempts": attempts,
+        "initialBackoff": proto_duration(initial),
+        "maxBackoff": proto_duration(max),
+        "backoffMultiplier": number(multiplier),
+        "retryableStatusCodes": codes,
+    }))
+}
+
+/// The retry's back-off as gRPC's `(initialBackoff, backoffMultiplier, maxBackoff)`, or why
+/// gRPC cannot say the retry.
+fn exponential(r: &RetryConfig) -> Result<(SimDuration, f64, SimDuration), &'static str> {
+    if r.max_attempts < 2 {
+        return Err("max_attempts below 2 retries nothing; gRPC needs maxAttempts of at least 2");
+    }
+    let backoff = match r.backoff.strategy {
+        Strategy::Exponential {
+            delay_initial,
+            multiplier,
+            delay_max,
+        } => (delay_initial, multiplier, delay_max),
+        Strategy::Constant { delay } => (delay, 1.0, delay),
+        Strategy::Linear { .. } => {
+            return Err(
+                "gRPC's back-off is exponential (a multiplier of 1 is constant); a linear back-off has no counterpart, so no retryPolicy is written",
+            );
+        }
+    };
+    if backoff.0.is_zero() {
+        return Err(
+            "gRPC needs a positive initialBackoff; this back-off starts at 0, so no retryPolicy is written",
+        );
+    }
+    Ok(backoff)
+}
+
+/// A `Throttling` budget as `retryThrottling`; another budget is listed.
+fn throttling(
+    t: &Target,
+    i: usize,
+    r: &RetryConfig,
+    sheet: &mut Sheet,
+    config: &mut Map<String, Value>,
+) {
+    let at = |k: &str| format!("{}.{k}", t.layer(i));
     match &r.budget {
         Some(BudgetConfig::Throttling(b)) => {
             config.insert("retryThrottling".into(), json!({ "maxTokens": b.max_tokens, "tokenRatio": number(b.token_ratio) }));
@@ -186,14 +204,6 @@ fn retry(
         Some(other) => sheet.leave(at("budget"), ron(other), "gRPC's retry budget is retryThrottling, a token bucket (resim's Throttling); this budget has no counterpart"),
         None => {}
     }
-    leave_retry_extras(t, i, r, sheet, false);
-    Some(json!({
-        "maxAttempts": attempts,
-        "initialBackoff": proto_duration(initial),
-        "maxBackoff": proto_duration(max),
-        "backoffMultiplier": number(multiplier),
-        "retryableStatusCodes": codes,
-    }))
 }
 
 /// The status codes a retry retries, as gRPC names them; what gRPC cannot say is listed.

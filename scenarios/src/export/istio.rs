@@ -150,54 +150,7 @@ fn stack(t: &Target, sheet: &mut Sheet, http: &mut Map<String, Value>, pool: &mu
                 bulkhead(t, i, b, sheet, pool);
                 bulkhead_done = true;
             }
-            Layer::Bulkhead(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "Istio's connection pool limits attempts in flight from the sidecar: one bulkhead after the Retry is written",
-            ),
-            Layer::Retry(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "a route has one retry policy: the first Retry is written",
-            ),
-            Layer::Hedge(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: Istio's VirtualService does not hedge",
-            ),
-            Layer::Breaker(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: Istio's connection pool limits requests in flight (the Bulkhead); the nearest to a resilience4j breaker is outlier detection, the service's `outlier`",
-            ),
-            Layer::Limiter(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart in a DestinationRule or VirtualService (Istio rate limits with an EnvoyFilter on the receiving side)",
-            ),
-            Layer::Fallback(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: a fallback is the application's code",
-            ),
-            Layer::Throttle(_) | Layer::Pace(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart in a DestinationRule or VirtualService",
-            ),
-            Layer::AdaptiveTimeout(_) => leave_layer(
-                t,
-                i,
-                sheet,
-                "no counterpart: Istio's perTryTimeout is fixed",
-            ),
+            other => leave_layer(t, i, sheet, unwritten(other)),
         }
     }
     if retry_at.is_none() {
@@ -211,6 +164,26 @@ fn stack(t: &Target, sheet: &mut Sheet, http: &mut Map<String, Value>, pool: &mu
         if let Some(d) = t.call.timeout {
             sheet.leave(format!("{}.timeout", t.path), d, "Istio's perTryTimeout belongs to retries, and the call has no Retry: give the call a deadline (the route's timeout)");
         }
+    }
+}
+
+/// Why a layer is not written: Istio has no counterpart, or one of its kind is written.
+fn unwritten(layer: &Layer) -> &'static str {
+    match layer {
+        Layer::Bulkhead(_) => {
+            "Istio's connection pool limits attempts in flight from the sidecar: one bulkhead after the Retry is written"
+        }
+        Layer::Retry(_) => "a route has one retry policy: the first Retry is written",
+        Layer::Hedge(_) => "no counterpart: Istio's VirtualService does not hedge",
+        Layer::Breaker(_) => {
+            "no counterpart: Istio's connection pool limits requests in flight (the Bulkhead); the nearest to a resilience4j breaker is outlier detection, the service's `outlier`"
+        }
+        Layer::Limiter(_) => {
+            "no counterpart in a DestinationRule or VirtualService (Istio rate limits with an EnvoyFilter on the receiving side)"
+        }
+        Layer::Fallback(_) => "no counterpart: a fallback is the application's code",
+        Layer::AdaptiveTimeout(_) => "no counterpart: Istio's perTryTimeout is fixed",
+        _ => "no counterpart in a DestinationRule or VirtualService",
     }
 }
 

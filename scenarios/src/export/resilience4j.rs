@@ -197,6 +197,41 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Map<String
     let mut props = Map::new();
     props.insert("maxAttempts".into(), json!(r.max_attempts));
     sheet.put(at("max_attempts"), p("maxAttempts"), r.max_attempts);
+    wait(t, i, r, sheet, &mut props);
+    let every = r.retry_on_timeout
+        && r.retry_on_connection_error
+        && r.retry_on_throttled
+        && r.retry_on_conflict
+        && STATUS_5XX.iter().all(|c| r.retry_on_status.contains(c));
+    if !every {
+        sheet.leave(at("retry_on_*"), "some outcomes", "resilience4j retries every exception unless retryExceptions or ignoreExceptions name exception classes, which are the application's: list the ones your client throws for the outcomes this retry does not retry");
+    }
+    if let Some(b) = &r.budget {
+        sheet.leave(
+            at("budget"),
+            ron(b),
+            "no counterpart: resilience4j's retry has no budget",
+        );
+    }
+    sheet.leave(
+        at("retry_after_max"),
+        r.retry_after_max,
+        "no counterpart: resilience4j's retry ignores a Retry-After",
+    );
+    if r.attempt_duration_min != RetryConfig::default().attempt_duration_min {
+        sheet.leave(
+            at("attempt_duration_min"),
+            r.attempt_duration_min,
+            "no counterpart: resilience4j starts an attempt whatever time is left",
+        );
+    }
+    props
+}
+
+/// The retry's back-off as `waitDuration`, exponential backoff and randomized wait.
+fn wait(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, props: &mut Map<String, Value>) {
+    let at = |k: &str| format!("{}.{k}", t.layer(i));
+    let p = |k: &str| property(t, "retry", k);
     let (initial, exponential) = match r.backoff.strategy {
         Strategy::Constant { delay } => (Some(delay), None),
         Strategy::Exponential {
@@ -238,161 +273,124 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Map<String
         }
         ref other => sheet.leave(at("backoff.jitter"), ron(other), "resilience4j's randomized wait is uniform on wait · [1 − factor, 1 + factor] with factor below 1 (Proportional(spread_percent < 100)); this jitter has no counterpart, and the wait is written unjittered"),
     }
-    let every = r.retry_on_timeout
-        && r.retry_on_connection_error
-        && r.retry_on_throttled
-        && r.retry_on_conflict
-        && STATUS_5XX.iter().all(|c| r.retry_on_status.contains(c));
-    if !every {
-        sheet.leave(at("retry_on_*"), "some outcomes", "resilience4j retries every exception unless retryExceptions or ignoreExceptions name exception classes, which are the application's: list the ones your client throws for the outcomes this retry does not retry");
+}
+
+/// The breaker's settings that resilience4j has, as `(resim field, property, value)`.
+fn settings(b: &BreakerConfig) -> Vec<(&'static str, &'static str, Value)> {
+    let window = match b.sliding_window_type {
+        SlidingWindowType::CountBased => "COUNT_BASED",
+        SlidingWindowType::TimeBased => "TIME_BASED",
+    };
+    let state = match b.transition_to_state_after_wait_duration {
+        StateAfterWait::Open => "OPEN",
+        StateAfterWait::Closed => "CLOSED",
+    };
+    let automatic = b.automatic_transition_from_open_to_half_open_enabled;
+    let mut written = vec![
+        (
+            "failure_rate_threshold",
+            "failureRateThreshold",
+            number(b.failure_rate_threshold),
+        ),
+        (
+            "slow_call_rate_threshold",
+            "slowCallRateThreshold",
+            number(b.slow_call_rate_threshold),
+        ),
+        (
+            "slow_call_duration_threshold",
+            "slowCallDurationThreshold",
+            spring(b.slow_call_duration_threshold),
+        ),
+        ("sliding_window_type", "slidingWindowType", json!(window)),
+        (
+            "sliding_window_size",
+            "slidingWindowSize",
+            json!(b.sliding_window_size),
+        ),
+        (
+            "minimum_number_of_calls",
+            "minimumNumberOfCalls",
+            json!(b.minimum_number_of_calls),
+        ),
+        (
+            "wait_duration_in_open_state",
+            "waitDurationInOpenState",
+            spring(b.wait_duration_in_open_state),
+        ),
+        (
+            "automatic_transition_from_open_to_half_open_enabled",
+            "automaticTransitionFromOpenToHalfOpenEnabled",
+            json!(automatic),
+        ),
+        (
+            "max_wait_duration_in_half_open_state",
+            "maxWaitDurationInHalfOpenState",
+            spring(b.max_wait_duration_in_half_open_state),
+        ),
+        (
+            "transition_to_state_after_wait_duration",
+            "transitionToStateAfterWaitDuration",
+            json!(state),
+        ),
+    ];
+    written.extend(open_wait_backoff(b));
+    written
+}
+
+/// The open wait's back-off, when it has one: enabled, its multiplier and its cap.
+fn open_wait_backoff(b: &BreakerConfig) -> Vec<(&'static str, &'static str, Value)> {
+    let mut written = Vec::new();
+    let d = BreakerConfig::default();
+    // resim's open wait backs off only when told to; resilience4j's does with the flag.
+    if b.wait_duration_in_open_state_multiplier != d.wait_duration_in_open_state_multiplier
+        || b.wait_duration_in_open_state_max != d.wait_duration_in_open_state_max
+    {
+        let multiplier = b.wait_duration_in_open_state_multiplier;
+        written.push((
+            "wait_duration_in_open_state_multiplier",
+            "enableExponentialBackoff",
+            json!(true),
+        ));
+        written.push((
+            "wait_duration_in_open_state_multiplier",
+            "exponentialBackoffMultiplier",
+            number(multiplier),
+        ));
+        written.push((
+            "wait_duration_in_open_state_max",
+            "exponentialMaxWaitDurationInOpenState",
+            spring(b.wait_duration_in_open_state_max),
+        ));
     }
-    if let Some(b) = &r.budget {
-        sheet.leave(
-            at("budget"),
-            ron(b),
-            "no counterpart: resilience4j's retry has no budget",
-        );
-    }
-    sheet.leave(
-        at("retry_after_max"),
-        r.retry_after_max,
-        "no counterpart: resilience4j's retry ignores a Retry-After",
-    );
-    if r.attempt_duration_min != RetryConfig::default().attempt_duration_min {
-        sheet.leave(
-            at("attempt_duration_min"),
-            r.attempt_duration_min,
-            "no counterpart: resilience4j starts an attempt whatever time is left",
-        );
-    }
-    props
+    written
 }
 
 /// A `Breaker` as a circuitbreaker instance: resilience4j's names, every one written.
 fn breaker(t: &Target, i: usize, b: &BreakerConfig, sheet: &mut Sheet) -> Map<String, Value> {
+    let mut written = settings(b);
+    match b.half_open {
+        HalfOpenPolicy::PermittedCalls { permitted_number_of_calls_in_half_open_state: n } => {
+            written.push(("half_open.permitted_number_of_calls_in_half_open_state", "permittedNumberOfCallsInHalfOpenState", json!(n)));
+        }
+        ref other => sheet.leave(format!("{}.half_open", t.layer(i)), ron(other), "resilience4j's half-open state lets permittedNumberOfCallsInHalfOpenState calls through and judges them by the thresholds (kind: \"permitted_calls\"); this policy has no counterpart"),
+    }
+    if let Some(n) = b.consecutive_failure_threshold {
+        sheet.leave(format!("{}.consecutive_failure_threshold", t.layer(i)), n, "no counterpart: resilience4j's breaker judges failure rates over its window, not failures in a row");
+    }
     let mut props = Map::new();
-    let mut put = |field: &str, name: &str, value: Value, shown: String| {
+    for (field, name, value) in written {
+        let shown = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string);
         sheet.put(
             format!("{}.{field}", t.layer(i)),
             property(t, "circuitbreaker", name),
             shown,
         );
         props.insert(name.into(), value);
-    };
-    put(
-        "failure_rate_threshold",
-        "failureRateThreshold",
-        number(b.failure_rate_threshold),
-        b.failure_rate_threshold.to_string(),
-    );
-    put(
-        "slow_call_rate_threshold",
-        "slowCallRateThreshold",
-        number(b.slow_call_rate_threshold),
-        b.slow_call_rate_threshold.to_string(),
-    );
-    put(
-        "slow_call_duration_threshold",
-        "slowCallDurationThreshold",
-        spring(b.slow_call_duration_threshold),
-        b.slow_call_duration_threshold.to_string(),
-    );
-    let window = match b.sliding_window_type {
-        SlidingWindowType::CountBased => "COUNT_BASED",
-        SlidingWindowType::TimeBased => "TIME_BASED",
-    };
-    put(
-        "sliding_window_type",
-        "slidingWindowType",
-        json!(window),
-        window.to_string(),
-    );
-    put(
-        "sliding_window_size",
-        "slidingWindowSize",
-        json!(b.sliding_window_size),
-        b.sliding_window_size.to_string(),
-    );
-    put(
-        "minimum_number_of_calls",
-        "minimumNumberOfCalls",
-        json!(b.minimum_number_of_calls),
-        b.minimum_number_of_calls.to_string(),
-    );
-    put(
-        "wait_duration_in_open_state",
-        "waitDurationInOpenState",
-        spring(b.wait_duration_in_open_state),
-        b.wait_duration_in_open_state.to_string(),
-    );
-    let d = BreakerConfig::default();
-    if b.wait_duration_in_open_state_multiplier != d.wait_duration_in_open_state_multiplier
-        || b.wait_duration_in_open_state_max != d.wait_duration_in_open_state_max
-    {
-        props_exponential(&mut put, b);
-    }
-    put(
-        "automatic_transition_from_open_to_half_open_enabled",
-        "automaticTransitionFromOpenToHalfOpenEnabled",
-        json!(b.automatic_transition_from_open_to_half_open_enabled),
-        b.automatic_transition_from_open_to_half_open_enabled
-            .to_string(),
-    );
-    put(
-        "max_wait_duration_in_half_open_state",
-        "maxWaitDurationInHalfOpenState",
-        spring(b.max_wait_duration_in_half_open_state),
-        b.max_wait_duration_in_half_open_state.to_string(),
-    );
-    let state = match b.transition_to_state_after_wait_duration {
-        StateAfterWait::Open => "OPEN",
-        StateAfterWait::Closed => "CLOSED",
-    };
-    put(
-        "transition_to_state_after_wait_duration",
-        "transitionToStateAfterWaitDuration",
-        json!(state),
-        state.to_string(),
-    );
-    if let HalfOpenPolicy::PermittedCalls {
-        permitted_number_of_calls_in_half_open_state: n,
-    } = b.half_open
-    {
-        put(
-            "half_open.permitted_number_of_calls_in_half_open_state",
-            "permittedNumberOfCallsInHalfOpenState",
-            json!(n),
-            n.to_string(),
-        );
-    } else {
-        sheet.leave(format!("{}.half_open", t.layer(i)), ron(&b.half_open), "resilience4j's half-open state lets permittedNumberOfCallsInHalfOpenState calls through and judges them by the thresholds (kind: \"permitted_calls\"); this policy has no counterpart");
-    }
-    if let Some(n) = b.consecutive_failure_threshold {
-        sheet.leave(format!("{}.consecutive_failure_threshold", t.layer(i)), n, "no counterpart: resilience4j's breaker judges failure rates over its window, not failures in a row");
     }
     props
-}
-
-/// The open wait's back-off: enabled, its multiplier and its cap.
-fn props_exponential(put: &mut impl FnMut(&str, &str, Value, String), b: &BreakerConfig) {
-    put(
-        "wait_duration_in_open_state_multiplier",
-        "enableExponentialBackoff",
-        json!(true),
-        "true".to_string(),
-    );
-    put(
-        "wait_duration_in_open_state_multiplier",
-        "exponentialBackoffMultiplier",
-        number(b.wait_duration_in_open_state_multiplier),
-        b.wait_duration_in_open_state_multiplier.to_string(),
-    );
-    put(
-        "wait_duration_in_open_state_max",
-        "exponentialMaxWaitDurationInOpenState",
-        spring(b.wait_duration_in_open_state_max),
-        b.wait_duration_in_open_state_max.to_string(),
-    );
 }
 
 /// A fixed-window `Limiter` as a ratelimiter instance (resilience4j's `AtomicRateLimiter`).
@@ -423,8 +421,9 @@ fn limiter(
     Some(props)
 }
 
-/// A `Bulkhead`: a semaphore `bulkhead` when nobody queues or any number may wait, else a
-/// `thread-pool-bulkhead` (its queue bounded, a queued task waiting as long as it takes).
+/// A `Bulkhead`: a `thread-pool-bulkhead` when a queued call waits as long as it takes (an
+/// hour, as the import writes it) in a bounded queue, else a semaphore `bulkhead` (nobody
+/// waits, or any number may wait up to `maxWaitDuration`).
 fn bulkhead(
     t: &Target,
     i: usize,
@@ -433,9 +432,7 @@ fn bulkhead(
 ) -> (Module, &'static str, Map<String, Value>) {
     let at = |k: &str| format!("{}.{k}", t.layer(i));
     let mut props = Map::new();
-    let semaphore = b.queue_capacity == 0
-        || b.queue_capacity == BULKHEAD_SIZE_MAX
-        || b.max_wait_duration != HOUR;
+    let semaphore = b.queue_capacity == BULKHEAD_SIZE_MAX || b.max_wait_duration != HOUR;
     if !semaphore {
         let p = |k: &str| property(t, "thread-pool-bulkhead", k);
         props.insert("coreThreadPoolSize".into(), json!(b.max_concurrent_calls));
