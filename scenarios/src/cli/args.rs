@@ -280,6 +280,13 @@ pub(super) struct TuneArgs {
     /// `--maximize-margin`).
     #[arg(long, value_name = "FILE", requires = "maximize_margin")]
     pub(super) svg: Option<String>,
+    /// After the recommendation, print the recommended call stack in this format (as
+    /// `resim export` writes it), for the call `--call` names.
+    #[arg(long, value_name = "FORMAT", requires = "call", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
+    pub(super) export: Option<String>,
+    /// The call `--export` writes, e.g. `services.api.calls[0]`.
+    #[arg(long, value_name = "PATH", requires = "export")]
+    pub(super) call: Option<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }

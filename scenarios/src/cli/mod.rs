@@ -198,6 +198,10 @@ fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
         jobs: args.jobs.map(usize::from),
         out: args.out.clone(),
         svg: args.svg.clone(),
+        export: match (&args.export, &args.call) {
+            (Some(format), Some(call)) => Some((format.parse()?, call.clone())),
+            _ => None,
+        },
     })
 }
 
