@@ -844,3 +844,17 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
     }
     insta::assert_snapshot!("malformed", snapshot);
 }
+
+/// The book's round trip imports `book/src/export/retry-storm-budget.istio.yaml`: it is what
+/// `resim export` writes today.
+#[test]
+fn the_book_round_trip_file_is_what_export_writes() {
+    let file = "book/src/export/retry-storm-budget.istio.yaml";
+    let out = resim(&["export", "retry-storm-budget", "--call", "clients.users.call", "--to", "istio"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let committed = std::fs::read_to_string(workspace_root().join(file)).expect("the book's file");
+    assert_eq!(
+        committed, out.stdout,
+        "{file} drifted: rewrite it with `resim export retry-storm-budget --call clients.users.call --to istio --out {file}`"
+    );
+}
