@@ -44,7 +44,7 @@ pub fn unit_duration(d: SimDuration, days: bool) -> Value {
         let (scale, unit) = units
             .iter()
             .filter(|(_, u)| days || *u != "d")
-            .find(|(scale, _)| n % scale == 0)
+            .find(|(scale, _)| n.is_multiple_of(*scale))
             .copied()
             .unwrap_or((1, "ns"));
         format!("{}{unit}", n / scale)

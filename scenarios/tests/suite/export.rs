@@ -85,7 +85,7 @@ fn check_round_trip(
 
 /// A protobuf duration of `millis` in protobuf's canonical JSON form (`"1.250s"`, `"2s"`).
 fn proto(millis: u64) -> String {
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         format!("{}s", millis / 1000)
     } else {
         format!("{}.{:03}s", millis / 1000, millis % 1000)
@@ -94,7 +94,7 @@ fn proto(millis: u64) -> String {
 
 /// A Go duration of `millis`, in the unit a person would write.
 fn go(millis: u64) -> String {
-    if millis % 1000 == 0 {
+    if millis.is_multiple_of(1000) {
         format!("{}s", millis / 1000)
     } else {
         format!("{millis}ms")
@@ -850,7 +850,14 @@ fn bad_input_gets_a_clear_error_and_exit_code_2() {
 #[test]
 fn the_book_round_trip_file_is_what_export_writes() {
     let file = "book/src/export/retry-storm-budget.istio.yaml";
-    let out = resim(&["export", "retry-storm-budget", "--call", "clients.users.call", "--to", "istio"]);
+    let out = resim(&[
+        "export",
+        "retry-storm-budget",
+        "--call",
+        "clients.users.call",
+        "--to",
+        "istio",
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let committed = std::fs::read_to_string(workspace_root().join(file)).expect("the book's file");
     assert_eq!(
