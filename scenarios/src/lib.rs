@@ -20,7 +20,7 @@
 //! Module map, one layer per row from the bottom up. A layer uses only layers of the rows
 //! before its own, and not every one of them: `format ← figures.rs ← world`; `figures.rs ← report` (the
 //! report is built from the figures, never from the world); `world, report ← run ←
-//! experiment ← cli`. Each folder's `mod.rs` opens with its rule, and the tidy test
+//! experiment ← cli`; `format ← import`, and `format, import ← export ← experiment, cli`. Each folder's `mod.rs` opens with its rule, and the tidy test
 //! `layers_use_only_the_layers_below_them` (`scenarios/tests/suite/tidy.rs`) fails on an import
 //! against it.
 //!
@@ -28,6 +28,7 @@
 //! |---|---|---|
 //! | [`format`](mod@format) | [`format::schema`] (its parts: [`answers`](format::schema::answers), [`capacity`](format::schema::capacity), [`contention`](format::schema::contention), [`distributed`](format::schema::distributed), [`isolation`](format::schema::isolation), [`pool`](format::schema::pool), [`scaling`](format::schema::scaling), [`traffic`](format::schema::traffic)), [`format::load`], [`format::overrides`], [`format::read`], [`format::validate`], [`format::verdict`], [`format::limits`], [`format::footprint`], [`format::warnings`], [`format::error`] | the file format: what a file may say, how it is read, overridden, validated, held to its limits, and the settings of its verdict |
 //! | [`import`] | [`import::ron`], [`import::tree`] | `resim import`: production configurations (Envoy) read into scenario RON with their sources and a mapping table; beside the format, above it |
+//! | [`export`] | | `resim export` and `tune --export`: one call of a scenario written back as Envoy, Istio, resilience4j or gRPC configuration, with the table of what went where and what was not exported; above the format and the import |
 //! | [`figures`] | | the plain data a finished run hands over: the world's boundary |
 //! | [`world`] | [`world::msg`], [`world::stack`], [`world::traffic`] (and private modules, one per thing that owns state) | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
 //! | [`report`] | [`report::metastability`], [`report::render`] ([`report::render::charts`](mod@report::render::charts), [`report::render::charts::heatmap`]) | the report built from the figures, verdicts on expectations, one renderer per format |
@@ -69,6 +70,7 @@
 
 pub mod cli;
 pub mod experiment;
+pub mod export;
 pub mod figures;
 pub mod format;
 pub mod import;

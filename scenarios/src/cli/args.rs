@@ -135,6 +135,11 @@ pub(super) enum Command {
     /// stderr lists each source field with the scenario path it became, and every field not
     /// imported with the reason.
     Import(ImportArgs),
+    /// Write a call's pattern stack, and the settings of the service it calls, in a production
+    /// configuration format (the inverse of `import`): the document on stdout, and a table on
+    /// stderr of each scenario path with the field it became, then every setting not exported
+    /// with the reason.
+    Export(ExportArgs),
 }
 
 /// Changes to a scenario before it runs: one of its variants, then `--set` overrides.
@@ -313,6 +318,13 @@ pub(super) struct TuneArgs {
     /// `--maximize-margin`).
     #[arg(long, value_name = "FILE", requires = "maximize_margin")]
     pub(super) svg: Option<String>,
+    /// After the recommendation, print the recommended call stack in this format (as
+    /// `resim export` writes it), for the call `--call` names.
+    #[arg(long, value_name = "FORMAT", requires = "call", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
+    pub(super) export: Option<String>,
+    /// The call `--export` writes, e.g. `services.api.calls[0]`.
+    #[arg(long, value_name = "PATH", requires = "export")]
+    pub(super) call: Option<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }
@@ -469,4 +481,26 @@ pub(super) struct ImportArgs {
     /// Write the scenario to this file instead of stdout.
     #[arg(long, value_name = "NEW.ron")]
     pub(super) out: Option<String>,
+}
+
+/// What `resim export` takes.
+#[derive(Args)]
+pub(super) struct ExportArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The call to export, e.g. `services.api.calls[0]` or `clients.users.call`.
+    #[arg(long, value_name = "PATH")]
+    pub(super) call: String,
+    /// The format to write.
+    #[arg(long, value_name = "FORMAT", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
+    pub(super) to: String,
+    /// The upstream's name in the configuration (the Envoy cluster, the Istio host, the
+    /// resilience4j instance, the gRPC service; default: the call's target).
+    #[arg(long, value_name = "NAME")]
+    pub(super) service: Option<String>,
+    /// Write the configuration to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub(super) out: Option<String>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
 }

@@ -22,6 +22,7 @@ use crate::experiment::command::{
 };
 use crate::experiment::determinism::{self, Verdict, check_determinism};
 use crate::experiment::{GridAxis, phase, shrink, tune};
+use crate::export;
 use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
@@ -31,7 +32,8 @@ use crate::report::{Format, Report, render};
 use crate::run::{RunOptions, run};
 use anyhow::Context as _;
 use args::{
-    Cli, Command, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error, parse_sets,
+    Cli, Command, ExportArgs, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error,
+    parse_sets,
 };
 use clap::Parser as _;
 use library::{DEFAULT_EXAMPLE, resolve};
@@ -123,6 +125,7 @@ pub fn main() -> ExitCode {
         },
         Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
         Command::Import(args) => import_files(&args, &limits),
+        Command::Export(args) => export_call(&args, &limits),
     }
 }
 
@@ -218,6 +221,10 @@ fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
         out: args.out.clone(),
         svg: args.svg.clone(),
         partition: resolve_partition(file, args.partition)?,
+        export: match (&args.export, &args.call) {
+            (Some(format), Some(call)) => Some((format.parse()?, call.clone())),
+            _ => None,
+        },
     })
 }
 
@@ -282,6 +289,44 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         }
         None => {
             emit(&imported.text);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `resim export`: the configuration on stdout (or in `out`), the mapping table on stderr;
+/// exit code 2 on bad input.
+fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
+    let exported = (|| {
+        let overrides = args.overrides.overrides(&args.file)?;
+        let scenario = resolve(&args.file, limits, &overrides).map_err(|e| e.to_string())?;
+        let format: export::TargetFormat = args.to.parse()?;
+        export::export(
+            &scenario,
+            &args.file,
+            &args.call,
+            format,
+            args.service.as_deref(),
+        )
+        .map_err(|e| e.to_string())
+    })();
+    let exported = match exported {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    eprint!("{}", exported.table);
+    match &args.out {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &exported.text) {
+                eprintln!("{path}: cannot write: {e}");
+                return ExitCode::from(2);
+            }
+        }
+        None => {
+            emit(&exported.text);
         }
     }
     ExitCode::SUCCESS

@@ -18,6 +18,7 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | `calls` | the calls of a scenario by path (`services.api.calls[0]`), for `--call` |
 //! | `tree` | a YAML, JSON or `.properties` file read into one tree; the ledger of the fields an importer took |
 //! | `properties` | Java `.properties` (Spring's `application.properties`) read into that tree |
 //! | `spring` | Spring Boot's binding: relaxed names, dotted YAML keys, `Duration` values |
@@ -32,6 +33,7 @@
 //! name paths, write edits, and check that what it writes loads and validates) and nothing
 //! else of this crate; only the command line uses it.
 
+pub mod calls;
 mod envoy;
 mod grpc;
 mod istio;

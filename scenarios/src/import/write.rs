@@ -3,13 +3,14 @@
 //! mapping table. Whatever is written is read back through [`crate::format`] and must load and
 //! validate: an import never hands over a file `resim run` would refuse.
 
+use super::calls::{call_at, call_paths};
 use super::ron::{self, Field, Ron, Row};
 use super::tree::Skip;
 use super::{ImportError, Imported, Plan, SourceFormat, Target, Upstream};
 use crate::format::limits::RunLimits;
 use crate::format::load::parse_with;
 use crate::format::overrides::{Override, Source};
-use crate::format::schema::{Call, Scenario};
+use crate::format::schema::Call;
 
 /// The scenario `target` asks for, and the mapping table.
 pub fn write(
@@ -165,33 +166,6 @@ fn header(files: &[&str]) -> String {
          // before you trust a run.\n",
         files.join(", ")
     )
-}
-
-/// The call at `path` of `scenario`: `clients.NAME.call` or `services.NAME.calls[I]`.
-fn call_at<'s>(scenario: &'s Scenario, path: &str) -> Option<&'s Call> {
-    let rest = path.strip_prefix("clients.").map(|r| (true, r));
-    let rest = rest.or_else(|| path.strip_prefix("services.").map(|r| (false, r)));
-    let (client, rest) = rest?;
-    if client {
-        let name = rest.strip_suffix(".call")?;
-        scenario
-            .clients
-            .get(name.trim_matches('"'))
-            .map(|c| &c.call)
-    } else {
-        let (name, index) = rest.strip_suffix(']')?.rsplit_once(".calls[")?;
-        let i: usize = index.parse().ok()?;
-        scenario.services.get(name.trim_matches('"'))?.calls.get(i)
-    }
-}
-
-/// The calls of a scenario, as `--call` names them.
-fn call_paths(scenario: &Scenario) -> Vec<String> {
-    let clients = scenario.clients.keys().map(|c| format!("clients.{c}.call"));
-    let services = scenario.services.iter().flat_map(|(name, s)| {
-        (0..s.calls.len()).map(move |i| format!("services.{name}.calls[{i}]"))
-    });
-    clients.chain(services).collect()
 }
 
 /// The fields of `call` that an import leaves as they are (all but its stack and what the

@@ -18,6 +18,7 @@ mod compare;
 mod contention;
 mod decisions;
 mod distributed;
+mod export;
 mod import;
 mod library;
 mod lifecycle;

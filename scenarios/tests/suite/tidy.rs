@@ -28,19 +28,22 @@ fn sources() -> Vec<(String, String)> {
 
 /// The layers of `scenarios/src`, each with the layers it may use (itself included), from the
 /// bottom up: `format ← import` (importers write the format and use nothing else),
+/// `format, import ← export` (exporters read the format, and the import's names of formats
+/// and calls),
 /// `format ← figures.rs ← world`, `figures.rs ← report` (the report is built from
 /// the figures, never from the world), `world, report ← run ← experiment ← cli`. The same
 /// rules open each folder's `mod.rs`.
 const LAYERS: &[(&str, &[&str])] = &[
     ("format", &["format"]),
     ("import", &["format", "import"]),
+    ("export", &["format", "import", "export"]),
     ("figures", &["format", "figures"]),
     ("world", &["format", "figures", "world"]),
     ("report", &["format", "figures", "report"]),
     ("run", &["format", "figures", "world", "report", "run"]),
     (
         "experiment",
-        &["format", "figures", "report", "run", "experiment"],
+        &["format", "figures", "report", "run", "export", "experiment"],
     ),
     (
         "cli",
@@ -52,6 +55,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "run",
             "experiment",
             "import",
+            "export",
             "cli",
         ],
     ),

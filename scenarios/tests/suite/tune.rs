@@ -565,3 +565,51 @@ fn merge_refuses_tune_parts_of_a_scenario_that_changed() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("a tune prints text"), "{}", r.stderr);
 }
+
+/// `--export FORMAT --call PATH` prints the recommended candidate's call as `resim export`
+/// writes it: here the deadline the race recommends, as the gRPC service config's timeout. A
+/// call that cannot be exported is refused before the race.
+#[test]
+fn export_prints_the_recommended_call_in_the_format() {
+    let r = tune_workers(&[
+        "--param",
+        "clients.users.call.deadline=1s,3s",
+        "--export",
+        "grpc",
+        "--call",
+        "clients.users.call",
+    ]);
+    let sets = recommended_sets(&r.stdout);
+    let deadline = sets
+        .iter()
+        .find_map(|s| s.strip_prefix("clients.users.call.deadline="))
+        .expect("a recommended deadline");
+    let from = r
+        .stdout
+        .find("the recommended clients.users.call as grpc configuration:")
+        .expect("the export follows the recommendation");
+    let exported = &r.stdout[from..];
+    assert!(
+        exported.contains(&format!("\"timeout\": \"{deadline}\"")),
+        "{exported}"
+    );
+    assert!(
+        exported.contains("clients.users.call.deadline -> methodConfig[0].timeout"),
+        "{exported}"
+    );
+    let bad = resim(&[
+        "tune",
+        "book/src/scenarios/replay.ron",
+        "--param",
+        "services.api.workers=1..3",
+        "--export",
+        "envoy",
+        "--call",
+        "clients.nobody.call",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert_eq!(
+        bad.stderr.trim(),
+        "--export envoy: book/src/scenarios/replay.ron: --call clients.nobody.call: no such call; the scenario has: clients.users.call"
+    );
+}

@@ -45,6 +45,7 @@ use super::part::{self, Indexed};
 use super::phase::{AXIS_VALUES_MAX, Class, parse_axis_of};
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::RunRecord;
+use crate::export::{self, TargetFormat};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Override, Overrides, Source};
 use crate::format::schema::Scenario;
@@ -92,6 +93,9 @@ pub struct Tune {
     /// `--out`.
     #[serde(skip)]
     pub partition: Option<Partition>,
+    /// `--export FORMAT --call PATH`: the recommended call stack, also in that format.
+    #[serde(skip)]
+    pub export: Option<(TargetFormat, String)>,
 }
 
 /// What the recommendation optimises among the candidates that meet the requirement.
@@ -497,6 +501,8 @@ pub fn tune_command(
     }
     let source = open(&command.file).map_err(|e| e.to_string())?;
     let candidates = candidates(command, &source, limits)?;
+    // A call that cannot be exported is said before the race, not after it.
+    exported(command, &candidates[0])?;
     if let Objective::Margin(stress) = &command.objective {
         margin::check(command, stress, &candidates, (&source, limits))?;
     }
@@ -542,8 +548,12 @@ fn answer(
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     let recommended = render::recommended(&result);
+    let mut text = render::text(&result, recommended);
+    if let Some(c) = recommended {
+        text.push_str(&exported(command, &candidates[c])?);
+    }
     Ok(Outcome {
-        text: render::text(&result, recommended),
+        text,
         passed: recommended.is_some(),
     })
 }
@@ -605,4 +615,20 @@ pub fn merge(
     let candidates = candidates(&command, &source, limits)?;
     let runner = Runner::recorded(&command.file, runs);
     answer(&command, &candidates, (&source, limits), &runner)
+}
+
+/// The call `--export` names, of `candidate`'s scenario, in its format, with the table of
+/// what went where (empty without `--export`).
+fn exported(command: &Tune, candidate: &Candidate) -> Result<String, String> {
+    let Some((format, call)) = &command.export else {
+        return Ok(String::new());
+    };
+    let out = export::export(&candidate.scenario, &command.file, call, *format, None)
+        .map_err(|e| format!("--export {}: {e}", format.name()))?;
+    Ok(format!(
+        "\nthe recommended {call} as {} configuration:\n{}\n{}",
+        format.name(),
+        out.text,
+        out.table
+    ))
 }

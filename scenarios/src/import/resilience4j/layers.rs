@@ -5,6 +5,7 @@ use crate::import::ron::{self, Field, Ron};
 use crate::import::spring::relaxed;
 use crate::import::tree::{Found, Skip};
 use crate::import::{ImportError, Upstream};
+use patterns::breaker::BreakerConfig;
 use sim_core::SimDuration;
 
 /// resim's cap on a retry's wait and on an uncapped exponential wait (one day).
@@ -400,6 +401,7 @@ fn open_wait(c: &Chain, wait: Option<Found<SimDuration>>) -> Result<Vec<Field>, 
             Skip::OutOfRange,
             "enableExponentialBackoff is not true, so resilience4j does not use it",
         );
+        fields.extend(fixed_open_wait_cap(&wait));
         return Ok(fields);
     };
     let name = "wait_duration_in_open_state_multiplier";
@@ -421,6 +423,20 @@ fn open_wait(c: &Chain, wait: Option<Found<SimDuration>>) -> Result<Vec<Field>, 
             .noted("resilience4j does not cap the wait; resim caps it at 1 day"),
     });
     Ok(fields)
+}
+
+/// resim's cap on the open wait defaults to 60s and must not be below the wait: a longer
+/// fixed wait (no back-off) is its own cap, which a multiplier of 1 never reaches.
+fn fixed_open_wait_cap(wait: &Found<SimDuration>) -> Option<Field> {
+    let cap = BreakerConfig::default().wait_duration_in_open_state_max;
+    (wait.value > cap).then(|| {
+        Field::from(
+            "wait_duration_in_open_state_max",
+            ron::duration(wait.value),
+            source(&wait.path),
+        )
+        .noted("the open wait does not back off: its cap is the wait")
+    })
 }
 
 /// `maxWaitDurationInHalfOpenState` and where the breaker goes after it.

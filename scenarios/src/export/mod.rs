@@ -1,0 +1,225 @@
+//! `resim export`: one call's pattern stack, and the settings of the service it calls, written
+//! back in a production configuration format (Envoy v3, Istio, resilience4j's Spring Boot
+//! configuration, a gRPC service config).
+//!
+//! Export is the inverse of the import's mapping, field by field and by semantics: a `Retry`'s
+//! fully jittered exponential back-off from `delay_initial` doubling to `delay_max` is Envoy's
+//! `retry_back_off`; the call's `deadline` is Envoy's route timeout, its `timeout` the
+//! `per_try_timeout`; a per-attempt `Bulkhead` is Envoy's circuit breakers. Each value written
+//! comes from the scenario. A setting the target format cannot express (a CoDel shedder into
+//! resilience4j, a back-off Envoy does not have) is not dropped silently: the table on stderr
+//! lists each scenario path, the target field it became and the value, then every setting not
+//! exported with the reason. Importing what is exported gives the same values back (the
+//! round-trip property tests in `scenarios/tests/suite/export.rs`).
+//!
+//! What is written is the caller's side of the call: the sidecar's cluster and route, the
+//! client library's instances. The target service's own admission control (Envoy's adaptive
+//! concurrency filter sits in the target's inbound sidecar) is listed, not written.
+//!
+//! | module | what |
+//! |---|---|
+//! | `sheet` | the mapping table: what was written where, what was not and why |
+//! | `text` | documents as YAML (`serde-saphyr`) or JSON (`serde_json`); durations in each format's syntax |
+//! | `envoy` | an Envoy v3 `Cluster` and `RouteConfiguration` (xDS resources) |
+//! | `istio` | an Istio `DestinationRule` and `VirtualService` |
+//! | `resilience4j` | a Spring Boot `application.yml`: one instance per module, and the aspect orders |
+//! | `grpc` | a gRPC service config: one `methodConfig`, and `retryThrottling` |
+//!
+//! **Layer rule:** export sits beside the format and the import, above both: it may use
+//! `crate::format` (to read the scenario and name its paths) and `crate::import` (the format
+//! names, a call's path); only the command line and the experiments use it.
+
+mod envoy;
+mod grpc;
+mod istio;
+mod resilience4j;
+mod sheet;
+mod text;
+
+use crate::format::schema::{Call, Layer, Scenario, Service};
+pub use crate::import::SourceFormat as TargetFormat;
+use crate::import::calls::{call_at, call_paths};
+use sheet::Sheet;
+use std::fmt;
+
+/// An export that cannot be done: one line, with the place and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportError(pub String);
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What an export gives: the document and the mapping table.
+#[derive(Debug, Clone)]
+pub struct Exported {
+    /// The configuration, in the target format's syntax.
+    pub text: String,
+    /// The mapping table (for stderr).
+    pub table: String,
+}
+
+/// The call an export writes, with the service it calls.
+pub(crate) struct Target<'s> {
+    /// Its path (`services.app.calls[0]`).
+    pub path: String,
+    /// The call.
+    pub call: &'s Call,
+    /// The name the configuration gives the upstream (`--service`, else the call's target).
+    pub name: String,
+    /// The service called, and its path (`services.db`).
+    pub service: &'s Service,
+    pub service_path: String,
+}
+
+impl Target<'_> {
+    /// The path of the call's `i`-th layer.
+    pub fn layer(&self, i: usize) -> String {
+        format!("{}.stack[{i}]", self.path)
+    }
+
+    /// The index of the stack's `Retry`, if any: layers before it act once per call, after it
+    /// on every attempt.
+    pub fn retry_index(&self) -> Option<usize> {
+        self.call
+            .stack
+            .iter()
+            .position(|l| matches!(l, Layer::Retry(_)))
+    }
+}
+
+/// `resim export`: the call at `call_path` of `scenario` (read from `file`) in `format`, the
+/// upstream named `service` (default: the call's target).
+pub fn export(
+    scenario: &Scenario,
+    file: &str,
+    call_path: &str,
+    format: TargetFormat,
+    service: Option<&str>,
+) -> Result<Exported, ExportError> {
+    let call = call_at(scenario, call_path).ok_or_else(|| {
+        ExportError(format!(
+            "{file}: --call {call_path}: no such call; the scenario has: {}",
+            call_paths(scenario).join(", ")
+        ))
+    })?;
+    let called = scenario.services.get(&call.target).ok_or_else(|| {
+        ExportError(format!(
+            "{file}: {call_path}.target: {:?} is not a service of the scenario",
+            call.target
+        ))
+    })?;
+    if let Some(name) = service
+        && (name.is_empty() || name.contains(char::is_whitespace))
+    {
+        return Err(ExportError(format!(
+            "--service: must be a name without spaces, got {name:?}"
+        )));
+    }
+    let target = Target {
+        path: call_path.to_string(),
+        call,
+        name: service.unwrap_or(&call.target).to_string(),
+        service: called,
+        service_path: format!("services.{}", call.target),
+    };
+    let mut sheet = Sheet::default();
+    let text = match format {
+        TargetFormat::Envoy => envoy::write(&target, &mut sheet),
+        TargetFormat::Istio => istio::write(&target, &mut sheet),
+        TargetFormat::Resilience4j => resilience4j::write(&target, &mut sheet),
+        TargetFormat::Grpc => grpc::write(&target, &mut sheet),
+    };
+    if sheet.written() == 0 {
+        return Err(ExportError(format!(
+            "{file}: {call_path}: nothing to export to {}: the call has no timeout, deadline or layer the format can express, and its target no setting it has; the table of what was left out:\n{}",
+            format.name(),
+            sheet.table(call_path, format)
+        )));
+    }
+    Ok(Exported {
+        table: sheet.table(call_path, format),
+        text,
+    })
+}
+
+/// The name of a layer, as a file writes it.
+pub(crate) fn kind(layer: &Layer) -> &'static str {
+    match layer {
+        Layer::Retry(_) => "Retry",
+        Layer::Breaker(_) => "Breaker",
+        Layer::Bulkhead(_) => "Bulkhead",
+        Layer::Limiter(_) => "Limiter",
+        Layer::Hedge(_) => "Hedge",
+        Layer::Fallback(_) => "Fallback",
+        Layer::Throttle(_) => "Throttle",
+        Layer::AdaptiveTimeout(_) => "AdaptiveTimeout",
+        Layer::Pace(_) => "Pace",
+    }
+}
+
+/// Lists layer `i` of the call as not exported, for `reason`.
+pub(crate) fn leave_layer(t: &Target, i: usize, sheet: &mut Sheet, reason: &str) {
+    let layer = &t.call.stack[i];
+    sheet.leave(t.layer(i), kind(layer), reason);
+}
+
+/// The settings of the called service that `format` has no place for, listed: those it
+/// does write are the ones in `written` (`balancer`, `outlier`, `health_check`).
+pub(crate) fn leave_service(t: &Target, sheet: &mut Sheet, written: &[&str], format: &str) {
+    let s = t.service;
+    let at = |k: &str| format!("{}.{k}", t.service_path);
+    let default = crate::format::schema::Balancer::default();
+    if s.balancer != default && !written.contains(&"balancer") {
+        sheet.leave(at("balancer"), sheet::ron(&s.balancer), format!("{format} configures no balancer on the call: set the channel's or proxy's load balancing by hand"));
+    }
+    if let (Some(o), false) = (&s.outlier, written.contains(&"outlier")) {
+        sheet.leave(
+            at("outlier"),
+            sheet::ron(o),
+            format!("{format} has no outlier ejection on the call"),
+        );
+    }
+    if let (Some(h), false) = (&s.health_check, written.contains(&"health_check")) {
+        sheet.leave(
+            at("health_check"),
+            sheet::ron(h),
+            format!("{format} has no active health check on the call"),
+        );
+    }
+    for (i, a) in s.admission.iter().enumerate() {
+        sheet.leave(
+            format!("{}.admission[{i}]", t.service_path),
+            sheet::ron(a),
+            "the target's own admission control, configured at the target (its inbound sidecar or server), not on the caller's call",
+        );
+    }
+}
+
+/// Lists the retry's settings that no format has a place for, when not resim's defaults.
+pub(crate) fn leave_retry_extras(
+    t: &Target,
+    i: usize,
+    r: &patterns::retry::RetryConfig,
+    sheet: &mut Sheet,
+    retry_after: bool,
+) {
+    let d = patterns::retry::RetryConfig::default();
+    let at = |k: &str| format!("{}.{k}", t.layer(i));
+    if r.attempt_duration_min != d.attempt_duration_min {
+        sheet.leave(
+            at("attempt_duration_min"),
+            r.attempt_duration_min,
+            "no counterpart: the format starts an attempt whatever time is left",
+        );
+    }
+    if !retry_after && r.retry_after_max != d.retry_after_max {
+        sheet.leave(
+            at("retry_after_max"),
+            r.retry_after_max,
+            "no counterpart: the format does not wait for a Retry-After",
+        );
+    }
+}

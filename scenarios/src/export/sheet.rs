@@ -1,0 +1,76 @@
+//! [`Sheet`]: the mapping table of an export, kept as the writers go: each scenario path with
+//! the target field it became and the value written, then each setting not exported with the
+//! reason. Nothing the call or its target sets is passed over without a line.
+
+use super::TargetFormat;
+
+/// What was written where, and what was not and why.
+#[derive(Debug, Default)]
+pub struct Sheet {
+    rows: Vec<(String, String, String)>,
+    /// Rows that carry a setting (not only the upstream's name).
+    settings: usize,
+    left: Vec<(String, String, String)>,
+}
+
+impl Sheet {
+    /// `path` (of the scenario) written as `field` (of the target format) = `value`.
+    pub fn put(&mut self, path: impl Into<String>, field: impl Into<String>, value: impl ToString) {
+        self.rows
+            .push((path.into(), field.into(), value.to_string()));
+        self.settings += 1;
+    }
+
+    /// `path` written as `field`, a name rather than a setting (the upstream's).
+    pub fn name(
+        &mut self,
+        path: impl Into<String>,
+        field: impl Into<String>,
+        value: impl ToString,
+    ) {
+        self.rows
+            .push((path.into(), field.into(), value.to_string()));
+    }
+
+    /// `path` (= `value`) not exported, for `reason`.
+    pub fn leave(
+        &mut self,
+        path: impl Into<String>,
+        value: impl ToString,
+        reason: impl Into<String>,
+    ) {
+        self.left
+            .push((path.into(), value.to_string(), reason.into()));
+    }
+
+    /// How many settings were written.
+    pub fn written(&self) -> usize {
+        self.settings
+    }
+
+    /// The table, for stderr.
+    pub fn table(&self, call: &str, format: TargetFormat) -> String {
+        let mut out = format!("resim export: {call} ({})\n", format.name());
+        out.push_str(&format!(
+            "exported, {} values (scenario path -> {} field = value):\n",
+            self.rows.len(),
+            format.name()
+        ));
+        for (path, field, value) in &self.rows {
+            out.push_str(&format!("  {path} -> {field} = {value}\n"));
+        }
+        out.push_str(&format!(
+            "not exported, {} settings (scenario path = value: reason):\n",
+            self.left.len()
+        ));
+        for (path, value, reason) in &self.left {
+            out.push_str(&format!("  {path} = {value}: {reason}\n"));
+        }
+        out
+    }
+}
+
+/// A scenario value on one line, as RON writes it (the table's value column).
+pub fn ron<T: serde::Serialize>(value: &T) -> String {
+    ::ron::to_string(value).unwrap_or_default()
+}

@@ -1,0 +1,31 @@
+//! The calls of a scenario as `--call` names them: `clients.NAME.call` and
+//! `services.NAME.calls[I]` (import writes into one, export reads one).
+
+use crate::format::schema::{Call, Scenario};
+
+/// The call at `path` of `scenario`: `clients.NAME.call` or `services.NAME.calls[I]`.
+pub fn call_at<'s>(scenario: &'s Scenario, path: &str) -> Option<&'s Call> {
+    let rest = path.strip_prefix("clients.").map(|r| (true, r));
+    let rest = rest.or_else(|| path.strip_prefix("services.").map(|r| (false, r)));
+    let (client, rest) = rest?;
+    if client {
+        let name = rest.strip_suffix(".call")?;
+        scenario
+            .clients
+            .get(name.trim_matches('"'))
+            .map(|c| &c.call)
+    } else {
+        let (name, index) = rest.strip_suffix(']')?.rsplit_once(".calls[")?;
+        let i: usize = index.parse().ok()?;
+        scenario.services.get(name.trim_matches('"'))?.calls.get(i)
+    }
+}
+
+/// The calls of a scenario, as `--call` names them.
+pub fn call_paths(scenario: &Scenario) -> Vec<String> {
+    let clients = scenario.clients.keys().map(|c| format!("clients.{c}.call"));
+    let services = scenario.services.iter().flat_map(|(name, s)| {
+        (0..s.calls.len()).map(move |i| format!("services.{name}.calls[{i}]"))
+    });
+    clients.chain(services).collect()
+}

@@ -1,0 +1,867 @@
+//! `resim export`: a call's stack written back as Envoy, Istio, resilience4j or gRPC
+//! configuration, the inverse of `resim import`.
+//!
+//! Round trips, one property per format: a configuration generated within the fields and
+//! ranges the importer takes is imported, the call exported to the same format, and the export
+//! imported again; the call (timeout, deadline, stack) and its target's settings (balancer,
+//! outlier ejection, health check) are the same both times. Where the format is canonical (a
+//! gRPC service config), the exported document's fields are also the generated ones.
+//!
+//! Snapshots (`export__<format>_<fixture>`): each import fixture, imported and exported to its
+//! own format, with the mapping table; an Envoy route exported to resilience4j, which lists
+//! what resilience4j cannot say; and bad input, one line each with exit code 2.
+
+use crate::support;
+
+use proptest::prelude::*;
+use scenarios::Scenario;
+use scenarios::export::{self, TargetFormat};
+use scenarios::format::limits::RunLimits;
+use scenarios::format::load::parse;
+use scenarios::import::{self, Input};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use support::{resim_in, workspace_root};
+
+const FIXTURES: &str = "scenarios/tests/import";
+const CALL: &str = "services.app.calls[0]";
+
+/// `text` (the file `file`) imported as a new scenario.
+fn imported(file: &str, text: &str) -> Scenario {
+    let input = Input {
+        file: file.to_string(),
+        text: text.to_string(),
+    };
+    let out = import::import(&[input], None, &Default::default(), &RunLimits::default())
+        .unwrap_or_else(|e| panic!("import {file}: {e}\n{text}"));
+    parse("imported.ron", &out.text).expect("an import loads")
+}
+
+/// The call `services.app.calls[0]` and the settings of the service it calls, as RON.
+fn call_and_target(s: &Scenario) -> (String, String) {
+    let call = &s.services["app"].calls[0];
+    let service = &s.services[&call.target];
+    let call = ron::to_string(&(&call.target, call.timeout, call.deadline, &call.stack))
+        .expect("a call serializes");
+    let target = ron::to_string(&(&service.balancer, &service.outlier, &service.health_check))
+        .expect("a service serializes");
+    (call, target)
+}
+
+/// Imports `text`, exports its first call to `format`, imports the export: both scenarios'
+/// calls and targets, and the exported text.
+fn round_trip(
+    format: TargetFormat,
+    file: &str,
+    text: &str,
+) -> ((String, String), (String, String), String) {
+    let first = imported(file, text);
+    let out = export::export(&first, "imported.ron", CALL, format, None)
+        .unwrap_or_else(|e| panic!("export to {}: {e}\nfrom:\n{text}", format.name()));
+    let again_file = match format {
+        TargetFormat::Grpc => "exported.json",
+        _ => "exported.yaml",
+    };
+    let second = imported(again_file, &out.text);
+    (call_and_target(&first), call_and_target(&second), out.text)
+}
+
+fn check_round_trip(
+    format: TargetFormat,
+    file: &str,
+    doc: &Value,
+) -> Result<String, TestCaseError> {
+    let text = serde_json::to_string_pretty(doc).expect("a document serializes");
+    let (first, second, exported) = round_trip(format, file, &text);
+    prop_assert_eq!(
+        &first,
+        &second,
+        "generated:\n{}\nexported:\n{}",
+        text,
+        exported
+    );
+    Ok(exported)
+}
+
+/// A protobuf duration of `millis` in protobuf's canonical JSON form (`"1.250s"`, `"2s"`).
+fn proto(millis: u64) -> String {
+    if millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else {
+        format!("{}.{:03}s", millis / 1000, millis % 1000)
+    }
+}
+
+/// A Go duration of `millis`, in the unit a person would write.
+fn go(millis: u64) -> String {
+    if millis.is_multiple_of(1000) {
+        format!("{}s", millis / 1000)
+    } else {
+        format!("{millis}ms")
+    }
+}
+
+/// Whether two JSON values are the same, numbers by value (`2` is `2.0`).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+fn maybe<T: std::fmt::Debug + Clone + 'static>(
+    s: impl Strategy<Value = T> + 'static,
+) -> BoxedStrategy<Option<T>> {
+    prop::option::of(s).boxed()
+}
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 64,
+        ..ProptestConfig::default()
+    }
+}
+
+// ---- gRPC ----
+
+const GRPC_CODES: [&str; 8] = [
+    "UNAVAILABLE",
+    "INTERNAL",
+    "UNKNOWN",
+    "DATA_LOSS",
+    "UNIMPLEMENTED",
+    "DEADLINE_EXCEEDED",
+    "RESOURCE_EXHAUSTED",
+    "ABORTED",
+];
+
+/// What the exported codes stand for: the import's outcome of each code.
+fn grpc_outcome(code: &str) -> &'static str {
+    match code {
+        "UNAVAILABLE" => "503+connection",
+        "INTERNAL" | "UNKNOWN" | "DATA_LOSS" => "500",
+        "UNIMPLEMENTED" => "501",
+        "DEADLINE_EXCEEDED" => "504",
+        "RESOURCE_EXHAUSTED" => "429",
+        _ => "409",
+    }
+}
+
+fn grpc_retry() -> impl Strategy<Value = Value> {
+    (
+        2u32..=5,
+        1u64..=2000,
+        0u64..=20_000,
+        (4u32..=40).prop_map(|q| f64::from(q) / 4.0),
+        prop::sample::subsequence(GRPC_CODES.to_vec(), 1..=4),
+    )
+        .prop_map(|(attempts, initial, extra, multiplier, codes)| {
+            json!({
+                "maxAttempts": attempts,
+                "initialBackoff": proto(initial),
+                "maxBackoff": proto(initial + extra),
+                "backoffMultiplier": multiplier,
+                "retryableStatusCodes": codes,
+            })
+        })
+}
+
+fn grpc_config() -> impl Strategy<Value = Value> {
+    let hedging = (2u32..=5, 0u64..=2000)
+        .prop_map(|(a, d)| json!({ "maxAttempts": a, "hedgingDelay": proto(d) }));
+    let policy = prop_oneof![
+        grpc_retry().prop_map(|r| ("retryPolicy", r)),
+        hedging.prop_map(|h| ("hedgingPolicy", h)),
+        Just(("", Value::Null)),
+    ];
+    let throttling = maybe(
+        (1u32..=1000, 1u32..=1000)
+            .prop_map(|(t, r)| json!({ "maxTokens": t, "tokenRatio": f64::from(r) / 100.0 })),
+    );
+    (maybe(1u64..=60_000), policy, throttling)
+        // A methodConfig that sets nothing has nothing to export (a test of its own below).
+        .prop_filter("a timeout or a policy", |(t, (k, _), _)| {
+            t.is_some() || !k.is_empty()
+        })
+        .prop_map(|(timeout, (k, p), throttling)| {
+            let mut method = json!({ "name": [{ "service": "shop.Cart" }] });
+            if let Some(t) = timeout {
+                method["timeout"] = json!(proto(t));
+            }
+            if !k.is_empty() {
+                method[k] = p;
+            }
+            let mut root = json!({ "methodConfig": [method] });
+            if let Some(t) = throttling {
+                root["retryThrottling"] = t;
+            }
+            root
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn grpc_round_trip_gives_the_same_values_and_fields(doc in grpc_config()) {
+        let exported = check_round_trip(TargetFormat::Grpc, "service-config.json", &doc)?;
+        let out: Value = serde_json::from_str(&exported).expect("the export is JSON");
+        let (method, written) = (&doc["methodConfig"][0], &out["methodConfig"][0]);
+        prop_assert_eq!(&method["timeout"], &written["timeout"]);
+        prop_assert_eq!(&method["hedgingPolicy"], &written["hedgingPolicy"]);
+        let retry = &method["retryPolicy"];
+        if !retry.is_null() {
+            let back = &written["retryPolicy"];
+            for k in ["maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier"] {
+                prop_assert!(same(&retry[k], &back[k]), "{}: {} then {}", k, retry[k], back[k]);
+            }
+            let outcomes = |codes: &Value| {
+                let mut o: Vec<&str> = codes.as_array().into_iter().flatten()
+                    .filter_map(Value::as_str).map(grpc_outcome).collect();
+                o.sort_unstable();
+                o.dedup();
+                o
+            };
+            prop_assert_eq!(outcomes(&retry["retryableStatusCodes"]), outcomes(&back["retryableStatusCodes"]));
+            let (t, u) = (&doc["retryThrottling"], &out["retryThrottling"]);
+            prop_assert!(same(&t["maxTokens"], &u["maxTokens"]) && same(&t["tokenRatio"], &u["tokenRatio"]), "{} then {}", t, u);
+        }
+    }
+}
+
+// ---- Envoy ----
+
+const ENVOY_CONDITIONS: [&str; 9] = [
+    "5xx",
+    "gateway-error",
+    "reset",
+    "connect-failure",
+    "refused-stream",
+    "retriable-4xx",
+    "retriable-status-codes",
+    "envoy-ratelimited",
+    "reset-before-request",
+];
+
+fn envoy_retry_policy() -> impl Strategy<Value = Value> {
+    (
+        (
+            prop::sample::subsequence(ENVOY_CONDITIONS.to_vec(), 0..=4),
+            prop::sample::subsequence(vec![429u16, 500, 502, 503, 504, 507], 0..=3),
+        ),
+        maybe(0u32..=12),
+        maybe(1u64..=5000),
+        maybe((1u64..=1000, maybe(0u64..=10_000))),
+        maybe(maybe(1u64..=600_000)),
+    )
+        .prop_map(|((on, codes), retries, per_try, backoff, rate_limited)| {
+            let mut p = json!({ "retry_on": on.join(",") });
+            if on.contains(&"retriable-status-codes") {
+                p["retriable_status_codes"] = json!(codes);
+            }
+            if let Some(n) = retries {
+                p["num_retries"] = json!(n);
+            }
+            if let Some(t) = per_try {
+                p["per_try_timeout"] = json!(proto(t));
+            }
+            if let Some((base, max)) = backoff {
+                p["retry_back_off"] = json!({ "base_interval": proto(base) });
+                if let Some(extra) = max {
+                    p["retry_back_off"]["max_interval"] = json!(proto(base + extra));
+                }
+            }
+            if let Some(max) = rate_limited {
+                let mut r =
+                    json!({ "reset_headers": [{ "name": "Retry-After", "format": "SECONDS" }] });
+                if let Some(m) = max {
+                    r["max_interval"] = json!(proto(m));
+                }
+                p["rate_limited_retry_back_off"] = r;
+            }
+            p
+        })
+}
+
+fn envoy_cluster() -> impl Strategy<Value = Value> {
+    let thresholds = (
+        maybe(1u32..=100_000),
+        maybe(1u32..=100_000),
+        maybe(1u32..=100_000),
+        maybe(0u32..=100),
+        maybe((maybe(1u32..=100), maybe(0u32..=50))),
+    );
+    (
+        maybe(prop::sample::select(vec![
+            "ROUND_ROBIN",
+            "RANDOM",
+            "LEAST_REQUEST",
+        ])),
+        maybe((maybe(1u32..=20), maybe(1u64..=120_000), maybe(1u32..=100))),
+        maybe((1u64..=30_000, 1u64..=10_000, 1u32..=10, 1u32..=10)),
+        maybe(thresholds),
+        any::<bool>(),
+    )
+        .prop_map(|(lb, outlier, health, limits, http2)| {
+            let mut c = json!({ "name": "api", "connect_timeout": "0.25s" });
+            if let Some(p) = lb {
+                c["lb_policy"] = json!(p);
+            }
+            if let Some((n, ejection, percent)) = outlier {
+                let mut o = json!({});
+                if let Some(n) = n {
+                    o["consecutive_5xx"] = json!(n);
+                }
+                if let Some(e) = ejection {
+                    o["base_ejection_time"] = json!(proto(e));
+                }
+                if let Some(p) = percent {
+                    o["max_ejection_percent"] = json!(p);
+                }
+                c["outlier_detection"] = o;
+            }
+            if let Some((interval, timeout, unhealthy, healthy)) = health {
+                c["health_checks"] = json!([{
+                    "interval": proto(interval), "timeout": proto(timeout),
+                    "unhealthy_threshold": unhealthy, "healthy_threshold": healthy,
+                    "http_health_check": { "path": "/healthz" },
+                }]);
+            }
+            if let Some((requests, connections, pending, retries, budget)) = limits {
+                let mut t = json!({ "priority": "DEFAULT" });
+                for (k, v) in [
+                    ("max_requests", requests),
+                    ("max_connections", connections),
+                    ("max_pending_requests", pending),
+                    ("max_retries", retries),
+                ] {
+                    if let Some(v) = v {
+                        t[k] = json!(v);
+                    }
+                }
+                if let Some((percent, min)) = budget {
+                    let mut b = json!({});
+                    if let Some(p) = percent {
+                        b["budget_percent"] = json!({ "value": f64::from(p) / 2.0 });
+                    }
+                    if let Some(m) = min {
+                        b["min_retry_concurrency"] = json!(m);
+                    }
+                    t["retry_budget"] = b;
+                }
+                c["circuit_breakers"] = json!({ "thresholds": [t] });
+            }
+            if http2 {
+                c["http2_protocol_options"] = json!({});
+            }
+            c
+        })
+}
+
+fn envoy_config() -> impl Strategy<Value = Value> {
+    let route = (
+        maybe(prop_oneof![Just(0u64), 1u64..=60_000]),
+        maybe(envoy_retry_policy()),
+        any::<bool>(),
+    );
+    (envoy_cluster(), maybe(route)).prop_map(|(cluster, route)| {
+        let mut root = json!({ "clusters": [cluster] });
+        if let Some((timeout, retry, hedge)) = route {
+            let mut action = json!({ "cluster": "api" });
+            if let Some(t) = timeout {
+                action["timeout"] = json!(proto(t));
+            }
+            if let Some(r) = retry {
+                action["retry_policy"] = r;
+            }
+            if hedge {
+                action["hedge_policy"] = json!({ "hedge_on_per_try_timeout": true });
+            }
+            root["virtual_hosts"] = json!([{ "name": "backend", "domains": ["*"], "routes": [{ "match": { "prefix": "/" }, "route": action }] }]);
+        }
+        root
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn envoy_round_trip_gives_the_same_values(doc in envoy_config()) {
+        check_round_trip(TargetFormat::Envoy, "envoy.json", &doc)?;
+    }
+}
+
+// ---- Istio ----
+
+const ISTIO_CONDITIONS: [&str; 14] = [
+    "5xx",
+    "gateway-error",
+    "reset",
+    "connect-failure",
+    "refused-stream",
+    "retriable-4xx",
+    "envoy-ratelimited",
+    "unavailable",
+    "internal",
+    "deadline-exceeded",
+    "resource-exhausted",
+    "503",
+    "429",
+    "409",
+];
+
+fn istio_rule() -> impl Strategy<Value = Value> {
+    (
+        maybe(prop::sample::select(vec![
+            "ROUND_ROBIN",
+            "RANDOM",
+            "LEAST_REQUEST",
+            "LEAST_CONN",
+        ])),
+        (
+            maybe(1u32..=100_000),
+            maybe(1u32..=100_000),
+            maybe(1u32..=100_000),
+            maybe(1u32..=100),
+        ),
+        maybe((maybe(1u32..=20), maybe(1u64..=120_000), maybe(1u32..=100))),
+    )
+        .prop_map(|(lb, (connections, requests, pending, retries), outlier)| {
+            let mut policy = json!({});
+            if let Some(p) = lb {
+                policy["loadBalancer"] = json!({ "simple": p });
+            }
+            let mut pool = json!({});
+            if let Some(c) = connections {
+                pool["tcp"] = json!({ "maxConnections": c });
+            }
+            let mut http = json!({});
+            for (k, v) in [
+                ("http2MaxRequests", requests),
+                ("http1MaxPendingRequests", pending),
+                ("maxRetries", retries),
+            ] {
+                if let Some(v) = v {
+                    http[k] = json!(v);
+                }
+            }
+            if http != json!({}) {
+                pool["http"] = http;
+            }
+            if pool != json!({}) {
+                policy["connectionPool"] = pool;
+            }
+            if let Some((n, ejection, percent)) = outlier {
+                let mut o = json!({});
+                if let Some(n) = n {
+                    o["consecutive5xxErrors"] = json!(n);
+                }
+                if let Some(e) = ejection {
+                    o["baseEjectionTime"] = json!(go(e));
+                }
+                if let Some(p) = percent {
+                    o["maxEjectionPercent"] = json!(p);
+                }
+                policy["outlierDetection"] = o;
+            }
+            json!({
+                "apiVersion": "networking.istio.io/v1",
+                "kind": "DestinationRule",
+                "metadata": { "name": "reviews" },
+                "spec": { "host": "reviews.default.svc.cluster.local", "trafficPolicy": policy },
+            })
+        })
+}
+
+fn istio_route() -> impl Strategy<Value = Value> {
+    let retries = (
+        maybe(0u32..=6),
+        maybe(1u64..=5000),
+        maybe(prop::sample::subsequence(ISTIO_CONDITIONS.to_vec(), 1..=4)),
+        maybe(1u64..=1000),
+    );
+    (maybe(1u64..=60_000), maybe(retries)).prop_map(|(timeout, retries)| {
+        let mut http = json!({ "route": [{ "destination": { "host": "reviews.default.svc.cluster.local" } }] });
+        if let Some(t) = timeout {
+            http["timeout"] = json!(go(t));
+        }
+        if let Some((attempts, per_try, on, backoff)) = retries {
+            let mut r = json!({});
+            if let Some(a) = attempts { r["attempts"] = json!(a); }
+            if let Some(t) = per_try { r["perTryTimeout"] = json!(go(t)); }
+            if let Some(on) = on { r["retryOn"] = json!(on.join(",")); }
+            if let Some(b) = backoff { r["backoff"] = json!(go(b)); }
+            http["retries"] = r;
+        }
+        json!({
+            "apiVersion": "networking.istio.io/v1",
+            "kind": "VirtualService",
+            "metadata": { "name": "reviews" },
+            "spec": { "hosts": ["reviews.default.svc.cluster.local"], "http": [http] },
+        })
+    })
+}
+
+fn istio_config() -> impl Strategy<Value = Value> {
+    (maybe(istio_rule()), istio_route()).prop_map(|(rule, route)| {
+        json!({ "apiVersion": "v1", "kind": "List", "items": rule.into_iter().chain([route]).collect::<Vec<_>>() })
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn istio_round_trip_gives_the_same_values(doc in istio_config()) {
+        check_round_trip(TargetFormat::Istio, "istio.json", &doc)?;
+    }
+}
+
+// ---- resilience4j ----
+
+fn r4j_retry() -> impl Strategy<Value = Value> {
+    (
+        maybe(1u32..=10),
+        maybe(1u64..=5000),
+        maybe((
+            (4u32..=20).prop_map(|q| f64::from(q) / 4.0),
+            maybe(0u64..=60_000),
+        )),
+        maybe((1u32..=9).prop_map(|f| f64::from(f) / 10.0)),
+    )
+        .prop_map(|(attempts, wait, exponential, randomized)| {
+            let mut r = json!({});
+            if let Some(a) = attempts {
+                r["maxAttempts"] = json!(a);
+            }
+            if let Some(w) = wait {
+                r["waitDuration"] = json!(format!("{w}ms"));
+                if let Some((m, max)) = exponential {
+                    r["enableExponentialBackoff"] = json!(true);
+                    r["exponentialBackoffMultiplier"] = json!(m);
+                    if let Some(extra) = max {
+                        r["exponentialMaxWaitDuration"] = json!(format!("{}ms", w + extra));
+                    }
+                }
+                if let Some(f) = randomized {
+                    r["enableRandomizedWait"] = json!(true);
+                    r["randomizedWaitFactor"] = json!(f);
+                }
+            }
+            r
+        })
+}
+
+fn r4j_breaker() -> impl Strategy<Value = Value> {
+    (
+        (
+            maybe(1u32..=100),
+            maybe(1u32..=100),
+            maybe(1u64..=10_000),
+            maybe(any::<bool>()),
+        ),
+        (
+            maybe(1u32..=100),
+            maybe(1u32..=100),
+            maybe(1u64..=120_000),
+            maybe(1u32..=20),
+        ),
+        (
+            maybe(any::<bool>()),
+            maybe(1u64..=120_000),
+            maybe(any::<bool>()),
+        ),
+    )
+        .prop_map(
+            |(
+                (failure, slow, slow_duration, time_based),
+                (size, minimum, open, permitted),
+                (automatic, half_open_wait, closed),
+            )| {
+                let mut b = json!({});
+                if let Some(x) = failure {
+                    b["failureRateThreshold"] = json!(x);
+                }
+                if let Some(x) = slow {
+                    b["slowCallRateThreshold"] = json!(x);
+                }
+                if let Some(x) = slow_duration {
+                    b["slowCallDurationThreshold"] = json!(format!("{x}ms"));
+                }
+                if let Some(t) = time_based {
+                    b["slidingWindowType"] = json!(if t { "TIME_BASED" } else { "COUNT_BASED" });
+                }
+                if let Some(x) = size {
+                    b["slidingWindowSize"] = json!(x);
+                }
+                if let Some(x) = minimum {
+                    b["minimumNumberOfCalls"] = json!(x);
+                }
+                if let Some(x) = open {
+                    b["waitDurationInOpenState"] = json!(format!("{x}ms"));
+                }
+                if let Some(x) = permitted {
+                    b["permittedNumberOfCallsInHalfOpenState"] = json!(x);
+                }
+                if let Some(x) = automatic {
+                    b["automaticTransitionFromOpenToHalfOpenEnabled"] = json!(x);
+                }
+                if let Some(x) = half_open_wait {
+                    b["maxWaitDurationInHalfOpenState"] = json!(format!("{x}ms"));
+                }
+                if let Some(c) = closed {
+                    b["transitionToStateAfterWaitDuration"] =
+                        json!(if c { "CLOSED" } else { "OPEN" });
+                }
+                b
+            },
+        )
+}
+
+fn r4j_config() -> impl Strategy<Value = Value> {
+    let limiter = (1u32..=500, 1u64..=10_000, 0u64..=5000).prop_map(|(l, p, w)| json!({ "limitForPeriod": l, "limitRefreshPeriod": format!("{p}ms"), "timeoutDuration": format!("{w}ms") }));
+    let bulkhead = prop_oneof![
+        (1u32..=500, 0u64..=5000).prop_map(|(c, w)| (
+            "bulkhead",
+            json!({ "maxConcurrentCalls": c, "maxWaitDuration": format!("{w}ms") })
+        )),
+        (1u32..=100, 0u32..=1000).prop_map(|(c, q)| (
+            "thread-pool-bulkhead",
+            json!({ "coreThreadPoolSize": c, "maxThreadPoolSize": c, "queueCapacity": q })
+        )),
+    ];
+    (
+        maybe(r4j_retry()),
+        maybe(r4j_breaker()),
+        maybe(limiter),
+        maybe(1u64..=30_000),
+        maybe(bulkhead),
+    )
+        .prop_filter("an instance needs one module", |m| {
+            m.0.is_some() || m.1.is_some() || m.2.is_some() || m.3.is_some() || m.4.is_some()
+        })
+        .prop_map(|(retry, breaker, limiter, timeout, bulkhead)| {
+            let mut top = json!({});
+            let instance = |v: Value| json!({ "instances": { "inventory": v } });
+            if let Some(r) = retry {
+                top["retry"] = instance(r);
+            }
+            if let Some(b) = breaker {
+                top["circuitbreaker"] = instance(b);
+            }
+            if let Some(l) = limiter {
+                top["ratelimiter"] = instance(l);
+            }
+            if let Some(t) = timeout {
+                top["timelimiter"] = instance(json!({ "timeoutDuration": format!("{t}ms") }));
+            }
+            if let Some((k, b)) = bulkhead {
+                top[k] = instance(b);
+            }
+            json!({ "resilience4j": top })
+        })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn resilience4j_round_trip_gives_the_same_values(doc in r4j_config()) {
+        check_round_trip(TargetFormat::Resilience4j, "application.json", &doc)?;
+    }
+}
+
+// ---- the fixtures, and bad input ----
+
+/// `resim ARGS` from the workspace root.
+fn resim(args: &[&str]) -> support::Resim {
+    resim_in(&workspace_root(), args)
+}
+
+/// A file of this test's own under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = workspace_root().join("target/test-export");
+    std::fs::create_dir_all(&dir).expect("the scratch directory is made");
+    dir.join(name)
+}
+
+/// `resim import FIXTURE`, then `resim export` of its first call to `to`: the export's
+/// stdout and stderr as one snapshot named `name`.
+fn check_fixture(format: &str, fixture: &str, to: &str, name: &str) {
+    let path = format!("{FIXTURES}/{format}/{fixture}");
+    let imported = resim(&["import", &path]);
+    assert_eq!(imported.code, 0, "resim import {path}: {}", imported.stderr);
+    let file = scratch(&format!("{name}.ron"));
+    std::fs::write(&file, &imported.stdout).expect("the import is written");
+    let file = file.to_str().expect("a UTF-8 path");
+    let out = resim(&["export", file, "--call", CALL, "--to", to]);
+    assert_eq!(out.code, 0, "resim export {path}: {}", out.stderr);
+    let snapshot = format!("{}\n---- stderr ----\n{}", out.stdout, out.stderr);
+    insta::with_settings!({ description => format!("resim import {path} > {name}.ron; resim export {name}.ron --call {CALL} --to {to}") }, {
+        insta::assert_snapshot!(name, snapshot);
+    });
+}
+
+/// The fixtures of `format` that import, each exported to `format`.
+fn check_format(format: &str) {
+    let dir = workspace_root().join(FIXTURES).join(format);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("the fixtures are there")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no fixtures in {}", dir.display());
+    for fixture in names {
+        let name = format!("{format}_{}", fixture.replace(['.', '-'], "_"));
+        check_fixture(format, &fixture, format, &name);
+    }
+}
+
+#[test]
+fn envoy_fixtures_exported_to_envoy() {
+    check_format("envoy");
+}
+
+#[test]
+fn istio_fixtures_exported_to_istio() {
+    check_format("istio");
+}
+
+#[test]
+fn resilience4j_fixtures_exported_to_resilience4j() {
+    check_format("resilience4j");
+}
+
+#[test]
+fn grpc_fixtures_exported_to_grpc() {
+    check_format("grpc");
+}
+
+/// What a format cannot say is listed: an Envoy route's retry budget, jittered back-off and
+/// circuit breakers have no place, or another meaning, in resilience4j.
+#[test]
+fn envoy_route_exported_to_resilience4j_lists_what_it_cannot_say() {
+    check_fixture(
+        "envoy",
+        "route-retry.yaml",
+        "resilience4j",
+        "envoy_route_retry_to_resilience4j",
+    );
+}
+
+/// Bad input: one message each (the place, what was expected), exit code 2.
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_code_2() {
+    let shedder = scratch("shedder.ron");
+    std::fs::write(
+        &shedder,
+        r#"Scenario(
+    name: "shedder",
+    duration: "10s",
+    clients: { "users": (load: Open(rate: Constant("10/s")), call: (target: "api", stack: [Fallback(use_cache: true, cache_age_max: "1s", use_static: false)])) },
+    services: { "api": (workers: 2, work: Exponential(mean: "1ms")) },
+)"#,
+    )
+    .expect("the scenario is written");
+    // Relative to the workspace root, where `resim` runs, so the snapshot is the same anywhere.
+    let shedder = "target/test-export/shedder.ron";
+    let library = "scenarios/library/retry-storm.ron";
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        (
+            "an unknown call",
+            vec![
+                "export",
+                library,
+                "--call",
+                "services.nope.calls[0]",
+                "--to",
+                "envoy",
+            ],
+        ),
+        (
+            "a call with nothing to export",
+            vec![
+                "export",
+                shedder,
+                "--call",
+                "clients.users.call",
+                "--to",
+                "grpc",
+            ],
+        ),
+        (
+            "an unknown format",
+            vec![
+                "export",
+                library,
+                "--call",
+                "clients.users.call",
+                "--to",
+                "linkerd",
+            ],
+        ),
+        (
+            "a service name with a space",
+            vec![
+                "export",
+                library,
+                "--call",
+                "clients.users.call",
+                "--to",
+                "grpc",
+                "--service",
+                "a b",
+            ],
+        ),
+        (
+            "a missing scenario",
+            vec![
+                "export",
+                "no-such.ron",
+                "--call",
+                "clients.users.call",
+                "--to",
+                "grpc",
+            ],
+        ),
+    ];
+    let mut snapshot = String::new();
+    for (what, args) in cases {
+        let out = resim(&args);
+        assert_eq!(out.code, 2, "{what}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{what}: nothing on stdout");
+        snapshot.push_str(&format!(
+            "## {what}: resim {}\n{}\n",
+            args.join(" "),
+            out.stderr
+        ));
+    }
+    insta::assert_snapshot!("malformed", snapshot);
+}
+
+/// The book's round trip imports `book/src/export/retry-storm-budget.istio.yaml`: it is what
+/// `resim export` writes today.
+#[test]
+fn the_book_round_trip_file_is_what_export_writes() {
+    let file = "book/src/export/retry-storm-budget.istio.yaml";
+    let out = resim(&[
+        "export",
+        "retry-storm-budget",
+        "--call",
+        "clients.users.call",
+        "--to",
+        "istio",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let committed = std::fs::read_to_string(workspace_root().join(file)).expect("the book's file");
+    assert_eq!(
+        committed, out.stdout,
+        "{file} drifted: rewrite it with `resim export retry-storm-budget --call clients.users.call --to istio --out {file}`"
+    );
+}
