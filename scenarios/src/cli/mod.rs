@@ -280,15 +280,20 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         }
     };
     eprint!("{}", imported.table);
+    write_out(out.as_deref(), &imported.text)
+}
+
+/// `text` into the file `out`, or on stdout without one; exit code 2 if it cannot be written.
+fn write_out(out: Option<&str>, text: &str) -> ExitCode {
     match out {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, &imported.text) {
+            if let Err(e) = std::fs::write(path, text) {
                 eprintln!("{path}: cannot write: {e}");
                 return ExitCode::from(2);
             }
         }
         None => {
-            emit(&imported.text);
+            emit(text);
         }
     }
     ExitCode::SUCCESS
@@ -318,18 +323,7 @@ fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
         }
     };
     eprint!("{}", exported.table);
-    match &args.out {
-        Some(path) => {
-            if let Err(e) = std::fs::write(path, &exported.text) {
-                eprintln!("{path}: cannot write: {e}");
-                return ExitCode::from(2);
-            }
-        }
-        None => {
-            emit(&exported.text);
-        }
-    }
-    ExitCode::SUCCESS
+    write_out(args.out.as_deref(), &exported.text)
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the

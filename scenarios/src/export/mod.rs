@@ -145,25 +145,10 @@ pub fn export(
     })
 }
 
-/// The name of a layer, as a file writes it.
-pub(crate) fn kind(layer: &Layer) -> &'static str {
-    match layer {
-        Layer::Retry(_) => "Retry",
-        Layer::Breaker(_) => "Breaker",
-        Layer::Bulkhead(_) => "Bulkhead",
-        Layer::Limiter(_) => "Limiter",
-        Layer::Hedge(_) => "Hedge",
-        Layer::Fallback(_) => "Fallback",
-        Layer::Throttle(_) => "Throttle",
-        Layer::AdaptiveTimeout(_) => "AdaptiveTimeout",
-        Layer::Pace(_) => "Pace",
-    }
-}
-
 /// Lists layer `i` of the call as not exported, for `reason`.
 pub(crate) fn leave_layer(t: &Target, i: usize, sheet: &mut Sheet, reason: &str) {
     let layer = &t.call.stack[i];
-    sheet.leave(t.layer(i), kind(layer), reason);
+    sheet.leave(t.layer(i), layer.name(), reason);
 }
 
 /// The settings of the called service that `format` has no place for, listed: those it
