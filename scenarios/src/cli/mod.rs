@@ -272,28 +272,30 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         };
         import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())
     })();
-    let imported = match imported {
-        Ok(i) => i,
+    converted(imported.map(|i| (i.table, i.text)), out.as_deref())
+}
+
+/// What `resim import` or `resim export` made of a configuration: on bad input its error and
+/// exit code 2; else its mapping table on stderr and its `text` into the file `out`, or on
+/// stdout without one (exit code 2 if the file cannot be written).
+fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitCode {
+    let (table, text) = match made {
+        Ok(made) => made,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    eprint!("{}", imported.table);
-    write_out(out.as_deref(), &imported.text)
-}
-
-/// `text` into the file `out`, or on stdout without one; exit code 2 if it cannot be written.
-fn write_out(out: Option<&str>, text: &str) -> ExitCode {
+    eprint!("{table}");
     match out {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, text) {
+            if let Err(e) = std::fs::write(path, &text) {
                 eprintln!("{path}: cannot write: {e}");
                 return ExitCode::from(2);
             }
         }
         None => {
-            emit(text);
+            emit(&text);
         }
     }
     ExitCode::SUCCESS
@@ -315,15 +317,7 @@ fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
         )
         .map_err(|e| e.to_string())
     })();
-    let exported = match exported {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    };
-    eprint!("{}", exported.table);
-    write_out(args.out.as_deref(), &exported.text)
+    converted(exported.map(|e| (e.table, e.text)), args.out.as_deref())
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the
