@@ -26,6 +26,13 @@ use support::{resim_in, workspace_root};
 const FIXTURES: &str = "scenarios/tests/import";
 const CALL: &str = "services.app.calls[0]";
 
+/// `object[key] = value` when there is a value; a generated field left out stays out.
+fn put(object: &mut Value, key: &str, value: Option<Value>) {
+    if let Some(value) = value {
+        object[key] = value;
+    }
+}
+
 /// `text` (the file `file`) imported as a new scenario.
 fn imported(file: &str, text: &str) -> Scenario {
     let input = Input {
@@ -185,9 +192,7 @@ fn grpc_config() -> impl Strategy<Value = Value> {
         })
         .prop_map(|(timeout, (k, p), throttling)| {
             let mut method = json!({ "name": [{ "service": "shop.Cart" }] });
-            if let Some(t) = timeout {
-                method["timeout"] = json!(proto(t));
-            }
+            put(&mut method, "timeout", timeout.map(|t| json!(proto(t))));
             if !k.is_empty() {
                 method[k] = p;
             }
@@ -259,12 +264,8 @@ fn envoy_retry_policy() -> impl Strategy<Value = Value> {
             if on.contains(&"retriable-status-codes") {
                 p["retriable_status_codes"] = json!(codes);
             }
-            if let Some(n) = retries {
-                p["num_retries"] = json!(n);
-            }
-            if let Some(t) = per_try {
-                p["per_try_timeout"] = json!(proto(t));
-            }
+            put(&mut p, "num_retries", retries.map(|n| json!(n)));
+            put(&mut p, "per_try_timeout", per_try.map(|t| json!(proto(t))));
             if let Some((base, max)) = backoff {
                 p["retry_back_off"] = json!({ "base_interval": proto(base) });
                 if let Some(extra) = max {
@@ -274,9 +275,7 @@ fn envoy_retry_policy() -> impl Strategy<Value = Value> {
             if let Some(max) = rate_limited {
                 let mut r =
                     json!({ "reset_headers": [{ "name": "Retry-After", "format": "SECONDS" }] });
-                if let Some(m) = max {
-                    r["max_interval"] = json!(proto(m));
-                }
+                put(&mut r, "max_interval", max.map(|m| json!(proto(m))));
                 p["rate_limited_retry_back_off"] = r;
             }
             p
@@ -304,20 +303,16 @@ fn envoy_cluster() -> impl Strategy<Value = Value> {
     )
         .prop_map(|(lb, outlier, health, limits, http2)| {
             let mut c = json!({ "name": "api", "connect_timeout": "0.25s" });
-            if let Some(p) = lb {
-                c["lb_policy"] = json!(p);
-            }
+            put(&mut c, "lb_policy", lb.map(|p| json!(p)));
             if let Some((n, ejection, percent)) = outlier {
                 let mut o = json!({});
-                if let Some(n) = n {
-                    o["consecutive_5xx"] = json!(n);
-                }
-                if let Some(e) = ejection {
-                    o["base_ejection_time"] = json!(proto(e));
-                }
-                if let Some(p) = percent {
-                    o["max_ejection_percent"] = json!(p);
-                }
+                put(&mut o, "consecutive_5xx", n.map(|n| json!(n)));
+                put(
+                    &mut o,
+                    "base_ejection_time",
+                    ejection.map(|e| json!(proto(e))),
+                );
+                put(&mut o, "max_ejection_percent", percent.map(|p| json!(p)));
                 c["outlier_detection"] = o;
             }
             if let Some((interval, timeout, unhealthy, healthy)) = health {
@@ -341,12 +336,12 @@ fn envoy_cluster() -> impl Strategy<Value = Value> {
                 }
                 if let Some((percent, min)) = budget {
                     let mut b = json!({});
-                    if let Some(p) = percent {
-                        b["budget_percent"] = json!({ "value": f64::from(p) / 2.0 });
-                    }
-                    if let Some(m) = min {
-                        b["min_retry_concurrency"] = json!(m);
-                    }
+                    put(
+                        &mut b,
+                        "budget_percent",
+                        percent.map(|p| json!({ "value": f64::from(p) / 2.0 })),
+                    );
+                    put(&mut b, "min_retry_concurrency", min.map(|m| json!(m)));
                     t["retry_budget"] = b;
                 }
                 c["circuit_breakers"] = json!({ "thresholds": [t] });
@@ -368,9 +363,7 @@ fn envoy_config() -> impl Strategy<Value = Value> {
         let mut root = json!({ "clusters": [cluster] });
         if let Some((timeout, retry, hedge)) = route {
             let mut action = json!({ "cluster": "api" });
-            if let Some(t) = timeout {
-                action["timeout"] = json!(proto(t));
-            }
+            put(&mut action, "timeout", timeout.map(|t| json!(proto(t))));
             if let Some(r) = retry {
                 action["retry_policy"] = r;
             }
@@ -429,13 +422,17 @@ fn istio_rule() -> impl Strategy<Value = Value> {
     )
         .prop_map(|(lb, (connections, requests, pending, retries), outlier)| {
             let mut policy = json!({});
-            if let Some(p) = lb {
-                policy["loadBalancer"] = json!({ "simple": p });
-            }
+            put(
+                &mut policy,
+                "loadBalancer",
+                lb.map(|p| json!({ "simple": p })),
+            );
             let mut pool = json!({});
-            if let Some(c) = connections {
-                pool["tcp"] = json!({ "maxConnections": c });
-            }
+            put(
+                &mut pool,
+                "tcp",
+                connections.map(|c| json!({ "maxConnections": c })),
+            );
             let mut http = json!({});
             for (k, v) in [
                 ("http2MaxRequests", requests),
@@ -454,15 +451,9 @@ fn istio_rule() -> impl Strategy<Value = Value> {
             }
             if let Some((n, ejection, percent)) = outlier {
                 let mut o = json!({});
-                if let Some(n) = n {
-                    o["consecutive5xxErrors"] = json!(n);
-                }
-                if let Some(e) = ejection {
-                    o["baseEjectionTime"] = json!(go(e));
-                }
-                if let Some(p) = percent {
-                    o["maxEjectionPercent"] = json!(p);
-                }
+                put(&mut o, "consecutive5xxErrors", n.map(|n| json!(n)));
+                put(&mut o, "baseEjectionTime", ejection.map(|e| json!(go(e))));
+                put(&mut o, "maxEjectionPercent", percent.map(|p| json!(p)));
                 policy["outlierDetection"] = o;
             }
             json!({
@@ -483,9 +474,7 @@ fn istio_route() -> impl Strategy<Value = Value> {
     );
     (maybe(1u64..=60_000), maybe(retries)).prop_map(|(timeout, retries)| {
         let mut http = json!({ "route": [{ "destination": { "host": "reviews.default.svc.cluster.local" } }] });
-        if let Some(t) = timeout {
-            http["timeout"] = json!(go(t));
-        }
+        put(&mut http, "timeout", timeout.map(|t| json!(go(t))));
         if let Some((attempts, per_try, on, backoff)) = retries {
             let mut r = json!({});
             if let Some(a) = attempts { r["attempts"] = json!(a); }
@@ -532,17 +521,17 @@ fn r4j_retry() -> impl Strategy<Value = Value> {
     )
         .prop_map(|(attempts, wait, exponential, randomized)| {
             let mut r = json!({});
-            if let Some(a) = attempts {
-                r["maxAttempts"] = json!(a);
-            }
+            put(&mut r, "maxAttempts", attempts.map(|a| json!(a)));
             if let Some(w) = wait {
                 r["waitDuration"] = json!(format!("{w}ms"));
                 if let Some((m, max)) = exponential {
                     r["enableExponentialBackoff"] = json!(true);
                     r["exponentialBackoffMultiplier"] = json!(m);
-                    if let Some(extra) = max {
-                        r["exponentialMaxWaitDuration"] = json!(format!("{}ms", w + extra));
-                    }
+                    put(
+                        &mut r,
+                        "exponentialMaxWaitDuration",
+                        max.map(|extra| json!(format!("{}ms", w + extra))),
+                    );
                 }
                 if let Some(f) = randomized {
                     r["enableRandomizedWait"] = json!(true);
@@ -580,36 +569,40 @@ fn r4j_breaker() -> impl Strategy<Value = Value> {
                 (automatic, half_open_wait, closed),
             )| {
                 let mut b = json!({});
-                if let Some(x) = failure {
-                    b["failureRateThreshold"] = json!(x);
-                }
-                if let Some(x) = slow {
-                    b["slowCallRateThreshold"] = json!(x);
-                }
-                if let Some(x) = slow_duration {
-                    b["slowCallDurationThreshold"] = json!(format!("{x}ms"));
-                }
-                if let Some(t) = time_based {
-                    b["slidingWindowType"] = json!(if t { "TIME_BASED" } else { "COUNT_BASED" });
-                }
-                if let Some(x) = size {
-                    b["slidingWindowSize"] = json!(x);
-                }
-                if let Some(x) = minimum {
-                    b["minimumNumberOfCalls"] = json!(x);
-                }
-                if let Some(x) = open {
-                    b["waitDurationInOpenState"] = json!(format!("{x}ms"));
-                }
-                if let Some(x) = permitted {
-                    b["permittedNumberOfCallsInHalfOpenState"] = json!(x);
-                }
-                if let Some(x) = automatic {
-                    b["automaticTransitionFromOpenToHalfOpenEnabled"] = json!(x);
-                }
-                if let Some(x) = half_open_wait {
-                    b["maxWaitDurationInHalfOpenState"] = json!(format!("{x}ms"));
-                }
+                put(&mut b, "failureRateThreshold", failure.map(|x| json!(x)));
+                put(&mut b, "slowCallRateThreshold", slow.map(|x| json!(x)));
+                put(
+                    &mut b,
+                    "slowCallDurationThreshold",
+                    slow_duration.map(|x| json!(format!("{x}ms"))),
+                );
+                put(
+                    &mut b,
+                    "slidingWindowType",
+                    time_based.map(|t| json!(if t { "TIME_BASED" } else { "COUNT_BASED" })),
+                );
+                put(&mut b, "slidingWindowSize", size.map(|x| json!(x)));
+                put(&mut b, "minimumNumberOfCalls", minimum.map(|x| json!(x)));
+                put(
+                    &mut b,
+                    "waitDurationInOpenState",
+                    open.map(|x| json!(format!("{x}ms"))),
+                );
+                put(
+                    &mut b,
+                    "permittedNumberOfCallsInHalfOpenState",
+                    permitted.map(|x| json!(x)),
+                );
+                put(
+                    &mut b,
+                    "automaticTransitionFromOpenToHalfOpenEnabled",
+                    automatic.map(|x| json!(x)),
+                );
+                put(
+                    &mut b,
+                    "maxWaitDurationInHalfOpenState",
+                    half_open_wait.map(|x| json!(format!("{x}ms"))),
+                );
                 if let Some(c) = closed {
                     b["transitionToStateAfterWaitDuration"] =
                         json!(if c { "CLOSED" } else { "OPEN" });
