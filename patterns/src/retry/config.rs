@@ -31,6 +31,11 @@ pub struct RetryConfig {
     /// attempt read it): the next attempt reads the row again. Off by default, like every
     /// 4xx: a conflict is only worth retrying when the operation rereads what it writes.
     pub retry_on_conflict: bool,
+    /// Retry an attempt that the caller's own limits refused before sending it (a full
+    /// bulkhead, an open circuit breaker, its own rate limiter), as the status it stands for
+    /// (503, or 429 for a rate limiter). On by default, as resilience4j's `Retry` retries
+    /// every exception; Envoy never retries an overflow of its circuit breakers.
+    pub retry_on_local_rejection: bool,
     /// The 5xx status codes that are transient (default 500, 502, 503, 504).
     pub retry_on_status: Vec<u16>,
     /// The longest Retry-After the policy waits for; a longer one ends the request.
@@ -51,6 +56,7 @@ impl Default for RetryConfig {
             retry_on_connection_error: true,
             retry_on_throttled: true,
             retry_on_conflict: false,
+            retry_on_local_rejection: true,
             retry_on_status: vec![500, 502, 503, 504],
             retry_after_max: SimDuration::from_secs(120),
             attempt_duration_min: SimDuration::from_millis(1),
@@ -77,6 +83,8 @@ struct RawRetryConfig {
     retry_on_throttled: Option<bool>,
     #[serde(default, deserialize_with = "some")]
     retry_on_conflict: Option<bool>,
+    #[serde(default, deserialize_with = "some")]
+    retry_on_local_rejection: Option<bool>,
     #[serde(default, deserialize_with = "some")]
     retry_on_status: Option<Vec<u16>>,
     #[serde(default, deserialize_with = "some")]
@@ -122,6 +130,9 @@ impl TryFrom<RawRetryConfig> for RetryConfig {
                 .unwrap_or(d.retry_on_connection_error),
             retry_on_throttled: raw.retry_on_throttled.unwrap_or(d.retry_on_throttled),
             retry_on_conflict: raw.retry_on_conflict.unwrap_or(d.retry_on_conflict),
+            retry_on_local_rejection: raw
+                .retry_on_local_rejection
+                .unwrap_or(d.retry_on_local_rejection),
             retry_on_status: raw.retry_on_status.unwrap_or(d.retry_on_status),
             retry_after_max: raw.retry_after_max.unwrap_or(d.retry_after_max),
             attempt_duration_min: raw.attempt_duration_min.unwrap_or(d.attempt_duration_min),

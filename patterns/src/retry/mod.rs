@@ -41,6 +41,8 @@
 //! | failure class: timeout, connection error, a status in `retry_on_status` (500, 502, 503, 504) | retryable |
 //! | 429 (when `retry_on_throttled`) | retryable |
 //! | a version conflict of an optimistic write (when `retry_on_conflict`) | retryable |
+//! | refused by the caller's own limits before it was sent: without `retry_on_local_rejection` | give up: `NotRetryable` |
+//! | refused by the caller's own limits, with `retry_on_local_rejection` (the default) | as the status it stands for (503, 429) |
 //! | any other status (all other 4xx, 501, ...) | give up: `NotRetryable` |
 //! | the operation is neither idempotent nor carries an idempotency key | give up: `NotIdempotent` |
 //! | `max_attempts` reached | give up: `AttemptsExhausted` |

@@ -35,6 +35,16 @@ pub enum Failure {
     /// An optimistic write found that the row changed since the attempt read it (a version
     /// conflict); another attempt reads the row again.
     Conflict,
+    /// The caller's own limits (a bulkhead, a circuit breaker, a rate limiter) refused the
+    /// attempt before it was sent. With `retry_on_local_rejection` it is retried as the
+    /// status it stands for; without it, never.
+    LocalRejection {
+        /// The status it stands for: 503, or 429 for a rate limiter.
+        code: u16,
+        /// When the refuser said to come back (a breaker's remaining open time, a limiter's
+        /// wait), if it knows.
+        retry_after: Option<SimDuration>,
+    },
 }
 
 /// Why the policy retries.
@@ -234,6 +244,12 @@ impl RetryPolicy {
                 .retry_on_connection_error
                 .then_some(RetryReason::ConnectionError),
             Failure::Conflict => c.retry_on_conflict.then_some(RetryReason::Conflict),
+            Failure::LocalRejection { code, retry_after } => {
+                if !c.retry_on_local_rejection {
+                    return None;
+                }
+                self.classify(Failure::Status { code, retry_after })
+            }
             Failure::Status { code, retry_after } => {
                 let transient =
                     (code == 429 && c.retry_on_throttled) || c.retry_on_status.contains(&code);

@@ -131,6 +131,59 @@ fn classification_follows_the_documented_table() {
 }
 
 #[test]
+fn local_rejections_are_retried_as_their_status_unless_turned_off() {
+    let local = |code| Failure::LocalRejection {
+        code,
+        retry_after: None,
+    };
+    // By default (resilience4j retries every exception) a full bulkhead is a 503 and an own
+    // rate limiter a 429, retried as those statuses are.
+    let d = check(
+        RetryConfig::default(),
+        Safety::Idempotent,
+        None,
+        MS,
+        &[local(503)],
+    );
+    assert!(matches!(
+        d[0],
+        RetryDecision::Retry {
+            reason: RetryReason::TransientStatus { code: 503 },
+            ..
+        }
+    ));
+    // ... and not when the status itself is not retried.
+    let no_503 = RetryConfig {
+        retry_on_status: vec![500],
+        ..RetryConfig::default()
+    };
+    let d = check(no_503, Safety::Idempotent, None, MS, &[local(503)]);
+    assert_eq!(
+        gave_up(&d),
+        Some(GiveUpReason::NotRetryable {
+            failure: local(503)
+        })
+    );
+    // Envoy never retries an overflow: the same refusal ends the request at once.
+    let envoy = RetryConfig {
+        retry_on_local_rejection: false,
+        ..RetryConfig::default()
+    };
+    for code in [503, 429] {
+        let d = check(envoy.clone(), Safety::Idempotent, None, MS, &[local(code)]);
+        assert_eq!(
+            gave_up(&d),
+            Some(GiveUpReason::NotRetryable {
+                failure: local(code)
+            })
+        );
+    }
+    // A 503 the server answered is still retried.
+    let d = check(envoy, Safety::Idempotent, None, MS, &[status(503)]);
+    assert!(matches!(d[0], RetryDecision::Retry { .. }));
+}
+
+#[test]
 fn only_idempotent_or_keyed_operations_are_retried() {
     for (safety, retried) in [
         (Safety::Idempotent, true),
@@ -464,7 +517,14 @@ fn reference_decision(
     failure: Failure,
 ) -> RetryDecision {
     let give_up = |reason| RetryDecision::GiveUp { reason };
-    let reason = match failure {
+    // A local rejection is retried as the status it stands for, or never.
+    let seen = match failure {
+        Failure::LocalRejection { code, retry_after } if config.retry_on_local_rejection => {
+            Failure::Status { code, retry_after }
+        }
+        other => other,
+    };
+    let reason = match seen {
         Failure::Timeout if config.retry_on_timeout => RetryReason::Timeout,
         Failure::ConnectionError if config.retry_on_connection_error => {
             RetryReason::ConnectionError
@@ -523,6 +583,14 @@ fn any_failure() -> impl proptest::strategy::Strategy<Value = Failure> {
                 code,
                 retry_after: ms.map(|ms| MS * ms),
             }),
+        (
+            prop::sample::select(vec![429u16, 503]),
+            proptest::option::of(0u64..300_000),
+        )
+            .prop_map(|(code, ms)| Failure::LocalRejection {
+                code,
+                retry_after: ms.map(|ms| MS * ms),
+            }),
     ]
 }
 
@@ -546,7 +614,7 @@ proptest::proptest! {
     fn the_policy_follows_the_documented_table(
         failures in proptest::collection::vec(any_failure(), 1..8),
         max_attempts in 1u32..6,
-        flags in proptest::array::uniform4(proptest::bool::ANY),
+        flags in proptest::array::uniform5(proptest::bool::ANY),
         safety in proptest::sample::select(vec![Safety::Idempotent, Safety::IdempotencyKey, Safety::Unsafe]),
         deadline_ms in proptest::option::of(0u64..20_000),
         delay_ms in 0u64..3000,
@@ -559,6 +627,7 @@ proptest::proptest! {
             retry_on_connection_error: flags[1],
             retry_on_throttled: flags[2],
             retry_on_conflict: flags[3],
+            retry_on_local_rejection: flags[4],
             retry_after_max: SimDuration::from_secs(120),
             ..RetryConfig::default()
         };

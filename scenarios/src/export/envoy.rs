@@ -319,6 +319,9 @@ fn retry(
         format!("{retries} (retries after the first attempt)"),
     );
     let on = conditions(r);
+    if t.retries_local_rejections(i, r) {
+        sheet.leave(at("retry_on_local_rejection"), true, LOCAL_REJECTION);
+    }
     for (k, value, reason) in &on.left {
         sheet.leave(at(k), value, reason.clone());
     }
@@ -464,6 +467,9 @@ pub(super) struct Conditions {
     pub codes: Vec<u16>,
     pub left: Vec<(&'static str, String, String)>,
 }
+
+/// Why `retry_on_local_rejection: true` is left out of an Envoy or Istio retry.
+pub(super) const LOCAL_REJECTION: &str = "no counterpart: Envoy never retries a request its circuit breakers refused (an overflow), and this retry retries what its gates refuse; set retry_on_local_rejection: false to run what Envoy does";
 
 /// The conditions of `r`: `5xx` when it retries every 5xx, timeouts and lost connections;
 /// `gateway-error` for 502, 503, 504 and timeouts; other statuses and 429 as retriable status

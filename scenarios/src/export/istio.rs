@@ -5,7 +5,7 @@
 //! breakers (a per-attempt `Bulkhead`, `maxRetries` a `Concurrency` budget), the route's
 //! `timeout` the call's deadline, `perTryTimeout` its timeout.
 
-use super::envoy::conditions;
+use super::envoy::{LOCAL_REJECTION, conditions};
 use super::sheet::{Sheet, ron};
 use super::text::{unit_duration, yaml};
 use super::{Target, leave_layer, leave_retry_extras, leave_service};
@@ -204,6 +204,9 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
         sheet.put(format!("{}.timeout", t.path), field("perTryTimeout"), d);
     }
     let on = conditions(r);
+    if t.retries_local_rejections(i, r) {
+        sheet.leave(at("retry_on_local_rejection"), true, LOCAL_REJECTION);
+    }
     for (k, value, reason) in &on.left {
         sheet.leave(at(k), value, reason.clone());
     }

@@ -80,6 +80,18 @@ impl Target<'_> {
         format!("{}.stack[{i}]", self.path)
     }
 
+    /// Whether the `Retry` at `i` retries what a gate after it refuses (a breaker, bulkhead,
+    /// rate limiter or adaptive throttle of every attempt), which Envoy never does.
+    pub fn retries_local_rejections(&self, i: usize, r: &patterns::retry::RetryConfig) -> bool {
+        r.retry_on_local_rejection
+            && self.call.stack[i + 1..].iter().any(|l| {
+                matches!(
+                    l,
+                    Layer::Breaker(_) | Layer::Bulkhead(_) | Layer::Limiter(_) | Layer::Throttle(_)
+                )
+            })
+    }
+
     /// The index of the stack's `Retry`, if any: layers before it act once per call, after it
     /// on every attempt.
     pub fn retry_index(&self) -> Option<usize> {

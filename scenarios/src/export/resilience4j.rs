@@ -11,6 +11,7 @@ use super::sheet::{Sheet, ron};
 use super::text::{number, unit_duration, yaml};
 use super::{Target, leave_layer, leave_service};
 use crate::format::schema::Layer;
+use crate::import::resilience4j::GATE_EXCEPTIONS;
 use patterns::backoff::{Jitter, Strategy};
 use patterns::breaker::{BreakerConfig, HalfOpenPolicy, SlidingWindowType, StateAfterWait};
 use patterns::bulkhead::{BULKHEAD_SIZE_MAX, BulkheadConfig};
@@ -203,6 +204,15 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Map<String
         && r.retry_on_throttled
         && r.retry_on_conflict
         && STATUS_5XX.iter().all(|c| r.retry_on_status.contains(c));
+    if !r.retry_on_local_rejection {
+        // The rejections of resilience4j's own gates are its own exception classes.
+        props.insert("ignoreExceptions".into(), json!(GATE_EXCEPTIONS));
+        sheet.put(
+            at("retry_on_local_rejection"),
+            p("ignoreExceptions"),
+            GATE_EXCEPTIONS.join(", "),
+        );
+    }
     if !every {
         sheet.leave(at("retry_on_*"), "some outcomes", "resilience4j retries every exception unless retryExceptions or ignoreExceptions name exception classes, which are the application's: list the ones your client throws for the outcomes this retry does not retry");
     }

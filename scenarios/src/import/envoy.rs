@@ -12,7 +12,9 @@
 //! it from one Envoy: `max_requests` (and, over HTTP/1.1, `max_connections`, one request per
 //! connection) is a per-attempt bulkhead, `max_pending_requests` its queue, and `max_retries`
 //! (or `retry_budget`) a concurrency retry budget (`budget_percent` of the requests in flight,
-//! at least `min_retry_concurrency`). They apply with Envoy's defaults (1024, 1024, 1024, 3)
+//! at least `min_retry_concurrency`). A request the circuit breakers refuse is an overflow,
+//! which Envoy's router never retries: the imported retry says `retry_on_local_rejection:
+//! false`. They apply with Envoy's defaults (1024, 1024, 1024, 3)
 //! when the file does not set them, as they do in Envoy. A route's `timeout` spans every retry
 //! (the call's `deadline`, 15s by default, `0s` for none); `per_try_timeout` is one attempt's
 //! (the call's `timeout`). The retry backoff is Envoy's fully jittered exponential: the n-th
@@ -859,6 +861,9 @@ impl Retriable {
                 field("retry_on_connection_error", ron::scalar(connection)),
                 field("retry_on_throttled", ron::scalar(throttled)),
                 field("retry_on_conflict", ron::scalar(has("retriable-4xx"))),
+                field("retry_on_local_rejection", ron::scalar(false)).noted(
+                    "Envoy never retries an overflow, a request its circuit breakers refused",
+                ),
             ],
         })
     }
@@ -952,7 +957,7 @@ fn bulkhead(limits: &Limits, deadline: Option<&Sourced<SimDuration>>) -> Field {
         }
     }
     Field::plain("", ron::named("Bulkhead", fields)).noted(
-        "Envoy's circuit breakers: limits on what is in flight to the cluster, not a resilience4j breaker; resim retries a 503 from this bulkhead where Envoy does not retry its own overflow",
+        "Envoy's circuit breakers: limits on what is in flight to the cluster, not a resilience4j breaker; its overflow is never retried (the retry's retry_on_local_rejection: false)",
     )
 }
 

@@ -914,7 +914,7 @@ fn bulkhead(
         .noted("no route timeout: a pending request waits as long as it takes; an hour here"),
     });
     Field::plain("", ron::named("Bulkhead", fields)).noted(
-        "the connection pool is Envoy's circuit breakers: limits on what is in flight from one sidecar, not a resilience4j breaker; resim retries a 503 from this bulkhead where Envoy does not retry its own overflow",
+        "the connection pool is Envoy's circuit breakers: limits on what is in flight from one sidecar, not a resilience4j breaker; its overflow is never retried (the retry's retry_on_local_rejection: false)",
     )
 }
 
@@ -937,6 +937,7 @@ fn retry(
             conditions(RETRY_ON_DEFAULT, &[503], default_at, None)
                 .noted_all("Istio's default retryOn, with 503"),
         );
+        fields.push(no_overflow_retry(default_at.to_string()));
         fields.extend(budget(limits));
         return Ok((Some(Field::plain("", ron::named("Retry", fields))), None));
     };
@@ -976,6 +977,11 @@ fn retry(
         .noted_all("Istio's default retryOn, with 503"),
     };
     fields.extend(retriable);
+    let on_at = match &on {
+        Some(f) => f.path.clone(),
+        None => child(&r.path, "retryOn"),
+    };
+    fields.push(no_overflow_retry(labels.src(&on_at)));
     fields.extend(budget(limits));
     n.skip(
         "retryRemoteLocalities",
@@ -988,6 +994,14 @@ fn retry(
         "the balancer picks each retry's replica afresh; it may pick the same one",
     );
     Ok((Some(Field::plain("", ron::named("Retry", fields))), per_try))
+}
+
+/// The sidecar's Envoy never retries what its circuit breakers refused; `source` names the
+/// retries' `retryOn`.
+fn no_overflow_retry(source: String) -> Field {
+    Field::from("retry_on_local_rejection", ron::scalar(false), source).noted(
+        "the sidecar's Envoy never retries an overflow, a request the connectionPool limits refused",
+    )
 }
 
 /// `http.maxRetries` as the retry's concurrency budget.

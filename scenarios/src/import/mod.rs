@@ -39,7 +39,7 @@ mod grpc;
 mod istio;
 
 mod properties;
-mod resilience4j;
+pub(crate) mod resilience4j;
 pub mod ron;
 mod spring;
 pub mod tree;
@@ -165,7 +165,11 @@ impl Plan {
             .not_imported(&doc.root)
             .into_iter()
             .map(|(path, kind, reason)| {
-                let (kind, reason) = known(&path).unwrap_or((kind, reason));
+                // A reason given where the field was read says more than one by name.
+                let (kind, reason) = match ledger.is_skipped(&path) {
+                    true => (kind, reason),
+                    false => known(&path).unwrap_or((kind, reason)),
+                };
                 (src(&path), kind, reason)
             })
             .collect();

@@ -91,6 +91,14 @@ impl Module {
     }
 }
 
+/// The exceptions resilience4j's bulkhead (both kinds), circuit breaker and rate limiter
+/// throw when they refuse a call, in that order.
+pub(crate) const GATE_EXCEPTIONS: [&str; 3] = [
+    "io.github.resilience4j.bulkhead.BulkheadFullException",
+    "io.github.resilience4j.circuitbreaker.CallNotPermittedException",
+    "io.github.resilience4j.ratelimiter.RequestNotPermitted",
+];
+
 /// One instance's properties in one module: the maps that give them, first wins.
 pub(super) struct Chain<'a> {
     pub(super) module: Module,

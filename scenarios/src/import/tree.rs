@@ -154,6 +154,11 @@ impl Ledger {
         self.used.borrow_mut().insert(path.to_string());
     }
 
+    /// Whether `path` was left out on purpose, with a reason of its own.
+    pub fn is_skipped(&self, path: &str) -> bool {
+        self.skipped.borrow().contains_key(path)
+    }
+
     /// Whether `path` was imported.
     pub fn is_taken(&self, path: &str) -> bool {
         self.used.borrow().contains(path)

@@ -46,18 +46,18 @@ pub struct Refusal {
 
 /// How a failed attempt looks to a retry policy: HTTP-style statuses for what a server
 /// answered (with its `Retry-After`, if it sent one), timeouts and connection errors for what
-/// the network did.
+/// the network did, local rejections for what the caller's own gates refused to send (its
+/// circuit breaker, bulkhead and rate limiter: the three reasons only a caller's gate gives).
 pub fn failure_of(reason: Reason, retry_after: Option<SimDuration>) -> Failure {
     let status = |code| Failure::Status { code, retry_after };
+    let local = |code| Failure::LocalRejection { code, retry_after };
     match reason {
         Reason::Timeout | Reason::Deadline => Failure::Timeout,
         Reason::Unavailable => Failure::ConnectionError,
-        Reason::RateLimited | Reason::ClientLimited => status(429),
-        Reason::QueueFull
-        | Reason::ConcurrencyLimited
-        | Reason::Shed
-        | Reason::BreakerOpen
-        | Reason::BulkheadFull => status(503),
+        Reason::RateLimited => status(429),
+        Reason::ClientLimited => local(429),
+        Reason::BreakerOpen | Reason::BulkheadFull => local(503),
+        Reason::QueueFull | Reason::ConcurrencyLimited | Reason::Shed => status(503),
         Reason::Error => status(500),
         Reason::Dependency => status(502),
         Reason::Conflict => status(409),

@@ -290,6 +290,7 @@ fn the_reference_gives_each_failure_reason_the_status_a_retry_policy_sees() {
             Failure::ConnectionError => "a connection error".to_string(),
             Failure::Status { code, .. } => code.to_string(),
             Failure::Conflict => "409".to_string(),
+            Failure::LocalRejection { code, .. } => format!("{code}, a local rejection"),
         };
         assert_eq!(cells[2], status, "{name}: the status a retry policy sees");
     }

@@ -518,10 +518,19 @@ fn r4j_retry() -> impl Strategy<Value = Value> {
             maybe(0u64..=60_000),
         )),
         maybe((1u32..=9).prop_map(|f| f64::from(f) / 10.0)),
+        proptest::bool::ANY,
     )
-        .prop_map(|(attempts, wait, exponential, randomized)| {
+        .prop_map(|(attempts, wait, exponential, randomized, refusals)| {
             let mut r = json!({});
             put(&mut r, "maxAttempts", attempts.map(|a| json!(a)));
+            if refusals {
+                // Not retrying what resilience4j's own gates refuse.
+                r["ignoreExceptions"] = json!([
+                    "io.github.resilience4j.bulkhead.BulkheadFullException",
+                    "io.github.resilience4j.circuitbreaker.CallNotPermittedException",
+                    "io.github.resilience4j.ratelimiter.RequestNotPermitted",
+                ]);
+            }
             if let Some(w) = wait {
                 r["waitDuration"] = json!(format!("{w}ms"));
                 if let Some((m, max)) = exponential {
@@ -746,6 +755,43 @@ fn envoy_route_exported_to_resilience4j_lists_what_it_cannot_say() {
         "resilience4j",
         "envoy_route_retry_to_resilience4j",
     );
+}
+
+/// A resilience4j retry retries what its bulkhead and breaker refuse; Envoy and Istio never
+/// retry their circuit breakers' overflow, so exported there the difference is listed (with
+/// how to run what the mesh does), and the refusals named in `ignoreExceptions` turn it off.
+#[test]
+fn retrying_local_rejections_has_no_counterpart_in_the_mesh() {
+    for (to, name) in [
+        ("envoy", "resilience4j_demo_to_envoy"),
+        ("istio", "resilience4j_demo_to_istio"),
+    ] {
+        let path = format!("{FIXTURES}/resilience4j/demo.yml");
+        let imported = resim(&["import", &path]);
+        assert_eq!(imported.code, 0, "{}", imported.stderr);
+        let file = scratch(&format!("{name}.ron"));
+        std::fs::write(&file, &imported.stdout).expect("the import is written");
+        let out = resim(&["export", file.to_str().unwrap(), "--call", CALL, "--to", to]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("retry_on_local_rejection = true: no counterpart: Envoy never retries a request its circuit breakers refused"),
+            "{to}: {}",
+            out.stderr
+        );
+        // Set off, it is what the mesh does, and nothing is listed.
+        let off = resim(&[
+            "export",
+            file.to_str().unwrap(),
+            "--call",
+            CALL,
+            "--to",
+            to,
+            "--set",
+            &format!("{CALL}.stack[0].retry_on_local_rejection=false"),
+        ]);
+        assert_eq!(off.code, 0, "{}", off.stderr);
+        assert!(!off.stderr.contains("retry_on_local_rejection"), "{}", off.stderr);
+    }
 }
 
 /// Bad input: one message each (the place, what was expected), exit code 2.

@@ -74,6 +74,19 @@ fn envoy_hedge_on_per_try_timeout() {
     check_fixture("hedge.yaml");
 }
 
+/// Circuit breakers under a retry policy: the retry never retries their overflow.
+#[test]
+fn envoy_overflow_is_not_retried() {
+    check_fixture("overflow.yaml");
+}
+
+/// `ignoreExceptions` naming the refusals of every gate of an instance turns their retry off;
+/// naming only some of them is listed as left out, with the ones it leaves out.
+#[test]
+fn resilience4j_ignored_refusals() {
+    check_format("resilience4j", "refusals.yml");
+}
+
 /// resilience4j's Spring Boot demo shape: dotted keys, `configs.default` and a named config,
 /// instances with a `baseConfig`, all six modules, Spring's own settings beside them.
 #[test]
@@ -381,6 +394,37 @@ fn istio_imported_pending_requests_bound_the_queue() {
         .replace("queue_capacity: 1,", "queue_capacity: 3,")
         .replace("max_concurrent_calls: 1,", "max_concurrent_calls: 2,");
     check(&two, 5);
+}
+
+/// Envoy's router never retries an overflow, and the imported retry does not either: ten
+/// users call db at once through one connection and one pending request, and db fails every
+/// request. Two requests get through and each makes its four attempts (a retry waits for the
+/// connection like any request); the eight refused by the circuit breakers fail at once as
+/// `bulkhead_full`. Retrying local rejections (resim's default, resilience4j's) instead sends
+/// the refused requests back after their backoff, so more reach db and fewer end refused.
+#[test]
+fn envoy_imported_retry_never_retries_an_overflow() {
+    let text = imported_into_oneshot("envoy/overflow.yaml")
+        .replace("OneShot(users: 1)", "OneShot(users: 10)");
+    assert!(text.contains("retry_on_local_rejection: false,"), "{text}");
+    let (attempts, failures, _) = oneshot(&text);
+    assert_eq!(
+        attempts, 8,
+        "two requests, four attempts each: {failures:?}"
+    );
+    assert_eq!(failures.get("bulkhead_full"), Some(&8), "{failures:?}");
+    assert_eq!(failures.get("error"), Some(&2), "{failures:?}");
+    let retried = text.replace(
+        "retry_on_local_rejection: false,",
+        "retry_on_local_rejection: true,",
+    );
+    let (attempts, failures, _) = oneshot(&retried);
+    assert!(
+        attempts > 8,
+        "refused requests came back: {attempts} attempts, {failures:?}"
+    );
+    let refused = failures.get("bulkhead_full").copied().unwrap_or(0);
+    assert!(refused < 8, "fewer end refused: {failures:?}");
 }
 
 /// resilience4j's CircuitBreaker as imported opens as resilience4j's does: once

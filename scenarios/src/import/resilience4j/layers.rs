@@ -1,11 +1,12 @@
 //! One resilience4j instance's modules as the layers of a call, in aspect order.
 
-use super::{Chain, Module, field, set, source, within};
+use super::{Chain, GATE_EXCEPTIONS, Module, field, set, source, within};
 use crate::import::ron::{self, Field, Ron};
 use crate::import::spring::relaxed;
-use crate::import::tree::{Found, Skip};
+use crate::import::tree::{Found, Skip, child};
 use crate::import::{ImportError, Upstream};
 use patterns::breaker::BreakerConfig;
+use serde_json::Value;
 use sim_core::SimDuration;
 
 /// resim's cap on a retry's wait and on an uncapped exponential wait (one day).
@@ -28,7 +29,13 @@ pub(super) fn upstream(
         };
         match m {
             Module::Retry => {
-                stack.push(retry(c)?);
+                let gates: Vec<Module> = order
+                    .iter()
+                    .skip_while(|o| **o != Module::Retry)
+                    .filter(|o| has(**o))
+                    .copied()
+                    .collect();
+                stack.push(retry(c, &gates)?);
                 retried = true;
             }
             Module::CircuitBreaker => stack.push(breaker(c)?),
@@ -54,8 +61,62 @@ pub(super) fn upstream(
     })
 }
 
-/// A `Retry` layer.
-fn retry(c: &Chain) -> Result<Field, ImportError> {
+/// The exception each module throws when it refuses a call (a bulkhead of either kind when
+/// full, a breaker when open, a rate limiter when out of permits).
+fn refusal(m: Module) -> Option<&'static str> {
+    match m {
+        Module::Bulkhead | Module::ThreadPoolBulkhead => Some(GATE_EXCEPTIONS[0]),
+        Module::CircuitBreaker => Some(GATE_EXCEPTIONS[1]),
+        Module::RateLimiter => Some(GATE_EXCEPTIONS[2]),
+        Module::Retry | Module::TimeLimiter => None,
+    }
+}
+
+/// `ignoreExceptions` naming the refusals of resilience4j's own gates: the retry does not
+/// retry what they refuse (`retry_on_local_rejection: false`). resim turns that on or off
+/// for all of a call's gates at once, so it is imported when the list names the refusal of
+/// every gate inside the retry (`gates`), and listed as left out when it names only some.
+fn ignored_refusals(c: &Chain, gates: &[Module]) -> Option<Field> {
+    let (n, k) = c.find("ignoreexceptions")?;
+    let names: Vec<String> = match n.raw(k)? {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|s| s.trim().to_string())
+            .collect(),
+        Value::String(s) => s.split(',').map(|s| s.trim().to_string()).collect(),
+        _ => return None,
+    };
+    let named = |e: &str| names.iter().any(|x| x == e);
+    if !GATE_EXCEPTIONS.iter().any(|e| named(e)) {
+        return None;
+    }
+    let path = child(&n.path, k);
+    let missing: Vec<&str> = gates
+        .iter()
+        .filter_map(|g| refusal(*g))
+        .filter(|e| !named(e))
+        .collect();
+    if !missing.is_empty() {
+        n.ledger.skip(&path, Skip::Simplification, format!("resim stops retrying the refusals of every gate of the call or of none; this list leaves out {}", missing.join(", ")));
+        return None;
+    }
+    n.take(k);
+    let others = names.iter().any(|x| !GATE_EXCEPTIONS.contains(&x.as_str()));
+    let field = Field::from(
+        "retry_on_local_rejection",
+        ron::scalar(false),
+        source(&path),
+    );
+    Some(if others {
+        field.noted("the other classes listed are the application's; resim's failures are outcomes, retried as the other retry_on fields say")
+    } else {
+        field
+    })
+}
+
+/// A `Retry` layer, with the gates inside it.
+fn retry(c: &Chain, gates: &[Module]) -> Result<Field, ImportError> {
     // Spring reads `maxAttempts: 0` as not set.
     let attempts = c.u32("maxattempts")?.filter(|f| f.value != 0);
     within(
@@ -93,7 +154,10 @@ fn retry(c: &Chain) -> Result<Field, ImportError> {
                 all("retry_on_connection_error", ron::scalar(true)),
                 all("retry_on_throttled", ron::scalar(true)),
                 all("retry_on_conflict", ron::scalar(true)),
-            ],
+            ]
+            .into_iter()
+            .chain(ignored_refusals(c, gates))
+            .collect(),
         ),
     ))
 }
