@@ -790,7 +790,11 @@ fn retrying_local_rejections_has_no_counterpart_in_the_mesh() {
             &format!("{CALL}.stack[0].retry_on_local_rejection=false"),
         ]);
         assert_eq!(off.code, 0, "{}", off.stderr);
-        assert!(!off.stderr.contains("retry_on_local_rejection"), "{}", off.stderr);
+        assert!(
+            !off.stderr.contains("retry_on_local_rejection"),
+            "{}",
+            off.stderr
+        );
     }
 }
 

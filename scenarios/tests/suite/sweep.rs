@@ -330,6 +330,17 @@ fn run_tasks(
     command: &str,
     tasks: impl Iterator<Item = Vec<(&'static str, String)>>,
 ) -> String {
+    run_tasks_then_merge(dir, command, tasks, 1)
+}
+
+/// [`run_tasks`], with the exit code `resim merge` must give (1 for a sweep with failing
+/// seeds, 0 for a phase map or a tune).
+fn run_tasks_then_merge(
+    dir: &std::path::Path,
+    command: &str,
+    tasks: impl Iterator<Item = Vec<(&'static str, String)>>,
+    merge_code: i32,
+) -> String {
     clear_results(dir);
     let mut parts = 0;
     for vars in tasks {
@@ -349,8 +360,41 @@ fn run_tasks(
         .count();
     assert_eq!(files, parts, "one part per task");
     let (code, stdout, stderr) = sh(dir, "resim merge results/part-*.jsonl", &[]);
-    assert_eq!((code, stderr.as_str()), (1, ""), "merge");
+    assert_eq!((code, stderr.as_str()), (merge_code, ""), "merge");
     stdout
+}
+
+/// The experiments chapter's phase and tune lines for an Indexed Job, run as Kubernetes runs
+/// them (`JOB_COMPLETION_INDEX` from 0 to 9 with `auto/10`), on fewer seeds than the chapter
+/// (the lines as written take minutes in a debug build): every task writes its share, and
+/// the merge prints exactly what the line prints without `--partition` and `--out`.
+#[test]
+fn the_batch_lines_of_phase_and_tune_merge_into_the_unsplit_answer() {
+    let chapter =
+        std::fs::read_to_string(workspace_root().join("book/src/experiments.md")).unwrap();
+    let section = chapter
+        .split("### Phase maps and tunes on a batch scheduler")
+        .nth(1)
+        .expect("the section is there");
+    let block = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the section shows the lines");
+    let lines: Vec<&str> = block.lines().collect();
+    assert_eq!(lines.len(), 2, "a phase line and a tune line: {block}");
+    let dir = std::env::temp_dir().join(format!("resim-batch-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let split = " --partition auto/10 --out results/part-$JOB_COMPLETION_INDEX.jsonl";
+    for (line, seeds) in lines.iter().zip([" --seeds 1..1", " --seeds 1..2"]) {
+        assert!(line.contains(split), "{line}");
+        let command = format!("{line}{seeds}");
+        let (code, whole, stderr) = sh(&dir, &command.replace(split, ""), &[]);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{command}");
+        let tasks = (0..10).map(|i| vec![("JOB_COMPLETION_INDEX", i.to_string())]);
+        let merged = run_tasks_then_merge(&dir, &command, tasks, 0);
+        same(&merged, &whole, line);
+    }
 }
 
 /// `resim sweep retry-storm --seeds 1..4 --partition auto` with no scheduler's variables but
