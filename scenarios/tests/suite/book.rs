@@ -2488,33 +2488,45 @@ fn the_measured_latencies_chapter_is_what_its_scenario_shows() {
 }
 
 /// The scenario "Your own system" runs (`book/src/own/imported.ron`) is what `resim import`
-/// writes from the chapter's Envoy file into its `system.ron` today (`UPDATE_BOOK=1`
-/// rewrites it), and it meets its expectations.
+/// writes today from the chapter's resilience4j and Envoy files into its `system.ron`, one
+/// after the other (`UPDATE_BOOK=1` rewrites both files), and it meets its expectations.
 #[test]
 fn the_own_system_chapter_runs_what_import_writes() {
-    let out = resim_in(
-        &workspace_root(),
-        &[
-            "import",
-            "book/src/own/envoy-db.yaml",
-            "--into",
+    // The chapter's two imports, in its order: the web tier's resilience4j settings into the
+    // users' call of our file (saved as own/web.ron), then the sidecar's Envoy configuration
+    // into that file's api → db call (saved as own/imported.ron).
+    let steps = [
+        (
+            "book/src/own/web-api.yml",
             "book/src/scenarios/own/system.ron",
-            "--call",
+            "clients.users.call",
+            "own/web.ron",
+        ),
+        (
+            "book/src/own/envoy-db.yaml",
+            "book/src/own/web.ron",
             "services.api.calls[0]",
-        ],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let path = src().join("own/imported.ron");
-    if std::env::var_os("UPDATE_BOOK").is_some() {
-        std::fs::write(&path, &out.stdout).unwrap();
+            "own/imported.ron",
+        ),
+    ];
+    for (config, into, call, saved_as) in steps {
+        let out = resim_in(
+            &workspace_root(),
+            &["import", config, "--into", into, "--call", call],
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let path = src().join(saved_as);
+        if std::env::var_os("UPDATE_BOOK").is_some() {
+            std::fs::write(&path, &out.stdout).unwrap();
+        }
+        let saved = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            saved == out.stdout,
+            "{} is not what resim import writes today; rerun with UPDATE_BOOK=1",
+            path.display()
+        );
     }
-    let saved = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        saved == out.stdout,
-        "{} is not what resim import writes today; rerun with UPDATE_BOOK=1",
-        path.display()
-    );
-    let name = path.display().to_string();
+    let name = src().join("own/imported.ron").display().to_string();
     let scenario = load(&name).unwrap_or_else(|e| panic!("{e}"));
     let report = run(&scenario, &name, &RunOptions::default())
         .unwrap_or_else(|e| panic!("{e}"))

@@ -40,7 +40,7 @@ pub(super) fn upstream(
             }
             Module::CircuitBreaker => stack.push(breaker(c)?),
             Module::RateLimiter => stack.push(limiter(c)?),
-            Module::TimeLimiter => call.push(time_limiter(c, retried || !has(Module::Retry))?),
+            Module::TimeLimiter => call.push(time_limiter(c, retried, has(Module::Retry))?),
             Module::Bulkhead => stack.push(bulkhead(c)?),
             Module::ThreadPoolBulkhead if has(Module::Bulkhead) => {
                 let first = c.layers.first().expect("a chain has its instance");
@@ -571,15 +571,16 @@ fn limiter(c: &Chain) -> Result<Field, ImportError> {
     Ok(Field::plain("", ron::named("Limiter", fields)))
 }
 
-/// The TimeLimiter as the call's `timeout` (one attempt's, inside the Retry) or `deadline`.
-fn time_limiter(c: &Chain, per_attempt: bool) -> Result<Field, ImportError> {
+/// The TimeLimiter as the call's `timeout` (one attempt's: inside the Retry, or with no
+/// Retry) or `deadline` (outside the Retry).
+fn time_limiter(c: &Chain, inside: bool, retry: bool) -> Result<Field, ImportError> {
     let timeout = c.duration("timeoutduration")?;
     within(c, &timeout, |d| !d.is_zero(), "must be positive")?;
     c.skip("cancelrunningfuture", Skip::Simplification, "it cancels the caller's future; whether the target stops working on it is the target service's `abandoned` setting in resim, which the import leaves as it is");
-    let (name, note) = if per_attempt {
-        ("timeout", "inside the Retry: each attempt's")
-    } else {
-        ("deadline", "outside the Retry: every attempt's together")
+    let (name, note) = match (retry, inside) {
+        (false, _) => ("timeout", "no Retry: the call's one attempt's"),
+        (true, true) => ("timeout", "inside the Retry: each attempt's"),
+        (true, false) => ("deadline", "outside the Retry: every attempt's together"),
     };
     let f = field(
         name,
