@@ -196,9 +196,12 @@ impl CallSite {
     }
 
     /// Hands the counts per report bucket over when the run ends, leaving none: a copy
-    /// would double them at the run's peak of memory.
+    /// would double them at the run's peak of memory. Grown by doubling while running, they
+    /// are held at their length through the report.
     pub fn take_buckets(&mut self) -> Vec<SiteBucket> {
-        std::mem::take(&mut self.buckets)
+        let mut buckets = std::mem::take(&mut self.buckets);
+        buckets.shrink_to_fit();
+        buckets
     }
 
     /// The deadline of a call started at `now` by a caller whose own deadline is `parent`.
