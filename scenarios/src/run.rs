@@ -21,6 +21,7 @@ use crate::format::validate::validate;
 use crate::report::Report;
 use crate::world::{Live, Net, World};
 use sim_core::{EntityId, Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord};
+use std::borrow::Cow;
 
 /// Command-line overrides of a scenario's settings.
 #[derive(Debug, Clone, Default)]
@@ -73,15 +74,17 @@ pub fn run(
     file: &str,
     options: &RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
-    let mut s = scenario.clone();
+    // Copied only when a flag changes it: a copy of a large scenario stays alive through the
+    // run and its report.
+    let mut s = Cow::Borrowed(scenario);
     if let Some(d) = options.duration {
-        s.duration = d;
+        s.to_mut().duration = d;
     }
     if let Some(b) = options.bucket {
-        s.bucket = b;
+        s.to_mut().bucket = b;
     }
     if let Some(m) = options.max_events {
-        s.max_events = m;
+        s.to_mut().max_events = m;
     }
     // The file was checked as written: what fails now, the flags made so, and the message
     // names them as typed.

@@ -11,6 +11,7 @@ use crate::figures::{ClassFigures, TrafficFigures};
 use crate::format::schema::{FaultKind, Load, Scenario, Schedule, times};
 use sim_core::metrics::LatencyHistogram;
 use sim_core::{SimDuration, SimTime};
+use std::sync::Arc;
 
 /// `a / b`, or 0 when `b` is zero (then `a` is zero too: nothing was offered or called).
 fn per(a: u64, b: u64) -> f64 {
@@ -86,9 +87,12 @@ impl Report {
                 .iter()
                 .map(|site| call(site, figures.end))
                 .collect(),
-            series: (0..figures.bucket_count())
-                .map(|i| series_row(figures, i))
-                .collect(),
+            series: {
+                let names = SeriesNames::of(figures);
+                (0..figures.bucket_count())
+                    .map(|i| series_row(figures, &names, i))
+                    .collect()
+            },
             timeline: timeline(scenario, figures.end),
             expectations,
             metastability: metastability.ok(),
@@ -506,8 +510,32 @@ fn timeline(scenario: &Scenario, end: SimTime) -> Vec<TimelineWindow> {
     out
 }
 
+/// The names a series row's points carry, made once for all the rows: a row has a point
+/// per client and per call site, and a `String` each was a third of a large world's peak.
+struct SeriesNames {
+    clients: Vec<Arc<str>>,
+    calls: Vec<Arc<str>>,
+}
+
+impl SeriesNames {
+    fn of(figures: &Figures) -> SeriesNames {
+        SeriesNames {
+            clients: figures
+                .clients
+                .iter()
+                .map(|c| c.name.as_str().into())
+                .collect(),
+            calls: figures
+                .call_sites
+                .iter()
+                .map(|c| c.path.as_str().into())
+                .collect(),
+        }
+    }
+}
+
 /// Report bucket `i`, over all clients and per service.
-fn series_row(figures: &Figures, i: usize) -> SeriesRow {
+fn series_row(figures: &Figures, names: &SeriesNames, i: usize) -> SeriesRow {
     let total =
         figures
             .clients
@@ -551,10 +579,11 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         clients: figures
             .clients
             .iter()
-            .map(|c| {
+            .zip(&names.clients)
+            .map(|(c, name)| {
                 let b = c.bucket(i);
                 ClientPoint {
-                    name: c.name.clone(),
+                    name: name.clone(),
                     offered: b.offered,
                     successes: b.successes,
                     failures: b.failures,
@@ -617,10 +646,11 @@ fn series_row(figures: &Figures, i: usize) -> SeriesRow {
         calls: figures
             .call_sites
             .iter()
-            .map(|site| {
+            .zip(&names.calls)
+            .map(|(site, path)| {
                 let b = site.buckets.get(i).copied().unwrap_or_default();
                 CallPoint {
-                    path: site.path.clone(),
+                    path: path.clone(),
                     attempts: b.attempts,
                     retries: b.retries,
                     budget_exhausted: b.budget_exhausted,

@@ -5,6 +5,13 @@ use crate::figures::CallStats;
 use serde::Serialize;
 use sim_net::LinkReport;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Writes a shared name as the string it is (serde's own impl for `Arc` needs its `rc`
+/// feature, which every crate depending on serde would be rebuilt for).
+fn shared_str<S: serde::Serializer>(name: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(name)
+}
 
 /// Latency percentiles in milliseconds, of successful requests only: where nothing
 /// succeeded there is no latency, and the report holds `None` (JSON `null`, "–" in text)
@@ -538,8 +545,10 @@ pub struct ServicePoint {
 /// Per-client values of one bucket (by bucket of offer).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ClientPoint {
-    /// The client.
-    pub name: String,
+    /// The client (one allocation shared by its points in every row: a series holds a
+    /// point per client and bucket).
+    #[serde(serialize_with = "shared_str")]
+    pub name: Arc<str>,
     /// Requests offered.
     pub offered: u64,
     /// Of those, the ones that succeeded.
@@ -551,8 +560,10 @@ pub struct ClientPoint {
 /// Per-call-site values of one bucket (by the bucket in which each happened).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CallPoint {
-    /// The call site's place in the file.
-    pub path: String,
+    /// The call site's place in the file (shared by its points in every row, as a
+    /// [`ClientPoint`]'s name is).
+    #[serde(serialize_with = "shared_str")]
+    pub path: Arc<str>,
     /// Attempts started.
     pub attempts: u64,
     /// Retries scheduled.

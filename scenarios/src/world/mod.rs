@@ -124,6 +124,7 @@ mod sharding;
 mod site;
 pub mod stack;
 mod store;
+mod stream;
 mod trace;
 pub mod traffic;
 

@@ -15,6 +15,7 @@ use super::pace::Quota;
 use super::stack::{
     Acquire, Gate, Held, Permits, Ticket, Wake, acquire_from, expire, leave_queue, release_all,
 };
+use super::stream::LazyStream;
 use crate::figures::{
     AdaptiveTimeoutFigures, BreakerFigures, BreakerTransition, CallSiteFigures, CallStats,
     PaceFigures, SiteBucket,
@@ -26,6 +27,7 @@ use patterns::fallback::{Fallback, Served};
 use patterns::hedge::Hedger;
 use patterns::retry::{RetryPolicy, Safety};
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
+use std::sync::Arc;
 
 /// Which of a call site's gate lists: the ones acting once per call, or on each attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,19 +48,23 @@ pub enum Caller {
 }
 
 /// One call site instance.
+///
+/// A world holds one per client and per downstream call of each replica, so what a plain
+/// call does not use is out of line: the machines of the layers few stacks have (retry,
+/// hedging, adaptive timeout) are boxed, and the two random streams are derived on their
+/// first draw. A client's plain call site is a few hundred bytes, not 2 KB.
 #[derive(Debug)]
 pub struct CallSite {
-    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`).
-    path: String,
+    /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`); shared with
+    /// its streams' names.
+    path: Arc<str>,
     caller: Caller,
     /// The target service's index.
     target: u32,
     timeout: Option<SimDuration>,
     deadline: Option<SimDuration>,
-    retry: Option<RetryPolicy>,
-    hedger: Option<Hedger>,
-    /// The budget hedges draw from when there is no retry policy to share one with.
-    hedge_budget: RetryBudget,
+    retry: Option<Box<RetryPolicy>>,
+    hedging: Option<Box<Hedging>>,
     fallback: Option<Fallback>,
     /// When a call of this site last succeeded: the age of the "last good answer" a fallback
     /// may serve.
@@ -66,9 +72,9 @@ pub struct CallSite {
     outer: Vec<Gate>,
     inner: Vec<Gate>,
     /// The retry jitter's draws.
-    rng: RngStream,
+    rng: LazyStream,
     /// The draws of its gates (adaptive throttling), apart from the retry jitter's.
-    gate_rng: RngStream,
+    gate_rng: LazyStream,
     safety: CallSafety,
     /// A fan-out call's leaves and the successes it needs.
     fan_out: Option<(u32, u32)>,
@@ -76,9 +82,21 @@ pub struct CallSite {
     /// Per report bucket: attempts, retries, budget refusals, timeouts.
     buckets: Vec<SiteBucket>,
     /// The adaptive timeout, in place of `timeout`.
-    adaptive: Option<Adaptive>,
+    adaptive: Option<Box<Adaptive>>,
     /// Whether a gate is a `Pace` layer (replies' quotas are read only then).
     paces: bool,
+}
+
+// A world holds one per client and per downstream call of each replica: what a plain call
+// does not use stays out of line (it was 2,096 bytes before).
+const _: () = assert!(std::mem::size_of::<CallSite>() <= 576);
+
+/// A hedged call site's policy and the budget its hedges draw from when there is no retry
+/// policy to share one with.
+#[derive(Debug)]
+struct Hedging {
+    hedger: Hedger,
+    budget: RetryBudget,
 }
 
 /// What a failed call becomes after the fallback chain.
@@ -93,6 +111,7 @@ impl CallSite {
     /// Compiles `call` found at `path`, called by `caller`, aimed at service `target`. Its
     /// streams are named after the path (and the replica, for a service's call).
     pub fn new(path: String, caller: Caller, target: u32, call: &Call, seed: Seed) -> Self {
+        let path: Arc<str> = path.into();
         let built = "pattern configs are validated with the scenario";
         let retry_at = call.stack.iter().position(|l| matches!(l, Layer::Retry(_)));
         let (mut outer, mut inner) = (Vec::new(), Vec::new());
@@ -100,8 +119,15 @@ impl CallSite {
         for (i, layer) in call.stack.iter().enumerate() {
             match layer {
                 Layer::Fallback(f) => fallback = Some(Fallback::new(f.clone()).expect(built)),
-                Layer::Hedge(h) => hedger = Some(Hedger::new(h.clone()).expect(built)),
-                Layer::Retry(r) => retry = Some(RetryPolicy::new(r.clone()).expect(built)),
+                Layer::Hedge(h) => {
+                    hedger = Some(Box::new(Hedging {
+                        hedger: Hedger::new(h.clone()).expect(built),
+                        budget: RetryBudget::unlimited(),
+                    }));
+                }
+                Layer::Retry(r) => {
+                    retry = Some(Box::new(RetryPolicy::new(r.clone()).expect(built)));
+                }
                 _ => {}
             }
             let Some(gate) = Gate::of(layer) else {
@@ -113,10 +139,11 @@ impl CallSite {
                 inner.push(gate);
             }
         }
-        let stream = |purpose: &str| match caller {
-            Caller::Client(_) => seed.stream(&format!("{path}/{purpose}")),
-            Caller::Replica(_, r) => seed.indexed_stream(&format!("{path}/{purpose}"), r.into()),
+        let index = match caller {
+            Caller::Client(_) => None,
+            Caller::Replica(_, r) => Some(r),
         };
+        let stream = |purpose| LazyStream::new(seed, path.clone(), purpose, index);
         CallSite {
             rng: stream("retry"),
             gate_rng: stream("gates"),
@@ -126,8 +153,7 @@ impl CallSite {
             timeout: call.timeout,
             deadline: call.deadline,
             retry,
-            hedger,
-            hedge_budget: RetryBudget::unlimited(),
+            hedging: hedger,
             fallback,
             last_success: None,
             outer,
@@ -137,7 +163,7 @@ impl CallSite {
             stats: CallStats::default(),
             buckets: Vec::new(),
             adaptive: call.stack.iter().find_map(|l| match l {
-                Layer::AdaptiveTimeout(c) => Some(Adaptive::new(c)),
+                Layer::AdaptiveTimeout(c) => Some(Box::new(Adaptive::new(c))),
                 _ => None,
             }),
             paces: call.stack.iter().any(|l| matches!(l, Layer::Pace(_))),
@@ -171,7 +197,7 @@ impl CallSite {
 
     /// Whether its calls race hedges.
     pub fn hedges(&self) -> bool {
-        self.hedger.is_some()
+        self.hedging.is_some()
     }
 
     /// Its counters.
@@ -196,9 +222,12 @@ impl CallSite {
     }
 
     /// Hands the counts per report bucket over when the run ends, leaving none: a copy
-    /// would double them at the run's peak of memory.
+    /// would double them at the run's peak of memory. Grown by doubling while running, they
+    /// are held at their length through the report.
     pub fn take_buckets(&mut self) -> Vec<SiteBucket> {
-        std::mem::take(&mut self.buckets)
+        let mut buckets = std::mem::take(&mut self.buckets);
+        buckets.shrink_to_fit();
+        buckets
     }
 
     /// The deadline of a call started at `now` by a caller whose own deadline is `parent`.
@@ -274,7 +303,7 @@ impl CallSite {
 
     /// Its adaptive timeout's figures, if it has one.
     pub fn adaptive_figures(&self) -> Option<AdaptiveTimeoutFigures> {
-        self.adaptive.as_ref().map(Adaptive::figures)
+        self.adaptive.as_deref().map(Adaptive::figures)
     }
 
     fn gates(&mut self, side: Side) -> &mut Vec<Gate> {
@@ -306,7 +335,8 @@ impl CallSite {
             return Acquire::Done;
         }
         let held = permits.from(offset);
-        let acquired = acquire_from(gates, from, now, held, &mut self.gate_rng, ticket, wakes);
+        let rng = &mut self.gate_rng;
+        let acquired = acquire_from(gates, from, now, held, rng, ticket, wakes);
         match acquired {
             Acquire::Refused(refusal) => self.stats.rejected.add(refusal.reason),
             // A pace gate counts its own holds.
@@ -362,17 +392,25 @@ impl CallSite {
 
     /// The retry policy and its jitter stream, if the stack retries.
     pub fn retry(&mut self) -> Option<(&mut RetryPolicy, &mut RngStream)> {
-        self.retry.as_mut().map(|p| (p, &mut self.rng))
+        self.retry.as_deref_mut().map(|p| (p, self.rng.get()))
+    }
+
+    /// The retry policy alone (its jitter stream is not derived for it).
+    pub fn retry_policy(&mut self) -> Option<&mut RetryPolicy> {
+        self.retry.as_deref_mut()
     }
 
     /// The hedging policy and the budget its hedges draw from (the retry policy's, if any).
     pub fn hedging(&mut self) -> (&mut Hedger, &mut RetryBudget) {
-        let hedger = self.hedger.as_mut().expect("only hedged call sites race");
+        let hedging = self
+            .hedging
+            .as_deref_mut()
+            .expect("only hedged call sites race");
         let budget = match &mut self.retry {
             Some(policy) => policy.budget_mut(),
-            None => &mut self.hedge_budget,
+            None => &mut hedging.budget,
         };
-        (hedger, budget)
+        (&mut hedging.hedger, budget)
     }
 
     /// What a finished call's `outcome` becomes: a success is remembered as the last good

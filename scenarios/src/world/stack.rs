@@ -18,13 +18,14 @@
 
 use super::outcome::{Outcome, Reason, Refusal, accepted_by_backend};
 use super::pace::Pace;
+use super::stream::LazyStream;
 use crate::format::limits::LAYERS_MAX;
 use crate::format::schema::Layer;
 use patterns::breaker::{Breaker, BreakerDecision, Permit};
 use patterns::bulkhead::{Bulkhead, BulkheadDecision, BulkheadPermit};
 use patterns::limiter::{Cost, Limiter, RateLimiter};
 use patterns::shedder::AdaptiveThrottle;
-use sim_core::{RngStream, SimDuration, SimTime};
+use sim_core::{SimDuration, SimTime};
 
 /// One admitting layer of a pattern stack.
 #[derive(Debug)]
@@ -133,7 +134,7 @@ impl Gate {
         }
     }
 
-    fn try_acquire(&mut self, now: SimTime, rng: &mut RngStream, ticket: Ticket) -> Answer {
+    fn try_acquire(&mut self, now: SimTime, rng: &mut LazyStream, ticket: Ticket) -> Answer {
         let refuse = |reason, retry_after| {
             Answer::Refuse(Refusal {
                 reason,
@@ -154,7 +155,7 @@ impl Gate {
                 BulkheadDecision::Reject(_) => refuse(Reason::BulkheadFull, None),
             },
             Gate::Throttle(t) => {
-                if t.try_send(now, rng) {
+                if t.try_send(now, rng.get()) {
                     Answer::Admit(Held::Throttle)
                 } else {
                     refuse(Reason::ClientLimited, None)
@@ -208,7 +209,7 @@ pub fn acquire_from(
     from: usize,
     now: SimTime,
     permits: &mut [Held],
-    rng: &mut RngStream,
+    rng: &mut LazyStream,
     ticket: Ticket,
     wakes: &mut Vec<Wake>,
 ) -> Acquire {

@@ -113,7 +113,7 @@ impl Stretch {
             }
         }
         for p in &r.calls {
-            let c = self.calls.entry(p.path.clone()).or_default();
+            let c = self.calls.entry(p.path.to_string()).or_default();
             c.retries += p.retries;
             c.budget_exhausted += p.budget_exhausted;
         }

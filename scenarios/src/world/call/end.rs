@@ -184,7 +184,7 @@ impl World {
             self.effects.tag(site, side);
         }
         let sp = &mut self.sites[site as usize];
-        if let (Some((policy, _)), Some(request)) = (sp.retry(), retry.as_mut()) {
+        if let (Some(policy), Some(request)) = (sp.retry_policy(), retry.as_mut()) {
             policy.abandon(now, request);
         }
         if let Attempt::InFlight { job, replica, .. } = attempt {

@@ -216,7 +216,7 @@ impl World {
                     } else {
                         Safety::Unsafe
                     };
-                    if let Some((policy, _)) = sp.retry() {
+                    if let Some(policy) = sp.retry_policy() {
                         let deadline = (call.deadline != SimTime::MAX).then_some(call.deadline);
                         call.retry = Some(policy.begin(now, deadline, safety));
                     }
