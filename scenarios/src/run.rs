@@ -67,15 +67,9 @@ fn replay_flags(options: &RunOptions) -> String {
     words
 }
 
-/// Runs `scenario` (read from `file`) with the overrides in `options`. Overrides are
-/// validated like the file itself: a duration shorter than a fault's start is an error.
-pub fn run(
-    scenario: &Scenario,
-    file: &str,
-    options: &RunOptions,
-) -> Result<RunOutput, ScenarioError> {
-    // Copied only when a flag changes it: a copy of a large scenario stays alive through the
-    // run and its report.
+/// `scenario` with what the flags of `options` change in it; copied only when a flag changes
+/// it, since a copy of a large scenario stays alive through the run and its report.
+fn with_flags<'s>(scenario: &'s Scenario, options: &RunOptions) -> Cow<'s, Scenario> {
     let mut s = Cow::Borrowed(scenario);
     if let Some(d) = options.duration {
         s.to_mut().duration = d;
@@ -86,6 +80,17 @@ pub fn run(
     if let Some(m) = options.max_events {
         s.to_mut().max_events = m;
     }
+    s
+}
+
+/// Runs `scenario` (read from `file`) with the overrides in `options`. Overrides are
+/// validated like the file itself: a duration shorter than a fault's start is an error.
+pub fn run(
+    scenario: &Scenario,
+    file: &str,
+    options: &RunOptions,
+) -> Result<RunOutput, ScenarioError> {
+    let s = with_flags(scenario, options);
     // The file was checked as written: what fails now, the flags made so, and the message
     // names them as typed.
     validate(&s).map_err(|error| ScenarioError::Invalid {

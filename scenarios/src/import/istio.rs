@@ -965,23 +965,7 @@ fn retry(
     let per_try = duration(&n, "perTryTimeout")?;
     let base = duration(&n, "backoff")?;
     let mut fields = vec![count, backoff(base, &labels.src(&r.path), labels)];
-    let on = n.str("retryOn")?;
-    let retriable = match &on {
-        Some(f) => conditions(&f.value, &[], &labels.src(&f.path), Some((&n, &f.path))),
-        None => conditions(
-            RETRY_ON_DEFAULT,
-            &[503],
-            &labels.src(&child(&r.path, "retryOn")),
-            None,
-        )
-        .noted_all("Istio's default retryOn, with 503"),
-    };
-    fields.extend(retriable);
-    let on_at = match &on {
-        Some(f) => f.path.clone(),
-        None => child(&r.path, "retryOn"),
-    };
-    fields.push(no_overflow_retry(labels.src(&on_at)));
+    fields.extend(retry_on(&n, &r.path, labels)?);
     fields.extend(budget(limits));
     n.skip(
         "retryRemoteLocalities",
@@ -994,6 +978,28 @@ fn retry(
         "the balancer picks each retry's replica afresh; it may pick the same one",
     );
     Ok((Some(Field::plain("", ron::named("Retry", fields))), per_try))
+}
+
+/// `retries.retryOn` (or Istio's default, with 503) as the retry's conditions, and the
+/// overflow the sidecar never retries. `at` is the path of `retries`.
+fn retry_on(n: &Node, at: &str, labels: &Labels) -> Result<Vec<Field>, ImportError> {
+    let on = n.str("retryOn")?;
+    let mut fields = match &on {
+        Some(f) => conditions(&f.value, &[], &labels.src(&f.path), Some((n, &f.path))),
+        None => conditions(
+            RETRY_ON_DEFAULT,
+            &[503],
+            &labels.src(&child(at, "retryOn")),
+            None,
+        )
+        .noted_all("Istio's default retryOn, with 503"),
+    };
+    let on_at = match &on {
+        Some(f) => f.path.clone(),
+        None => child(at, "retryOn"),
+    };
+    fields.push(no_overflow_retry(labels.src(&on_at)));
+    Ok(fields)
 }
 
 /// The sidecar's Envoy never retries what its circuit breakers refused; `source` names the

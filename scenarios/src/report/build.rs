@@ -534,6 +534,43 @@ impl SeriesNames {
     }
 }
 
+/// Service `sv`'s point of report bucket `i`.
+fn service_point(sv: &ServiceFigures, i: usize) -> ServicePoint {
+    let b = sv.buckets.get(i).copied().unwrap_or_default();
+    let in_rotation = sv
+        .scaling
+        .as_ref()
+        .map(|f| round3(f.replicas.get(i).map_or(0.0, |b| b.mean)));
+    let replicas = in_rotation.unwrap_or(f64::from(sv.replicas));
+    ServicePoint {
+        name: sv.name.clone(),
+        arrivals: b.arrivals,
+        ok: b.ok,
+        queue_total_mean: round3(b.queue.mean),
+        queue_total_max: b.queue.max as u64,
+        queue_replica_mean: round3(b.queue.mean / replicas.max(f64::MIN_POSITIVE)),
+        queue_replica_max: b.queue_replica_max,
+        busy_workers_mean: round3(b.busy.mean),
+        busy_workers_max: round3(b.busy.max),
+        capacity_workers_mean: round3(b.capacity.mean),
+        replicas_in_rotation_mean: in_rotation,
+        failed_by_reason: reasons(&b.failed),
+        units_without_replicas_max: sv
+            .blast
+            .as_ref()
+            .map(|f| f.units_down_max.get(i).copied().unwrap_or_default()),
+        liveness_restarts: sv
+            .capacity
+            .as_ref()
+            .filter(|f| f.liveness)
+            .map(|f| f.restarts_per_bucket.get(i).copied().unwrap_or_default()),
+        connections_open_max: sv
+            .connections
+            .as_ref()
+            .map(|c| c.open_by_bucket.get(i).copied().unwrap_or_default()),
+    }
+}
+
 /// Report bucket `i`, over all clients and per service.
 fn series_row(figures: &Figures, names: &SeriesNames, i: usize) -> SeriesRow {
     let total =
@@ -607,41 +644,7 @@ fn series_row(figures: &Figures, names: &SeriesNames, i: usize) -> SeriesRow {
         services: figures
             .services
             .iter()
-            .map(|sv| {
-                let b = sv.buckets.get(i).copied().unwrap_or_default();
-                let in_rotation = sv
-                    .scaling
-                    .as_ref()
-                    .map(|f| round3(f.replicas.get(i).map_or(0.0, |b| b.mean)));
-                let replicas = in_rotation.unwrap_or(f64::from(sv.replicas));
-                ServicePoint {
-                    name: sv.name.clone(),
-                    arrivals: b.arrivals,
-                    ok: b.ok,
-                    queue_total_mean: round3(b.queue.mean),
-                    queue_total_max: b.queue.max as u64,
-                    queue_replica_mean: round3(b.queue.mean / replicas.max(f64::MIN_POSITIVE)),
-                    queue_replica_max: b.queue_replica_max,
-                    busy_workers_mean: round3(b.busy.mean),
-                    busy_workers_max: round3(b.busy.max),
-                    capacity_workers_mean: round3(b.capacity.mean),
-                    replicas_in_rotation_mean: in_rotation,
-                    failed_by_reason: reasons(&b.failed),
-                    units_without_replicas_max: sv
-                        .blast
-                        .as_ref()
-                        .map(|f| f.units_down_max.get(i).copied().unwrap_or_default()),
-                    liveness_restarts: sv
-                        .capacity
-                        .as_ref()
-                        .filter(|f| f.liveness)
-                        .map(|f| f.restarts_per_bucket.get(i).copied().unwrap_or_default()),
-                    connections_open_max: sv
-                        .connections
-                        .as_ref()
-                        .map(|c| c.open_by_bucket.get(i).copied().unwrap_or_default()),
-                }
-            })
+            .map(|sv| service_point(sv, i))
             .collect(),
         calls: figures
             .call_sites
