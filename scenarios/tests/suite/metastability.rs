@@ -79,6 +79,42 @@ fn a_spike_past_capacity_with_retries_stays_down() {
     assert!(m.clients[0].degraded_from_s.unwrap() >= 10.0);
 }
 
+/// Without retries the same spike is over a second after it ends; a run that stops two
+/// seconds into that recovery has not seen the 5s of health recovery needs, so its verdict
+/// is metastable and says it may only be too short.
+#[test]
+fn a_run_that_ends_inside_a_recovery_says_a_longer_run_would_tell() {
+    let text = spike("400/s", "1600/s", "30s").replace("max_attempts: 4", "max_attempts: 1");
+    let whole = run_file_text("no-retry.ron", &text, &RunOptions::default());
+    assert_eq!(
+        verdict(&whole).verdict(),
+        Verdict::Recovered {
+            after: sim_core::SimDuration::from_secs(1)
+        }
+    );
+    let short = run_file_text(
+        "no-retry.ron",
+        &text.replace("duration: \"30s\"", "duration: \"19s\""),
+        &RunOptions::default(),
+    );
+    let m = verdict(&short);
+    assert_eq!(m.verdict(), Verdict::Metastable);
+    assert_eq!(
+        m.clients[0].summary,
+        "did not recover within the run: metastable; healthy for its last 2s (short of the 5s recovery needs): a longer run would tell"
+    );
+    // Down to the end, a storm's verdict says nothing of the kind.
+    let storm = run_file_text(
+        "storm.ron",
+        &spike("600/s", "1600/s", "40s"),
+        &RunOptions::default(),
+    );
+    assert_eq!(
+        verdict(&storm).clients[0].summary,
+        "did not recover within the run: metastable"
+    );
+}
+
 #[test]
 fn a_load_above_capacity_before_the_trigger_is_collapsed() {
     // 2000/s on 800/s of capacity: never healthy, so nothing to recover to.

@@ -331,6 +331,15 @@ fn client(
                 },
             };
             out.summary = v.sentence();
+            // Healthy at the end, but for less than `sustain`: the run was too short to tell.
+            let tail = healthy_at_end(from, last, healthy);
+            if v == Verdict::Metastable && tail > 0 {
+                out.summary.push_str(&format!(
+                    "; healthy for its last {} (short of the {} recovery needs): a longer run would tell",
+                    bucket * tail as u64,
+                    bucket * sustain as u64
+                ));
+            }
             v
         }
     };
@@ -340,6 +349,20 @@ fn client(
     }
     out.verdict_value = verdict;
     out
+}
+
+/// How many healthy buckets in a row end `[from, last)` (buckets without requests neither
+/// count nor break the run).
+fn healthy_at_end(from: usize, last: usize, healthy: impl Fn(usize) -> Option<bool>) -> usize {
+    let mut streak = 0;
+    for i in from..last {
+        match healthy(i) {
+            Some(true) => streak += 1,
+            Some(false) => streak = 0,
+            None => {}
+        }
+    }
+    streak
 }
 
 /// The first bucket in `[from, last)` that starts `sustain` healthy buckets in a row (buckets
@@ -389,5 +412,15 @@ mod tests {
         assert_eq!(check(&[f, t, None, t, t], 0, 3), Some(1));
         // Recovery is searched from `from` on.
         assert_eq!(check(&[t, t, t, f, t, t, t], 2, 3), Some(4));
+    }
+
+    #[test]
+    fn the_healthy_stretch_that_ends_the_run_is_counted() {
+        let (t, f) = (Some(true), Some(false));
+        let tail = |p: &[Option<bool>]| healthy_at_end(0, p.len(), |i| p[i]);
+        assert_eq!(tail(&[f, f, t, t]), 2);
+        assert_eq!(tail(&[t, t, f]), 0);
+        assert_eq!(tail(&[f, t, None, t]), 2);
+        assert_eq!(tail(&[]), 0);
     }
 }
