@@ -11,6 +11,8 @@ fn reason(name: &str) -> Option<Reason> {
 
 /// A duration in milliseconds, as the chain prints it.
 fn ms(x: f64) -> String {
+    // Differences of times in seconds carry float noise below the nanosecond.
+    let x = libm::round(x * 1e3) / 1e3;
     if x >= 100.0 || x == libm::round(x) {
         format!("{x:.0}ms")
     } else {
