@@ -471,3 +471,36 @@ fn an_id_no_request_has_is_refused_with_the_ids_the_run_offered() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
 }
+
+#[test]
+fn a_request_that_failed_downstream_names_the_downstream_call_and_its_cause() {
+    // The own-system chapter's imported api → db at twice its peak, an example its `resim
+    // why` names: the api's call to the db timed out, and the api's retry budget was spent.
+    let file = "../book/src/own/imported.ron";
+    let args = [
+        file,
+        "--seed",
+        "1",
+        "--variant",
+        "twice-peak",
+        "--request",
+        "2052",
+    ];
+    let json = why_json(&args);
+    let r = &json["request"];
+    assert_eq!(r["outcome"], "dependency");
+    let api = &r["call"]["attempts"][0];
+    assert_eq!(api["at_replica"]["outcome"], "dependency");
+    let db = &api["calls"][0];
+    assert_eq!(
+        (&db["target"], &db["outcome"]),
+        (&"db".into(), &"timeout".into())
+    );
+    assert_eq!(db["attempts"][0]["decision"], "budget_exhausted");
+    let cause = r["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("its call #2313 to db ended with timeout")
+            && cause.ends_with("no retry: the retry budget refused it)"),
+        "{cause}"
+    );
+}

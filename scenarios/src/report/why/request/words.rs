@@ -76,9 +76,31 @@ impl AttemptWhy {
             ("ok", _, _) => format!("succeeded at {replica}"),
             ("in_flight", _, _) => "was still out when the run stopped".to_string(),
             ("timeout", Some(end), _) if end.worked_ms.is_some() => {
-                format!("was still being worked on at {replica} past its{timeout} timeout")
+                let queued = self.queued.as_ref().and_then(|q| {
+                    let waited = q.waited_ms?;
+                    Some(format!(
+                        ", after {} in its queue behind {}",
+                        ms(waited),
+                        plural(q.depth, "job")
+                    ))
+                });
+                format!(
+                    "was still being worked on at {replica} past its{timeout} timeout{}",
+                    queued.unwrap_or_default()
+                )
             }
             ("timeout", _, _) => format!("got no reply from {replica} within its{timeout} timeout"),
+            ("dependency", _, Some(_)) if self.calls.iter().any(CallWhy::failed) => {
+                let below = self.calls.iter().rev().find(|c| c.failed());
+                let below = below.expect("checked above");
+                format!(
+                    "failed at {replica}: its call #{} to {} ended with {} ({})",
+                    below.call,
+                    below.target,
+                    below.outcome.as_deref().unwrap_or("in_flight"),
+                    failure_words(below)
+                )
+            }
             (o, _, None) => reason(o).map_or(o.to_string(), |r| r.words().to_string()),
             (o, _, Some(_)) => format!(
                 "{} at {replica}",
@@ -132,21 +154,41 @@ pub(super) fn cause(r: &RequestWhy) -> String {
                 "timeout" => "failed: timed out at the client".to_string(),
                 _ => format!("failed at the client with {outcome}"),
             };
-            let mut line = format!("{how} after {}", plural(n, "attempt"));
-            if call.fell_back {
-                line.push_str(" (its fallback answered)");
-            }
-            if !failed.is_empty() {
-                line.push_str(&format!("; {}", attempts_words(&failed)));
-            }
-            if let Some(d) = call.attempts.last().and_then(AttemptWhy::decision_words)
-                && d.starts_with("no retry:")
-            {
-                line.push_str(&format!("; {d}"));
-            }
-            line
+            let fell = if call.fell_back {
+                " (its fallback answered)"
+            } else {
+                ""
+            };
+            let n = plural(n, "attempt");
+            format!("{how} after {n}{fell}; {}", failure_words(call))
         }
     }
+}
+
+impl CallWhy {
+    /// It ended with a failure (not cancelled by its owner).
+    fn failed(&self) -> bool {
+        self.outcome
+            .as_deref()
+            .is_some_and(|o| o != "ok" && o != "cancelled")
+    }
+}
+
+/// What a failed call's attempts went through, and why it was not retried.
+fn failure_words(call: &CallWhy) -> String {
+    let failed: Vec<&AttemptWhy> = call
+        .attempts
+        .iter()
+        .filter(|a| a.outcome.as_deref().is_some_and(|o| o != "ok"))
+        .collect();
+    let mut words = vec![attempts_words(&failed)];
+    if let Some(d) = call.attempts.last().and_then(AttemptWhy::decision_words)
+        && d.starts_with("no retry:")
+    {
+        words.push(d);
+    }
+    words.retain(|w| !w.is_empty());
+    words.join("; ")
 }
 
 /// Which attempts of `group`, out of `all` failed ones: `each attempt`, `attempt 2`,
