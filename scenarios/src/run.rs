@@ -98,13 +98,7 @@ pub fn run(
         error,
     })?;
     let seed = options.seed.unwrap_or(s.seed);
-    let mut world = World::new(&s, Seed(seed), s.bucket);
-    if let Some((from, to)) = options.trace_window {
-        world.trace_window(SimTime::ZERO + from, SimTime::ZERO + to);
-    }
-    if options.follow_request.is_some() || options.failed_examples {
-        world.follow(options.follow_request, options.failed_examples);
-    }
+    let mut world = world(&s, seed, options);
     let initial = world.initial_events();
     let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
     if options.trace_capacity > 0 {
@@ -167,6 +161,18 @@ pub fn run(
         replay_flags: replay_flags(options),
     };
     Ok(output(sim, id, &s, &meta))
+}
+
+/// The world of `s` at `seed`, describing and recording what `options` ask for.
+fn world(s: &Scenario, seed: u64, options: &RunOptions) -> World {
+    let mut world = World::new(s, Seed(seed), s.bucket);
+    if let Some((from, to)) = options.trace_window {
+        world.trace_window(SimTime::ZERO + from, SimTime::ZERO + to);
+    }
+    if options.follow_request.is_some() || options.failed_examples {
+        world.follow(options.follow_request, options.failed_examples);
+    }
+    world
 }
 
 /// The report of a run that has stopped, with what the world still held.

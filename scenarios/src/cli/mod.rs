@@ -345,7 +345,6 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         duration: args.duration,
         bucket: args.bucket,
         max_events: args.max_events,
-        trace_capacity: 0,
         trace_window: args.trace,
         ..RunOptions::default()
     };
