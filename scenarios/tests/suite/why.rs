@@ -460,6 +460,27 @@ fn an_id_no_request_has_is_refused_with_the_ids_the_run_offered() {
         "{}",
         out.stderr
     );
+    // The id of a downstream call, and 0 (which a distributed limiter's leases carry), are
+    // not requests either.
+    let file = "../book/src/own/imported.ron";
+    let args = [
+        "why",
+        file,
+        "--seed",
+        "1",
+        "--variant",
+        "twice-peak",
+        "--request",
+        "2313",
+    ];
+    let out = resim(&args);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let said = "--request 2313: #2313 is a downstream call of request #2052, not a request";
+    assert!(out.stderr.contains(said), "{}", out.stderr);
+    let out = resim(&["why", "metastable-retry", "--request", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let said = "no request of the run has the id 0";
+    assert!(out.stderr.contains(said), "{}", out.stderr);
     let out = resim(&[
         "why",
         "metastable-retry",

@@ -138,7 +138,19 @@ fn outcome_name(outcome: Option<Reason>) -> String {
 /// Why the request `followed` names ended as it did; an error, for an id no request of the
 /// run has, says what the run offered.
 pub fn explain(followed: &Followed, file: &str) -> Result<RequestWhy, String> {
-    let Some(Step { at, .. }) = followed.steps.first() else {
+    // A request's first step is its client's call; without one, no request has the id (a
+    // distributed limiter's leases serve none, and carry the id 0).
+    let first = followed.steps.first().filter(|s| {
+        s.call == followed.request
+            && matches!(
+                s.what,
+                What::Call {
+                    maker: Maker::Client,
+                    ..
+                }
+            )
+    });
+    let Some(Step { at, .. }) = first else {
         return Err(unknown(followed, file));
     };
     let mut calls = Tree::default();
