@@ -53,6 +53,8 @@ fn main() {
         max_events: None,
         trace_capacity: 0,
         trace_window: None,
+        follow_request: None,
+        failed_examples: false,
     };
     let (mut scenario_rates, mut bare_rates) = (Vec::new(), Vec::new());
     let (mut scenario_events, mut bare_events) = (Vec::new(), Vec::new());

@@ -22,6 +22,12 @@
 //! reason per bucket; a call site's are counters and four counts per bucket (per replica of
 //! the calling service while running). Nothing grows with the number of requests.
 
+mod followed;
+
+pub use followed::{
+    Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker, Step, What,
+};
+
 use patterns::breaker::StateKind;
 use sim_core::metrics::{GaugeBucket, LatencyHistogram};
 use sim_core::{SimDuration, SimTime};
@@ -113,6 +119,33 @@ impl Reason {
             Reason::PoolTimeout => "pool_timeout",
             Reason::ConnectionRefused => "connection_refused",
             Reason::LockTimeout => "lock_timeout",
+        }
+    }
+}
+
+impl Reason {
+    /// What it means in the report's words, as a refusal or a failure of an attempt
+    /// (`resim why --request`).
+    pub fn words(self) -> &'static str {
+        match self {
+            Reason::Timeout => "timed out",
+            Reason::Deadline => "out of time before its deadline",
+            Reason::QueueFull => "refused: queue full",
+            Reason::RateLimited => "refused by the rate limiter",
+            Reason::ConcurrencyLimited => "refused by the concurrency limit",
+            Reason::Shed => "shed by the shedder",
+            Reason::Error => "failed with an error",
+            Reason::Unavailable => "refused: replica down",
+            Reason::Dependency => "failed: a downstream call failed",
+            Reason::BreakerOpen => "refused: the caller's breaker was open",
+            Reason::BulkheadFull => "refused: the caller's bulkhead was full",
+            Reason::ClientLimited => "refused by the caller's rate limiter",
+            Reason::Conflict => "refused: its idempotency key was in use (409)",
+            Reason::VersionConflict => "failed: its row changed (version conflict)",
+            Reason::ClientError => "failed with a client error (4xx)",
+            Reason::PoolTimeout => "refused: no connection of the caller's pool came free",
+            Reason::ConnectionRefused => "refused: the target was at its max connections",
+            Reason::LockTimeout => "failed: its row's lock did not come in time",
         }
     }
 }
@@ -732,6 +765,11 @@ pub struct Figures {
     pub trace_left_out: u64,
     /// Per distributed rate limiter, in service order.
     pub distributed: Vec<DistributedFigures>,
+    /// The request the run followed, if it was asked to follow one.
+    pub followed: Option<Followed>,
+    /// The first failed requests of each bucket by reason, if they were asked for, in the
+    /// order they failed.
+    pub failed_examples: Vec<FailedExample>,
 }
 
 /// The figures of one distributed limiter (the world's `distributed` module fills them).

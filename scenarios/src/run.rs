@@ -12,7 +12,7 @@
 //! what is left of the budget stops with `memory_limit` and a full report that says which
 //! figure reached it.
 
-use crate::figures::RunMeta;
+use crate::figures::{Followed, RunMeta};
 use crate::format::error::ScenarioError;
 use crate::format::footprint::footprint;
 use crate::format::limits::Bytes;
@@ -38,6 +38,12 @@ pub struct RunOptions {
     pub trace_capacity: usize,
     /// Describe the events between these two instants in the report, one line each.
     pub trace_window: Option<(SimDuration, SimDuration)>,
+    /// Follow the client request with this id (`request #N` in a trace): its steps are in
+    /// the output's `followed`.
+    pub follow_request: Option<u64>,
+    /// Keep the first failed requests of each bucket by reason, which the report's
+    /// explanations name as examples.
+    pub failed_examples: bool,
 }
 
 /// What a run gives back.
@@ -52,6 +58,8 @@ pub struct RunOutput {
     /// Client requests still waiting for their outcome when the run stopped: every offered
     /// request is a success, a failure, or one of these.
     pub requests_in_flight: u64,
+    /// What the world recorded of the request `RunOptions::follow_request` asked for.
+    pub followed: Option<Followed>,
 }
 
 /// The command-line words after `--seed N` that give a run `options`' duration and event
@@ -98,10 +106,7 @@ pub fn run(
         error,
     })?;
     let seed = options.seed.unwrap_or(s.seed);
-    let mut world = World::new(&s, Seed(seed), s.bucket);
-    if let Some((from, to)) = options.trace_window {
-        world.trace_window(SimTime::ZERO + from, SimTime::ZERO + to);
-    }
+    let mut world = world(&s, seed, options);
     let initial = world.initial_events();
     let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
     if options.trace_capacity > 0 {
@@ -166,6 +171,18 @@ pub fn run(
     Ok(output(sim, id, &s, &meta))
 }
 
+/// The world of `s` at `seed`, describing and recording what `options` ask for.
+fn world(s: &Scenario, seed: u64, options: &RunOptions) -> World {
+    let mut world = World::new(s, Seed(seed), s.bucket);
+    if let Some((from, to)) = options.trace_window {
+        world.trace_window(SimTime::ZERO + from, SimTime::ZERO + to);
+    }
+    if options.follow_request.is_some() || options.failed_examples {
+        world.follow(options.follow_request, options.failed_examples);
+    }
+    world
+}
+
 /// The report of a run that has stopped, with what the world still held.
 fn output(mut sim: Sim<World>, id: EntityId, s: &Scenario, meta: &RunMeta) -> RunOutput {
     let end = sim.now().min(SimTime::ZERO + s.duration);
@@ -173,7 +190,7 @@ fn output(mut sim: Sim<World>, id: EntityId, s: &Scenario, meta: &RunMeta) -> Ru
     let (world, net) = sim.entity_and_shared(id);
     world.check_invariants();
     let in_flight = world.in_flight();
-    let figures = world.figures(end, net);
+    let mut figures = world.figures(end, net);
     // The world, the network and the event queue are done with: freed before the report's
     // rows are built, a run's peak is the larger of the two rather than their sum.
     drop(sim);
@@ -184,6 +201,7 @@ fn output(mut sim: Sim<World>, id: EntityId, s: &Scenario, meta: &RunMeta) -> Ru
         trace,
         in_flight,
         requests_in_flight,
+        followed: figures.followed.take(),
     }
 }
 

@@ -372,6 +372,13 @@ pub(super) struct WhyArgs {
     /// (`GoodputAtLeast`) or words of its text in the report (default: everything that failed).
     #[arg(long, value_name = "K|TEXT")]
     pub(super) expectation: Option<String>,
+    /// Follow one request instead: its id (`request #N` in a trace, or an example `resim why`
+    /// names); says every call and attempt made for it, and the cause of its outcome.
+    #[arg(long, value_name = "ID", conflicts_with = "expectation")]
+    pub(super) request: Option<u64>,
+    /// Print one JSON object instead of the text.
+    #[arg(long)]
+    pub(super) json: bool,
     /// Simulated duration, e.g. "120s".
     #[arg(long)]
     pub(super) duration: Option<SimDuration>,

@@ -28,7 +28,7 @@ use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
 use crate::format::schema::Scenario;
 use crate::import;
-use crate::report::{Format, Report, render};
+use crate::report::{Format, Report, render, why};
 use crate::run::{RunOptions, run};
 use anyhow::Context as _;
 use args::{
@@ -345,8 +345,8 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         duration: args.duration,
         bucket: args.bucket,
         max_events: args.max_events,
-        trace_capacity: 0,
         trace_window: args.trace,
+        ..RunOptions::default()
     };
     let overrides = match args.overrides.overrides(&file) {
         Ok(o) => o,
@@ -456,15 +456,26 @@ fn why_file(args: &WhyArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
     let options = RunOptions {
         seed: args.seed,
         duration: args.duration,
+        follow_request: args.request,
+        // The explanations name failed requests to follow: only `resim why` collects them.
+        failed_examples: args.request.is_none(),
         ..RunOptions::default()
     };
     let explained = args.overrides.overrides(&args.file).and_then(|o| {
         let s = resolve(&args.file, limits, &o).map_err(|e| e.to_string())?;
-        let mut report = run(&s, &args.file, &options)
-            .map_err(|e| e.to_string())?
-            .report;
+        let out = run(&s, &args.file, &options).map_err(|e| e.to_string())?;
+        let mut report = out.report;
         report.replay_flags = format!("{}{limit_flags}{}", report.replay_flags, o.command_line());
-        crate::report::why::render(&s, &report, args.expectation.as_deref(), &args.file)
+        match &out.followed {
+            Some(f) => why::render_request(&report, f, &args.file, args.json),
+            None => why::render(
+                &s,
+                &report,
+                args.expectation.as_deref(),
+                &args.file,
+                args.json,
+            ),
+        }
     });
     match explained {
         Ok(text) => {

@@ -48,6 +48,7 @@
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `buckets` | the report bucket of an instant, dividing only when time leaves the last one |
 //! | `trace` | the trace window |
+//! | `follow` | the steps of one followed request, and the first failed requests as examples |
 //! | `live` | what grows with traffic, for the run's memory check (`Live`) |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
 //! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
@@ -105,6 +106,7 @@ mod downstream;
 mod effects;
 mod fanout;
 mod faults;
+mod follow;
 mod gauges;
 mod hedge;
 mod job;
@@ -128,6 +130,7 @@ mod stream;
 mod trace;
 pub mod traffic;
 
+pub use follow::FOLLOW_STEPS_MAX;
 pub use live::{GROWTH_MARGIN, Live, Queued};
 pub use msg::{Msg, Net, Packet};
 pub use outcome::{Outcome, REASONS, Reason, failure_of};
@@ -189,6 +192,8 @@ pub struct World {
     /// What the event being handled leaves to do after it.
     effects: effects::Effects,
     trace: Option<Trace>,
+    /// What is recorded of a followed request and of failed ones (`follow`), if asked.
+    follow: Option<Box<follow::Follow>>,
     bucket: SimDuration,
     /// The bucket of an instant (`bucket_of`).
     buckets: buckets::Buckets,
@@ -301,6 +306,7 @@ impl World {
             nodes: Vec::new(),
             effects: effects::Effects::default(),
             trace: None,
+            follow: None,
             bucket,
             buckets: buckets::Buckets::new(bucket),
             run_buckets: Vec::new(),
@@ -469,6 +475,10 @@ impl World {
             })
             .collect();
         let (trace, trace_left_out) = self.trace.take().map_or((Vec::new(), 0), Trace::finish);
+        let (followed, failed_examples) = self
+            .follow
+            .take()
+            .map_or((None, Vec::new()), |f| f.finish());
         let mut call_sites = self.call_site_figures();
         if !self.pools.is_empty() {
             for (path, f) in self.pools.figures(end) {
@@ -504,6 +514,8 @@ impl World {
             trace,
             trace_left_out,
             distributed,
+            followed,
+            failed_examples,
         }
     }
 }

@@ -37,6 +37,8 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
         trace: Vec::new(),
         trace_left_out: 0,
         distributed: Vec::new(),
+        followed: None,
+        failed_examples: Vec::new(),
     }
 }
 

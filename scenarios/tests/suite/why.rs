@@ -4,6 +4,8 @@
 
 use crate::support;
 
+use scenarios::RunOptions;
+use scenarios::report::why::request::{self, RequestWhy};
 use scenarios::report::why::{Finding, Rule, Why};
 use scenarios::report::{Format, Report, render};
 use support::{resim, run_library, run_text};
@@ -244,4 +246,282 @@ fn a_broken_latency_bound_at_an_unsaturated_api_is_its_queue_and_nothing_more() 
     for rule in ["queue was full", "workers were busy", "retries", "breakers"] {
         assert!(!out.stdout.contains(rule), "{rule}: {}", out.stdout);
     }
+}
+
+// ---- one request: `resim why --request ID` -------------------------------------------------
+
+/// A client whose retries a budget of 10% (at least 5 a window) holds back, at an api that
+/// fails every attempt: once the budget's floor of retries is spent, a failed request is
+/// not retried, and the budget is what said no.
+const BUDGET: &str = r#"Scenario(
+    name: "budget-refuses",
+    duration: "1s",
+    seed: 1,
+    clients: {
+        "users": (
+            load: Open(rate: Constant("50/s")),
+            call: (
+                target: "api",
+                timeout: "100ms",
+                stack: [Retry((
+                    max_attempts: 3,
+                    backoff: (strategy: Constant(delay: "10ms"), jitter: None),
+                    budget: Window((budget_percent: 10, window: "5s", min_retries_per_window: 5)),
+                ))],
+            ),
+        ),
+    },
+    services: { "api": (workers: 4, work: Constant(value: "1ms")) },
+    faults: [(at: "0s", kind: ErrorRate(service: "api", error_ratio: 1.0))],
+)"#;
+
+/// The same client without a budget, at an api that fails half its attempts: some requests
+/// fail their first attempt and succeed on a retry.
+const FLAKY: &str = r#"Scenario(
+    name: "flaky-api",
+    duration: "1s",
+    seed: 3,
+    clients: {
+        "users": (
+            load: Open(rate: Constant("50/s")),
+            call: (
+                target: "api",
+                timeout: "100ms",
+                stack: [Retry((
+                    max_attempts: 3,
+                    backoff: (strategy: Constant(delay: "10ms"), jitter: None),
+                ))],
+            ),
+        ),
+    },
+    services: { "api": (workers: 4, work: Constant(value: "1ms")) },
+    faults: [(at: "0s", kind: ErrorRate(service: "api", error_ratio: 0.5))],
+)"#;
+
+/// Request `id` of the run of `text`, followed, and the run's report.
+fn follow(text: &str, id: u64) -> (RequestWhy, Report) {
+    let scenario = scenarios::format::load::parse("test.ron", text).unwrap();
+    let options = RunOptions {
+        follow_request: Some(id),
+        ..RunOptions::default()
+    };
+    let out = scenarios::run(&scenario, "test.ron", &options).unwrap();
+    let followed = out.followed.expect("a followed run records its request");
+    (request::explain(&followed, "test.ron").unwrap(), out.report)
+}
+
+/// `resim why ARGS` as JSON, with exit code 0.
+fn why_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["why"];
+    all.extend(args);
+    all.push("--json");
+    let out = resim(&all);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_request_of_the_metastable_storm_waited_past_its_timeout_behind_callers_already_gone() {
+    // Request #30011, offered at 25.1s, ten seconds after the spike ended: by construction
+    // each attempt joins a full queue (500 × 10ms / 16 workers ≈ 312ms) and its caller
+    // gives up at 200ms, as did the callers of the jobs ahead of it.
+    let out = resim(&[
+        "why",
+        "metastable-retry",
+        "--seed",
+        "7",
+        "--request",
+        "30011",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    insta::with_settings!({ description => "resim why metastable-retry --seed 7 --request 30011" }, {
+        insta::assert_snapshot!("request_metastable_retry", out.stdout);
+    });
+    let json = why_json(&["metastable-retry", "--seed", "7", "--request", "30011"]);
+    let r = &json["request"];
+    assert_eq!(r["outcome"], "timeout");
+    assert_eq!(r["attempts"], 3);
+    let attempts = r["call"]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 3);
+    for a in attempts {
+        assert_eq!(a["replica"], "api/0", "{a}");
+        assert_eq!(a["outcome"], "timeout", "{a}");
+        let q = &a["queued"];
+        assert!(
+            q["waited_ms"].as_f64().unwrap() > a["timeout_ms"].as_f64().unwrap(),
+            "{a}"
+        );
+        let (taken, gone) = (
+            q["taken"].as_u64().unwrap(),
+            q["taken_gone"].as_u64().unwrap(),
+        );
+        assert!(taken > 400 && gone * 10 >= taken * 9, "{a}");
+        // Its own job was served anyway, for a caller already gone: wasted work.
+        assert_eq!(a["at_replica"]["caller_gone"], true, "{a}");
+    }
+    assert_eq!(attempts[2]["decision"], "attempts_exhausted");
+    let cause = r["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("each attempt waited in api's queue past the 200ms timeout"),
+        "{cause}"
+    );
+    assert!(cause.contains("callers already gone"), "{cause}");
+}
+
+#[test]
+fn following_a_request_does_not_change_the_run() {
+    let plain = why_json(&["metastable-retry", "--seed", "7"]);
+    let followed = why_json(&["metastable-retry", "--seed", "7", "--request", "30011"]);
+    assert_eq!(plain["digest"], followed["digest"]);
+    assert_eq!(plain["digest"], "5ba33c25d6b13eeb");
+    let (_, report) = follow(BUDGET, 3);
+    assert_eq!(report.digest, support::run_text(BUDGET).digest);
+}
+
+#[test]
+fn the_explanation_names_failed_requests_and_how_to_follow_one() {
+    let json = why_json(&["metastable-retry", "--seed", "7"]);
+    let examples = json["why"][0]["examples"].as_array().unwrap();
+    // The two reasons of the stretch after the spike, two requests each, all offered in it.
+    let reasons: Vec<&str> = examples
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["queue_full", "queue_full", "timeout", "timeout"]);
+    let out = resim(&["why", "metastable-retry", "--seed", "7"]);
+    let first = examples[0]["request"].as_u64().unwrap();
+    let command = format!("follow one: resim why metastable-retry --seed 7 --request {first}");
+    assert!(out.stdout.contains(&command), "{}", out.stdout);
+    // The example is a request that failed with its reason.
+    let id = first.to_string();
+    let followed = why_json(&["metastable-retry", "--seed", "7", "--request", &id]);
+    assert_eq!(followed["request"]["outcome"], "queue_full");
+    assert!(followed["request"]["offered_s"].as_f64().unwrap() >= 15.0);
+}
+
+#[test]
+fn a_retry_the_budget_refused_is_said_to_be_the_budget() {
+    // The budget has room for its floor of 5 retries and one per 10 requests: the first
+    // requests spend it, and request #20's second attempt fails when there is none left.
+    let (why, _) = follow(BUDGET, 20);
+    assert_eq!(why.outcome, "error");
+    let last = why.call.attempts.last().unwrap();
+    assert!(why.attempts < 3, "{why:#?}");
+    assert_eq!(last.decision.as_deref(), Some("budget_exhausted"));
+    assert_eq!(last.at_replica.as_ref().unwrap().outcome, "error");
+    assert!(
+        why.cause.ends_with("no retry: the retry budget refused it"),
+        "{}",
+        why.cause
+    );
+    insta::with_settings!({ description => "budget-refuses (BUDGET in why.rs), seed 1, request #20" }, {
+        insta::assert_snapshot!("request_budget_refused", why.lines().join("\n"));
+    });
+}
+
+#[test]
+fn a_request_that_succeeded_on_a_retry_says_what_the_first_attempt_met() {
+    // The first request whose first attempt failed and whose second succeeded.
+    let (why, _) = (1..=50)
+        .map(|id| follow(FLAKY, id))
+        .find(|(w, _)| w.outcome == "ok" && w.attempts == 2)
+        .expect("half the attempts fail: some request succeeds on its retry");
+    let first = &why.call.attempts[0];
+    assert_eq!(first.outcome.as_deref(), Some("error"));
+    assert_eq!(first.decision.as_deref(), Some("retry"));
+    assert_eq!(first.retry_after_ms, Some(10.0));
+    assert_eq!(why.call.attempts[1].outcome.as_deref(), Some("ok"));
+    assert!(
+        why.cause.starts_with("succeeded at attempt 2")
+            && why
+                .cause
+                .contains("attempt 1 failed with an error at api/0"),
+        "{}",
+        why.cause
+    );
+    let description = format!(
+        "flaky-api (FLAKY in why.rs), seed 3, request #{}",
+        why.request
+    );
+    insta::with_settings!({ description => description }, {
+        insta::assert_snapshot!("request_succeeded_on_retry", why.lines().join("\n"));
+    });
+}
+
+#[test]
+fn an_id_no_request_has_is_refused_with_the_ids_the_run_offered() {
+    let out = resim(&["why", "metastable-retry", "--request", "99999999"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(
+            "metastable-retry: --request 99999999: no request of the run has the id 99999999; \
+             the run offered 64923 requests, with ids from 1 to 64923"
+        ),
+        "{}",
+        out.stderr
+    );
+    // The id of a downstream call, and 0 (which a distributed limiter's leases carry), are
+    // not requests either.
+    let file = "../book/src/own/imported.ron";
+    let args = [
+        "why",
+        file,
+        "--seed",
+        "1",
+        "--variant",
+        "twice-peak",
+        "--request",
+        "2313",
+    ];
+    let out = resim(&args);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let said = "--request 2313: #2313 is a downstream call of request #2052, not a request";
+    assert!(out.stderr.contains(said), "{}", out.stderr);
+    let out = resim(&["why", "metastable-retry", "--request", "0"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let said = "no request of the run has the id 0";
+    assert!(out.stderr.contains(said), "{}", out.stderr);
+    let out = resim(&[
+        "why",
+        "metastable-retry",
+        "--request",
+        "3",
+        "--expectation",
+        "0",
+    ]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("cannot be used with"), "{}", out.stderr);
+}
+
+#[test]
+fn a_request_that_failed_downstream_names_the_downstream_call_and_its_cause() {
+    // The own-system chapter's imported api → db at twice its peak, an example its `resim
+    // why` names: the api's call to the db timed out, and the api's retry budget was spent.
+    let file = "../book/src/own/imported.ron";
+    let args = [
+        file,
+        "--seed",
+        "1",
+        "--variant",
+        "twice-peak",
+        "--request",
+        "2052",
+    ];
+    let json = why_json(&args);
+    let r = &json["request"];
+    assert_eq!(r["outcome"], "dependency");
+    let api = &r["call"]["attempts"][0];
+    assert_eq!(api["at_replica"]["outcome"], "dependency");
+    let db = &api["calls"][0];
+    assert_eq!(
+        (&db["target"], &db["outcome"]),
+        (&"db".into(), &"timeout".into())
+    );
+    assert_eq!(db["attempts"][0]["decision"], "budget_exhausted");
+    let cause = r["cause"].as_str().unwrap();
+    assert!(
+        cause.contains("its call #2313 to db ended with timeout")
+            && cause.ends_with("no retry: the retry budget refused it)"),
+        "{cause}"
+    );
 }

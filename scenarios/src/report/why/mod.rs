@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `window` | the report's series summed over the stretch a failure is about |
 //! | `rules` | one function per finding: its condition on the figures, and its evidence |
+//! | [`request`] | one followed request (`--request ID`): its calls and attempts, and its cause |
 //!
 //! # Decisions
 //!
@@ -18,12 +19,14 @@
 //! whole run's, and the finding says so. It is built with the report, from the same figures,
 //! so `resim why`, the human report and the HTML page say the same thing.
 
+pub mod request;
 mod rules;
 mod window;
 
 use super::{ExpectationResult, Report, round3};
-use crate::figures::Figures;
+use crate::figures::{FailedExample, Figures, Followed};
 use crate::format::schema::Scenario;
+use request::RequestWhy;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use window::Stretch;
@@ -109,6 +112,52 @@ pub struct Why {
     pub saturated: Vec<Finding>,
     /// What held recovery back.
     pub held_back: Vec<Finding>,
+    /// Requests of the stretch that failed, the first of each of the most frequent reasons,
+    /// to follow with `resim why --request` (only `resim why` collects them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<Example>,
+}
+
+/// A failed request named as an example.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Example {
+    /// Its id (`request #N`).
+    pub request: u64,
+    /// Why it failed.
+    pub reason: String,
+}
+
+/// Reasons that get examples, the most frequent first.
+const EXAMPLE_REASONS_MAX: usize = 3;
+
+/// Examples per reason.
+const EXAMPLES_PER_REASON: usize = 2;
+
+/// The first failed requests offered in `[from_s, to_s)` for each of the first reasons of
+/// `reasons`, in the order they failed.
+fn examples(
+    failed: &[FailedExample],
+    bucket_s: f64,
+    (from_s, to_s): (f64, f64),
+    reasons: &[ReasonShare],
+) -> Vec<Example> {
+    let within = |e: &&FailedExample| {
+        let t = e.bucket as f64 * bucket_s;
+        t >= from_s && t < to_s
+    };
+    let mut out = Vec::new();
+    for r in reasons.iter().take(EXAMPLE_REASONS_MAX) {
+        let first = failed
+            .iter()
+            .filter(within)
+            .filter(|e| e.reason.name() == r.reason)
+            .take(EXAMPLES_PER_REASON);
+        out.extend(first.map(|e| Example {
+            request: e.request,
+            reason: r.reason.clone(),
+        }));
+    }
+    out
 }
 
 /// The explanations of everything that failed in `report`: each failed expectation in file
@@ -148,6 +197,12 @@ pub(super) fn explain(scenario: &Scenario, figures: &Figures, report: &Report) -
             .collect::<Vec<_>>()
             .join("; ");
         out.push(analyse(&inputs, failed, observed, None, &stretch, false));
+    }
+    if !figures.failed_examples.is_empty() {
+        for w in &mut out {
+            let span = (w.from_s, w.to_s);
+            w.examples = examples(&figures.failed_examples, report.bucket_s, span, &w.reasons);
+        }
     }
     out
 }
@@ -191,6 +246,7 @@ fn analyse(
         reasons: reasons(&inputs.report.summary.failures_by_reason),
         saturated,
         held_back,
+        examples: Vec::new(),
     }
 }
 
@@ -267,17 +323,16 @@ pub fn expectation_named(
 
 /// What `resim why` prints for `report`: the run, then the explanation of expectation
 /// `asked` (see [`expectation_named`]) or of everything that failed, or that nothing did;
-/// the replay command last. An error names an expectation that `asked` does not.
+/// the replay command last. With `json`, the same as one JSON object. An error names an
+/// expectation that `asked` does not.
 pub fn render(
     scenario: &Scenario,
     report: &Report,
     asked: Option<&str>,
     file: &str,
+    json: bool,
 ) -> Result<String, String> {
-    let mut out = vec![format!(
-        "resim why · {} · seed {} · digest {}",
-        report.scenario, report.seed, report.digest
-    )];
+    let mut out = vec![heading(report)];
     let chosen: Vec<&Why> = match asked {
         Some(asked) => {
             let index = expectation_named(scenario, &report.expectations, asked, file)?;
@@ -296,6 +351,9 @@ pub fn render(
         }
         None => report.why.iter().collect(),
     };
+    if json {
+        return Ok(as_json(report, Some(chosen), None));
+    }
     if asked.is_none() && chosen.is_empty() {
         out.push(nothing_failed(report));
     }
@@ -304,10 +362,80 @@ pub fn render(
         let lines = w.lines();
         out.push(lines[0].clone());
         out.extend(lines[1..].iter().map(|l| format!("  {l}")));
+        out.extend(w.examples_lines(report).iter().map(|l| format!("  {l}")));
     }
     out.push(String::new());
     out.push(format!("replay: {}", report.replay_command()));
     Ok(out.join("\n") + "\n")
+}
+
+/// What `resim why --request ID` prints: the run, then the request's cause and chain, then
+/// the command that traces its events; with `json`, one JSON object. An error says that no
+/// request has the id.
+pub fn render_request(
+    report: &Report,
+    followed: &Followed,
+    file: &str,
+    json: bool,
+) -> Result<String, String> {
+    let why = request::explain(followed, file)?;
+    if json {
+        return Ok(as_json(report, None, Some(&why)));
+    }
+    let mut out = vec![heading(report), String::new()];
+    out.extend(why.lines());
+    let end = why.last_s;
+    let millis = |s: f64| libm::round(s * 1e3) as u64;
+    out.push(String::new());
+    out.push(format!(
+        "its events: resim run {} --seed {}{} --trace {}ms..{}ms",
+        report.file,
+        report.seed,
+        report.replay_flags,
+        millis(why.offered_s),
+        millis(end)
+    ));
+    Ok(out.join("\n") + "\n")
+}
+
+/// The first line of `resim why`: the run.
+fn heading(report: &Report) -> String {
+    format!(
+        "resim why · {} · seed {} · digest {}",
+        report.scenario, report.seed, report.digest
+    )
+}
+
+/// `resim why --json`: the run, and the explanations or the followed request.
+fn as_json(report: &Report, why: Option<Vec<&Why>>, request: Option<&RequestWhy>) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        scenario: &'a str,
+        seed: u64,
+        digest: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<Vec<&'a Why>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        request: Option<&'a RequestWhy>,
+        replay: String,
+    }
+    let out = Out {
+        scenario: &report.scenario,
+        seed: report.seed,
+        digest: &report.digest,
+        why,
+        request,
+        replay: report.replay_command(),
+    };
+    serde_json::to_string_pretty(&out).expect("the explanation serialises") + "\n"
+}
+
+/// The command that follows request `id` of the run of `report`.
+pub fn request_command(report: &Report, id: u64) -> String {
+    format!(
+        "resim why {} --seed {}{} --request {id}",
+        report.file, report.seed, report.replay_flags
+    )
 }
 
 /// The line of a run where nothing failed.
@@ -369,6 +497,28 @@ impl Why {
         .into_iter()
         .filter(|(_, f)| !f.is_empty())
         .collect()
+    }
+
+    /// The examples and the command that follows the first, when there are any.
+    pub fn examples_lines(&self, report: &Report) -> Vec<String> {
+        let Some(first) = self.examples.first() else {
+            return Vec::new();
+        };
+        let mut by_reason: Vec<(&str, Vec<String>)> = Vec::new();
+        for e in &self.examples {
+            match by_reason.iter_mut().find(|(r, _)| *r == e.reason) {
+                Some((_, ids)) => ids.push(format!("#{}", e.request)),
+                None => by_reason.push((&e.reason, vec![format!("#{}", e.request)])),
+            }
+        }
+        let listed: Vec<String> = by_reason
+            .iter()
+            .map(|(reason, ids)| format!("{reason} {}", ids.join(", ")))
+            .collect();
+        vec![
+            format!("failed requests, for example: {}", listed.join("; ")),
+            format!("follow one: {}", request_command(report, first.request)),
+        ]
     }
 
     /// What a report says when no rule held.

@@ -3,7 +3,9 @@
 //! through [`World::end_call`], which removes the call with what it carries ([`Carries`]).
 
 use super::{Attempt, Call, Carries, Owner};
+use crate::figures::Decision;
 use crate::world::client::Requester;
+use crate::world::follow;
 use crate::world::msg::Msg;
 use crate::world::outcome::{Outcome, failure_of};
 use crate::world::site::{Fell, Side};
@@ -49,31 +51,52 @@ impl World {
                 self.checkin(now, site as u32);
             }
         }
-        let call = &mut self.calls[key];
+        let decision = self.retry_decision(now, key, outcome, retry_after);
+        if self.follow.is_some() {
+            let followed = match (outcome, &decision) {
+                (Outcome::Ok, _) => None,
+                (Outcome::Fail(_), None) => Some(Decision::NoPolicy),
+                (Outcome::Fail(_), Some(d)) => Some(follow::decision_of(d)),
+            };
+            self.note_attempt(now, key, outcome, sent, followed);
+        }
         let sp = &mut self.sites[site];
-        let (Some((policy, rng)), Some(request)) = (sp.retry(), call.retry.as_mut()) else {
-            self.finish_call(ctx, key, outcome, true);
-            return;
-        };
-        let Outcome::Fail(reason) = outcome else {
-            policy.on_success(now, request);
-            self.finish_call(ctx, key, outcome, true);
-            return;
-        };
-        match policy.on_failure(now, request, failure_of(reason, retry_after), rng) {
-            RetryDecision::Retry { after, .. } => {
+        match decision {
+            Some(RetryDecision::Retry { after, .. }) => {
                 sp.stats().retries += 1;
                 sp.tally(bucket).retries += 1;
                 ctx.send_self(after, Msg::Retry { call: key });
             }
-            RetryDecision::GiveUp { reason: why } => {
+            Some(RetryDecision::GiveUp { reason: why }) => {
                 if why == GiveUpReason::BudgetExhausted {
                     sp.stats().budget_exhausted += 1;
                     sp.tally(bucket).budget_exhausted += 1;
                 }
                 self.finish_call(ctx, key, outcome, true);
             }
+            None => self.finish_call(ctx, key, outcome, true),
         }
+    }
+
+    /// What the retry policy of call `key` decides after its attempt ended with a failed
+    /// `outcome`; `None` for a success, or without a policy.
+    fn retry_decision(
+        &mut self,
+        now: SimTime,
+        key: CallKey,
+        outcome: Outcome,
+        retry_after: Option<SimDuration>,
+    ) -> Option<RetryDecision> {
+        let call = &mut self.calls[key];
+        let sp = &mut self.sites[call.site as usize];
+        let (Some((policy, rng)), Some(request)) = (sp.retry(), call.retry.as_mut()) else {
+            return None;
+        };
+        let Outcome::Fail(reason) = outcome else {
+            policy.on_success(now, request);
+            return None;
+        };
+        Some(policy.on_failure(now, request, failure_of(reason, retry_after), rng))
     }
 
     /// A backoff delay ended.
@@ -93,6 +116,7 @@ impl World {
         admitted: bool,
     ) {
         let now = ctx.now();
+        let followed = self.followed_call(key);
         // The outer gates hear the outcome before the call's race or gather ends.
         let call = self.calls.get_mut(key).expect("finishing a live call");
         debug_assert!(
@@ -113,6 +137,16 @@ impl World {
         }
         let (owner, slot) = self.end_call(ctx, key, |c| (c.owner, c.carries.take_store()));
         let sp = &mut self.sites[site];
+        let fell = match owner {
+            Owner::Client { .. } | Owner::Job { .. } => sp.fall_back(now, outcome),
+            Owner::Hedge { .. } | Owner::Leaf { .. } | Owner::Store { .. } => {
+                Fell::Through(outcome)
+            }
+        };
+        if let Some(call) = followed {
+            self.note_finished(now, call, outcome, matches!(fell, Fell::Back));
+        }
+        let sp = &mut self.sites[site];
         match owner {
             // A racing call's outcome, and its fallback, are its shell's business.
             Owner::Hedge { shell, attempt } => {
@@ -130,7 +164,7 @@ impl World {
             }
             Owner::Client { .. } | Owner::Job { .. } => {}
         }
-        let outcome = match sp.fall_back(now, outcome) {
+        let outcome = match fell {
             Fell::Through(outcome) => outcome,
             Fell::Back => Outcome::Ok,
         };
@@ -141,7 +175,12 @@ impl World {
                 requester,
                 offered_at,
                 attrs,
-            } => self.client_done(ctx, client, requester, offered_at, attrs, outcome),
+            } => {
+                if let (Some((id, _)), Outcome::Fail(reason)) = (followed, outcome) {
+                    self.note_failed(self.bucket_of(offered_at), reason, id);
+                }
+                self.client_done(ctx, client, requester, offered_at, attrs, outcome)
+            }
             Owner::Job { job, index } => self.child_done(ctx, job, index, outcome),
             Owner::Hedge { .. } | Owner::Leaf { .. } | Owner::Store { .. } => {
                 unreachable!("handled above")
@@ -155,6 +194,9 @@ impl World {
         let now = ctx.now();
         if !self.calls.contains_key(key) {
             return;
+        }
+        if let Some(call) = self.followed_call(key) {
+            self.note_cancelled(now, call);
         }
         let (site, source, attempt, mut permits, mut retry) = self.end_call(ctx, key, |c| {
             let permits = std::mem::take(&mut c.permits);

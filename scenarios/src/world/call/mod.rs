@@ -153,6 +153,9 @@ impl World {
             executions: 0,
             attrs,
         });
+        if self.follow.is_some() {
+            self.note_call(now, key);
+        }
         if now >= deadline {
             self.finish_call(ctx, key, Outcome::Fail(Reason::Deadline), false);
         } else if let Some((n, need)) = fan_out {
@@ -365,6 +368,9 @@ impl World {
             sent: now,
         };
         let (source, target) = (call.source, self.services[svc].node());
+        if self.follow.is_some() {
+            self.note_sent(now, key, job);
+        }
         if !self.transmit(ctx, source, target, Packet::Deliver { job }) {
             // Lost at once: the caller learns it only from its timeout.
             self.drop_job(now, job);

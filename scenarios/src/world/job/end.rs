@@ -110,6 +110,9 @@ impl World {
         ending: Ending,
     ) -> Option<Job> {
         let mut j = self.jobs.remove(job)?;
+        if self.follow.is_some() {
+            self.note_job_end(now, job, &j, ending);
+        }
         let s = &mut self.services[j.service()];
         if let Some(store) = s.store()
             && let Some(next) = store.unlock(job, j.stage.read(), now, false)

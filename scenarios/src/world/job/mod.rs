@@ -198,6 +198,11 @@ impl Job {
         self.fetch = Some(fetch);
     }
 
+    /// Since when it holds a worker, if it holds one.
+    pub fn worker_since(&self) -> Option<SimTime> {
+        self.stage.worker_since()
+    }
+
     /// Whether it holds a worker.
     pub fn holds_worker(&self) -> bool {
         self.stage.worker_since().is_some()
@@ -335,6 +340,10 @@ impl World {
         counts.queued += 1;
         s.queue_change(now, r, 1);
         self.jobs[job].stage = Stage::Queued;
+        if self.follow.is_some() {
+            let ahead = self.services[svc].replica_ref(r).queue_len() - 1;
+            self.note_queued(now, job, ahead);
+        }
     }
 
     /// The operation a job runs: a racing call of a hedged call is its shell's operation.
@@ -450,6 +459,9 @@ impl World {
                 return;
             };
             assert!(self.jobs.contains_key(job), "every queued job is live");
+            if self.follow.is_some() {
+                self.note_dequeued(now, job, since);
+            }
             let s = &mut self.services[svc];
             s.queue_change(now, r, -1);
             s.record_wait(now - since, true);

@@ -1,0 +1,325 @@
+//! Following one request: every call made for it, each attempt's journey and each caller's
+//! decision, recorded as [`Step`]s (`figures::Followed`) for `resim why --request`; and the
+//! first failed requests of each bucket by reason, the examples `resim why` names.
+//!
+//! The world records only when asked ([`World::follow`]): without it, each place that could
+//! record pays one `Option` check (`self.follow.is_some()`) and nothing else. Recording reads
+//! the world and never changes it: it schedules nothing, draws no random number and touches
+//! no figure, so a followed run has the digest of the same run unfollowed.
+
+use super::call::Owner;
+use super::job::{Ending, Job};
+use super::outcome::Outcome;
+use super::{CallKey, JobKey, World};
+use crate::figures::{
+    Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker, REASONS,
+    Reason, Step, What,
+};
+use patterns::retry::{GiveUpReason, RetryDecision};
+use sim_core::SimTime;
+
+/// The most steps recorded for one request: a request fans out to at most a few thousand
+/// calls, and a recording past this is cut (`Followed::steps_left_out` counts what was left out).
+pub const FOLLOW_STEPS_MAX: usize = 100_000;
+
+/// What the world records while it follows a request or collects examples.
+#[derive(Debug, Default)]
+pub struct Follow {
+    /// The request followed, if one is.
+    request: Option<u64>,
+    record: Followed,
+    /// The followed request's jobs, with their attempts: a job outlives its call when the
+    /// caller gives up, and the steps still name the call.
+    jobs: Vec<(JobKey, Attempt)>,
+    /// The followed request's jobs in a queue, with the jobs their replica took meanwhile.
+    watches: Vec<Watch>,
+    /// Whether failed requests are kept as examples, and how many of each reason per bucket.
+    examples: Option<Vec<[u8; REASONS.len()]>>,
+    failed: Vec<FailedExample>,
+}
+
+/// A followed job waiting in its replica's queue.
+#[derive(Debug)]
+struct Watch {
+    job: JobKey,
+    service: usize,
+    replica: usize,
+    /// Other jobs its replica's workers took from the queue since it arrived.
+    taken: u64,
+    /// Of those, the ones whose callers had already given up.
+    gone: u64,
+}
+
+impl Follow {
+    /// The attempt of a job of the followed request.
+    fn attempt_of(&self, job: JobKey) -> Attempt {
+        let found = self.jobs.iter().find(|(k, _)| *k == job);
+        found
+            .expect("the followed request's jobs are noted when sent")
+            .1
+    }
+
+    fn push(&mut self, at: SimTime, call: u64, what: What) {
+        if self.record.steps.len() < FOLLOW_STEPS_MAX {
+            self.record.steps.push(Step { at, call, what });
+        } else {
+            self.record.steps_left_out += 1;
+        }
+    }
+
+    /// The followed request and the failed examples, for the figures.
+    pub fn finish(self) -> (Option<Followed>, Vec<FailedExample>) {
+        (self.request.map(|_| self.record), self.failed)
+    }
+}
+
+fn reason_of(outcome: Outcome) -> Option<Reason> {
+    match outcome {
+        Outcome::Ok => None,
+        Outcome::Fail(r) => Some(r),
+    }
+}
+
+/// A retry policy's decision in the figures' words.
+pub(super) fn decision_of(decision: &RetryDecision) -> Decision {
+    match *decision {
+        RetryDecision::Retry { after, .. } => Decision::Retry(after),
+        RetryDecision::GiveUp { reason } => match reason {
+            GiveUpReason::NotRetryable { .. } | GiveUpReason::Finished => Decision::NotRetryable,
+            GiveUpReason::NotIdempotent => Decision::NotIdempotent,
+            GiveUpReason::AttemptsExhausted { attempts } => Decision::AttemptsExhausted(attempts),
+            GiveUpReason::RetryAfterTooLong { requested } => Decision::RetryAfterTooLong(requested),
+            GiveUpReason::DeadlineExceeded { .. } => Decision::Deadline,
+            GiveUpReason::BudgetExhausted => Decision::BudgetExhausted,
+        },
+    }
+}
+
+impl World {
+    /// Follows client request `request` (its id, `request #N` in a trace) and, with
+    /// `examples`, keeps the first failed requests of each bucket by reason.
+    pub fn follow(&mut self, request: Option<u64>, examples: bool) {
+        let record = Followed {
+            request: request.unwrap_or(0),
+            ..Followed::default()
+        };
+        self.follow = Some(Box::new(Follow {
+            request,
+            record,
+            examples: examples.then(Vec::new),
+            ..Follow::default()
+        }));
+    }
+
+    /// The follow record, when `request` is the one followed.
+    fn following(&mut self, request: u64) -> Option<&mut Follow> {
+        self.follow
+            .as_deref_mut()
+            .filter(|f| f.request == Some(request))
+    }
+
+    /// Call `key` started (counted among the offered requests when a client made it).
+    pub(super) fn note_call(&mut self, now: SimTime, key: CallKey) {
+        let c = &self.calls[key];
+        let (id, request, owner, site) = (c.id, c.request, c.owner, c.site as usize);
+        let deadline = (c.deadline != SimTime::MAX).then_some(c.deadline);
+        let f = self.follow.as_deref_mut().expect("checked by the caller");
+        if matches!(owner, Owner::Client { .. }) {
+            f.record.offered += 1;
+            let ids = f.record.ids.get_or_insert((id, id));
+            ids.1 = id;
+        } else if f.request == Some(id) {
+            f.record.call_of = Some(request);
+        }
+        if f.request != Some(request) {
+            return;
+        }
+        let what = What::Call {
+            maker: self.maker(owner),
+            path: self.sites[site].path().to_string(),
+            target: self.services[self.sites[site].target()].name().to_string(),
+            deadline,
+        };
+        let f = self.follow.as_deref_mut().expect("checked above");
+        f.push(now, id, what);
+    }
+
+    /// Who made a call of `owner`.
+    fn maker(&self, owner: Owner) -> Maker {
+        let id = |call: CallKey| self.calls.get(call).map_or(0, |c| c.id);
+        let of_job = |job: JobKey| {
+            let j = &self.jobs[job];
+            Attempt {
+                call: id(j.call()),
+                attempt: j.attempt(),
+            }
+        };
+        match owner {
+            Owner::Client { .. } => Maker::Client,
+            Owner::Job { job, .. } => Maker::Job(of_job(job)),
+            Owner::Hedge { shell, attempt } => Maker::Hedge(Attempt {
+                call: id(shell),
+                attempt,
+            }),
+            Owner::Leaf { shell } => Maker::Leaf(id(shell)),
+            // A lease is for the replica: it follows no request.
+            Owner::Store { job, .. } if self.jobs.contains_key(job) => Maker::Limiter(of_job(job)),
+            Owner::Store { .. } => Maker::Client,
+        }
+    }
+
+    /// The attempt of `key` left for `replica` of `service` as `job`.
+    pub(super) fn note_sent(&mut self, now: SimTime, key: CallKey, job: JobKey) {
+        let c = &self.calls[key];
+        let (call, request, attempt) = (c.id, c.request, c.attempt_no);
+        let j = &self.jobs[job];
+        let service = self.services[j.service()].name().to_string();
+        let (replica, deadline) = (j.replica() as u32, j.deadline());
+        if let Some(f) = self.following(request) {
+            f.jobs.push((job, Attempt { call, attempt }));
+            let what = What::Sent {
+                attempt,
+                service,
+                replica,
+                timeout_at: (deadline != SimTime::MAX).then_some(deadline),
+            };
+            f.push(now, call, what);
+        }
+    }
+
+    /// `job` waits in its replica's queue behind `depth` jobs.
+    pub(super) fn note_queued(&mut self, now: SimTime, job: JobKey, depth: usize) {
+        let j = &self.jobs[job];
+        let (service, replica) = (j.service(), j.replica());
+        if let Some(f) = self.following(j.request()) {
+            let Attempt { call, attempt } = f.attempt_of(job);
+            f.watches.push(Watch {
+                job,
+                service,
+                replica,
+                taken: 0,
+                gone: 0,
+            });
+            let depth = depth as u64;
+            f.push(now, call, What::Queued { attempt, depth });
+        }
+    }
+
+    /// A worker of its replica takes `job` from the queue, where it waited since `since`.
+    pub(super) fn note_dequeued(&mut self, now: SimTime, job: JobKey, since: SimTime) {
+        let j = &self.jobs[job];
+        let (service, replica) = (j.service(), j.replica());
+        let gone = self.nobody_waits(j);
+        let f = self.follow.as_deref_mut().expect("checked by the caller");
+        if let Some(i) = f.watches.iter().position(|w| w.job == job) {
+            let w = f.watches.swap_remove(i);
+            let Attempt { call, attempt } = f.attempt_of(job);
+            let what = What::Started {
+                attempt,
+                waited: now - since,
+                taken: w.taken,
+                gone: w.gone,
+            };
+            f.push(now, call, what);
+        }
+        for w in &mut f.watches {
+            if (w.service, w.replica) == (service, replica) {
+                w.taken += 1;
+                w.gone += u64::from(gone);
+            }
+        }
+    }
+
+    /// Job `j` (removed from its table) ends at its replica.
+    pub(super) fn note_job_end(&mut self, now: SimTime, key: JobKey, j: &Job, ending: Ending) {
+        let gone = self.nobody_waits(j);
+        let worked = j.worker_since().map(|since| now - since);
+        let Some(f) = self.following(j.request()) else {
+            return;
+        };
+        let Attempt { call, attempt } = f.attempt_of(key);
+        f.jobs.retain(|(k, _)| *k != key);
+        f.watches.retain(|w| w.job != key);
+        let end = match ending {
+            Ending::Answered(o) => JobEnd::Answered(reason_of(o)),
+            Ending::Cancelled => JobEnd::Cancelled,
+            Ending::Lost => JobEnd::Lost,
+        };
+        let what = What::Ended {
+            attempt,
+            end,
+            worked,
+            gone,
+        };
+        f.push(now, call, what);
+    }
+
+    /// The current attempt of `key` ended with `outcome`, and its caller decided.
+    pub(super) fn note_attempt(
+        &mut self,
+        now: SimTime,
+        key: CallKey,
+        outcome: Outcome,
+        sent: bool,
+        decision: Option<Decision>,
+    ) {
+        let c = &self.calls[key];
+        let (call, attempt) = (c.id, c.attempt_no);
+        if let Some(f) = self.following(c.request) {
+            let what = What::Attempted {
+                attempt,
+                outcome: reason_of(outcome),
+                sent,
+                decision,
+            };
+            f.push(now, call, what);
+        }
+    }
+
+    /// The id and request of call `key`, when the world records something.
+    pub(super) fn followed_call(&self, key: CallKey) -> Option<(u64, u64)> {
+        self.follow.as_ref()?;
+        self.calls.get(key).map(|c| (c.id, c.request))
+    }
+
+    /// Call `call` of `request` ended with `outcome`.
+    pub(super) fn note_finished(
+        &mut self,
+        now: SimTime,
+        (call, request): (u64, u64),
+        outcome: Outcome,
+        fell_back: bool,
+    ) {
+        if let Some(f) = self.following(request) {
+            let outcome = reason_of(outcome);
+            f.push(now, call, What::Finished { outcome, fell_back });
+        }
+    }
+
+    /// Call `call` of `request` was dropped by its owner.
+    pub(super) fn note_cancelled(&mut self, now: SimTime, (call, request): (u64, u64)) {
+        if let Some(f) = self.following(request) {
+            f.push(now, call, What::Cancelled);
+        }
+    }
+
+    /// Client request `request`, offered in `bucket`, failed with `reason`.
+    pub(super) fn note_failed(&mut self, bucket: usize, reason: Reason, request: u64) {
+        let f = self.follow.as_deref_mut().expect("checked by the caller");
+        let Some(counts) = &mut f.examples else {
+            return;
+        };
+        if counts.len() <= bucket {
+            counts.resize(bucket + 1, [0; REASONS.len()]);
+        }
+        let kept = &mut counts[bucket][reason as usize];
+        if usize::from(*kept) < EXAMPLES_PER_BUCKET {
+            *kept += 1;
+            f.failed.push(FailedExample {
+                bucket,
+                reason,
+                request,
+            });
+        }
+    }
+}
