@@ -471,11 +471,11 @@ fn an_id_no_request_has_is_refused_with_the_ids_the_run_offered() {
         "--variant",
         "twice-peak",
         "--request",
-        "2313",
+        "3318",
     ];
     let out = resim(&args);
     assert_eq!(out.code, 2, "{}", out.stdout);
-    let said = "--request 2313: #2313 is a downstream call of request #2052, not a request";
+    let said = "--request 3318: #3318 is a downstream call of request #2831, not a request";
     assert!(out.stderr.contains(said), "{}", out.stderr);
     let out = resim(&["why", "metastable-retry", "--request", "0"]);
     assert_eq!(out.code, 2, "{}", out.stdout);
@@ -505,7 +505,7 @@ fn a_request_that_failed_downstream_names_the_downstream_call_and_its_cause() {
         "--variant",
         "twice-peak",
         "--request",
-        "2052",
+        "2831",
     ];
     let json = why_json(&args);
     let r = &json["request"];
@@ -520,7 +520,7 @@ fn a_request_that_failed_downstream_names_the_downstream_call_and_its_cause() {
     assert_eq!(db["attempts"][0]["decision"], "budget_exhausted");
     let cause = r["cause"].as_str().unwrap();
     assert!(
-        cause.contains("its call #2313 to db ended with timeout")
+        cause.contains("its call #3318 to db ended with timeout")
             && cause.ends_with("no retry: the retry budget refused it)"),
         "{cause}"
     );

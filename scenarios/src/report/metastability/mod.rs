@@ -308,40 +308,7 @@ fn client(
             );
             Verdict::Collapsed
         }
-        Some(b) => {
-            let threshold = cfg.healthy_ratio * b;
-            out.healthy_success_ratio = Some(round3(threshold));
-            // `None`: no request in the bucket, no evidence either way.
-            let healthy = |i: usize| {
-                let x = c.bucket(i);
-                (x.offered > 0).then_some(x.successes as f64 >= threshold * x.offered as f64)
-            };
-            let first = baseline_buckets;
-            let degraded = (first..last).find(|&i| healthy(i) == Some(false));
-            out.degraded_from_s = degraded.map(|i| round3((bucket * i as u64).as_secs_f64()));
-            let end = w.last.end.expect("a window's last trigger ends");
-            let from = end.as_nanos().div_ceil(bucket.as_nanos()) as usize;
-            let v = match degraded {
-                None => Verdict::NeverDegraded,
-                Some(_) => match recovery(from, last, sustain, healthy) {
-                    Some(k) => Verdict::Recovered {
-                        after: (bucket * k as u64).saturating_sub(end),
-                    },
-                    None => Verdict::Metastable,
-                },
-            };
-            out.summary = v.sentence();
-            // Healthy at the end, but for less than `sustain`: the run was too short to tell.
-            let tail = healthy_at_end(from, last, healthy);
-            if v == Verdict::Metastable && tail > 0 {
-                out.summary.push_str(&format!(
-                    "; healthy for its last {} (short of the {} recovery needs): a longer run would tell",
-                    bucket * tail as u64,
-                    bucket * sustain as u64
-                ));
-            }
-            v
-        }
+        Some(b) => judged(c, figures, w, cfg, sustain, (b, baseline_buckets), &mut out),
     };
     out.verdict = verdict.name().to_string();
     if let Verdict::Recovered { after } = verdict {
@@ -349,6 +316,63 @@ fn client(
     }
     out.verdict_value = verdict;
     out
+}
+
+/// The verdict of client `c` on a healthy baseline `b` (its buckets before `first`), and
+/// what `out` says of it; `sustain` in buckets.
+fn judged(
+    c: &ClientFigures,
+    figures: &Figures,
+    w: &Window,
+    cfg: &VerdictConfig,
+    sustain: usize,
+    (b, first): (f64, usize),
+    out: &mut ClientVerdict,
+) -> Verdict {
+    let bucket = figures.bucket;
+    let last = figures.bucket_count().saturating_sub(1);
+    let threshold = cfg.healthy_ratio * b;
+    out.healthy_success_ratio = Some(round3(threshold));
+    // `None`: no request in the bucket, no evidence either way.
+    let healthy = |i: usize| {
+        let x = c.bucket(i);
+        (x.offered > 0).then_some(x.successes as f64 >= threshold * x.offered as f64)
+    };
+    let degraded = (first..last).find(|&i| healthy(i) == Some(false));
+    out.degraded_from_s = degraded.map(|i| round3((bucket * i as u64).as_secs_f64()));
+    let end = w.last.end.expect("a window's last trigger ends");
+    let from = end.as_nanos().div_ceil(bucket.as_nanos()) as usize;
+    let v = match degraded {
+        None => Verdict::NeverDegraded,
+        Some(_) => match recovery(from, last, sustain, healthy) {
+            Some(k) => Verdict::Recovered {
+                after: (bucket * k as u64).saturating_sub(end),
+            },
+            None => Verdict::Metastable,
+        },
+    };
+    out.summary = v.sentence();
+    if v == Verdict::Metastable {
+        out.summary.push_str(&too_short(
+            healthy_at_end(from, last, healthy),
+            bucket,
+            sustain,
+        ));
+    }
+    v
+}
+
+/// What a metastable verdict adds when its run ended `tail` healthy buckets (of `bucket`)
+/// into a recovery that needs `sustain`: the run was too short to tell.
+fn too_short(tail: usize, bucket: SimDuration, sustain: usize) -> String {
+    if tail == 0 {
+        return String::new();
+    }
+    format!(
+        "; healthy for its last {} (short of the {} recovery needs): a longer run would tell",
+        bucket * tail as u64,
+        bucket * sustain as u64
+    )
 }
 
 /// How many healthy buckets in a row end `[from, last)` (buckets without requests neither
