@@ -108,12 +108,32 @@ pub(super) struct Chain<'a> {
     pub(super) at: String,
 }
 
+/// Properties renamed in resilience4j 1.0, as (today's name, the 0.x name), relaxed: files
+/// written for 0.x (its Spring Boot demo among them) still say them.
+const RENAMED: [(&str, &str); 6] = [
+    ("slidingwindowsize", "ringbuffersizeinclosedstate"),
+    (
+        "permittednumberofcallsinhalfopenstate",
+        "ringbuffersizeinhalfopenstate",
+    ),
+    ("waitdurationinopenstate", "waitinterval"),
+    ("maxattempts", "maxretryattempts"),
+    ("maxconcurrentcalls", "maxconcurrentcall"),
+    ("maxwaitduration", "maxwaittime"),
+];
+
 impl<'a> Chain<'a> {
-    /// The first layer that sets `property` (relaxed), and the key it writes.
+    /// The first layer that sets `property` (relaxed), or its 0.x name, and the key it writes.
     fn find(&self, property: &str) -> Option<(Node<'a>, &'a str)> {
-        self.layers
+        let old = RENAMED
             .iter()
-            .find_map(|l| key_of(l.value, property).map(|k| (l.node(), k)))
+            .find(|(now, _)| *now == property)
+            .map(|r| r.1);
+        self.layers.iter().find_map(|l| {
+            key_of(l.value, property)
+                .or_else(|| old.and_then(|o| key_of(l.value, o)))
+                .map(|k| (l.node(), k))
+        })
     }
 
     /// The path a property the file leaves out would have in the instance.

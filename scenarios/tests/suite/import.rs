@@ -80,6 +80,13 @@ fn envoy_overflow_is_not_retried() {
     check_fixture("overflow.yaml");
 }
 
+/// A configuration in resilience4j 0.x's names (its Spring Boot demo's) imports as the 1.x
+/// names it became.
+#[test]
+fn resilience4j_names_from_before_1_0() {
+    check_format("resilience4j", "legacy.yml");
+}
+
 /// `ignoreExceptions` naming the refusals of every gate of an instance turns their retry off;
 /// naming only some of them is listed as left out, with the ones it leaves out.
 #[test]
