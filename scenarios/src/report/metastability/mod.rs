@@ -342,23 +342,17 @@ fn judged(
     out.degraded_from_s = degraded.map(|i| round3((bucket * i as u64).as_secs_f64()));
     let end = w.last.end.expect("a window's last trigger ends");
     let from = end.as_nanos().div_ceil(bucket.as_nanos()) as usize;
-    let v = match degraded {
-        None => Verdict::NeverDegraded,
+    let (v, tail) = match degraded {
+        None => (Verdict::NeverDegraded, 0),
         Some(_) => match recovery(from, last, sustain, healthy) {
-            Some(k) => Verdict::Recovered {
-                after: (bucket * k as u64).saturating_sub(end),
-            },
-            None => Verdict::Metastable,
+            Ok(k) => {
+                let after = (bucket * k as u64).saturating_sub(end);
+                (Verdict::Recovered { after }, 0)
+            }
+            Err(tail) => (Verdict::Metastable, tail),
         },
     };
-    out.summary = v.sentence();
-    if v == Verdict::Metastable {
-        out.summary.push_str(&too_short(
-            healthy_at_end(from, last, healthy),
-            bucket,
-            sustain,
-        ));
-    }
+    out.summary = v.sentence() + &too_short(tail, bucket, sustain);
     v
 }
 
@@ -375,37 +369,24 @@ fn too_short(tail: usize, bucket: SimDuration, sustain: usize) -> String {
     )
 }
 
-/// How many healthy buckets in a row end `[from, last)` (buckets without requests neither
-/// count nor break the run).
-fn healthy_at_end(from: usize, last: usize, healthy: impl Fn(usize) -> Option<bool>) -> usize {
-    let mut streak = 0;
-    for i in from..last {
-        match healthy(i) {
-            Some(true) => streak += 1,
-            Some(false) => streak = 0,
-            None => {}
-        }
-    }
-    streak
-}
-
-/// The first bucket in `[from, last)` that starts `sustain` healthy buckets in a row (buckets
-/// without requests neither count nor break the run).
+/// The first bucket in `[from, last)` that starts `sustain` healthy buckets in a row, or, when
+/// none does, how many healthy buckets in a row end the range (the run stopped inside them).
+/// Buckets without requests neither count nor break a run of healthy ones.
 fn recovery(
     from: usize,
     last: usize,
     sustain: usize,
     healthy: impl Fn(usize) -> Option<bool>,
-) -> Option<usize> {
+) -> Result<usize, usize> {
     let mut start = None;
     let mut streak = 0;
     for i in from..last {
         match healthy(i) {
             Some(true) => {
-                start.get_or_insert(i);
+                let first = *start.get_or_insert(i);
                 streak += 1;
                 if streak >= sustain {
-                    return start;
+                    return Ok(first);
                 }
             }
             Some(false) => {
@@ -415,7 +396,7 @@ fn recovery(
             None => {}
         }
     }
-    None
+    Err(streak)
 }
 
 #[cfg(test)]
@@ -423,7 +404,7 @@ mod tests {
     use super::*;
 
     fn check(pattern: &[Option<bool>], from: usize, sustain: usize) -> Option<usize> {
-        recovery(from, pattern.len(), sustain, |i| pattern[i])
+        recovery(from, pattern.len(), sustain, |i| pattern[i]).ok()
     }
 
     #[test]
@@ -441,7 +422,8 @@ mod tests {
     #[test]
     fn the_healthy_stretch_that_ends_the_run_is_counted() {
         let (t, f) = (Some(true), Some(false));
-        let tail = |p: &[Option<bool>]| healthy_at_end(0, p.len(), |i| p[i]);
+        // With no recovery (a sustain longer than any pattern here), the healthy run at the end.
+        let tail = |p: &[Option<bool>]| recovery(0, p.len(), 10, |i| p[i]).unwrap_err();
         assert_eq!(tail(&[f, f, t, t]), 2);
         assert_eq!(tail(&[t, t, f]), 0);
         assert_eq!(tail(&[f, t, None, t]), 2);
