@@ -438,16 +438,7 @@ fn shrink_file(args: &ShrinkArgs, limits: &RunLimits) -> ExitCode {
             .map_err(|e| format!("{path}: cannot write: {e}")),
         None => Ok(shrink::render(&s, None)),
     });
-    match written {
-        Ok(text) => {
-            emit(&text);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(2)
-        }
-    }
+    printed(written)
 }
 
 /// `resim why`: the explanation of what failed in one run (or that nothing did), exit code 0;
@@ -477,7 +468,12 @@ fn why_file(args: &WhyArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
             ),
         }
     });
-    match explained {
+    printed(explained)
+}
+
+/// A command's text on stdout, exit code 0; or its error on stderr, exit code 2.
+fn printed(made: Result<String, String>) -> ExitCode {
+    match made {
         Ok(text) => {
             emit(&text);
             ExitCode::SUCCESS
