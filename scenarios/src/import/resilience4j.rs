@@ -91,13 +91,17 @@ impl Module {
     }
 }
 
-/// The exceptions resilience4j's bulkhead (both kinds), circuit breaker and rate limiter
-/// throw when they refuse a call, in that order.
-pub(crate) const GATE_EXCEPTIONS: [&str; 3] = [
-    "io.github.resilience4j.bulkhead.BulkheadFullException",
-    "io.github.resilience4j.circuitbreaker.CallNotPermittedException",
-    "io.github.resilience4j.ratelimiter.RequestNotPermitted",
-];
+/// What resilience4j's bulkheads (both kinds) throw when they refuse a call.
+pub(crate) const BULKHEAD_FULL: &str = "io.github.resilience4j.bulkhead.BulkheadFullException";
+/// What its circuit breaker throws when it refuses a call.
+pub(crate) const CALL_NOT_PERMITTED: &str =
+    "io.github.resilience4j.circuitbreaker.CallNotPermittedException";
+/// What its rate limiter throws when it refuses a call.
+pub(crate) const REQUEST_NOT_PERMITTED: &str =
+    "io.github.resilience4j.ratelimiter.RequestNotPermitted";
+/// The exceptions resilience4j's gates throw when they refuse a call.
+pub(crate) const GATE_EXCEPTIONS: [&str; 3] =
+    [BULKHEAD_FULL, CALL_NOT_PERMITTED, REQUEST_NOT_PERMITTED];
 
 /// One instance's properties in one module: the maps that give them, first wins.
 pub(super) struct Chain<'a> {

@@ -1,6 +1,9 @@
 //! One resilience4j instance's modules as the layers of a call, in aspect order.
 
-use super::{Chain, GATE_EXCEPTIONS, Module, field, set, source, within};
+use super::{
+    BULKHEAD_FULL, CALL_NOT_PERMITTED, Chain, GATE_EXCEPTIONS, Module, REQUEST_NOT_PERMITTED,
+    field, set, source, within,
+};
 use crate::import::ron::{self, Field, Ron};
 use crate::import::spring::relaxed;
 use crate::import::tree::{Found, Skip, child};
@@ -65,9 +68,9 @@ pub(super) fn upstream(
 /// full, a breaker when open, a rate limiter when out of permits).
 fn refusal(m: Module) -> Option<&'static str> {
     match m {
-        Module::Bulkhead | Module::ThreadPoolBulkhead => Some(GATE_EXCEPTIONS[0]),
-        Module::CircuitBreaker => Some(GATE_EXCEPTIONS[1]),
-        Module::RateLimiter => Some(GATE_EXCEPTIONS[2]),
+        Module::Bulkhead | Module::ThreadPoolBulkhead => Some(BULKHEAD_FULL),
+        Module::CircuitBreaker => Some(CALL_NOT_PERMITTED),
+        Module::RateLimiter => Some(REQUEST_NOT_PERMITTED),
         Module::Retry | Module::TimeLimiter => None,
     }
 }
