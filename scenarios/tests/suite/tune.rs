@@ -435,8 +435,9 @@ fn the_least_workers_are_the_ones_erlang_c_names() {
 }
 
 /// `resim tune ARGS` run whole on two threads, and split into `parts` on one thread each and
-/// merged: the two outputs, and the SVG of each when `svg` (the two must be the same).
-fn whole_and_merged(args: &[&str], parts: u64, svg: bool) -> (String, String) {
+/// merged: the two outputs, and the SVG of each when `svg` (the two must be the same). Its files
+/// start with `tag`, so tests running at once do not write each other's parts.
+fn whole_and_merged(tag: &str, args: &[&str], parts: u64, svg: bool) -> (String, String) {
     let with = |extra: &[&str]| {
         let mut all = vec!["tune"];
         all.extend_from_slice(args);
@@ -450,21 +451,21 @@ fn whole_and_merged(args: &[&str], parts: u64, svg: bool) -> (String, String) {
         );
         r.stdout
     };
-    let svg_whole = scratch("whole-margin.svg");
+    let svg_whole = scratch(&format!("{tag}-whole.svg"));
     let whole = if svg {
         with(&["-j", "2", "--svg", &svg_whole])
     } else {
         with(&["-j", "2"])
     };
     let files: Vec<String> = (1..=parts)
-        .map(|k| scratch(&format!("part-{k}.jsonl")))
+        .map(|k| scratch(&format!("{tag}-part-{k}.jsonl")))
         .collect();
     for (k, file) in files.iter().enumerate() {
         let share = format!("{}/{parts}", k + 1);
         let said = with(&["-j", "1", "--partition", &share, "--out", file]);
         assert!(said.contains(&format!(": part {share}, ")), "{said}");
     }
-    let svg_merged = scratch("merged-margin.svg");
+    let svg_merged = scratch(&format!("{tag}-merged.svg"));
     let mut merge: Vec<&str> = vec!["merge"];
     merge.extend(files.iter().rev().map(String::as_str));
     if svg {
@@ -492,7 +493,7 @@ fn a_split_minimising_tune_merges_into_the_answer_of_one_machine() {
         "--seeds",
         "1..10",
     ];
-    let (whole, merged) = whole_and_merged(&args, 2, false);
+    let (whole, merged) = whole_and_merged("minimising", &args, 2, false);
     assert_eq!(merged, whole);
     assert!(
         whole.contains("recommended: services.api.workers=7\n"),
@@ -518,7 +519,7 @@ fn a_split_margin_merges_into_the_answer_of_one_machine() {
         "--set",
         "duration=25s",
     ];
-    let (whole, merged) = whole_and_merged(&args, 3, true);
+    let (whole, merged) = whole_and_merged("margin", &args, 3, true);
     assert_eq!(merged, whole);
     // `--margin-seeds 2`: each stress on seeds 1 and 2 only.
     assert!(
