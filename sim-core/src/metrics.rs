@@ -7,6 +7,7 @@
 
 use crate::time::{SimDuration, SimTime};
 use hdrhistogram::Histogram;
+use std::borrow::Cow;
 
 /// A monotonic count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,7 +42,14 @@ pub const LATENCY_MAX: SimDuration = SimDuration::from_secs(3600);
 /// (a few kilobytes instead of a hundred or more, for models with one histogram per
 /// component). Both grow only as far as the largest value recorded.
 ///
-/// Both count in 32 bits and widen their counts to 64 bits before their total could pass
+/// A histogram keeps its first values as they are, while they take fewer bytes than its
+/// smallest bins would ([`FEW_PRECISE`], [`FEW_COMPACT`] values), and puts them into bins
+/// when one more would not fit: a world of many rarely used components (ten thousand clients
+/// that call once a second) holds a few hundred bytes per histogram, not kilobytes. Every
+/// figure is read from the bins, so it is the same as if the values had been binned as they
+/// came.
+///
+/// The bins count in 32 bits and widen to 64 bits before their total could pass
 /// `u32::MAX` (no single count can pass the total), so no count ever saturates: a run of
 /// fewer than four billion values keeps half the bytes.
 #[derive(Clone, Debug)]
@@ -52,8 +60,60 @@ pub struct LatencyHistogram {
 
 #[derive(Clone, Debug)]
 enum Counts {
-    Wide(Histogram<u64>),
     Narrow(Histogram<u32>),
+    Wide(Histogram<u64>),
+    Few(Few),
+}
+
+/// The values of a histogram that has not needed bins yet, with the bins they go into.
+#[derive(Clone, Debug)]
+struct Few {
+    /// In nanoseconds, clamped to [`LATENCY_MAX`], in the order recorded.
+    values: Vec<u64>,
+    /// The bins' lowest discernible value and significant digits.
+    low: u64,
+    sigfig: u8,
+}
+
+/// Values a precise histogram keeps as they are: 8 KB, the bytes of its smallest bins.
+pub const FEW_PRECISE: usize = 1024;
+/// Values a compact histogram keeps as they are: 1 KB, the bytes of its smallest bins.
+pub const FEW_COMPACT: usize = 128;
+
+impl Few {
+    fn new(low: u64, sigfig: u8) -> Self {
+        Few {
+            values: Vec::new(),
+            low,
+            sigfig,
+        }
+    }
+
+    /// How many values it keeps before they go into bins.
+    fn limit(&self) -> usize {
+        if self.sigfig >= 3 {
+            FEW_PRECISE
+        } else {
+            FEW_COMPACT
+        }
+    }
+
+    /// Its values in bins allocated up to the largest of them, as a histogram that had
+    /// recorded them one by one would hold them.
+    fn binned(&self) -> Histogram<u32> {
+        let high = self.values.iter().copied().max().unwrap_or(0);
+        let mut h = Histogram::new_with_bounds(self.low, high.max(2 * self.low), self.sigfig)
+            .expect("the bounds of a histogram's own bins are valid");
+        for &nanos in &self.values {
+            record_into(&mut h, nanos, 1);
+        }
+        h
+    }
+
+    /// Whether `h`'s bins are the ones these values go into.
+    fn same_bins<T: hdrhistogram::Counter>(&self, h: &Histogram<T>) -> bool {
+        h.low() == self.low && h.sigfig() == self.sigfig
+    }
 }
 
 impl Default for LatencyHistogram {
@@ -123,26 +183,22 @@ fn widen(narrow: &Histogram<u32>) -> Histogram<u64> {
 }
 
 impl LatencyHistogram {
-    /// An empty histogram. Its memory grows with the largest value recorded (8 KB at first,
-    /// 135 KB with values of an hour), with the same figures as one allocated up to the hour.
+    /// An empty histogram. Its memory grows with the values recorded (up to 8 KB for its
+    /// first 1,024 values, then 8 KB for bins up to 2µs and 135 KB for values of an hour),
+    /// with the same figures as one allocated up to the hour.
     pub fn new() -> Self {
         LatencyHistogram {
-            counts: Counts::Narrow(
-                Histogram::new_with_bounds(1, 2, 3).expect("static histogram bounds are valid"),
-            ),
+            counts: Counts::Few(Few::new(1, 3)),
             clamped: 0,
         }
     }
 
     /// An empty histogram with 2 significant digits (values within 1%) from 1µs, whose
-    /// memory grows with the largest value recorded, up to one hour. It merges with
+    /// memory grows with the values recorded, up to one hour. It merges with
     /// [`LatencyHistogram::new`] in either direction.
     pub fn compact() -> Self {
         LatencyHistogram {
-            counts: Counts::Narrow(
-                Histogram::new_with_bounds(1_000, 2_000, 2)
-                    .expect("static histogram bounds are valid"),
-            ),
+            counts: Counts::Few(Few::new(1_000, 2)),
             clamped: 0,
         }
     }
@@ -163,7 +219,12 @@ impl LatencyHistogram {
         if nanos > LATENCY_MAX.as_nanos() {
             self.clamped += n;
         }
-        let nanos = nanos.min(LATENCY_MAX.as_nanos());
+        self.record_nanos(nanos.min(LATENCY_MAX.as_nanos()), n);
+    }
+
+    /// Records `n` (at least one) values of `nanos`, already clamped.
+    #[inline]
+    fn record_nanos(&mut self, nanos: u64, n: u64) {
         match &mut self.counts {
             Counts::Narrow(h) => match u32::try_from(h.len().saturating_add(n)) {
                 // The total bounds every count, so a total that fits keeps every count exact.
@@ -175,6 +236,40 @@ impl LatencyHistogram {
                 }
             },
             Counts::Wide(h) => record_into(h, nanos, n),
+            Counts::Few(few) => {
+                if few.values.len() as u64 + n <= few.limit() as u64 {
+                    few.values.extend((0..n).map(|_| nanos));
+                } else {
+                    self.bin_and_record(nanos, n);
+                }
+            }
+        }
+    }
+
+    /// Puts the values kept as they are into bins, then records `n` values of `nanos`.
+    #[cold]
+    #[inline(never)]
+    fn bin_and_record(&mut self, nanos: u64, n: u64) {
+        self.bin();
+        self.record_nanos(nanos, n);
+    }
+
+    /// Puts the values kept as they are, if any, into bins.
+    fn bin(&mut self) {
+        if let Counts::Few(few) = &self.counts {
+            self.counts = Counts::Narrow(few.binned());
+        }
+    }
+
+    /// This histogram with its values in bins: a borrow unless it keeps them as they are. A
+    /// caller that reads several figures asks for it once.
+    pub fn binned(&self) -> Cow<'_, LatencyHistogram> {
+        match &self.counts {
+            Counts::Few(few) => Cow::Owned(LatencyHistogram {
+                counts: Counts::Narrow(few.binned()),
+                clamped: self.clamped,
+            }),
+            _ => Cow::Borrowed(self),
         }
     }
 
@@ -183,15 +278,17 @@ impl LatencyHistogram {
         match &self.counts {
             Counts::Wide(h) => h.len(),
             Counts::Narrow(h) => h.len(),
+            Counts::Few(few) => few.values.len() as u64,
         }
     }
 
     /// The bytes its counts take on the heap (they grow with the largest value recorded, and
-    /// are allocated at their exact size).
+    /// are allocated at their exact size), or its values while it keeps them as they are.
     pub fn heap_bytes(&self) -> u64 {
         match &self.counts {
             Counts::Wide(h) => h.distinct_values() as u64 * 8,
             Counts::Narrow(h) => h.distinct_values() as u64 * 4,
+            Counts::Few(few) => few.values.capacity() as u64 * 8,
         }
     }
 
@@ -205,38 +302,55 @@ impl LatencyHistogram {
         if self.count() == 0 {
             return SimDuration::ZERO;
         }
-        SimDuration::from_nanos(match &self.counts {
+        SimDuration::from_nanos(match &self.binned().counts {
             Counts::Wide(h) => h.value_at_quantile(q),
             Counts::Narrow(h) => h.value_at_quantile(q),
+            Counts::Few(_) => unreachable!("binned"),
         })
     }
 
     /// The mean; zero when empty.
     pub fn mean(&self) -> SimDuration {
-        SimDuration::from_nanos_f64(match &self.counts {
+        SimDuration::from_nanos_f64(match &self.binned().counts {
             Counts::Wide(h) => h.mean(),
             Counts::Narrow(h) => h.mean(),
+            Counts::Few(_) => unreachable!("binned"),
         })
     }
 
     /// The largest value (within precision); zero when empty.
     pub fn max(&self) -> SimDuration {
-        SimDuration::from_nanos(match &self.counts {
+        SimDuration::from_nanos(match &self.binned().counts {
             Counts::Wide(h) => h.max(),
             Counts::Narrow(h) => h.max(),
+            Counts::Few(_) => unreachable!("binned"),
         })
     }
 
     /// The smallest value (within precision); zero when empty.
     pub fn min(&self) -> SimDuration {
-        SimDuration::from_nanos(match &self.counts {
+        SimDuration::from_nanos(match &self.binned().counts {
             Counts::Wide(h) => h.min(),
             Counts::Narrow(h) => h.min(),
+            Counts::Few(_) => unreachable!("binned"),
         })
     }
 
     /// Adds all of `other`'s values to this histogram.
     pub fn merge(&mut self, other: &LatencyHistogram) {
+        if let Counts::Few(source) = &other.counts
+            && self.bins_are(source)
+        {
+            // Values going into the same bins: recorded as they are, as the other's bins
+            // would have added them.
+            for &nanos in &source.values {
+                self.record_nanos(nanos, 1);
+            }
+            self.clamped += other.clamped;
+            return;
+        }
+        let other = other.binned();
+        self.bin();
         if let (Counts::Narrow(h), Counts::Narrow(source)) = (&mut self.counts, &other.counts)
             && u32::try_from(h.len().saturating_add(source.len())).is_ok()
         {
@@ -252,6 +366,7 @@ impl LatencyHistogram {
                 other_narrow = widen(h);
                 &other_narrow
             }
+            Counts::Few(_) => unreachable!("binned"),
         };
         if let Counts::Narrow(h) = &self.counts {
             self.counts = Counts::Wide(widen(h));
@@ -261,6 +376,15 @@ impl LatencyHistogram {
         };
         add_into(h, source);
         self.clamped += other.clamped;
+    }
+
+    /// Whether `few`'s values go into this histogram's bins.
+    fn bins_are(&self, few: &Few) -> bool {
+        match &self.counts {
+            Counts::Narrow(h) => few.same_bins(h),
+            Counts::Wide(h) => few.same_bins(h),
+            Counts::Few(mine) => (mine.low, mine.sigfig) == (few.low, few.sigfig),
+        }
     }
 }
 
@@ -541,6 +665,7 @@ impl PeakSeries {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn peak_series_keeps_the_largest_source_per_bucket() {
@@ -667,6 +792,91 @@ mod tests {
             assert_eq!(a.quantile(q), b.quantile(q), "quantile {q}");
         }
         assert_eq!((a.min(), a.max(), a.mean()), (b.min(), b.max(), b.mean()));
+    }
+
+    /// An empty histogram with `kind`'s bins (precise or compact) that bins every value as
+    /// it comes, as histograms did before they kept their first values.
+    fn binned_from_the_start(kind: &LatencyHistogram) -> LatencyHistogram {
+        let Counts::Few(few) = &kind.counts else {
+            panic!("a new histogram keeps its values")
+        };
+        LatencyHistogram {
+            counts: Counts::Narrow(
+                Histogram::new_with_bounds(few.low, 2 * few.low, few.sigfig).unwrap(),
+            ),
+            clamped: 0,
+        }
+    }
+
+    #[test]
+    fn a_histogram_keeps_its_first_values_then_bins_them_with_the_same_figures() {
+        for (kind, limit) in [
+            (LatencyHistogram::new(), FEW_PRECISE),
+            (LatencyHistogram::compact(), FEW_COMPACT),
+        ] {
+            let (mut few, mut binned) = (kind.clone(), binned_from_the_start(&kind));
+            assert_same_figures(&few, &binned);
+            // From 1ns (below the compact one's lowest value) to past the hour.
+            for i in 0..limit as u64 + 5 {
+                let ns = 1 + (i * i * 7_919) % 9_973 * (1 << (i % 43));
+                few.record(SimDuration::from_nanos(ns));
+                binned.record(SimDuration::from_nanos(ns));
+                let kept = few.count() <= limit as u64;
+                assert_eq!(matches!(few.counts, Counts::Few(_)), kept, "after {i}");
+                if kept {
+                    assert!(few.heap_bytes() <= limit as u64 * 8);
+                }
+                if i % 61 == 0 || i + 1 >= limit as u64 {
+                    assert_same_figures(&few, &binned);
+                }
+            }
+            assert!(few.clamped() > 0);
+            // `record_n` past the limit bins at once.
+            let mut many = kind.clone();
+            many.record_n(SimDuration::from_micros(5), limit as u64 + 1);
+            assert!(matches!(many.counts, Counts::Narrow(_)));
+        }
+    }
+
+    /// A histogram (precise or compact) and values to record into it.
+    fn kinds_and_values() -> impl Strategy<Value = Vec<(bool, Vec<u64>)>> {
+        prop::collection::vec(
+            (
+                any::<bool>(),
+                prop::collection::vec(1u64..5_000_000_000_000, 0..1_200),
+            ),
+            1..5,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Histograms that keep their first values, merged in any order into a precise or
+        /// a compact one, give the figures of histograms that binned every value as it came.
+        #[test]
+        fn kept_values_merge_into_the_figures_of_binned_ones(
+            parts in kinds_and_values(),
+            into_compact in any::<bool>(),
+        ) {
+            let kind = |compact: bool| if compact {
+                LatencyHistogram::compact()
+            } else {
+                LatencyHistogram::new()
+            };
+            let mut few_all = kind(into_compact);
+            let mut binned_all = binned_from_the_start(&few_all);
+            for (compact, values) in &parts {
+                let (mut few, mut binned) = (kind(*compact), binned_from_the_start(&kind(*compact)));
+                for &ns in values {
+                    few.record(SimDuration::from_nanos(ns));
+                    binned.record(SimDuration::from_nanos(ns));
+                }
+                assert_same_figures(&few, &binned);
+                few_all.merge(&few);
+                binned_all.merge(&binned);
+                assert_same_figures(&few_all, &binned_all);
+            }
+        }
     }
 
     #[test]

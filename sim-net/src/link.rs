@@ -212,7 +212,10 @@ impl LinkStats {
     pub fn report(&self, source: &str, target: &str, declared: &Sampler) -> LinkReport {
         let ms = |d: SimDuration| d.as_millis_f64();
         let (p50, p99, max) = match self.latency() {
-            Some(h) => (ms(h.quantile(0.5)), ms(h.quantile(0.99)), ms(h.max())),
+            Some(h) => {
+                let h = h.binned();
+                (ms(h.quantile(0.5)), ms(h.quantile(0.99)), ms(h.max()))
+            }
             None => (0.0, 0.0, 0.0),
         };
         LinkReport {

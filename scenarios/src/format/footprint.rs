@@ -76,11 +76,11 @@ const CACHE_ENTRY_BYTES: u64 = 8;
 
 /// The counts of one bucket's latency histogram (two significant digits, growing with its
 /// largest value): at most those of a latency as long as the run, capped at the histogram's
-/// hour.
+/// hour, in bins (a histogram of few values keeps them as they are, in fewer bytes).
 fn latency_bucket_bytes(duration: SimDuration) -> u64 {
     let mut histogram = sim_core::metrics::LatencyHistogram::compact();
     histogram.record(duration.min(sim_core::metrics::LATENCY_MAX));
-    histogram.heap_bytes()
+    histogram.binned().heap_bytes()
 }
 
 /// One part of a run's memory, as [`footprint`] estimates it.

@@ -118,6 +118,7 @@ impl LatencyMs {
         if h.count() == 0 {
             return None;
         }
+        let h = h.binned();
         Some(LatencyMs {
             p50: ms(h.quantile(0.5)),
             p90: ms(h.quantile(0.9)),
@@ -264,6 +265,7 @@ fn service(
     let replicas = replicas_mean(s);
     let workers_total = replicas * f64::from(s.workers);
     let c = &s.counts;
+    let (wait, work) = (s.wait.binned(), s.work.binned());
     ServiceReport {
         name: s.name.clone(),
         replicas: s.replicas,
@@ -280,10 +282,10 @@ fn service(
         queue_depth_replica_max: bucket_max(s, |b| b.queue_replica_max),
         queued: c.queued,
         waited_ratio: (c.arrivals > 0).then(|| round3(c.queued as f64 / c.arrivals as f64)),
-        wait_ms_mean: (s.wait.count() > 0).then(|| ms(s.wait.mean())),
-        wait_ms_p99: (s.wait.count() > 0).then(|| ms(s.wait.quantile(0.99))),
-        work_ms_p50: (s.work.count() > 0).then(|| ms(s.work.quantile(0.5))),
-        work_ms_p99: (s.work.count() > 0).then(|| ms(s.work.quantile(0.99))),
+        wait_ms_mean: (wait.count() > 0).then(|| ms(wait.mean())),
+        wait_ms_p99: (wait.count() > 0).then(|| ms(wait.quantile(0.99))),
+        work_ms_p50: (work.count() > 0).then(|| ms(work.quantile(0.5))),
+        work_ms_p99: (work.count() > 0).then(|| ms(work.quantile(0.99))),
         declared_work_ms_p50: declared_p50,
         declared_work_ms_p99: declared_p99,
         busy_workers_mean: round3(run_mean(s, figures, |b| b.busy.mean)),
@@ -587,7 +589,9 @@ fn series_row(figures: &Figures, names: &SeriesNames, i: usize) -> SeriesRow {
                 t
             });
     let run_bucket = figures.buckets.get(i);
-    let latencies = run_bucket.map(|b| &b.latency).filter(|h| h.count() > 0);
+    let latencies = run_bucket
+        .map(|b| b.latency.binned())
+        .filter(|h| h.count() > 0);
     let latency_max = SimDuration::from_nanos(run_bucket.map_or(0, |b| b.latency_max_ns));
     // The last bucket may end early, with the run.
     let start = figures.bucket * i as u64;
@@ -610,7 +614,9 @@ fn series_row(figures: &Figures, names: &SeriesNames, i: usize) -> SeriesRow {
         latency_ms_mean: (total.successes > 0)
             .then(|| round3(total.latency_sum_ns as f64 / total.successes as f64 / 1e6)),
         // A bin's upper edge can lie above every latency in it: no quantile exceeds the max.
-        latency_ms_p50: latencies.map(|h| ms(h.quantile(0.5).min(latency_max))),
+        latency_ms_p50: latencies
+            .as_ref()
+            .map(|h| ms(h.quantile(0.5).min(latency_max))),
         latency_ms_p99: latencies.map(|h| ms(h.quantile(0.99).min(latency_max))),
         latency_ms_max: (total.successes > 0).then(|| ms(latency_max)),
         clients: figures
