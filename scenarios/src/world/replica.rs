@@ -206,6 +206,7 @@ impl Replica {
     }
 
     /// Queues `job` of priority `level` at `now`.
+    #[inline]
     pub fn enqueue(&mut self, now: SimTime, job: JobKey, level: u8) -> Enqueue {
         let queued = |ok: bool| if ok { Enqueue::Queued } else { Enqueue::Full };
         match &mut self.queue {
@@ -249,6 +250,7 @@ impl Replica {
     }
 
     /// The next job for a free worker, by the queue's discipline, and what its shedder drops.
+    #[inline]
     pub fn dequeue(&mut self, now: SimTime) -> Dequeued {
         let out = self.dequeue_next(now);
         self.left_queue += out.shed.len() as u64 + u64::from(out.next.is_some());
