@@ -210,7 +210,7 @@ impl LatencyHistogram {
             },
             Counts::Wide(h) => record_into(h, nanos, n),
             Counts::Few(few) => {
-                if few.values.len() as u64 + n <= few.limit() as u64 {
+                if (few.values.len() as u64).saturating_add(n) <= few.limit() as u64 {
                     few.values.extend((0..n).map(|_| nanos));
                 } else {
                     self.bin_and_record(nanos, n);
@@ -510,6 +510,13 @@ mod tests {
             let mut many = kind.clone();
             many.record_n(SimDuration::from_micros(5), limit as u64 + 1);
             assert!(matches!(many.counts, Counts::Narrow(_)));
+            // As many values as a total can count, into a histogram that keeps values: they
+            // go into bins, which widen to 64 bits at once.
+            let mut most = kind.clone();
+            most.record(SimDuration::from_micros(7));
+            most.record_n(SimDuration::from_micros(5), u64::MAX - 1);
+            assert!(matches!(most.counts, Counts::Wide(_)));
+            assert_eq!(most.count(), u64::MAX);
         }
     }
 
