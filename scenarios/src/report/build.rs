@@ -590,8 +590,8 @@ fn series_row(figures: &Figures, names: &SeriesNames, i: usize) -> SeriesRow {
             });
     let run_bucket = figures.buckets.get(i);
     let latencies = run_bucket
-        .map(|b| b.latency.binned())
-        .filter(|h| h.count() > 0);
+        .filter(|b| b.latency.count() > 0)
+        .map(|b| b.latency.binned());
     let latency_max = SimDuration::from_nanos(run_bucket.map_or(0, |b| b.latency_max_ns));
     // The last bucket may end early, with the run.
     let start = figures.bucket * i as u64;

@@ -82,11 +82,18 @@ impl Few {
         }
         h
     }
+}
 
-    /// Whether `h`'s bins are the ones these values go into.
-    fn same_bins<T: hdrhistogram::Counter>(&self, h: &Histogram<T>) -> bool {
-        h.low() == self.low && h.sigfig() == self.sigfig
-    }
+/// `$read` of the bins of `$histogram` (of either width), its kept values binned first: the
+/// two widths answer through the same hdrhistogram methods.
+macro_rules! on_bins {
+    ($histogram:expr, |$h:ident| $read:expr) => {
+        match &$histogram.binned().counts {
+            Counts::Wide($h) => $read,
+            Counts::Narrow($h) => $read,
+            Counts::Few(_) => unreachable!("binned() leaves no kept values"),
+        }
+    };
 }
 
 impl Default for LatencyHistogram {
@@ -275,38 +282,22 @@ impl LatencyHistogram {
         if self.count() == 0 {
             return SimDuration::ZERO;
         }
-        SimDuration::from_nanos(match &self.binned().counts {
-            Counts::Wide(h) => h.value_at_quantile(q),
-            Counts::Narrow(h) => h.value_at_quantile(q),
-            Counts::Few(_) => unreachable!("binned"),
-        })
+        SimDuration::from_nanos(on_bins!(self, |h| h.value_at_quantile(q)))
     }
 
     /// The mean; zero when empty.
     pub fn mean(&self) -> SimDuration {
-        SimDuration::from_nanos_f64(match &self.binned().counts {
-            Counts::Wide(h) => h.mean(),
-            Counts::Narrow(h) => h.mean(),
-            Counts::Few(_) => unreachable!("binned"),
-        })
+        SimDuration::from_nanos_f64(on_bins!(self, |h| h.mean()))
     }
 
     /// The largest value (within precision); zero when empty.
     pub fn max(&self) -> SimDuration {
-        SimDuration::from_nanos(match &self.binned().counts {
-            Counts::Wide(h) => h.max(),
-            Counts::Narrow(h) => h.max(),
-            Counts::Few(_) => unreachable!("binned"),
-        })
+        SimDuration::from_nanos(on_bins!(self, |h| h.max()))
     }
 
     /// The smallest value (within precision); zero when empty.
     pub fn min(&self) -> SimDuration {
-        SimDuration::from_nanos(match &self.binned().counts {
-            Counts::Wide(h) => h.min(),
-            Counts::Narrow(h) => h.min(),
-            Counts::Few(_) => unreachable!("binned"),
-        })
+        SimDuration::from_nanos(on_bins!(self, |h| h.min()))
     }
 
     /// Adds all of `other`'s values to this histogram.
@@ -353,11 +344,12 @@ impl LatencyHistogram {
 
     /// Whether `few`'s values go into this histogram's bins.
     fn bins_are(&self, few: &Few) -> bool {
-        match &self.counts {
-            Counts::Narrow(h) => few.same_bins(h),
-            Counts::Wide(h) => few.same_bins(h),
-            Counts::Few(mine) => (mine.low, mine.sigfig) == (few.low, few.sigfig),
-        }
+        let bins = match &self.counts {
+            Counts::Narrow(h) => (h.low(), h.sigfig()),
+            Counts::Wide(h) => (h.low(), h.sigfig()),
+            Counts::Few(mine) => (mine.low, mine.sigfig),
+        };
+        bins == (few.low, few.sigfig)
     }
 }
 
