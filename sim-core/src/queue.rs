@@ -319,9 +319,11 @@ impl<P> EventQueue<P> {
         if earliest > until {
             return None;
         }
-        self.occupied &= !(1 << b);
         self.last = earliest;
         let mut first = None;
+        // The bits of the buckets filled, gathered in a register: the pushes may allocate,
+        // so `self.occupied` itself would be stored and reloaded for every entry.
+        let mut filled = 0u64;
         for &entry in bucket.iter() {
             if entry.time == earliest {
                 if first.is_none() {
@@ -333,9 +335,10 @@ impl<P> EventQueue<P> {
                 let below = bucket_of(entry.time, earliest);
                 debug_assert!(below < b, "an entry moved up a bucket");
                 lower[below].push(entry);
-                self.occupied |= 1 << below;
+                filled |= 1 << below;
             }
         }
+        self.occupied = (self.occupied & !(1 << b)) | filled;
         bucket.clear();
         if bucket.capacity() > ROOM_KEPT && self.over_budget() {
             self.buckets[b].shrink_to(ROOM_KEPT);
