@@ -2,8 +2,9 @@
 //! balancer of the host) and `VirtualService` (one HTTP route to the host: its timeout and
 //! retries), two YAML documents. The inverse of the import's `istio` module, which reads them
 //! through the Envoy settings pilot makes of them: the connection pool is Envoy's circuit
-//! breakers (a per-attempt `Bulkhead`, `maxRetries` a `Concurrency` budget), the route's
-//! `timeout` the call's deadline, `perTryTimeout` its timeout.
+//! breakers (a per-attempt `Bulkhead`, `maxRetries` a `Concurrency` budget of no percentage,
+//! the traffic policy's `retryBudget` one with a percentage), the route's `timeout` the call's
+//! deadline, `perTryTimeout` its timeout.
 
 use super::envoy::{LOCAL_REJECTION, conditions};
 use super::sheet::{Sheet, ron};
@@ -49,6 +50,9 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
     }
     let mut pool = Pool::default();
     stack(t, sheet, &mut http, &mut pool);
+    if let Some(b) = pool.retry_budget.take() {
+        policy.insert("retryBudget".into(), b);
+    }
     if let Some(p) = pool.value() {
         policy.insert("connectionPool".into(), p);
     }
@@ -72,6 +76,8 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
 struct Pool {
     tcp: Map<String, Value>,
     http: Map<String, Value>,
+    /// The traffic policy's `retryBudget`, beside the pool.
+    retry_budget: Option<Value>,
 }
 
 impl Pool {
@@ -229,11 +235,17 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
         _ => sheet.leave(at("backoff"), ron(&r.backoff), "Istio's back-off is Envoy's: from `backoff` doubling to ten times it, fully jittered (Exponential(multiplier: 2.0, delay_max: 10 × delay_initial), jitter: Full); Istio's default (25ms) applies"),
     }
     match &r.budget {
-        Some(BudgetConfig::Concurrency(b)) if b.budget_percent == 0.0 => {
+        Some(BudgetConfig::Concurrency(b)) if b.budget_percent == 0.0 && b.min_retry_concurrency > 0 => {
             pool.http.insert("maxRetries".into(), json!(b.min_retry_concurrency));
             sheet.put(at("budget.min_retry_concurrency"), format!("{RULE}.connectionPool.http.maxRetries"), b.min_retry_concurrency);
         }
-        Some(other) => sheet.leave(at("budget"), ron(other), "Istio's retry limit is maxRetries, retries in flight at once (Concurrency(budget_percent: 0.0, …)); this budget has no counterpart"),
+        Some(BudgetConfig::Concurrency(b)) if b.min_retry_concurrency > 0 => {
+            pool.retry_budget = Some(json!({ "percent": b.budget_percent, "minRetryConcurrency": b.min_retry_concurrency }));
+            sheet.put(at("budget.budget_percent"), format!("{RULE}.retryBudget.percent"), b.budget_percent);
+            sheet.put(at("budget.min_retry_concurrency"), format!("{RULE}.retryBudget.minRetryConcurrency"), b.min_retry_concurrency);
+        }
+        Some(budget @ BudgetConfig::Concurrency(_)) => sheet.leave(at("budget"), ron(budget), "Istio reads 0 as unset in maxRetries (no limit) and in retryBudget.minRetryConcurrency (3): a budget with no floor has no counterpart"),
+        Some(other) => sheet.leave(at("budget"), ron(other), "Istio's retry limits are maxRetries and retryBudget, both on retries in flight at once (Concurrency); this budget has no counterpart"),
         None => {}
     }
     if r.retry_after_max == RetryConfig::default().retry_after_max {

@@ -14,7 +14,9 @@
 //! bound the attempts in flight from one sidecar (a per-attempt `Bulkhead`, the lower of the
 //! two), `http.http1MaxPendingRequests` is its pending queue, `http.maxRetries` the retries in
 //! flight at once; Istio leaves every limit it is not given at 2^32-1, so an unset limit is no
-//! limit. Outlier detection is Envoy's: `consecutive5xxErrors` (5 by default, 0 turns it
+//! limit. The traffic policy's `retryBudget` is the cluster's `retry_budget` (a `Concurrency`
+//! budget: `percent` of the requests in flight, 20% by default, at least
+//! `minRetryConcurrency`, 3 by default), and replaces `maxRetries` as it does in Envoy. Outlier detection is Envoy's: `consecutive5xxErrors` (5 by default, 0 turns it
 //! off) or, when lower, `consecutiveGatewayErrors` is resim's `outlier`. A route's `timeout`
 //! spans every retry (the call's `deadline`; none by default, as Istio turns Envoy's 15s off),
 //! `perTryTimeout` is one attempt's, `attempts` counts retries, with Envoy's back-off (25ms
@@ -25,7 +27,7 @@
 //! **Subsets.** A subset is a version of the host (a label selector over its endpoints); a
 //! call here goes to one service, so the subset the first route to the host names is the one
 //! imported: its `trafficPolicy` components (connection pool, outlier detection, load
-//! balancer) replace the host's whole components, as pilot merges them. Other subsets are
+//! balancer, retry budget) replace the host's whole components, as pilot merges them. Other subsets are
 //! listed: their policies act only on traffic routed to them.
 
 use super::envoy::STATUS_5XX;
@@ -371,10 +373,16 @@ fn upstream(
             service.extend(outlier(o, labels)?);
         }
     }
-    let limits = match &policy.pool {
+    let mut limits = match &policy.pool {
         Some(p) => Limits::read(p, labels)?,
         None => Limits::default(),
     };
+    if let Some(b) = &policy.retry_budget {
+        limits.budget = Some(retry_budget(b, labels)?);
+        if let Some(m) = limits.retries.take() {
+            b.node().ledger.skip(&m.path, Skip::Simplification, "Envoy ignores max_retries when a retry budget is set (pilot writes both into one threshold), and so does the import");
+        }
+    }
     let call = call_fields(host, route, &limits, labels)?;
     let source = match (rule, route) {
         (Some(r), _) => labels.src(&child(&r.path, "host")),
@@ -395,6 +403,7 @@ struct Policy<'a> {
     pool: Option<Owned<'a>>,
     outlier: Option<Owned<'a>>,
     balancer: Option<Owned<'a>>,
+    retry_budget: Option<Owned<'a>>,
 }
 
 impl<'a> Policy<'a> {
@@ -472,6 +481,7 @@ impl<'a> Policy<'a> {
         replace(&mut self.pool, n.object("connectionPool")?);
         replace(&mut self.outlier, n.object("outlierDetection")?);
         replace(&mut self.balancer, n.object("loadBalancer")?);
+        replace(&mut self.retry_budget, n.object("retryBudget")?);
         n.skip(
             "tls",
             Skip::NoCounterpart,
@@ -732,6 +742,8 @@ fn outlier(o: &Owned, labels: &Labels) -> Result<Option<Field>, ImportError> {
 #[derive(Clone)]
 struct Sourced<T> {
     value: T,
+    /// The field's path in the file.
+    path: String,
     source: String,
     note: Option<&'static str>,
 }
@@ -755,6 +767,9 @@ struct Limits {
     pending: Option<Sourced<u32>>,
     /// Retries in flight at once, when set.
     retries: Option<Sourced<u32>>,
+    /// The traffic policy's `retryBudget` as `(percent, min_retry_concurrency)`, when set:
+    /// it replaces `retries`.
+    budget: Option<Sourced<(f64, u32)>>,
 }
 
 /// A limit of the pool as read, clamped to what resim's bulkhead takes.
@@ -763,6 +778,7 @@ fn sourced(f: Found<u32>, labels: &Labels) -> Sourced<u32> {
     Sourced {
         value: f.value.min(BULKHEAD_SIZE_MAX),
         source: labels.src(&f.path),
+        path: f.path,
         note: big.then_some("resim's bulkhead takes at most 1,000,000"),
     }
 }
@@ -835,6 +851,7 @@ impl Limits {
             in_flight: in_flight.map(|f| sourced(f, labels)),
             pending: pending.map(|f| sourced(f, labels)),
             retries: retries.map(|f| sourced(f, labels)),
+            budget: None,
         })
     }
 }
@@ -1010,8 +1027,19 @@ fn no_overflow_retry(source: String) -> Field {
     )
 }
 
-/// `http.maxRetries` as the retry's concurrency budget.
+/// The traffic policy's `retryBudget` (Envoy's `retry_budget`, Istio's defaults 20% and 3)
+/// as the retry's concurrency budget, or else `http.maxRetries` as one of no percentage.
 fn budget(limits: &Limits) -> Option<Field> {
+    if let Some(b) = &limits.budget {
+        let (percent, min) = b.value;
+        return Some(b.field(
+            "budget",
+            Ron::Scalar(format!(
+                "Concurrency(budget_percent: {}, min_retry_concurrency: {min})",
+                ron::float(percent).one_line()
+            )),
+        ));
+    }
     limits.retries.as_ref().map(|m| {
         m.field(
             "budget",
@@ -1021,6 +1049,43 @@ fn budget(limits: &Limits) -> Option<Field> {
             )),
         )
         .noted("Envoy's max_retries: retries in flight at once")
+    })
+}
+
+/// `trafficPolicy.retryBudget`: retries in flight up to `percent` of the requests in flight
+/// (and pending), and at least `minRetryConcurrency`, as Envoy's cluster `retry_budget`.
+fn retry_budget(b: &Owned, labels: &Labels) -> Result<Sourced<(f64, u32)>, ImportError> {
+    let n = b.node();
+    let percent = n.f64("percent")?;
+    if let Some(p) = percent
+        .as_ref()
+        .filter(|p| !(0.0..=100.0).contains(&p.value))
+    {
+        return Err(n.error(
+            &p.path,
+            format!("expected a percentage from 0 to 100, got {}", p.value),
+        ));
+    }
+    let min = n.u32("minRetryConcurrency")?;
+    let min_unset = min.as_ref().is_none_or(|m| m.value == 0);
+    if let Some(i) = duration(&n, "budgetInterval")?
+        && !i.value.is_zero()
+    {
+        n.ledger.skip(&i.path, Skip::NoCounterpart, "resim's Concurrency budget counts the requests in flight now; a budgetInterval also counts those started within it, which allows more retries: the budget is imported without it");
+    }
+    Ok(Sourced {
+        value: (
+            percent.as_ref().map_or(20.0, |p| p.value),
+            min.as_ref().filter(|m| m.value > 0).map_or(3, |m| m.value),
+        ),
+        path: b.path.clone(),
+        source: labels.src(&b.path),
+        note: match (percent.is_none(), min_unset) {
+            (true, true) => Some("Istio's defaults: 20% and 3"),
+            (true, false) => Some("Istio's default percent: 20%"),
+            (false, true) => Some("Istio's default minRetryConcurrency: 3, where 0 is unset"),
+            (false, false) => None,
+        },
     })
 }
 

@@ -419,8 +419,9 @@ fn istio_rule() -> impl Strategy<Value = Value> {
             maybe(1u32..=100),
         ),
         maybe((maybe(1u32..=20), maybe(1u64..=120_000), maybe(1u32..=100))),
+        maybe((maybe(0u32..=100), maybe(0u32..=50))),
     )
-        .prop_map(|(lb, (connections, requests, pending, retries), outlier)| {
+        .prop_map(|(lb, (connections, requests, pending, retries), outlier, budget)| {
             let mut policy = json!({});
             put(
                 &mut policy,
@@ -455,6 +456,12 @@ fn istio_rule() -> impl Strategy<Value = Value> {
                 put(&mut o, "baseEjectionTime", ejection.map(|e| json!(go(e))));
                 put(&mut o, "maxEjectionPercent", percent.map(|p| json!(p)));
                 policy["outlierDetection"] = o;
+            }
+            if let Some((percent, min)) = budget {
+                let mut b = json!({});
+                put(&mut b, "percent", percent.map(|p| json!(p)));
+                put(&mut b, "minRetryConcurrency", min.map(|m| json!(m)));
+                policy["retryBudget"] = b;
             }
             json!({
                 "apiVersion": "networking.istio.io/v1",

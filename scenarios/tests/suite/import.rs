@@ -360,6 +360,128 @@ fn istio_virtual_service_retries() {
     check_format("istio", "retries.yaml");
 }
 
+/// A traffic policy's `retryBudget` (Istio 1.27): a `Concurrency` budget, with the pool's
+/// `maxRetries` listed as ignored, as Envoy ignores `max_retries` beside a `retry_budget`.
+#[test]
+fn istio_retry_budget() {
+    check_format("istio", "retry-budget.yaml");
+}
+
+/// The `budget` line of an imported scenario: the value, without its comment.
+fn budget_line(stdout: &str) -> String {
+    let line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("budget:"))
+        .unwrap_or_else(|| panic!("no budget in:\n{stdout}"));
+    line.split(" //").next().unwrap().trim().to_string()
+}
+
+/// Istio is a front for Envoy: a DestinationRule's `retryBudget` imports as the same budget
+/// as the Envoy cluster `retry_budget` it becomes, beside a `max_retries` both ignore, for
+/// each mix of given and defaulted numbers (20% and 3 when left out).
+#[test]
+fn istio_retry_budget_imports_as_envoys() {
+    let dir = scratch("budget-envoy");
+    for (i, (percent, min)) in [
+        (Some(25), Some(5)),
+        (None, None),
+        (Some(0), Some(7)),
+        (Some(100), None),
+        (None, Some(1)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let istio_budget = [
+            percent.map(|p| format!("percent: {p}")),
+            min.map(|m| format!("minRetryConcurrency: {m}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let envoy_budget = [
+            percent.map(|p| format!("budget_percent: {{ value: {p} }}")),
+            min.map(|m| format!("min_retry_concurrency: {m}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", ");
+        let istio = dir.join(format!("istio-{i}.yaml"));
+        std::fs::write(&istio, format!("apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {{ name: ratings }}\nspec:\n  host: ratings\n  trafficPolicy:\n    connectionPool: {{ http: {{ maxRetries: 10 }} }}\n    retryBudget: {{ {istio_budget} }}\n---\napiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{ name: ratings }}\nspec:\n  hosts: [ratings]\n  http:\n  - route: [{{ destination: {{ host: ratings }} }}]\n    retries: {{ attempts: 3, retryOn: 5xx }}\n")).unwrap();
+        let envoy = dir.join(format!("envoy-{i}.yaml"));
+        std::fs::write(&envoy, format!("static_resources:\n  listeners:\n  - name: ingress\n    filter_chains:\n    - filters:\n      - name: envoy.filters.network.http_connection_manager\n        typed_config:\n          \"@type\": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager\n          stat_prefix: ingress_http\n          route_config:\n            virtual_hosts:\n            - name: backend\n              domains: [\"*\"]\n              routes:\n              - match: {{ prefix: / }}\n                route: {{ cluster: ratings, retry_policy: {{ retry_on: 5xx, num_retries: 3 }} }}\n  clusters:\n  - name: ratings\n    circuit_breakers: {{ thresholds: [{{ max_retries: 10, retry_budget: {{ {envoy_budget} }} }}] }}\n")).unwrap();
+        let istio = import(&[istio.to_str().unwrap()]);
+        let envoy = import(&[envoy.to_str().unwrap()]);
+        assert_eq!(istio.code, 0, "{}", istio.stderr);
+        assert_eq!(envoy.code, 0, "{}", envoy.stderr);
+        let line = budget_line(&istio.stdout);
+        let expected = format!(
+            "budget: Concurrency(budget_percent: {}.0, min_retry_concurrency: {}),",
+            percent.unwrap_or(20),
+            min.unwrap_or(3)
+        );
+        assert_eq!(line, expected, "case {i}: {percent:?}, {min:?}");
+        assert_eq!(
+            line,
+            budget_line(&envoy.stdout),
+            "case {i}: {percent:?}, {min:?}"
+        );
+        assert!(
+            istio
+                .stderr
+                .contains("maxRetries: a simplification: Envoy ignores max_retries"),
+            "{}",
+            istio.stderr
+        );
+    }
+}
+
+/// A subset's `retryBudget` replaces the host's whole: its percent, Istio's default floor of
+/// 3 for what it leaves out, and its `budgetInterval` listed (resim's budget counts only the
+/// requests in flight).
+#[test]
+fn istio_subset_retry_budget_replaces_the_hosts() {
+    let out = import(&[&format!("{FIXTURES}/istio/retry-budget-subset.yaml")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        budget_line(&out.stdout),
+        "budget: Concurrency(budget_percent: 50.0, min_retry_concurrency: 3),"
+    );
+    for listed in [
+        "spec.trafficPolicy.retryBudget: a simplification: the subset's retryBudget replaces it whole",
+        "subsets[canary].trafficPolicy.retryBudget.budgetInterval: no counterpart",
+    ] {
+        assert!(out.stderr.contains(listed), "{listed} in:\n{}", out.stderr);
+    }
+}
+
+/// A retry budget's percent outside 0..100 is refused, with the field and the range.
+#[test]
+fn istio_retry_budget_percent_out_of_range_is_refused() {
+    let dir = scratch("budget-range");
+    let file = dir.join("over.yaml");
+    let text = std::fs::read_to_string(
+        workspace_root()
+            .join(FIXTURES)
+            .join("istio/retry-budget.yaml"),
+    )
+    .unwrap()
+    .replace("percent: 25", "percent: 250");
+    std::fs::write(&file, text).unwrap();
+    let out = import(&[file.to_str().unwrap()]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("retryBudget.percent")
+            && out
+                .stderr
+                .contains("expected a percentage from 0 to 100, got 250"),
+        "{}",
+        out.stderr
+    );
+}
+
 /// A `kind: List` (as `kubectl get -o json` writes it): a weighted split over two subsets,
 /// consistent hashing, gateway errors only, HTTP/2, a host with Istio's default route, and an
 /// object of another kind.
