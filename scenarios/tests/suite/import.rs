@@ -392,22 +392,18 @@ fn istio_retry_budget_imports_as_envoys() {
     .into_iter()
     .enumerate()
     {
-        let istio_budget = [
+        // The fields given, in a flow mapping's syntax.
+        let given = |fields: [Option<String>; 2]| {
+            fields.into_iter().flatten().collect::<Vec<_>>().join(", ")
+        };
+        let istio_budget = given([
             percent.map(|p| format!("percent: {p}")),
             min.map(|m| format!("minRetryConcurrency: {m}")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(", ");
-        let envoy_budget = [
+        ]);
+        let envoy_budget = given([
             percent.map(|p| format!("budget_percent: {{ value: {p} }}")),
             min.map(|m| format!("min_retry_concurrency: {m}")),
-        ]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(", ");
+        ]);
         let istio = dir.join(format!("istio-{i}.yaml"));
         std::fs::write(&istio, format!("apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata: {{ name: ratings }}\nspec:\n  host: ratings\n  trafficPolicy:\n    connectionPool: {{ http: {{ maxRetries: 10 }} }}\n    retryBudget: {{ {istio_budget} }}\n---\napiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{ name: ratings }}\nspec:\n  hosts: [ratings]\n  http:\n  - route: [{{ destination: {{ host: ratings }} }}]\n    retries: {{ attempts: 3, retryOn: 5xx }}\n")).unwrap();
         let envoy = dir.join(format!("envoy-{i}.yaml"));
