@@ -16,8 +16,9 @@
 //! flight at once; Istio leaves every limit it is not given at 2^32-1, so an unset limit is no
 //! limit. The traffic policy's `retryBudget` is the cluster's `retry_budget` (a `Concurrency`
 //! budget: `percent` of the requests in flight, 20% by default, at least
-//! `minRetryConcurrency`, 3 by default), and replaces `maxRetries` as it does in Envoy. Outlier detection is Envoy's: `consecutive5xxErrors` (5 by default, 0 turns it
-//! off) or, when lower, `consecutiveGatewayErrors` is resim's `outlier`. A route's `timeout`
+//! `minRetryConcurrency`, 3 by default), and replaces `maxRetries` as it does in Envoy.
+//! Outlier detection is Envoy's: `consecutive5xxErrors` (5 by default, 0 turns it off) or,
+//! when lower, `consecutiveGatewayErrors` is resim's `outlier`. A route's `timeout`
 //! spans every retry (the call's `deadline`; none by default, as Istio turns Envoy's 15s off),
 //! `perTryTimeout` is one attempt's, `attempts` counts retries, with Envoy's back-off (25ms
 //! base, or `retries.backoff`, fully jittered, capped at ten times the base). Without
@@ -27,8 +28,8 @@
 //! **Subsets.** A subset is a version of the host (a label selector over its endpoints); a
 //! call here goes to one service, so the subset the first route to the host names is the one
 //! imported: its `trafficPolicy` components (connection pool, outlier detection, load
-//! balancer, retry budget) replace the host's whole components, as pilot merges them. Other subsets are
-//! listed: their policies act only on traffic routed to them.
+//! balancer, retry budget) replace the host's whole components, as pilot merges them. Other
+//! subsets are listed: their policies act only on traffic routed to them.
 
 use super::envoy::STATUS_5XX;
 use super::ron::{self, Field, Ron};
