@@ -69,7 +69,9 @@ struct Object<'a> {
 struct Labels(Vec<(String, String)>);
 
 impl Labels {
-    fn src(&self, path: &str) -> String {
+    /// `path` with its object named by kind and name: `DestinationRule[reviews].spec.host`
+    /// for `[0].spec.host`.
+    fn name(&self, path: &str) -> String {
         let found = self.0.iter().rev().find(|(prefix, _)| {
             path == prefix
                 || prefix.is_empty()
@@ -80,13 +82,28 @@ impl Labels {
             Some((prefix, label)) => {
                 let rest = path[prefix.len()..].trim_start_matches('.');
                 if rest.is_empty() {
-                    format!("istio: {label}")
+                    label.clone()
                 } else {
-                    format!("istio: {label}.{rest}")
+                    format!("{label}.{rest}")
                 }
             }
-            None => format!("istio: {path}"),
+            None => path.to_string(),
         }
+    }
+
+    /// `path` as a comment names its source.
+    fn src(&self, path: &str) -> String {
+        format!("istio: {}", self.name(path))
+    }
+
+    /// `error` (`FILE: PATH: message`) with its path named as the mapping table names it.
+    fn relabel(&self, file: &str, error: ImportError) -> ImportError {
+        let named = error
+            .0
+            .strip_prefix(&format!("{file}: "))
+            .and_then(|rest| rest.split_once(": "))
+            .map(|(path, message)| format!("{file}: {}: {message}", self.name(path)));
+        named.map_or(error, ImportError)
     }
 }
 
@@ -164,9 +181,19 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
         labels.push((o.owned.path.clone(), label));
     }
     let labels = Labels(labels);
+    upstreams(doc, &objects, &ledger, &labels).map_err(|e| labels.relabel(&doc.file, e))
+}
+
+/// The upstreams of the file's objects, and what was not imported.
+fn upstreams(
+    doc: &Doc,
+    objects: &[Object],
+    ledger: &Ledger,
+    labels: &Labels,
+) -> Result<Plan, ImportError> {
     let mut rules: Vec<(String, Owned)> = Vec::new();
     let mut routes: Vec<Route> = Vec::new();
-    for o in &objects {
+    for o in objects {
         let spec = o.owned.node().object("spec")?.ok_or_else(|| {
             o.owned.node().error(
                 &child(&o.owned.path, "spec"),
@@ -207,7 +234,7 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
                 "a call has one stack: the first destination to the host (its route's policy and its subset) is imported; give each route a call of its own with --into",
             );
         }
-        upstreams.push(upstream(host, rule, route, &labels)?);
+        upstreams.push(upstream(host, rule, route, labels)?);
     }
     unused_routes(&routes, &hosts);
     let skipped = ledger

@@ -469,7 +469,8 @@ fn istio_retry_budget_percent_out_of_range_is_refused() {
     let out = import(&[file.to_str().unwrap()]);
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(
-        out.stderr.contains("retryBudget.percent")
+        out.stderr
+            .contains("DestinationRule[ratings].spec.trafficPolicy.retryBudget.percent: ")
             && out
                 .stderr
                 .contains("expected a percentage from 0 to 100, got 250"),
