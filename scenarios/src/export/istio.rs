@@ -235,16 +235,16 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
         _ => sheet.leave(at("backoff"), ron(&r.backoff), "Istio's back-off is Envoy's: from `backoff` doubling to ten times it, fully jittered (Exponential(multiplier: 2.0, delay_max: 10 × delay_initial), jitter: Full); Istio's default (25ms) applies"),
     }
     match &r.budget {
-        Some(BudgetConfig::Concurrency(b)) if b.budget_percent == 0.0 && b.min_retry_concurrency > 0 => {
+        Some(budget @ BudgetConfig::Concurrency(b)) if b.min_retry_concurrency == 0 => sheet.leave(at("budget"), ron(budget), "Istio reads 0 as unset in maxRetries (no limit) and in retryBudget.minRetryConcurrency (3): a budget with no floor has no counterpart"),
+        Some(BudgetConfig::Concurrency(b)) if b.budget_percent == 0.0 => {
             pool.http.insert("maxRetries".into(), json!(b.min_retry_concurrency));
             sheet.put(at("budget.min_retry_concurrency"), format!("{RULE}.connectionPool.http.maxRetries"), b.min_retry_concurrency);
         }
-        Some(BudgetConfig::Concurrency(b)) if b.min_retry_concurrency > 0 => {
+        Some(BudgetConfig::Concurrency(b)) => {
             pool.retry_budget = Some(json!({ "percent": b.budget_percent, "minRetryConcurrency": b.min_retry_concurrency }));
             sheet.put(at("budget.budget_percent"), format!("{RULE}.retryBudget.percent"), b.budget_percent);
             sheet.put(at("budget.min_retry_concurrency"), format!("{RULE}.retryBudget.minRetryConcurrency"), b.min_retry_concurrency);
         }
-        Some(budget @ BudgetConfig::Concurrency(_)) => sheet.leave(at("budget"), ron(budget), "Istio reads 0 as unset in maxRetries (no limit) and in retryBudget.minRetryConcurrency (3): a budget with no floor has no counterpart"),
         Some(other) => sheet.leave(at("budget"), ron(other), "Istio's retry limits are maxRetries and retryBudget, both on retries in flight at once (Concurrency); this budget has no counterpart"),
         None => {}
     }

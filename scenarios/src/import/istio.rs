@@ -1094,8 +1094,8 @@ fn retry_budget(b: &Owned, labels: &Labels) -> Result<Sourced<(f64, u32)>, Impor
             format!("expected a percentage from 0 to 100, got {}", p.value),
         ));
     }
-    let min = n.u32("minRetryConcurrency")?;
-    let min_unset = min.as_ref().is_none_or(|m| m.value == 0);
+    // A plain uint32: 0 is proto3's unset, and Istio's 3 applies.
+    let min = n.u32("minRetryConcurrency")?.filter(|m| m.value > 0);
     if let Some(i) = duration(&n, "budgetInterval")?
         && !i.value.is_zero()
     {
@@ -1104,11 +1104,11 @@ fn retry_budget(b: &Owned, labels: &Labels) -> Result<Sourced<(f64, u32)>, Impor
     Ok(Sourced {
         value: (
             percent.as_ref().map_or(20.0, |p| p.value),
-            min.as_ref().filter(|m| m.value > 0).map_or(3, |m| m.value),
+            min.as_ref().map_or(3, |m| m.value),
         ),
         path: b.path.clone(),
         source: labels.src(&b.path),
-        note: match (percent.is_none(), min_unset) {
+        note: match (percent.is_none(), min.is_none()) {
             (true, true) => Some("Istio's defaults: 20% and 3"),
             (true, false) => Some("Istio's default percent: 20%"),
             (false, true) => Some("Istio's default minRetryConcurrency: 3, where 0 is unset"),
