@@ -2,7 +2,8 @@
 //! engine's contract (increasing time, ties in scheduling order, O(1) cancellable timers):
 //!
 //! - `radix+slab`: sim-core's `EventQueue` (a radix heap of 16-byte `(time, slot,
-//!   generation)` entries over the time's bits, payloads and sequence numbers in a slab);
+//!   generation)` entries over the time's hexadecimal digits, payloads and sequence numbers
+//!   in a slab);
 //! - `binary+slotmap`: the engine's queue before it (std `BinaryHeap` of 24-byte `(time,
 //!   seq, slot)` keys, payloads in a slotmap, stale keys swept when they pass half the heap);
 //! - `radix inline`: the same radix heap holding `(time, seq, timer, payload)` inline, with
@@ -39,6 +40,7 @@ use dary_heap::QuaternaryHeap;
 use priority_queue::PriorityQueue;
 use radix_heap::RadixHeapMap;
 use sim_core::queue::EventQueue;
+use sim_core::radix::{BUCKETS, Occupancy, bucket_of};
 use sim_core::sample::Sampler;
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
 use slotmap::{DefaultKey, SlotMap};
@@ -281,14 +283,15 @@ trait Timed {
     fn time(&self) -> u64;
 }
 
-/// The radix heap of the engine's queue, over any entry (see sim-core's `queue.rs` for the
-/// reasoning; this copy serves the inline design only).
+/// The radix heap of the engine's queue, over any entry, on the engine's index
+/// (`sim_core::radix`; see sim-core's `queue.rs` for the reasoning; this copy serves the
+/// inline design only).
 struct Radix<E> {
     last: u64,
     due: Vec<E>,
     due_head: usize,
-    buckets: [Vec<E>; 64],
-    occupied: u64,
+    buckets: [Vec<E>; BUCKETS],
+    occupied: Occupancy,
 }
 
 impl<E: Timed + Copy> Radix<E> {
@@ -298,7 +301,7 @@ impl<E: Timed + Copy> Radix<E> {
             due: Vec::new(),
             due_head: 0,
             buckets: std::array::from_fn(|_| Vec::new()),
-            occupied: 0,
+            occupied: Occupancy::default(),
         }
     }
 
@@ -309,9 +312,9 @@ impl<E: Timed + Copy> Radix<E> {
         if time == self.last {
             self.due.push(entry);
         } else {
-            let b = (time ^ self.last).ilog2() as usize;
+            let b = bucket_of(time, self.last);
             self.buckets[b].push(entry);
-            self.occupied |= 1 << b;
+            self.occupied.set(b);
         }
     }
 
@@ -325,20 +328,17 @@ impl<E: Timed + Copy> Radix<E> {
             }
             return Some(entry);
         }
-        if self.occupied == 0 {
-            return None;
-        }
-        let b = self.occupied.trailing_zeros() as usize;
+        let b = self.occupied.lowest()?;
         let (lower, upper) = self.buckets.split_at_mut(b);
         let bucket = &mut upper[0];
         if let [entry] = bucket[..] {
             bucket.clear();
-            self.occupied &= !(1 << b);
+            self.occupied.clear(b);
             self.last = entry.time();
             return Some(entry);
         }
         let earliest = bucket.iter().map(E::time).min()?;
-        self.occupied &= !(1 << b);
+        self.occupied.clear(b);
         self.last = earliest;
         let mut first = None;
         for entry in bucket.drain(..) {
@@ -350,9 +350,9 @@ impl<E: Timed + Copy> Radix<E> {
                     self.due.push(entry);
                 }
             } else {
-                let below = (time ^ earliest).ilog2() as usize;
+                let below = bucket_of(time, earliest);
                 lower[below].push(entry);
-                self.occupied |= 1 << below;
+                self.occupied.set(below);
             }
         }
         first
@@ -365,7 +365,7 @@ impl<E: Timed + Copy> Radix<E> {
         for (b, bucket) in self.buckets.iter_mut().enumerate() {
             bucket.retain(&mut f);
             if bucket.is_empty() {
-                self.occupied &= !(1 << b);
+                self.occupied.clear(b);
             }
         }
     }

@@ -17,6 +17,7 @@
 //! |---|---|
 //! | [`time`] | `SimTime`, `SimDuration`, `Rate`, their parsing and display |
 //! | [`queue`] | the pending-event set and cancellable timers |
+//! | [`radix`] | the radix heap's index: buckets by hexadecimal digit, their occupancy |
 //! | [`sim`] | the run loop, entities, context, limits, trace |
 //! | [`rng`] | named random streams |
 //! | [`sample`] | distributions and primitive draws |
@@ -59,6 +60,7 @@ pub mod error;
 pub mod metrics;
 pub mod queue;
 pub mod queueing;
+pub mod radix;
 pub mod rng;
 pub mod sample;
 pub mod sim;

@@ -5,13 +5,14 @@
 //! (the target, the payload, the memory layout) influences the order.
 //!
 //! **Design.** A radix heap on the event times, with the payloads in a slab. The heap keeps
-//! 16-byte entries `(time, slot, generation)` in 64 buckets: an entry whose time differs
-//! from `last` (the time of the last event taken) first at bit `b` is in bucket `b`, and
-//! entries at exactly `last` wait in a `due` list. Scheduling appends to one bucket (O(1),
-//! no comparisons). When `due` runs dry, the lowest non-empty bucket holds the earliest
-//! events: its smallest time becomes `last` and its entries are spread over the lower
-//! buckets and `due`, each entry moving down at most 64 times in its life, over contiguous
-//! memory, where a binary heap pays a cache miss per level once it outgrows the cache.
+//! 16-byte entries `(time, slot, generation)` in 256 buckets, by the highest hexadecimal
+//! digit in which their time differs from `last` (the time of the last event taken) and
+//! their value there ([`crate::radix`]); entries at exactly `last` wait in a `due` list.
+//! Scheduling appends to one bucket (O(1), no comparisons). When `due` runs dry, the lowest
+//! non-empty bucket holds the earliest events: its smallest time becomes `last` and its
+//! entries are spread over the buckets of lower digits and `due`, each entry moving down at
+//! most 16 times in its life, over contiguous memory, where a binary heap pays a cache miss
+//! per level once it outgrows the cache.
 //! Appends and the spreading keep each bucket's order, so within a bucket entries of equal
 //! time stay in scheduling order and `due` is first in, first out: ties are broken by the
 //! structure itself, with no sequence number in the entries. The heap is fast because the
@@ -29,11 +30,12 @@
 //! of live events even when almost every timeout is cancelled, as it is in a healthy
 //! request/response model. The buckets' room follows them too: events pass through the
 //! buckets in turn, and a table emptied while the room of all of them is over three entries
-//! per pending event (beyond 256 each keeps) gives the rest back.
+//! per pending event (beyond 64 each keeps) gives the rest back.
 //!
 //! ARCHITECTURE.md records the measurements behind this choice (against binary and 4-ary
 //! heaps, inline payloads, the `radix-heap` and `priority-queue` crates).
 
+use crate::radix::{BUCKETS, Occupancy, bucket_of};
 use crate::time::SimTime;
 use std::num::NonZeroU32;
 
@@ -66,21 +68,12 @@ struct Entry {
     generation: NonZeroU32,
 }
 
-/// One bucket per bit of a `u64` time.
-const BUCKETS: usize = 64;
-
-/// Room (in entries) that `due` and each bucket keep when emptied, whatever the budget.
-const ROOM_KEPT: usize = 256;
+/// Room (in entries) that `due` and each bucket keep when emptied, whatever the budget (in
+/// all, about what 64 buckets keeping 256 each kept).
+const ROOM_KEPT: usize = 64;
 
 /// Stale entries below this count are never worth a sweep.
 const COMPACT_MIN_STALE: usize = 1024;
-
-/// The bucket of an entry at `time` when the last event taken was at `last` (`time > last`):
-/// the highest bit in which they differ.
-#[inline]
-fn bucket_of(time: u64, last: u64) -> usize {
-    (time ^ last).ilog2() as usize
-}
 
 /// Pending events ordered by `(time, seq)`; see the module docs for the contract.
 pub struct EventQueue<P> {
@@ -89,10 +82,11 @@ pub struct EventQueue<P> {
     /// Entries at exactly `last`, in scheduling order; those before `due_head` were taken.
     due: Vec<Entry>,
     due_head: usize,
-    /// Entries after `last`, by the highest bit in which their time differs from it.
+    /// Entries after `last`, by the highest digit in which their time differs from it and
+    /// their value there.
     buckets: [Vec<Entry>; BUCKETS],
     /// Bit `b` is set when `buckets[b]` is not empty.
-    occupied: u64,
+    occupied: Occupancy,
     slab: Slab<P>,
     next_seq: u64,
     /// Events taken or cancelled: `next_seq - ended` are pending.
@@ -137,7 +131,7 @@ impl<P> EventQueue<P> {
             due: Vec::new(),
             due_head: 0,
             buckets: std::array::from_fn(|_| Vec::new()),
-            occupied: 0,
+            occupied: Occupancy::default(),
             slab: Slab::with_capacity(capacity),
             next_seq: 0,
             ended: 0,
@@ -165,7 +159,7 @@ impl<P> EventQueue<P> {
         } else {
             let bucket = bucket_of(time, self.last);
             self.buckets[bucket].push(entry);
-            self.occupied |= 1 << bucket;
+            self.occupied.set(bucket);
         }
         (seq, TimerId { slot, generation })
     }
@@ -213,7 +207,7 @@ impl<P> EventQueue<P> {
         for (b, bucket) in self.buckets.iter_mut().enumerate() {
             bucket.retain(live);
             if bucket.is_empty() {
-                self.occupied &= !(1 << b);
+                self.occupied.clear(b);
             }
         }
         self.stale = 0;
@@ -269,10 +263,7 @@ impl<P> EventQueue<P> {
             }
             return Some(entry);
         }
-        if self.occupied == 0 {
-            return None;
-        }
-        let b = self.occupied.trailing_zeros() as usize;
+        let b = self.occupied.lowest()?;
         match self.buckets[b][..] {
             // The common cases of a short queue: one entry, nothing to spread; two, the
             // earlier is taken (the first of them at equal times) and the other moves.
@@ -290,7 +281,7 @@ impl<P> EventQueue<P> {
     #[inline(always)]
     fn take_bucket(&mut self, b: usize, first: Entry, other: Option<Entry>) -> Entry {
         self.buckets[b].clear();
-        self.occupied &= !(1 << b);
+        self.occupied.clear(b);
         self.last = first.time;
         match other {
             None => {}
@@ -305,7 +296,7 @@ impl<P> EventQueue<P> {
     fn move_down(&mut self, entry: Entry) {
         let below = bucket_of(entry.time, self.last);
         self.buckets[below].push(entry);
-        self.occupied |= 1 << below;
+        self.occupied.set(below);
     }
 
     /// Takes the earliest entry of bucket `b` (the lowest occupied) if it is at or before
@@ -323,7 +314,7 @@ impl<P> EventQueue<P> {
         let mut first = None;
         // The bits of the buckets filled, gathered in a register: the pushes may allocate,
         // so `self.occupied` itself would be stored and reloaded for every entry.
-        let mut filled = 0u64;
+        let mut filled = Occupancy::default();
         for &entry in bucket.iter() {
             if entry.time == earliest {
                 if first.is_none() {
@@ -335,10 +326,11 @@ impl<P> EventQueue<P> {
                 let below = bucket_of(entry.time, earliest);
                 debug_assert!(below < b, "an entry moved up a bucket");
                 lower[below].push(entry);
-                filled |= 1 << below;
+                filled.set(below);
             }
         }
-        self.occupied = (self.occupied & !(1 << b)) | filled;
+        self.occupied.clear(b);
+        self.occupied.union(filled);
         bucket.clear();
         if bucket.capacity() > ROOM_KEPT && self.over_budget() {
             self.buckets[b].shrink_to(ROOM_KEPT);
@@ -365,17 +357,20 @@ impl<P> EventQueue<P> {
     /// Moves `last` back to `time`, for an event scheduled before it: a model that schedules
     /// before the last event it took, or after `pop_due` went past stale entries to find
     /// nothing due. Every entry is at or after the old `last`, which differs from `time`
-    /// first at bit `h` (a 1 where `time` has a 0): the entries of `due` and of the buckets
-    /// below `h` all differ from `time` first at `h` too, the bucket `h` itself is empty, and
-    /// the buckets above keep their entries. Gathering keeps each bucket's order, and equal
-    /// times were all in one place, so ties stay in scheduling order.
+    /// first in digit `p`, where `last` has the larger value `v`, so that `last` belongs in
+    /// bucket `h = 16 p + v` relative to `time`. The entries of `due` and of the buckets below
+    /// `h` (all of lower digits: those of digit `p` hold values above `v`) share digit `p`
+    /// with `last` and belong in `h` too; `h` itself is empty, and the buckets above keep
+    /// their entries, which differ from `time` where they differed from `last`. Gathering
+    /// keeps each bucket's order, and equal times were all in one place, so ties stay in
+    /// scheduling order.
     #[cold]
     fn lower_to(&mut self, time: u64) {
         let h = bucket_of(self.last, time);
         let mut gathered = std::mem::take(&mut self.buckets[h]);
         debug_assert!(
             gathered.is_empty(),
-            "bucket {h} held entries before `last`'s bit"
+            "bucket {h} held entries before `last`'s digit"
         );
         gathered.extend(self.due.drain(self.due_head..));
         self.due.clear();
@@ -383,9 +378,9 @@ impl<P> EventQueue<P> {
         for lower in &mut self.buckets[..h] {
             gathered.append(lower);
         }
-        self.occupied &= !(u64::MAX >> (63 - h));
+        self.occupied.clear_below(h + 1);
         if !gathered.is_empty() {
-            self.occupied |= 1 << h;
+            self.occupied.set(h);
         }
         self.buckets[h] = gathered;
         self.last = time;
@@ -405,8 +400,7 @@ impl<P> EventQueue<P> {
         self.due.clear();
         self.due_head = 0;
         let mut found = None;
-        while self.occupied != 0 {
-            let b = self.occupied.trailing_zeros() as usize;
+        while let Some(b) = self.occupied.lowest() {
             let bucket = &mut self.buckets[b];
             let before = bucket.len();
             bucket.retain(live);
@@ -415,7 +409,7 @@ impl<P> EventQueue<P> {
                 found = Some(SimTime::from_nanos(time));
                 break;
             }
-            self.occupied &= !(1 << b);
+            self.occupied.clear(b);
         }
         self.stale -= dropped;
         found
@@ -475,7 +469,7 @@ impl<P> EventQueue<P> {
                 .all(|e| e.time == self.last)
         );
         for (b, bucket) in self.buckets.iter().enumerate() {
-            assert_eq!(self.occupied & (1 << b) != 0, !bucket.is_empty());
+            assert_eq!(self.occupied.has(b), !bucket.is_empty());
             assert!(
                 bucket
                     .iter()
