@@ -378,7 +378,7 @@ impl<P> EventQueue<P> {
         for lower in &mut self.buckets[..h] {
             gathered.append(lower);
         }
-        self.occupied.clear_below(h + 1);
+        self.occupied.clear_below(h);
         if !gathered.is_empty() {
             self.occupied.set(h);
         }

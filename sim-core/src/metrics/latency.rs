@@ -358,13 +358,23 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    #[test]
-    fn histogram_quantiles_are_within_precision() {
-        let mut h = LatencyHistogram::new();
+    /// `h` after recording 1ms, 2ms, ..., 1000ms and one value of two hours (past the limit).
+    fn a_thousand_ms_and_two_hours(mut h: LatencyHistogram) -> LatencyHistogram {
         for ms in 1..=1000 {
             h.record(SimDuration::from_millis(ms));
         }
         h.record(SimDuration::from_secs(7200));
+        h
+    }
+
+    /// Whether `d` is within 1% of `ms` milliseconds.
+    fn within_1pct(d: SimDuration, ms: f64) -> bool {
+        (d.as_millis_f64() - ms).abs() <= ms * 0.01
+    }
+
+    #[test]
+    fn histogram_quantiles_are_within_precision() {
+        let h = a_thousand_ms_and_two_hours(LatencyHistogram::new());
         assert_eq!(h.count(), 1001);
         assert_eq!(h.clamped(), 1);
         let p50 = h.quantile(0.5).as_millis_f64();
@@ -376,13 +386,9 @@ mod tests {
 
     #[test]
     fn compact_histograms_grow_to_their_values_and_merge_with_full_ones() {
-        let mut compact = LatencyHistogram::compact();
-        for ms in 1..=1000 {
-            compact.record(SimDuration::from_millis(ms));
-        }
-        compact.record(SimDuration::from_secs(7200));
+        let mut compact = a_thousand_ms_and_two_hours(LatencyHistogram::compact());
         assert_eq!(compact.clamped(), 1);
-        let within = |d: SimDuration, ms: f64| (d.as_millis_f64() - ms).abs() <= ms * 0.01;
+        let within = within_1pct;
         assert!(
             within(compact.quantile(0.5), 501.0),
             "{}",
@@ -415,7 +421,7 @@ mod tests {
         assert_eq!(compact.count(), u64::from(u32::MAX) + 3);
         compact.record_n(ms, u64::from(u32::MAX));
         assert_eq!(compact.count(), 2 * u64::from(u32::MAX) + 3);
-        let within = |d: SimDuration, ms: f64| (d.as_millis_f64() - ms).abs() <= ms * 0.01;
+        let within = within_1pct;
         assert!(
             within(compact.quantile(0.5), 5.0),
             "{}",
