@@ -318,6 +318,7 @@ impl LinkParams {
 }
 
 /// A link's random stream, derived from the run seed and its name on its first draw.
+#[derive(Clone)]
 pub(crate) struct LazyStream {
     seed: Seed,
     prefix: std::sync::Arc<str>,
@@ -336,6 +337,7 @@ impl LazyStream {
 }
 
 /// One directed link and everything it remembers.
+#[derive(Clone)]
 pub(crate) struct Link<P> {
     pub source: NodeId,
     pub target: NodeId,

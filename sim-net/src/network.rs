@@ -48,7 +48,7 @@ pub enum NodeStatus {
     Paused,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Node {
     pub name: String,
     pub entity: EntityId,
@@ -188,6 +188,10 @@ fn drop_note(id: PacketId, reason: DropReason) -> u64 {
 ///
 /// `P` is what messages carry. A world keeps the network in its shared state and sends
 /// through [`crate::send`]; see the crate docs for the whole flow.
+///
+/// A network is a value: a clone (`P: Clone`) holds its own links, messages in flight or
+/// held, fault timeline and rules, and continues exactly as the original would.
+#[derive(Clone)]
 pub struct Network<P> {
     seed: Seed,
     default_params: LinkParams,

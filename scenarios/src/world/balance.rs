@@ -15,7 +15,7 @@ use sim_core::sample::uniform_below;
 use sim_core::{RngStream, SimTime};
 
 /// A service's balancer and its state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Balance {
     balancer: Balancer,
     round_robin: usize,

@@ -66,7 +66,7 @@ pub enum StoreOp {
 
 /// A store call's slot ([`Carries::Store`]): what it carries to the store and what the store
 /// answers.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct StoreSlot {
     /// The replica's clock when it asked.
     asked_at: SimTime,
@@ -77,7 +77,7 @@ pub struct StoreSlot {
 }
 
 /// What the store answered.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum StoreResult {
     /// A script's decision.
     Decided {
@@ -104,7 +104,7 @@ enum Mode {
 }
 
 /// What each replica holds of a limiter.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ReplicaPart {
     /// Its own limiter (`Local`).
     local: Option<Limiter>,
@@ -121,7 +121,7 @@ struct ReplicaPart {
 }
 
 /// One distributed limiter of a service.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Distributed {
     service: u32,
     mode: Mode,

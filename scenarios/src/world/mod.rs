@@ -176,7 +176,7 @@ fn later(ctx: C, delay: SimDuration, msg: Msg) {
 }
 
 /// The world: every component and every request in flight.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct World {
     clients: Vec<Client>,
     services: Vec<Service>,

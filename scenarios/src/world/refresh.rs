@@ -35,7 +35,7 @@ pub enum Refetch {
 }
 
 /// The expiring entries of one service's caches.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Refresh {
     ttl: SimDuration,
     beta: Option<f64>,

@@ -37,7 +37,7 @@ use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 /// One service.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Service {
     name: String,
     config: Config,

@@ -53,7 +53,7 @@ pub enum Caller {
 /// call does not use is out of line: the machines of the layers few stacks have (retry,
 /// hedging, adaptive timeout) are boxed, and the two random streams are derived on their
 /// first draw. A client's plain call site is a few hundred bytes, not 2 KB.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CallSite {
     /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`); shared with
     /// its streams' names.
@@ -93,7 +93,7 @@ const _: () = assert!(std::mem::size_of::<CallSite>() <= 576);
 
 /// A hedged call site's policy and the budget its hedges draw from when there is no retry
 /// policy to share one with.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Hedging {
     hedger: Hedger,
     budget: RetryBudget,

@@ -28,7 +28,7 @@ use patterns::shedder::AdaptiveThrottle;
 use sim_core::{SimDuration, SimTime};
 
 /// One admitting layer of a pattern stack.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Gate {
     /// A circuit breaker (boxed: it is much larger than the other gates, and built once).
     Breaker(Box<Breaker>),
@@ -56,11 +56,25 @@ pub enum Held {
     Throttle,
 }
 
+/// A world is copied whole, each gate's machine with the permits of its calls, so each copy
+/// reports and releases its permits to its own machines (the permits are not `Clone`
+/// otherwise: reporting one twice is a bug).
+impl Clone for Held {
+    fn clone(&self) -> Self {
+        match self {
+            Held::Nothing => Held::Nothing,
+            Held::Breaker(permit) => Held::Breaker(permit.clone_with_machine()),
+            Held::Bulkhead(permit) => Held::Bulkhead(permit.clone_with_machine()),
+            Held::Throttle => Held::Throttle,
+        }
+    }
+}
+
 /// What a call holds from the gates of its stack, in gate order: the outer gates' first,
 /// then the inner gates'. One array serves both lists, since a stack has at most
 /// [`LAYERS_MAX`] layers in all; keeping it small keeps a call small, and a call is moved
 /// into and out of its table once per request.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Permits {
     held: [Held; LAYERS_MAX],
 }
@@ -107,6 +121,17 @@ pub struct Wake {
     pub gate: usize,
     /// The slot granted, if any.
     pub permit: Option<BulkheadPermit>,
+}
+
+/// Copied with its world, as [`Held`] is.
+impl Clone for Wake {
+    fn clone(&self) -> Self {
+        Wake {
+            id: self.id,
+            gate: self.gate,
+            permit: self.permit.as_ref().map(BulkheadPermit::clone_with_machine),
+        }
+    }
 }
 
 impl Permits {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 /// A stream named `{prefix}/{purpose}` (indexed by `index`, when there is one), not derived
 /// until its first draw.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LazyStream {
     seed: Seed,
     /// Shared by the streams of one component (a call site's path).

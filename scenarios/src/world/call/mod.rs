@@ -85,7 +85,7 @@ pub enum Attempt {
 }
 
 /// One logical call.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Call {
     /// Its call site.
     pub site: u32,

@@ -4,7 +4,7 @@
 //! fetch) and hands back what it holds in its service (its row's lock, its idempotency key,
 //! its concurrency and tenant slots); the callers then free its worker and tell its caller.
 
-use super::{Job, Stage};
+use super::{Admitted, Job, Stage};
 use crate::world::call::Owner;
 use crate::world::effects::Effect;
 use crate::world::msg::Packet;
@@ -132,7 +132,7 @@ impl World {
             // The crash resets its replica's limiter and bulkhead: nothing to hand back.
             return Some(j);
         }
-        if let Some(token) = j.admitted.take() {
+        if let Some(Admitted(token)) = j.admitted.take() {
             let ok = match ending {
                 Ending::Answered(o) => Some(o == Outcome::Ok),
                 Ending::Cancelled | Ending::Lost => None,

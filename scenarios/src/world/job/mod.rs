@@ -93,7 +93,7 @@ impl Stage {
 }
 
 /// One attempt at its replica.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Job {
     service: u32,
     replica: u32,
@@ -116,11 +116,22 @@ pub struct Job {
     /// when it is answered.
     fetch: Option<Fetch>,
     /// Its admission by the replica's concurrency limit, handed back when it is answered.
-    admitted: Option<ConcurrencyToken>,
+    admitted: Option<Admitted>,
     /// The idempotency key it executes under, to complete or abort in the store.
     idempotency_key: Option<u64>,
     /// It holds a slot of its replica's per-tenant bulkhead, handed back when it is answered.
     tenant_slot: bool,
+}
+
+/// A job's token from its replica's concurrency limit. A world is copied whole, the limit
+/// with the token, so each copy hands its token back to its own limit.
+#[derive(Debug)]
+struct Admitted(ConcurrencyToken);
+
+impl Clone for Admitted {
+    fn clone(&self) -> Self {
+        Admitted(self.0.clone_with_machine())
+    }
 }
 
 impl Job {
@@ -279,7 +290,7 @@ impl World {
                     j.admitted.is_none() && !j.tenant_slot,
                     "a job is admitted once"
                 );
-                j.admitted = token;
+                j.admitted = token.map(Admitted);
                 j.tenant_slot = s.has_tenant_bulkhead();
                 self.accept(ctx, job);
             }
@@ -291,7 +302,7 @@ impl World {
                     j.admitted.is_none() && !j.tenant_slot,
                     "a job is admitted once"
                 );
-                j.admitted = token;
+                j.admitted = token.map(Admitted);
                 j.tenant_slot = tenant_slot;
                 j.stage = Stage::Shaping { timer };
             }
