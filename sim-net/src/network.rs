@@ -455,6 +455,19 @@ impl<P> Network<P> {
         id
     }
 
+    /// Gives every random stream of the network fresh randomness from `seed` (a branch's,
+    /// [`Seed::branch`]), each keeping its identity: the links' streams, those of links not
+    /// made yet (they derive from `seed`), and the rules' ([`Rule::reseed`]).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.seed = seed;
+        for link in &mut self.links {
+            link.reseed(seed);
+        }
+        for (_, rule) in &mut self.rules {
+            rule.reseed(seed);
+        }
+    }
+
     /// Removes a rule; false if it was not installed.
     pub fn remove_rule(&mut self, id: RuleId) -> bool {
         let before = self.rules.len();

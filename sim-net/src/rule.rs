@@ -9,10 +9,13 @@
 //! installing it does not change the numbers the network draws.
 //!
 //! A network is a value: cloning it clones its rules ([`CloneRule`], which every `Clone`
-//! rule has).
+//! rule has), and [`crate::Network::reseed`] hands each rule the branch seed through
+//! [`Rule::reseed`]. A rule that owns a stream is a type of its own that reseeds it there: a
+//! closure cannot, so a closure that draws random numbers would keep drawing the original's
+//! numbers in every branch.
 
 use crate::{NodeId, PacketId};
-use sim_core::{SimDuration, SimTime};
+use sim_core::{Seed, SimDuration, SimTime};
 
 /// What a rule decides about one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,10 +49,18 @@ pub struct MessageView<'a, P> {
 
 /// A custom fault: sees each message at send time and says pass, drop or delay.
 ///
-/// Any `Clone` `FnMut(SimTime, &MessageView<P>) -> Verdict` closure is a rule.
+/// Any `Clone` `FnMut(SimTime, &MessageView<P>) -> Verdict` closure is a rule (one that
+/// draws no random numbers: see [`Rule::reseed`]).
 pub trait Rule<P>: CloneRule<P> {
     /// Judges one message sent at `now`.
     fn judge(&mut self, now: SimTime, message: &MessageView<'_, P>) -> Verdict;
+
+    /// Takes fresh randomness for a branch of a copied run: a rule that owns a stream calls
+    /// [`sim_core::RngStream::reseed`] on it with `seed`. Rules that draw nothing keep the
+    /// default, which does nothing.
+    fn reseed(&mut self, seed: Seed) {
+        let _ = seed;
+    }
 }
 
 /// How an installed rule is copied with its network: every `Clone` rule has it. (A method

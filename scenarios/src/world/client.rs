@@ -148,6 +148,14 @@ impl Client {
         }
     }
 
+    /// Gives its arrivals and its request mix fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+        if let Some(mix) = &mut self.mix {
+            mix.reseed(seed);
+        }
+    }
+
     /// The zone it stands in, if any.
     pub fn zone(&self) -> Option<u32> {
         self.zone.map(|(z, _)| z)

@@ -334,6 +334,24 @@ impl World {
         Ok(net)
     }
 
+    /// Gives every random stream of the world fresh randomness from `seed` (a branch's,
+    /// [`Seed::branch`]), each keeping its identity: the clients' (arrivals, request mix),
+    /// the services' (balancer, work, faults, admission, routes, store, cache refresh) and
+    /// the call sites' (retry jitter, gates). The network's are [`Net`]'s
+    /// (`sim_net::Network::reseed`). Streams used only while the world is built (isolation
+    /// shards, limiter clock skews) are not held, so a branch keeps what they drew.
+    pub fn reseed(&mut self, seed: Seed) {
+        for client in &mut self.clients {
+            client.reseed(seed);
+        }
+        for service in &mut self.services {
+            service.reseed(seed);
+        }
+        for site in &mut self.sites {
+            site.reseed(seed);
+        }
+    }
+
     /// Describes every event between `from` and `to` in the figures' trace.
     pub fn trace_window(&mut self, from: SimTime, to: SimTime) {
         self.trace = Some(Trace::new(from, to));

@@ -62,6 +62,11 @@ impl Refresh {
         })
     }
 
+    /// Gives its early-refresh draws fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+    }
+
     /// A request at replica `replica` that the hit ratio counts as a hit: `None` if its key
     /// is fresh and stays so, else its refetch of the key (the request is then a miss).
     pub fn consult(&mut self, now: SimTime, replica: usize) -> Option<Fetch> {

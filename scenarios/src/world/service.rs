@@ -132,6 +132,26 @@ impl Service {
         }
     }
 
+    /// Gives every stream it draws from fresh randomness from `seed` (a branch's): its
+    /// balancer's, work times, injected faults, admission, routes, store and cache refresh.
+    pub fn reseed(&mut self, seed: Seed) {
+        self.balance.reseed(seed);
+        for rng in [
+            &mut self.rng_work,
+            &mut self.rng_fault,
+            &mut self.rng_admission,
+            &mut self.rng_route,
+        ] {
+            rng.reseed(seed);
+        }
+        if let Some(store) = &mut self.store {
+            store.reseed(seed);
+        }
+        if let Some(refresh) = &mut self.refresh {
+            refresh.reseed(seed);
+        }
+    }
+
     /// A rolling deploy aims at it: its replicas get slots that can leave rotation.
     pub fn deployed(&mut self) {
         if self.scaling.is_none() {

@@ -170,6 +170,12 @@ impl CallSite {
         }
     }
 
+    /// Gives its retry jitter and its gates fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+        self.gate_rng.reseed(seed);
+    }
+
     /// Its field path.
     pub fn path(&self) -> &str {
         &self.path

@@ -123,6 +123,11 @@ impl StoreState {
         }
     }
 
+    /// Gives its row picks fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+    }
+
     /// Whether its writers take locks.
     #[inline]
     pub fn locking(&self) -> bool {

@@ -49,4 +49,13 @@ impl LazyStream {
             })
         })
     }
+
+    /// Takes `seed` (a branch's): the stream reseeded if it was drawn from, else derived
+    /// from `seed` on its first draw, which gives the same numbers.
+    pub fn reseed(&mut self, seed: Seed) {
+        self.seed = seed;
+        if let Some(stream) = &mut self.stream {
+            stream.reseed(seed);
+        }
+    }
 }

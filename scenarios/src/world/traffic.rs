@@ -142,6 +142,14 @@ impl Mix {
         }))
     }
 
+    /// Gives its class and tenant draws fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+        for rng in self.classes.iter_mut().filter_map(|c| c.rng.as_mut()) {
+            rng.reseed(seed);
+        }
+    }
+
     /// The attributes of the next request: a class in proportion to the shares, then a
     /// tenant of that class.
     pub fn draw(&mut self) -> Attrs {
