@@ -537,9 +537,16 @@ impl<E: Entity> Sim<E> {
     /// (its memory) between slices, at no cost to each event: the slice's end is the event
     /// budget's own check. Running in slices gives the same history as one [`Sim::run`].
     pub fn run_events(&mut self, count: u64) -> Option<StopReason> {
+        self.run_events_until(self.limits.time_limit, count)
+    }
+
+    /// Runs like [`Sim::run_until`], but at most `count` more events: `None` when they ran
+    /// and the run can go on, else why it stopped ([`StopReason::Reached`] when `time` was
+    /// reached first: it can go on too).
+    pub fn run_events_until(&mut self, time: SimTime, count: u64) -> Option<StopReason> {
         let budget = self.limits.max_events;
         self.limits.max_events = budget.min(self.executed.saturating_add(count));
-        let reason = self.run();
+        let reason = self.run_until(time);
         self.limits.max_events = budget;
         (reason != StopReason::EventBudget || self.executed >= budget).then_some(reason)
     }

@@ -14,6 +14,7 @@ mod charts;
 mod check;
 mod check_determinism;
 mod cli;
+mod clone;
 mod compare;
 mod contention;
 mod decisions;
