@@ -304,3 +304,80 @@ proptest! {
         }
     }
 }
+
+/// The `digest` line of a human report.
+fn digest_of(o: &support::Resim) -> String {
+    o.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("digest "))
+        .unwrap_or_else(|| panic!("no digest line: {}{}", o.stdout, o.stderr))
+        .to_string()
+}
+
+const BRANCHED: [&str; 6] = [
+    "run",
+    "book/src/scenarios/replay.ron",
+    "--seed",
+    "19",
+    "--duration",
+    "8s",
+];
+
+/// `resim ARGS` from the workspace root, where `BRANCHED`'s file is.
+fn resim(args: &[&str]) -> support::Resim {
+    support::resim_in(&support::workspace_root(), args)
+}
+
+/// `--branch` on the command line: the same words give the same digest twice and another one
+/// than the run without them, and the replay line that the report ends with gives it again.
+#[test]
+fn the_command_line_replays_a_branched_path() {
+    let with = |extra: &[&str]| resim(&[&BRANCHED[..], extra].concat());
+    let branches = ["--branch", "1000:1:0", "--branch", "2000:2:5"];
+    let (a, b) = (with(&branches), with(&branches));
+    assert_ne!(a.code, 2, "{}", a.stderr);
+    assert_eq!(digest_of(&a), digest_of(&b));
+    assert_ne!(digest_of(&a), digest_of(&with(&[])));
+    assert_ne!(digest_of(&a), digest_of(&with(&branches[..2])));
+    let replay = a.stdout.lines().last().unwrap();
+    assert!(
+        replay.ends_with("--seed 19 --duration 8s --branch 1000:1:0 --branch 2000:2:5"),
+        "{replay}"
+    );
+    let words: Vec<&str> = replay
+        .strip_prefix("replay: resim ")
+        .expect("a replay line")
+        .split(' ')
+        .collect();
+    assert_eq!(digest_of(&resim(&words)), digest_of(&a));
+    let why = resim(&[&["why"][..], &BRANCHED[1..], &branches[..2]].concat());
+    assert_eq!(why.code, 0, "{}", why.stderr);
+    assert!(why.stdout.contains("--branch 1000:1:0"), "{}", why.stdout);
+}
+
+#[test]
+fn malformed_or_out_of_order_branches_are_refused_in_the_users_words() {
+    for (extra, words) in [
+        (
+            &["--branch", "1000:1"][..],
+            "write a branch as AT:LEVEL:INDEX",
+        ),
+        (&["--branch", "x:1:0"], "AT \"x\" is not a whole number"),
+        (
+            &["--branch", "1000:1:-1"],
+            "INDEX \"-1\" is not a whole number",
+        ),
+        (
+            &["--branch", "2000:1:0", "--branch", "1000:1:1"],
+            "book/src/scenarios/replay.ron: --branch 1000:1:1: comes after --branch 2000:1:0",
+        ),
+        (
+            &["--branch", "999999999:1:0"],
+            "the run stopped (time_limit) after",
+        ),
+    ] {
+        let o = resim(&[&BRANCHED[..], extra].concat());
+        assert_eq!(o.code, 2, "{extra:?}: {}", o.stderr);
+        assert!(o.stderr.contains(words), "{extra:?}: {}", o.stderr);
+    }
+}
