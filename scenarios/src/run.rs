@@ -24,6 +24,7 @@ use crate::figures::{Followed, RunMeta};
 use crate::format::error::ScenarioError;
 use crate::format::footprint::footprint;
 use crate::format::limits::Bytes;
+use crate::format::overrides::segment;
 use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use crate::report::Report;
@@ -613,17 +614,17 @@ fn figure_and_fix(largest: usize, live: &Live, pending: usize, held: usize) -> (
                     format!(
                         "{figure}, {} of them queued at services.{})",
                         thousands(q.queued),
-                        q.service
+                        segment(&q.service)
                     ),
                     if q.unbounded {
                         format!(
                             "bound the queue (services.{}.queue.capacity) or give the callers a timeout",
-                            q.service
+                            segment(&q.service)
                         )
                     } else {
                         format!(
                             "use a smaller queue (services.{}.queue.capacity) or fewer replicas",
-                            q.service
+                            segment(&q.service)
                         )
                     },
                 ),

@@ -42,6 +42,7 @@ use super::outcome::{Outcome, Reason};
 use super::site::{CallSite, Caller};
 use super::{C, CallKey, JobKey, World};
 use crate::figures::DistributedFigures;
+use crate::format::overrides::segment;
 use crate::format::schema::distributed::{
     DistributedLimiter, LimiterState, OnStoreFailure, STORE_TIMEOUT_DEFAULT, StoreClock,
 };
@@ -154,7 +155,7 @@ pub fn build(
             let Admission::Distributed(d) = a else {
                 continue;
             };
-            let path = format!("services.{name}.admission[{k}]");
+            let path = format!("services.{}.admission[{k}]", segment(name));
             let (mode, store, state) = match &d.state {
                 LimiterState::Local => (Mode::Local, None, "local"),
                 LimiterState::Central {

@@ -378,6 +378,11 @@ impl CallSite {
         permits.from(self.offset(side))[gate] = Held::Bulkhead(permit);
     }
 
+    /// Room for the permits of a call of this site.
+    pub fn permits(&self) -> Permits {
+        Permits::for_gates(self.outer.len() + self.inner.len())
+    }
+
     /// Where the permits of `side`'s gates start in a call's [`Permits`].
     fn offset(&self, side: Side) -> usize {
         match side {

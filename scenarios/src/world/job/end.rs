@@ -110,6 +110,14 @@ impl World {
         ending: Ending,
     ) -> Option<Job> {
         let mut j = self.jobs.remove(job)?;
+        if let Stage::Calling { calls, .. } = &j.stage {
+            let carried = calls.heap_bytes();
+            assert!(
+                self.carried_bytes >= carried,
+                "carried bytes are counted once"
+            );
+            self.carried_bytes -= carried;
+        }
         if self.follow.is_some() {
             self.note_job_end(now, job, &j, ending);
         }
@@ -247,7 +255,7 @@ impl World {
                 ctx.cancel(timer);
                 self.stop_holding(ctx, &j);
             }
-            Stage::Calling { calls, .. } => {
+            Stage::Calling { ref calls, .. } => {
                 for child in calls.running() {
                     self.cancel_call(ctx, child);
                 }
@@ -295,7 +303,7 @@ impl World {
                 | Stage::Locking { timer, .. } => {
                     ctx.cancel(timer);
                 }
-                Stage::Calling { calls, .. } => {
+                Stage::Calling { ref calls, .. } => {
                     for child in calls.running() {
                         self.cancel_call(ctx, child);
                     }

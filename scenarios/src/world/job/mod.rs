@@ -35,7 +35,7 @@ use sim_core::{SimDuration, SimTime, TimerId};
 use slotmap::Key;
 
 /// Where a job is.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Stage {
     /// On its way to the replica.
     Transit,
@@ -182,6 +182,10 @@ impl Job {
 
     /// Moves it to `stage`.
     pub fn set_stage(&mut self, stage: Stage) {
+        debug_assert!(
+            !matches!(&self.stage, Stage::Calling { calls, .. } if calls.heap_bytes() > 0),
+            "a job's boxed calls leave with the job (`end_job`), which counts their bytes"
+        );
         self.stage = stage;
     }
 
