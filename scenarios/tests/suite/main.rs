@@ -37,5 +37,6 @@ mod sweep;
 mod tidy;
 mod traffic;
 mod tune;
+mod warnings;
 mod why;
 mod world;
