@@ -1,12 +1,15 @@
 //! `resim tune`: which settings meet a scenario's expectations, found by racing the candidate
 //! settings on common random numbers, and, with `--maximize-margin`, how much stress each
-//! finalist takes before it breaks.
+//! finalist takes before it breaks, with the confidence of each verdict.
 //!
 //! | module | what |
 //! |---|---|
 //! | [`race`] | the race: rounds of common seeds, the requirement and the sign test that put candidates out |
-//! | [`margin`] | the bisection over the stress for each finalist |
-//! | [`render`] | what `resim tune` prints, and its `--out` lines |
+//! | [`level`] | one stress level: its seeds in batches, its runs' outcomes, its two verdicts with their confidence |
+//! | [`margin`] | the two bisections over the stress (stability, expectations) for each finalist, and `--margin-at-least` |
+//! | [`choice`] | the recommendation by the objective's rules, and the tie with the rule that broke it |
+//! | [`render`] | what `resim tune` prints |
+//! | [`files`] | its `--out` lines and `--svg` drawing |
 //! | [`split`] | `--partition`: every run the race and the margins could ask for, this share of them |
 //!
 //! A [`Tune`] names the knobs (`--param`, each a [`GridAxis`]; the candidates are their
@@ -30,10 +33,19 @@
 //!   rate itself; with a cost or a margin to optimise, a candidate that meets the requirement
 //!   less often than another but still meets it stays in.
 //! - The margin is a bisection on the stress grid (`START..END:STEP`), which assumes that a
-//!   setting that breaks at some stress also breaks at every higher one; the table shows the
-//!   highest stress that held and the lowest that broke, so a reader can check it with
-//!   `resim phase`.
+//!   setting that breaks at some stress also breaks at every higher one; the table shows
+//!   each level tried with its P(metastable) and P(an expectation fails) and their bounds, so
+//!   a reader can check it with `resim phase`. A level holds when the probability is shown to
+//!   be at most `--threshold` with `--confidence` (exact bounds, sequential batches of seeds:
+//!   [`level`]); three to ten seeds that all held are compatible with a 60% chance of
+//!   failing, which is why a level runs up to 60 seeds by default.
+//! - Stability and expectations are two verdicts with a margin each, said separately: a
+//!   setting may keep its latency objective up to a load where it already fails to recover
+//!   from a spike, or the other way round.
 
+pub mod choice;
+pub mod files;
+pub mod level;
 pub mod margin;
 pub mod race;
 pub mod render;
@@ -78,8 +90,19 @@ pub struct Tune {
     pub objective: Objective,
     /// `--variant` and `--set`, for every run.
     pub overrides: Overrides,
-    /// `--margin-seeds`: how many seeds, from the first, each stress is tried on.
+    /// `--margin-seeds`: the first batch of seeds of each stress level, from the first seed.
     pub margin_seeds: u64,
+    /// `--margin-seeds-max`: the most seeds a stress level runs while a verdict is undecided.
+    pub margin_seeds_max: u64,
+    /// `--threshold`: the most P(metastable) or P(an expectation fails) a level holds at.
+    #[serde(with = "super::part::exact_f64")]
+    pub threshold: f64,
+    /// `--confidence`: of each verdict on a level.
+    #[serde(with = "super::part::exact_f64")]
+    pub confidence: f64,
+    /// `--margin-at-least PATH=VALUE`, with `--minimize`: the one stress level every
+    /// recommendation must hold.
+    pub margin_at_least: Option<Stress>,
     /// `-j`: threads (`None`: one per core).
     #[serde(skip)]
     pub jobs: Option<usize>,
@@ -98,12 +121,23 @@ pub struct Tune {
     pub export: Option<(TargetFormat, String)>,
 }
 
+impl Tune {
+    /// The stress the margins are searched on: `--stress`, or `--margin-at-least`'s one level.
+    pub fn stress(&self) -> Option<&Stress> {
+        match &self.objective {
+            Objective::Margin(s) => Some(s),
+            _ => self.margin_at_least.as_ref(),
+        }
+    }
+}
+
 /// What the recommendation optimises among the candidates that meet the requirement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Objective {
     /// The highest pass rate (no `--minimize`, no `--maximize-margin`).
     PassRate,
-    /// `--minimize PATH`: the least value of one of the `--param` paths.
+    /// `--minimize PATH`: the least value of one of the `--param` paths (with
+    /// [`Tune::margin_at_least`], among those that hold it).
     Minimize(String),
     /// `--maximize-margin --stress …`: the highest stress that still holds.
     Margin(Stress),
@@ -128,6 +162,8 @@ pub struct Stress {
     pub unit: String,
     /// Decimals shown (0 for integers).
     pub decimals: usize,
+    /// The flag it came from, which errors about its values name.
+    pub flag: Flag,
 }
 
 impl Stress {
@@ -156,7 +192,7 @@ impl Stress {
             ),
             None => None,
         };
-        Stress::new(path.trim(), (start, end), step_value, unit)
+        Stress::new(path.trim(), (start, end), step_value, unit, Flag::Stress)
     }
 
     fn new(
@@ -164,11 +200,12 @@ impl Stress {
         (a, b): (f64, f64),
         step: Option<f64>,
         unit: String,
+        flag: Flag,
     ) -> Result<Stress, String> {
         if path.is_empty() {
             return Err("the stress needs a path before `=`".to_string());
         }
-        crate::format::overrides::Override::parse(Flag::Stress, &format!("{path}=1"))?;
+        crate::format::overrides::Override::parse(flag, &format!("{path}=1"))?;
         if b <= a {
             return Err(format!(
                 "the range {a}..{b} must go up; write START..END with START < END"
@@ -189,7 +226,28 @@ impl Stress {
             steps,
             unit,
             decimals,
+            flag,
         })
+    }
+
+    /// `--margin-at-least PATH=VALUE`: a grid of that one level; the error is the reason alone.
+    pub fn point(text: &str) -> Result<Stress, String> {
+        let example =
+            "write the margin as PATH=VALUE, e.g. load=1.5 or clients.users.load.rate.base=1500/s";
+        let (path, value) = text.split_once('=').ok_or_else(|| example.to_string())?;
+        if value.contains("..") {
+            return Err(format!("{example}: one level, not a range"));
+        }
+        let (value, unit) = number_and_unit(value).ok_or_else(|| example.to_string())?;
+        let mut stress = Stress::new(
+            path.trim(),
+            (value, value + 1.0),
+            Some(1.0),
+            unit,
+            Flag::MarginAtLeast,
+        )?;
+        stress.steps = 0;
+        Ok(stress)
     }
 
     /// The stress at grid point `k`.
@@ -214,7 +272,7 @@ impl Stress {
         Override {
             path: self.path.clone(),
             value: self.value(k),
-            flag: Flag::Stress,
+            flag: self.flag,
         }
     }
 }
@@ -280,6 +338,8 @@ pub struct TuneRun {
     pub stress: Option<u64>,
     /// The metastability verdict's class, when the run has one.
     pub class: Option<Class>,
+    /// The least of its clients' baseline success ratios, before the first trigger.
+    pub baseline: Option<f64>,
     /// The run's figures and replay command.
     pub record: RunRecord,
 }
@@ -400,6 +460,7 @@ impl<'a> Runner<'a> {
             round: job.round,
             stress: job.stress,
             class: r.class,
+            baseline: r.baseline,
             record: r.record.clone(),
         })
     }
@@ -421,6 +482,12 @@ impl<'a> Runner<'a> {
                 .metastability
                 .as_ref()
                 .map(|m| Class::of(m.verdict())),
+            baseline: report.metastability.as_ref().and_then(|m| {
+                m.clients
+                    .iter()
+                    .filter_map(|c| c.baseline_success_ratio)
+                    .min_by(f64::total_cmp)
+            }),
             record: RunRecord::of(&report, self.file, label.trim().to_string(), job.words),
         })
     }
@@ -503,7 +570,7 @@ pub fn tune_command(
     let candidates = candidates(command, &source, limits)?;
     // A call that cannot be exported is said before the race, not after it.
     exported(command, &candidates[0])?;
-    if let Objective::Margin(stress) = &command.objective {
+    if let Some(stress) = command.stress() {
         margin::check(command, stress, &candidates, (&source, limits))?;
     }
     let runner = Runner::new(&command.file, command.jobs)?;
@@ -521,16 +588,28 @@ fn answer(
     runner: &Runner<'_>,
 ) -> Result<Outcome, String> {
     let raced = race::race(command, candidates, runner)?;
-    let margins = match &command.objective {
-        Objective::Margin(stress) => Some(margin::margins(
-            command,
-            stress,
-            candidates,
-            &raced,
-            (source, limits),
-            runner,
-        )?),
-        _ => None,
+    let margins = match command.stress() {
+        Some(stress) => {
+            let checked = source.check(limits).map_err(|e| e.to_string())?;
+            let read = (source, &checked, limits);
+            let cx = margin::Context::new(command, stress, candidates, &raced, read, runner);
+            let mut all = margin::empty(command);
+            if command.margin_at_least.is_some() {
+                let ok: Vec<usize> = raced
+                    .finalists()
+                    .into_iter()
+                    .filter(|&c| {
+                        let (runs, passed) = raced.tally(c);
+                        race::meets_requirement(passed, runs, command.pass_rate)
+                    })
+                    .collect();
+                margin::at_least(&cx, &ok, &mut all)?;
+            } else {
+                margin::search(&cx, &raced.finalists(), &mut all)?;
+            }
+            Some(all)
+        }
+        None => None,
     };
     runner.bar.finish_and_clear();
     let result = render::Tuned {
@@ -540,21 +619,21 @@ fn answer(
         margins: margins.as_ref(),
     };
     if let Some(path) = &command.out {
-        std::fs::write(path, render::jsonl(&result))
+        std::fs::write(path, files::jsonl(&result))
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     if let Some(path) = &command.svg {
-        std::fs::write(path, render::svg(&result)?)
+        std::fs::write(path, files::svg(&result)?)
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
-    let recommended = render::recommended(&result);
-    let mut text = render::text(&result, recommended);
-    if let Some(c) = recommended {
-        text.push_str(&exported(command, &candidates[c])?);
+    let choice = choice::choose(&result);
+    let mut text = render::text(&result, choice.as_ref());
+    if let Some(c) = &choice {
+        text.push_str(&exported(command, &candidates[c.recommended])?);
     }
     Ok(Outcome {
         text,
-        passed: recommended.is_some(),
+        passed: choice.is_some(),
     })
 }
 
@@ -581,6 +660,8 @@ pub struct TunePartRun {
     pub stress: Option<u64>,
     /// The metastability verdict's class, when the run has one.
     pub class: Option<Class>,
+    /// The least of its clients' baseline success ratios, before the first trigger.
+    pub baseline: Option<f64>,
     /// The run's figures and replay command.
     pub record: RunRecord,
 }

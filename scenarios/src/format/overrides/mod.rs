@@ -65,6 +65,8 @@ pub enum Flag {
     Param,
     /// One value of `--stress` (`resim tune`).
     Stress,
+    /// The value of `--margin-at-least` (`resim tune`).
+    MarginAtLeast,
 }
 
 impl fmt::Display for Flag {
@@ -76,6 +78,7 @@ impl fmt::Display for Flag {
             Flag::Y => "--y",
             Flag::Param => "--param",
             Flag::Stress => "--stress",
+            Flag::MarginAtLeast => "--margin-at-least",
         })
     }
 }
