@@ -265,6 +265,7 @@ pub(super) struct MergeArgs {
 
 /// What `resim tune` takes.
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("margin").args(["maximize_margin", "margin_at_least"])))]
 pub(super) struct TuneArgs {
     /// A `.ron` file, or the name of a library scenario.
     pub(super) file: String,
@@ -283,6 +284,11 @@ pub(super) struct TuneArgs {
     /// requirement, e.g. `services.api.workers`.
     #[arg(long, value_name = "PATH", conflicts_with = "maximize_margin")]
     pub(super) minimize: Option<String>,
+    /// With `--minimize`: only among those shown to hold this one stress level (P(metastable)
+    /// and P(an expectation fails) at most `--threshold`), e.g. `load=1.5` or
+    /// `clients.users.load.rate.base=1500/s`.
+    #[arg(long, value_name = "PATH=VALUE", requires = "minimize")]
+    pub(super) margin_at_least: Option<String>,
     /// Recommend the finalist that takes the most `--stress` before it breaks.
     #[arg(long, requires = "stress")]
     pub(super) maximize_margin: bool,
@@ -301,10 +307,19 @@ pub(super) struct TuneArgs {
     /// Runs at once (default: one per core); the answer is the same whatever it is.
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub(super) jobs: Option<u16>,
-    /// The seeds each stress is tried on, from the first of `--seeds` (with
-    /// `--maximize-margin`).
-    #[arg(long, value_name = "N", default_value_t = tune::margin::MARGIN_SEEDS, value_parser = clap::value_parser!(u64).range(1..), requires = "maximize_margin")]
+    /// The first batch of seeds of each stress level, from the first of `--seeds`; more follow
+    /// (doubling) while a level's verdict is undecided.
+    #[arg(long, value_name = "N", default_value_t = tune::margin::MARGIN_SEEDS, value_parser = clap::value_parser!(u64).range(1..), requires = "margin")]
     pub(super) margin_seeds: u64,
+    /// The most seeds a stress level runs.
+    #[arg(long, value_name = "N", default_value_t = tune::margin::MARGIN_SEEDS_MAX, value_parser = clap::value_parser!(u64).range(1..100_000), requires = "margin")]
+    pub(super) margin_seeds_max: u64,
+    /// The most P(metastable), and P(an expectation fails), a stress level may have to hold.
+    #[arg(long, value_name = "P", default_value_t = tune::margin::THRESHOLD, requires = "margin")]
+    pub(super) threshold: f64,
+    /// The confidence of each level's verdicts (exact bounds, shared over the looks).
+    #[arg(long, value_name = "C", default_value_t = tune::margin::CONFIDENCE, requires = "margin")]
+    pub(super) confidence: f64,
     /// Also write one JSON line per run to FILE; with `--partition`, the share's runs as a part
     /// for `resim merge`.
     #[arg(long, value_name = "FILE.jsonl")]

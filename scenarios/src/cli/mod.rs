@@ -217,6 +217,17 @@ fn tune_of(args: &args::TuneArgs) -> Result<tune::Tune, String> {
         objective,
         overrides: args.overrides.overrides(file)?,
         margin_seeds: args.margin_seeds,
+        margin_seeds_max: args.margin_seeds_max,
+        threshold: args.threshold,
+        confidence: args.confidence,
+        margin_at_least: args
+            .margin_at_least
+            .as_deref()
+            .map(|text| {
+                tune::Stress::point(text)
+                    .map_err(|m| flag_error(file, Flag::MarginAtLeast, text, &m))
+            })
+            .transpose()?,
         jobs: args.jobs.map(usize::from),
         out: args.out.clone(),
         svg: args.svg.clone(),

@@ -6,11 +6,17 @@
 //! its verdict ([`crate::report::metastability`]); a cell counts its seeds by [`Class`]. The
 //! map is printed as a text table (rows are y values, the last on top, as in the SVG) or as
 //! JSON, and drawn as an SVG heat map by [`crate::report::render::charts::heatmap`].
+//!
+//! With several seeds a cell, each cell also says P(metastable), the share of its runs that
+//! did not recover, with its exact 95% interval (Clopper–Pearson, [`clopper_pearson`]): three
+//! seeds that all recovered leave room for a 71% chance of not recovering, and the map says
+//! so beside the counts.
 
 use super::Opener;
 use super::command::Outcome;
 use super::part::{self, Indexed};
 use super::plan::{GridAxis, Partition, Plan};
+use super::stats::clopper_pearson;
 use super::sweep::{SweepSetup, run_plan_with};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, LOAD, Override, Overrides, load_overrides};
@@ -170,12 +176,27 @@ pub struct Cell {
     pub collapsed: u64,
     /// The longest recovery among the stable runs that degraded, in seconds.
     pub recovered_after_s_max: Option<f64>,
+    /// The exact 95% interval of P(metastable): the lower end.
+    pub metastable_low: f64,
+    /// The upper end.
+    pub metastable_high: f64,
 }
 
 impl Cell {
     /// The counts in the order of [`Class`].
     pub fn counts(&self) -> [u64; 3] {
         [self.stable, self.metastable, self.collapsed]
+    }
+
+    /// `33% [1, 91]`: P(metastable) with its exact 95% interval, in whole percents.
+    pub fn probability(&self) -> String {
+        let runs = self.stable + self.metastable + self.collapsed;
+        format!(
+            "{:.0}% [{:.0}, {:.0}]",
+            100.0 * self.metastable as f64 / runs.max(1) as f64,
+            100.0 * self.metastable_low,
+            100.0 * self.metastable_high
+        )
     }
 
     /// `S3`, `S2 M1`: the classes that occurred with their counts.
@@ -430,6 +451,8 @@ fn filled(setup: &PhaseSetup, runs: &[PhaseRun]) -> PhaseMap {
                 metastable: 0,
                 collapsed: 0,
                 recovered_after_s_max: None,
+                metastable_low: 0.0,
+                metastable_high: 1.0,
             };
             for r in runs {
                 match r.class {
@@ -443,6 +466,8 @@ fn filled(setup: &PhaseSetup, runs: &[PhaseRun]) -> PhaseMap {
                         Some(cell.recovered_after_s_max.map_or(s, |m: f64| m.max(s)));
                 }
             }
+            (cell.metastable_low, cell.metastable_high) =
+                clopper_pearson(cell.metastable, runs.len() as u64, 0.025);
             cell
         })
         .collect();
@@ -485,15 +510,7 @@ pub fn render_text(map: &PhaseMap) -> String {
     );
     let _ = writeln!(o, "verdict: {}", map.thresholds);
     let _ = writeln!(o);
-    let nx = map.x_values.len();
     let labels: Vec<String> = map.cells.iter().map(Cell::label).collect();
-    let width = labels
-        .iter()
-        .chain(&map.x_values)
-        .map(|t| t.chars().count())
-        .max()
-        .unwrap_or(1)
-        .max(5);
     let left = map
         .y_values
         .iter()
@@ -503,6 +520,30 @@ pub fn render_text(map: &PhaseMap) -> String {
         .max(3);
     let _ = writeln!(o, "rows: y = {}", map.y);
     let _ = writeln!(o, "columns: x = {}", map.x);
+    grid(&mut o, map, &labels, (left, 5));
+    if b > a {
+        let texts: Vec<String> = map.cells.iter().map(Cell::probability).collect();
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "P(metastable): the share of the cell's runs that did not recover, [its exact 95% interval] (Clopper–Pearson)"
+        );
+        grid(&mut o, map, &texts, (left, 1));
+    }
+    o
+}
+
+/// `texts`, one per cell, as a table: the x values on top, a row per y value (the last on
+/// top), the y values in a column `left` wide, each cell at least `width_min` wide.
+fn grid(o: &mut String, map: &PhaseMap, texts: &[String], (left, width_min): (usize, usize)) {
+    let nx = map.x_values.len();
+    let width = texts
+        .iter()
+        .chain(&map.x_values)
+        .map(|t| t.chars().count())
+        .max()
+        .unwrap_or(1)
+        .max(width_min);
     let _ = write!(o, "{:>left$} │", "y\\x");
     for v in &map.x_values {
         let _ = write!(o, " {v:>width$}");
@@ -511,12 +552,11 @@ pub fn render_text(map: &PhaseMap) -> String {
     let _ = writeln!(o, "{}─┼{}", "─".repeat(left), "─".repeat((width + 1) * nx));
     for (y, value) in map.y_values.iter().enumerate().rev() {
         let _ = write!(o, "{value:>left$} │");
-        for label in &labels[y * nx..(y + 1) * nx] {
-            let _ = write!(o, " {label:>width$}");
+        for text in &texts[y * nx..(y + 1) * nx] {
+            let _ = write!(o, " {text:>width$}");
         }
         let _ = writeln!(o);
     }
-    o
 }
 
 /// The map as one JSON object.
@@ -545,8 +585,25 @@ pub fn render_svg(map: &PhaseMap) -> Result<String, String> {
             "C collapsed (unhealthy before the trigger)".to_string(),
         ],
         cells: map.cells.iter().map(Cell::counts).collect(),
-        labels: map.cells.iter().map(Cell::label).collect(),
-        note: format!("verdict: {}", map.thresholds),
+        labels: map
+            .cells
+            .iter()
+            .map(|c| {
+                if b > a {
+                    format!("{}\n{}", c.label(), c.probability())
+                } else {
+                    c.label()
+                }
+            })
+            .collect(),
+        note: if b > a {
+            format!(
+                "verdict: {}; under the counts, P(metastable) [exact 95% interval]",
+                map.thresholds
+            )
+        } else {
+            format!("verdict: {}", map.thresholds)
+        },
     };
     heatmap("phase", &data)
         .map(|c| c.svg)

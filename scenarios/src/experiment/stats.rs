@@ -1,6 +1,7 @@
-//! The statistics of an experiment: [`wilson`] intervals for pass rates, [`Moments`] (mean and
-//! standard deviation), [`t_interval`] for the mean of paired differences, and
-//! [`sign_test`] for two pass/fail records on the same seeds.
+//! The statistics of an experiment: [`wilson`] intervals for pass rates, [`clopper_pearson`]
+//! bounds for the probability of a failure, [`Moments`] (mean and standard deviation),
+//! [`t_interval`] for the mean of paired differences, and [`sign_test`] for two pass/fail
+//! records on the same seeds.
 //!
 //! Outside the simulation: nothing here feeds back into a run, so `f64` arithmetic is fine; only
 //! `sqrt` (exactly rounded everywhere) and `libm` are used, so results are the same on every
@@ -27,6 +28,69 @@ pub fn wilson(successes: u64, trials: u64) -> (f64, f64) {
     let centre = (p + z2 / (2.0 * n)) / denominator;
     let half = Z_95 / denominator * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
     ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// The exact (Clopper–Pearson) bounds on a probability from `events` out of `trials`, each
+/// one-sided at level `1 − alpha`: the lower bound is the `p` at which `events` or more would
+/// happen with probability `alpha`, the upper the `p` at which `events` or fewer would. A
+/// two-sided interval at 95% is `alpha = 0.025`. `(0, 1)` when there are no trials.
+///
+/// Where a verdict rests on a bound near 0 ("P(metastable) is at most 10%") from a few dozen
+/// seeds, the exact bound is the one to use: its coverage is at least the nominal level for
+/// every `p` and `n` (it is conservative), where the Wilson interval's dips below it near 0
+/// and 1 for small samples (Brown, Cai & DasGupta 2001). No crate is needed for it: each end
+/// is the root of a binomial tail, found here by bisection on the tail summed in logarithms
+/// (`libm::lgamma`), the same sum as [`sign_test`]'s.
+pub fn clopper_pearson(events: u64, trials: u64, alpha: f64) -> (f64, f64) {
+    assert!(events <= trials, "{events} events of {trials} trials");
+    assert!(alpha > 0.0 && alpha < 1.0, "alpha {alpha} outside (0, 1)");
+    if trials == 0 {
+        return (0.0, 1.0);
+    }
+    let lower = if events == 0 {
+        0.0
+    } else {
+        // P(X ≥ events | p) grows with p: the p at which it reaches alpha.
+        root(|p| 1.0 - binomial_cdf(events - 1, trials, p) - alpha)
+    };
+    let upper = if events == trials {
+        1.0
+    } else {
+        // P(X ≤ events | p) falls as p grows: the p at which it falls to alpha.
+        root(|p| alpha - binomial_cdf(events, trials, p))
+    };
+    (lower, upper)
+}
+
+/// The root in (0, 1) of `f`, which is increasing there, by bisection to within 1e-15 (the
+/// bounds' last digits are not worth more).
+fn root(f: impl Fn(f64) -> f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    // Each step halves the bracket: 60 steps take it below 1e-18.
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) < 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// P(X ≤ `k`) for X binomial with `n` trials of probability `p` in (0, 1), summed term by
+/// term in logarithms.
+fn binomial_cdf(k: u64, n: u64, p: f64) -> f64 {
+    let ln_n = libm::lgamma(n as f64 + 1.0);
+    let (ln_p, ln_q) = (libm::log(p), libm::log1p(-p));
+    let sum: f64 = (0..=k.min(n))
+        .map(|i| {
+            let ln_choose =
+                ln_n - libm::lgamma(i as f64 + 1.0) - libm::lgamma((n - i) as f64 + 1.0);
+            libm::exp(ln_choose + i as f64 * ln_p + (n - i) as f64 * ln_q)
+        })
+        .sum();
+    sum.min(1.0)
 }
 
 /// Count, mean and sample standard deviation of a list of values (Welford's update, stable for
@@ -166,6 +230,42 @@ mod tests {
             "{lo} {hi}"
         );
         assert_eq!(wilson(0, 0), (0.0, 1.0));
+    }
+
+    #[test]
+    fn clopper_pearson_bounds_match_published_and_closed_form_values() {
+        let check = |events, trials, alpha, lo: f64, hi: f64| {
+            let (l, h) = clopper_pearson(events, trials, alpha);
+            assert!(
+                close(l, lo, 1e-5) && close(h, hi, 1e-5),
+                "{events}/{trials} at {alpha}: {l} {h}, expected {lo} {hi}"
+            );
+        };
+        // 95% two-sided: 1 of 10 (Agresti & Coull 1998), 81 of 263 (Newcombe 1998, table I,
+        // the exact method), and values from the beta quantiles the bounds are (mpmath).
+        check(1, 10, 0.025, 0.002_529, 0.445_016);
+        check(81, 263, 0.025, 0.252_737, 0.367_622);
+        check(5, 10, 0.025, 0.187_086, 0.812_914);
+        check(3, 20, 0.025, 0.032_071, 0.378_927);
+        check(2, 1000, 0.025, 0.000_242, 0.007_206);
+        check(1, 60, 0.01, 0.000_167, 0.105_582);
+        check(13, 60, 0.01, 0.107_151, 0.365_286);
+        // None or all: the closed forms 1 − alpha^(1/n) and alpha^(1/n).
+        for (n, alpha) in [(20u64, 0.025), (60, 0.01), (5, 0.05)] {
+            let edge = libm::pow(alpha, 1.0 / n as f64);
+            check(0, n, alpha, 0.0, 1.0 - edge);
+            check(n, n, alpha, edge, 1.0);
+        }
+        assert_eq!(clopper_pearson(0, 0, 0.025), (0.0, 1.0));
+    }
+
+    #[test]
+    fn clopper_pearson_is_never_narrower_than_wilson_at_the_same_level() {
+        for (events, trials) in [(0, 5), (1, 10), (3, 20), (10, 40), (81, 263)] {
+            let (cl, ch) = clopper_pearson(events, trials, 0.025);
+            let (wl, wh) = wilson(events, trials);
+            assert!(cl <= wl + 1e-12 && ch >= wh - 1e-12, "{events}/{trials}");
+        }
     }
 
     #[test]

@@ -7,6 +7,12 @@
 //!   1%; `0.5` was probably meant as 50%.
 //! - **What upstream warns about.** The concurrency limits' builders accept some settings
 //!   with a warning (an initial limit outside its bounds); so does resim.
+//! - **More offered than a service can serve.** The clients' mean rate over the run, as it
+//!   reaches a service, above `replicas × workers / mean work` ([`super::offered`]): the queue
+//!   fills and stays full, or the excess is refused, whatever the seed. A spike above capacity
+//!   is what many scenarios are about and is not warned of; a load above capacity on average
+//!   is worth saying even where it is meant (a shedding demonstration), since no seed escapes
+//!   it.
 //!
 //! The percentages are found by walking the scenario as serde writes it, so a field added to
 //! any pattern's configuration is covered by its name alone.
@@ -43,7 +49,50 @@ pub fn warnings(scenario: &Scenario) -> Vec<String> {
     }
     let tree = serde_json::to_value(scenario).expect("a scenario serializes");
     percent_warnings(&tree, &mut out);
+    for o in super::offered::overloaded(scenario) {
+        out.push(overload(&o));
+    }
     out
+}
+
+/// `services.db: the clients offer it 800/s …`, in the words a reader of the file uses.
+fn overload(o: &super::offered::Overload) -> String {
+    let who = if o.through.is_empty() {
+        o.clients.join(", ")
+    } else {
+        format!("{}, through {}", o.clients.join(", "), o.through.join(", "))
+    };
+    let plural = |n: u32, word: &str| {
+        if n == 1 {
+            format!("1 {word}")
+        } else {
+            format!("{n} {word}s")
+        }
+    };
+    format!(
+        "services.{}: the clients offer it {} on average over the run ({who}), more than the {} it can serve ({} × {} / {} mean work): whatever the seed, at least {} of it is refused, times out or waits in a queue that stays full; unless that is what the scenario is about, give it more workers or replicas, or offer less",
+        segment(&o.service),
+        per_second(o.offered_per_s),
+        per_second(o.capacity_per_s),
+        plural(o.workers, "worker"),
+        plural(o.replicas, "replica"),
+        milliseconds(o.work_mean),
+        per_second(o.offered_per_s - o.capacity_per_s)
+    )
+}
+
+/// `800/s`, `2.5/s`: a rate as a file writes it, whole from 100/s, else to the hundredth.
+fn per_second(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{}/s", libm::round(x))
+    } else {
+        format!("{}/s", libm::round(x * 100.0) / 100.0)
+    }
+}
+
+/// `30ms`, `0.5ms`: a mean work time, to the microsecond.
+fn milliseconds(d: sim_core::SimDuration) -> String {
+    format!("{}ms", libm::round(d.as_millis_f64() * 1000.0) / 1000.0)
 }
 
 /// One step of a field path, as the walk keeps it.

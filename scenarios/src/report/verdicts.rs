@@ -4,6 +4,15 @@
 //! (see [`crate::figures`]): a window's success ratio is that of the requests sent during it.
 //! A window that holds no bucket is refused by validation; one whose buckets hold no request
 //! fails, saying so, since a ratio of nothing is no evidence either way.
+//!
+//! A latency is judged on the requests that have one: `P99AtMost` on the client's successes,
+//! `MeanWaitAtMost` on the attempts that started work at the service. When those are fewer
+//! than [`JUDGED_SHARE_MIN`] (99%) of the requests that ended (of the attempts that arrived),
+//! the verdict carries a warning that says so with the counts: a p99 of the successes speaks
+//! for the 99th percentile of all requests only while at least 99% of them succeed, since past
+//! that the slowest 1% hold failures whose time the bound never saw (a p99 of 97.5ms passes at
+//! 1.1% success otherwise, with nothing to tell the reader). The same share is asked of the
+//! mean wait, whose refused attempts would have waited longest.
 
 use super::metastability::Metastability;
 use super::types::{ExpectationResult, Summary, Threshold};
@@ -13,8 +22,59 @@ use crate::format::schema::Expectation;
 use crate::format::verdict::NoVerdict;
 use sim_core::SimDuration;
 
-/// The verdict on `e`.
+/// The least share of the requests (for `P99AtMost`: of those that ended, the successes; for
+/// `MeanWaitAtMost`: of the attempts that arrived, those that started work) a latency
+/// expectation is judged on before its verdict carries a warning: 99%, the share below which
+/// a p99 of the successes no longer bounds the 99th percentile of all requests.
+pub const JUDGED_SHARE_MIN: f64 = 0.99;
+
+/// The verdict on `e`, with its warning when it is judged on too few of the requests.
 pub(super) fn judge(
+    e: &Expectation,
+    figures: &Figures,
+    summary: &Summary,
+    verdict: &Result<Metastability, NoVerdict>,
+) -> ExpectationResult {
+    let mut result = verdict_of(e, figures, summary, verdict);
+    result.warning = judged_on_few(e, figures);
+    result
+}
+
+/// The warning of a latency expectation judged on fewer than [`JUDGED_SHARE_MIN`] of what it
+/// is about; `None` for the others, and for one with nothing to judge (which fails anyway).
+fn judged_on_few(e: &Expectation, figures: &Figures) -> Option<String> {
+    let (judged, of) = match e {
+        Expectation::P99AtMost { client, .. } => {
+            let c = figures.clients.iter().find(|c| c.name == *client)?;
+            (c.successes(), c.successes() + c.failures())
+        }
+        Expectation::MeanWaitAtMost { service, .. } => {
+            let s = figures.services.iter().find(|s| s.name == *service)?;
+            (s.wait.count(), s.counts.arrivals)
+        }
+        _ => return None,
+    };
+    if judged == 0 || judged as f64 >= JUDGED_SHARE_MIN * of as f64 {
+        return None;
+    }
+    let judged = share(judged, of);
+    Some(match e {
+        Expectation::P99AtMost { client, .. } => format!(
+            "judged on the successes only, {judged} of the requests of {client} that ended; with more than 1% failing, fewer than 99% of all requests were served, within the bound or not: bound the failures too, e.g. GoodputAtLeast(client: {client:?}, after: \"0s\", min_ratio: 0.99)"
+        ),
+        _ => format!(
+            "judged on the attempts that started work only, {judged} of those that reached the service; the rest (refused, shed, dropped or still queued) had no wait to count and would have waited longest: bound them too, e.g. with a GoodputAtLeast on its callers"
+        ),
+    })
+}
+
+/// `1.1% (877 of 79824)`.
+fn share(part: u64, of: u64) -> String {
+    format!("{} ({part} of {of})", pct(ratio(part, of)))
+}
+
+/// The verdict on `e` alone.
+fn verdict_of(
     e: &Expectation,
     figures: &Figures,
     summary: &Summary,
@@ -54,6 +114,7 @@ pub(super) fn judge(
                 to_s: None,
                 observed: Some(summary.amplification),
             },
+            warning: None,
         },
         Expectation::RecoveredWithin {
             client: name,
@@ -136,6 +197,7 @@ fn duration_at_most(
             to_s: None,
             observed: ms.map(round3),
         },
+        warning: None,
     }
 }
 
@@ -169,6 +231,7 @@ fn blast_radius(figures: &Figures, service: &str, max: f64) -> ExpectationResult
             to_s: None,
             observed: Some(round3(observed)),
         },
+        warning: None,
     }
 }
 
@@ -207,6 +270,7 @@ fn class_goodput(c: &ClientFigures, class: &str, bound: Bound) -> ExpectationRes
             observed: "no requests of the class".to_string(),
             pass: false,
             threshold,
+            warning: None,
         };
     }
     threshold.observed = Some(round3(observed));
@@ -215,6 +279,7 @@ fn class_goodput(c: &ClientFigures, class: &str, bound: Bound) -> ExpectationRes
         observed: format!("{} ({ok} of {offered})", pct(observed)),
         pass,
         threshold,
+        warning: None,
     }
 }
 
@@ -283,6 +348,7 @@ fn goodput(
             observed: "no requests in the window".to_string(),
             pass: false,
             threshold,
+            warning: None,
         };
     }
     threshold.observed = Some(round3(observed));
@@ -291,6 +357,7 @@ fn goodput(
         observed: format!("{} ({ok} of {offered})", pct(observed)),
         pass,
         threshold,
+        warning: None,
     }
 }
 
@@ -346,6 +413,7 @@ fn recovered(
                 observed: format!("recovered {took} after"),
                 pass: took <= within,
                 threshold,
+                warning: None,
             }
         }
         None => ExpectationResult {
@@ -353,6 +421,7 @@ fn recovered(
             observed: "never recovered".to_string(),
             pass: false,
             threshold,
+            warning: None,
         },
     }
 }

@@ -40,5 +40,7 @@ mod sweep;
 mod tidy;
 mod traffic;
 mod tune;
+mod tune_margin;
+mod warnings;
 mod why;
 mod world;

@@ -366,8 +366,9 @@ fn run_tasks_then_merge(
 
 /// The experiments chapter's phase and tune lines for an Indexed Job, run as Kubernetes runs
 /// them (`JOB_COMPLETION_INDEX` from 0 to 9 with `auto/10`), on fewer seeds than the chapter
-/// (the lines as written take minutes in a debug build): every task writes its share, and
-/// the merge prints exactly what the line prints without `--partition` and `--out`.
+/// (the lines as written take minutes in a debug build; the tune's levels at most 4 seeds
+/// each, in shorter runs): every task writes its share, and the merge prints exactly what the
+/// line prints without `--partition` and `--out`.
 #[test]
 fn the_batch_lines_of_phase_and_tune_merge_into_the_unsplit_answer() {
     let chapter =
@@ -386,7 +387,11 @@ fn the_batch_lines_of_phase_and_tune_merge_into_the_unsplit_answer() {
     let dir = std::env::temp_dir().join(format!("resim-batch-lines-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let split = " --partition auto/10 --out results/part-$JOB_COMPLETION_INDEX.jsonl";
-    for (line, seeds) in lines.iter().zip([" --seeds 1..1", " --seeds 1..2"]) {
+    let fewer = [
+        " --seeds 1..1",
+        " --seeds 1..2 --margin-seeds 2 --margin-seeds-max 4 --threshold 0.5 --confidence 0.8 --set duration=25s",
+    ];
+    for (line, seeds) in lines.iter().zip(fewer) {
         assert!(line.contains(split), "{line}");
         let command = format!("{line}{seeds}");
         let (code, whole, stderr) = sh(&dir, &command.replace(split, ""), &[]);

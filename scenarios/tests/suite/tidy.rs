@@ -277,7 +277,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/format/validate.rs", "fault", 159),
     ("scenarios/src/report/build.rs", "series_row", 130),
     ("scenarios/src/report/build.rs", "service", 117),
-    ("scenarios/src/report/render/charts/heatmap.rs", "draw", 97),
     ("scenarios/src/report/render/charts/marks.rs", "bound", 84),
     (
         "scenarios/src/report/render/charts/marks.rs",

@@ -56,7 +56,7 @@ fn recommended_sets(stdout: &str) -> Vec<String> {
 }
 
 /// The command on the line after `header`, as arguments (single-quoted words kept whole).
-fn command_after(stdout: &str, header: &str) -> Vec<String> {
+pub(crate) fn command_after(stdout: &str, header: &str) -> Vec<String> {
     let from = stdout
         .find(header)
         .unwrap_or_else(|| panic!("{header} in {stdout}"));
@@ -164,17 +164,31 @@ fn the_margin_is_where_a_phase_map_over_the_same_stress_breaks() {
         "clients.users.load.rate.peak=1200/s..2600/s:100",
         "--set",
         "clients.users.load.rate.peak=1400/s",
+        // At most 20% with 95% confidence, within 20 seeds a level.
+        "--threshold",
+        "0.2",
+        "--margin-seeds-max",
+        "20",
     ];
     args.extend_from_slice(&common);
     let r = resim(&args);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stdout
-            .contains("holds 1500/s, breaks at 1600/s: metastable on 1 of 3 seeds"),
+        r.stdout.contains(
+            "holds to 1500/s; stability undecided at 1600/s; expectations undecided at 1600/s"
+        ),
         "{}",
         r.stdout
     );
-    // The phase map of the same seeds at the two stresses, one row.
+    assert!(
+        r.stdout.contains(
+            "  1500/s     20  0.0% [0.0, 18.5] holds       0.0% [0.0, 18.5] holds\n  1600/s     20  20.0% [5.1, 45.6] undecided  20.0% [5.1, 45.6] undecided\n"
+        ),
+        "{}",
+        r.stdout
+    );
+    // The phase map of the same 20 seeds at the two stresses, one row: what the margin's
+    // levels counted, with the exact 95% interval of each cell.
     let mut args = vec![
         "phase",
         "metastable-retry",
@@ -183,13 +197,18 @@ fn the_margin_is_where_a_phase_map_over_the_same_stress_breaks() {
         "--y",
         "clients.users.load.rate.base=1000/s",
         "--seeds",
-        "1..3",
+        "1..20",
     ];
     args.extend_from_slice(&common);
     let map = resim(&args);
     assert_eq!(map.code, 0, "{}", map.stderr);
     assert!(
-        map.stdout.contains("1000/s │     S3  S2 M1\n"),
+        map.stdout.contains("1000/s │    S20 S16 M4\n"),
+        "{}",
+        map.stdout
+    );
+    assert!(
+        map.stdout.contains("1000/s │  0% [0, 17] 20% [6, 44]\n"),
         "{}",
         map.stdout
     );
@@ -333,6 +352,10 @@ fn a_load_margin_replays_where_it_breaks_and_is_drawn() {
         "load=1.4..1.7:0.05",
         "--set",
         "duration=25s",
+        "--threshold",
+        "0.2",
+        "--margin-seeds-max",
+        "20",
         "--svg",
         &svg,
     ]);
@@ -340,10 +363,20 @@ fn a_load_margin_replays_where_it_breaks_and_is_drawn() {
     // The margin drawn like the phase map: a row for the finalist, a column per stress tried.
     let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(drawn.starts_with("<svg"), "{drawn}");
-    for text in ["budget_percent", "load", "1.4", "1.7", "H2"] {
+    // Each level tried: its runs by how they went and its P(metastable) with the bounds.
+    for text in [
+        "budget_percent",
+        "load",
+        "1.4",
+        "1.7",
+        "\nH20\n",
+        "\n0% [0, 19]\n",
+        "\nD5\n",
+        "\n100% [44, 100]\n",
+    ] {
         assert!(drawn.contains(text), "{text} in {drawn}");
     }
-    let replay = command_after(&r.stdout, "where it breaks: metastable at load=");
+    let replay = command_after(&r.stdout, "where it turns metastable: load=");
     assert!(
         replay
             .iter()
@@ -514,22 +547,35 @@ fn a_split_margin_merges_into_the_answer_of_one_machine() {
         "--maximize-margin",
         "--stress",
         "load=1.4..1.7:0.05",
+        // Levels of 2 seeds first, then 4 and 8 while undecided: a threshold of 50% at 80%
+        // confidence, so that the adaptive seeds are exercised on few runs.
         "--margin-seeds",
         "2",
+        "--margin-seeds-max",
+        "8",
+        "--threshold",
+        "0.5",
+        "--confidence",
+        "0.8",
         "--set",
         "duration=25s",
     ];
     let (whole, merged) = whole_and_merged("margin", &args, 3, true);
     assert_eq!(merged, whole);
-    // `--margin-seeds 2`: each stress on seeds 1 and 2 only.
+    // The levels' batches are decided on the same runs whatever the threads.
+    let one = resim(&[&["tune"], &args[..], &["-j", "1"]].concat());
+    assert_eq!(one.stdout, whole, "the same on one thread");
     assert!(
-        whole.contains("at which every expectation holds and the metastability verdict is stable, on seeds 1..2\n"),
+        whole.contains("levels: seeds 1..2 first, then 4, 8 in all while a verdict is undecided;"),
         "{whole}"
     );
-    assert!(
-        whole.contains("holds 1.55, breaks at 1.6: metastable on 2 of 2 seeds  ← recommended"),
-        "{whole}"
-    );
+    // Levels were settled at the second look and at the third.
+    for level in [
+        "   1.5      4  0.0% [0.0, 49.2] holds",
+        "  1.55      8  75.0% [42.4, 94.6] undecided",
+    ] {
+        assert!(whole.contains(level), "{level:?} in {whole}");
+    }
 }
 
 #[test]

@@ -1,13 +1,17 @@
 //! `resim tune`: which settings meet a scenario's expectations, found by racing the candidate
 //! settings on common random numbers, and, with `--maximize-margin`, how much stress each
-//! finalist takes before it breaks.
+//! finalist takes before it breaks, with the confidence of each verdict.
 //!
 //! | module | what |
 //! |---|---|
 //! | [`race`] | the race: rounds of common seeds, the requirement and the sign test that put candidates out |
-//! | [`margin`] | the bisection over the stress for each finalist |
-//! | [`render`] | what `resim tune` prints, and its `--out` lines |
+//! | [`level`] | one stress level: its seeds in batches, its runs' outcomes, its two verdicts with their confidence |
+//! | [`margin`] | the two bisections over the stress (stability, expectations) for each finalist, and `--margin-at-least` |
+//! | [`choice`] | the recommendation by the objective's rules, and the tie with the rule that broke it |
+//! | [`render`] | what `resim tune` prints |
+//! | [`files`] | its `--out` lines and `--svg` drawing |
 //! | [`split`] | `--partition`: every run the race and the margins could ask for, this share of them |
+//! | [`stress`] | `--stress` and `--margin-at-least`: the stress grid, its values and overrides |
 //!
 //! A [`Tune`] names the knobs (`--param`, each a [`GridAxis`]; the candidates are their
 //! product, the first varying slowest), the seeds, the budget, the requirement (every seed
@@ -30,14 +34,26 @@
 //!   rate itself; with a cost or a margin to optimise, a candidate that meets the requirement
 //!   less often than another but still meets it stays in.
 //! - The margin is a bisection on the stress grid (`START..END:STEP`), which assumes that a
-//!   setting that breaks at some stress also breaks at every higher one; the table shows the
-//!   highest stress that held and the lowest that broke, so a reader can check it with
-//!   `resim phase`.
+//!   setting that breaks at some stress also breaks at every higher one; the table shows
+//!   each level tried with its P(metastable) and P(an expectation fails) and their bounds, so
+//!   a reader can check it with `resim phase`. A level holds when the probability is shown to
+//!   be at most `--threshold` with `--confidence` (exact bounds, sequential batches of seeds:
+//!   [`level`]); three to ten seeds that all held are compatible with a 60% chance of
+//!   failing, which is why a level runs up to 60 seeds by default.
+//! - Stability and expectations are two verdicts with a margin each, said separately: a
+//!   setting may keep its latency objective up to a load where it already fails to recover
+//!   from a spike, or the other way round.
 
+pub mod choice;
+pub mod files;
+pub mod level;
 pub mod margin;
 pub mod race;
 pub mod render;
 pub mod split;
+pub mod stress;
+
+pub use stress::Stress;
 
 use super::Opener;
 use super::command::Outcome;
@@ -78,8 +94,19 @@ pub struct Tune {
     pub objective: Objective,
     /// `--variant` and `--set`, for every run.
     pub overrides: Overrides,
-    /// `--margin-seeds`: how many seeds, from the first, each stress is tried on.
+    /// `--margin-seeds`: the first batch of seeds of each stress level, from the first seed.
     pub margin_seeds: u64,
+    /// `--margin-seeds-max`: the most seeds a stress level runs while a verdict is undecided.
+    pub margin_seeds_max: u64,
+    /// `--threshold`: the most P(metastable) or P(an expectation fails) a level holds at.
+    #[serde(with = "super::part::exact_f64")]
+    pub threshold: f64,
+    /// `--confidence`: of each verdict on a level.
+    #[serde(with = "super::part::exact_f64")]
+    pub confidence: f64,
+    /// `--margin-at-least PATH=VALUE`, with `--minimize`: the one stress level every
+    /// recommendation must hold.
+    pub margin_at_least: Option<Stress>,
     /// `-j`: threads (`None`: one per core).
     #[serde(skip)]
     pub jobs: Option<usize>,
@@ -98,139 +125,26 @@ pub struct Tune {
     pub export: Option<(TargetFormat, String)>,
 }
 
+impl Tune {
+    /// The stress the margins are searched on: `--stress`, or `--margin-at-least`'s one level.
+    pub fn stress(&self) -> Option<&Stress> {
+        match &self.objective {
+            Objective::Margin(s) => Some(s),
+            _ => self.margin_at_least.as_ref(),
+        }
+    }
+}
+
 /// What the recommendation optimises among the candidates that meet the requirement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Objective {
     /// The highest pass rate (no `--minimize`, no `--maximize-margin`).
     PassRate,
-    /// `--minimize PATH`: the least value of one of the `--param` paths.
+    /// `--minimize PATH`: the least value of one of the `--param` paths (with
+    /// [`Tune::margin_at_least`], among those that hold it).
     Minimize(String),
     /// `--maximize-margin --stress …`: the highest stress that still holds.
     Margin(Stress),
-}
-
-/// `--stress PATH=START..END[:STEP]`: a numeric path, maybe with a unit (`1600/s..4000/s`,
-/// `2s..20s`), bisected on the grid `START + k × STEP`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Stress {
-    /// The path, as for `--set`.
-    pub path: String,
-    /// The lowest stress.
-    #[serde(with = "super::part::exact_f64")]
-    pub start: f64,
-    /// The grid's step (default: 1 for integers, a 64th of the range otherwise).
-    #[serde(with = "super::part::exact_f64")]
-    pub step: f64,
-    /// The highest k: the grid is `0..=steps`.
-    pub steps: u64,
-    /// What follows each number (`/s`, `s`, `ms`, or nothing).
-    pub unit: String,
-    /// Decimals shown (0 for integers).
-    pub decimals: usize,
-}
-
-impl Stress {
-    /// `PATH=START..END[:STEP]`; the error is the reason alone.
-    pub fn parse(text: &str) -> Result<Stress, String> {
-        let example = "write the stress as PATH=START..END[:STEP], e.g. clients.users.load.rate.peak=1600/s..4000/s:100";
-        let (path, range) = text.split_once('=').ok_or_else(|| example.to_string())?;
-        let (range, step) = match range.split_once(':') {
-            Some((r, s)) => (r, Some(s.trim())),
-            None => (range, None),
-        };
-        let (start, end) = range.split_once("..").ok_or_else(|| example.to_string())?;
-        let (start, unit) = number_and_unit(start).ok_or_else(|| example.to_string())?;
-        let (end, end_unit) = number_and_unit(end).ok_or_else(|| example.to_string())?;
-        if unit != end_unit {
-            return Err(format!(
-                "the two ends have different units ({unit:?} and {end_unit:?}); write both alike"
-            ));
-        }
-        let step_value = match step {
-            Some(s) => Some(
-                number_and_unit(s)
-                    .filter(|(_, u)| u.is_empty() || *u == unit)
-                    .ok_or_else(|| format!("the step {s:?} is not a number in the range's unit"))?
-                    .0,
-            ),
-            None => None,
-        };
-        Stress::new(path.trim(), (start, end), step_value, unit)
-    }
-
-    fn new(
-        path: &str,
-        (a, b): (f64, f64),
-        step: Option<f64>,
-        unit: String,
-    ) -> Result<Stress, String> {
-        if path.is_empty() {
-            return Err("the stress needs a path before `=`".to_string());
-        }
-        crate::format::overrides::Override::parse(Flag::Stress, &format!("{path}=1"))?;
-        if b <= a {
-            return Err(format!(
-                "the range {a}..{b} must go up; write START..END with START < END"
-            ));
-        }
-        let integral =
-            a.fract() == 0.0 && b.fract() == 0.0 && step.is_none_or(|s| s.fract() == 0.0);
-        let step = step.unwrap_or(if integral { 1.0 } else { (b - a) / 64.0 });
-        if step <= 0.0 {
-            return Err("the step must be positive".to_string());
-        }
-        let steps = libm::floor((b - a) / step + 1e-9) as u64;
-        let decimals = if integral { 0 } else { 3 };
-        Ok(Stress {
-            path: path.to_string(),
-            start: a,
-            step,
-            steps,
-            unit,
-            decimals,
-        })
-    }
-
-    /// The stress at grid point `k`.
-    pub fn at(&self, k: u64) -> f64 {
-        self.start + self.step * k as f64
-    }
-
-    /// The stress at grid point `k` as a value for `--set` (`2400/s`).
-    pub fn value(&self, k: u64) -> String {
-        let text = format!("{:.*}", self.decimals, self.at(k));
-        // `2.500` reads as `2.5`; integers keep no point.
-        let text = if text.contains('.') {
-            text.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            text
-        };
-        format!("{text}{}", self.unit)
-    }
-
-    /// The override that sets the stress to grid point `k`.
-    pub fn set(&self, k: u64) -> Override {
-        Override {
-            path: self.path.clone(),
-            value: self.value(k),
-            flag: Flag::Stress,
-        }
-    }
-}
-
-/// `1600/s` as `(1600, "/s")`, `0.5` as `(0.5, "")`: a number, then maybe a unit of letters
-/// and `/`.
-fn number_and_unit(text: &str) -> Option<(f64, String)> {
-    let text = text.trim().trim_matches('"');
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value = number.parse::<f64>().ok().filter(|v| v.is_finite())?;
-    unit.chars()
-        .all(|c| c.is_ascii_alphabetic() || c == '/')
-        .then(|| (value, unit.to_string()))
 }
 
 /// `--param PATH=V1,V2,…` or `PATH=START..END[:STEP]` (step 1 when left out); the error is
@@ -280,6 +194,8 @@ pub struct TuneRun {
     pub stress: Option<u64>,
     /// The metastability verdict's class, when the run has one.
     pub class: Option<Class>,
+    /// The least of its clients' baseline success ratios, before the first trigger.
+    pub baseline: Option<f64>,
     /// The run's figures and replay command.
     pub record: RunRecord,
 }
@@ -400,6 +316,7 @@ impl<'a> Runner<'a> {
             round: job.round,
             stress: job.stress,
             class: r.class,
+            baseline: r.baseline,
             record: r.record.clone(),
         })
     }
@@ -421,6 +338,12 @@ impl<'a> Runner<'a> {
                 .metastability
                 .as_ref()
                 .map(|m| Class::of(m.verdict())),
+            baseline: report.metastability.as_ref().and_then(|m| {
+                m.clients
+                    .iter()
+                    .filter_map(|c| c.baseline_success_ratio)
+                    .min_by(f64::total_cmp)
+            }),
             record: RunRecord::of(&report, self.file, label.trim().to_string(), job.words),
         })
     }
@@ -480,7 +403,7 @@ fn cost_of(file: &str, path: &str, point: &[Override]) -> Result<f64, String> {
     if let Ok(d) = text.parse::<sim_core::SimDuration>() {
         return Ok(d.as_secs_f64());
     }
-    number_and_unit(text).map(|(v, _)| v).ok_or_else(|| {
+    stress::number_and_unit(text).map(|(v, _)| v).ok_or_else(|| {
         format!("{file}: --minimize {path}: the value {} is not a number, a duration or a rate; minimise a numeric knob", o.value)
     })
 }
@@ -503,7 +426,7 @@ pub fn tune_command(
     let candidates = candidates(command, &source, limits)?;
     // A call that cannot be exported is said before the race, not after it.
     exported(command, &candidates[0])?;
-    if let Objective::Margin(stress) = &command.objective {
+    if let Some(stress) = command.stress() {
         margin::check(command, stress, &candidates, (&source, limits))?;
     }
     let runner = Runner::new(&command.file, command.jobs)?;
@@ -521,16 +444,28 @@ fn answer(
     runner: &Runner<'_>,
 ) -> Result<Outcome, String> {
     let raced = race::race(command, candidates, runner)?;
-    let margins = match &command.objective {
-        Objective::Margin(stress) => Some(margin::margins(
-            command,
-            stress,
-            candidates,
-            &raced,
-            (source, limits),
-            runner,
-        )?),
-        _ => None,
+    let margins = match command.stress() {
+        Some(stress) => {
+            let checked = source.check(limits).map_err(|e| e.to_string())?;
+            let read = (source, &checked, limits);
+            let cx = margin::Context::new(command, stress, candidates, &raced, read, runner);
+            let mut all = margin::empty(command);
+            if command.margin_at_least.is_some() {
+                let ok: Vec<usize> = raced
+                    .finalists()
+                    .into_iter()
+                    .filter(|&c| {
+                        let (runs, passed) = raced.tally(c);
+                        race::meets_requirement(passed, runs, command.pass_rate)
+                    })
+                    .collect();
+                margin::at_least(&cx, &ok, &mut all)?;
+            } else {
+                margin::search(&cx, &raced.finalists(), &mut all)?;
+            }
+            Some(all)
+        }
+        None => None,
     };
     runner.bar.finish_and_clear();
     let result = render::Tuned {
@@ -540,21 +475,21 @@ fn answer(
         margins: margins.as_ref(),
     };
     if let Some(path) = &command.out {
-        std::fs::write(path, render::jsonl(&result))
+        std::fs::write(path, files::jsonl(&result))
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     if let Some(path) = &command.svg {
-        std::fs::write(path, render::svg(&result)?)
+        std::fs::write(path, files::svg(&result)?)
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
-    let recommended = render::recommended(&result);
-    let mut text = render::text(&result, recommended);
-    if let Some(c) = recommended {
-        text.push_str(&exported(command, &candidates[c])?);
+    let choice = choice::choose(&result);
+    let mut text = render::text(&result, choice.as_ref());
+    if let Some(c) = &choice {
+        text.push_str(&exported(command, &candidates[c.recommended])?);
     }
     Ok(Outcome {
         text,
-        passed: recommended.is_some(),
+        passed: choice.is_some(),
     })
 }
 
@@ -581,6 +516,8 @@ pub struct TunePartRun {
     pub stress: Option<u64>,
     /// The metastability verdict's class, when the run has one.
     pub class: Option<Class>,
+    /// The least of its clients' baseline success ratios, before the first trigger.
+    pub baseline: Option<f64>,
     /// The run's figures and replay command.
     pub record: RunRecord,
 }

@@ -1,16 +1,17 @@
 //! What `resim tune` prints: the requirement and objective, the race round by round, the
-//! finalists (settings, runs, pass rate with its interval, cost or margin), the recommendation
-//! as `--set` lines, and the run that decided it, with its replay command; and `--out`, one
-//! JSON line per run.
+//! finalists (settings, runs, pass rate with its interval, cost or margin), each stress level
+//! the margins tried with its two probabilities and their bounds, the recommendation as
+//! `--set` lines with the tie it broke if any, the run that decided it and where the
+//! recommendation breaks, each with its replay command. `--out` and `--svg` are [`super::files`].
 
-use super::super::phase::Class;
 use super::super::plan::GridAxis;
-use super::super::stats::wilson;
-use super::margin::{Margin, Margins};
-use super::race::{Out, Race, meets_requirement};
+use super::super::stats::{clopper_pearson, wilson};
+use super::choice::{Choice, meets};
+use super::level::{Decision, Level};
+use super::margin::{Margin, Margins, Search};
+use super::race::{Out, Race};
 use super::{Candidate, Objective, Stress, Tune};
 use crate::format::error::one_line;
-use serde::Serialize;
 use std::fmt::Write as _;
 
 /// The most candidates the list of those out names.
@@ -29,12 +30,13 @@ pub struct Tuned<'a> {
 }
 
 impl Tuned<'_> {
-    fn margin(&self, c: usize) -> Option<&Margin> {
-        self.margins?.margins.iter().find(|m| m.candidate == c)
+    /// Candidate `c`'s margin, when it was searched.
+    pub fn margin(&self, c: usize) -> Option<&Margin> {
+        self.margins?.of(c)
     }
 
     /// How candidate `c` reads in the tables: each knob by its [`short_paths`].
-    fn short_label(&self, c: usize) -> String {
+    pub fn short_label(&self, c: usize) -> String {
         let short = short_paths(&self.command.params);
         let words: Vec<String> = self.candidates[c]
             .sets
@@ -43,11 +45,6 @@ impl Tuned<'_> {
             .map(|(o, name)| format!("{name}={}", one_line(&o.value)))
             .collect();
         words.join(" ")
-    }
-
-    fn meets(&self, c: usize) -> bool {
-        let (runs, passed) = self.race.tally(c);
-        meets_requirement(passed, runs, self.command.pass_rate)
     }
 }
 
@@ -70,40 +67,6 @@ fn short_paths(params: &[GridAxis]) -> Vec<String> {
                 .unwrap_or_else(|| path.to_string())
         })
         .collect()
-}
-
-/// The recommended candidate: among the finalists that meet the requirement, the cheapest
-/// (`--minimize`), the one with the widest margin (then the one that failed on fewer seeds
-/// where it broke), or the one that passed most; ties go to the one that passed most, then to
-/// the first in the order of the `--param` values.
-pub fn recommended(t: &Tuned<'_>) -> Option<usize> {
-    let ok: Vec<usize> = t
-        .race
-        .finalists()
-        .into_iter()
-        .filter(|&c| t.meets(c))
-        .collect();
-    match &t.command.objective {
-        Objective::Minimize(_) => ok.into_iter().min_by(|&a, &b| {
-            let cost = |c: usize| t.candidates[c].cost.expect("a cost for each candidate");
-            cost(a).total_cmp(&cost(b)).then(a.cmp(&b))
-        }),
-        Objective::Margin(_) => ok.into_iter().max_by_key(|&c| {
-            let m = t.margin(c);
-            let held = m.and_then(|m| m.holds).map_or(0, |k| k + 1);
-            let failed = m.and_then(|m| m.breaks.as_ref()).map_or(0, |b| b.failed);
-            let passed = t.race.tally(c).1;
-            (
-                held,
-                std::cmp::Reverse(failed),
-                passed,
-                std::cmp::Reverse(c),
-            )
-        }),
-        Objective::PassRate => ok
-            .into_iter()
-            .max_by_key(|&c| (t.race.tally(c).1, std::cmp::Reverse(c))),
-    }
 }
 
 /// The candidate whose elimination decided the answer: with `--minimize`, the costliest of
@@ -131,12 +94,14 @@ fn decisive(t: &Tuned<'_>, recommended: Option<usize>) -> Option<usize> {
 }
 
 /// The printed answer.
-pub fn text(t: &Tuned<'_>, recommended: Option<usize>) -> String {
+pub fn text(t: &Tuned<'_>, choice: Option<&Choice>) -> String {
+    let recommended = choice.map(|c| c.recommended);
     let mut o = header(t);
     rounds(&mut o, t);
     finalists(&mut o, t, recommended);
+    levels(&mut o, t);
     eliminated(&mut o, t);
-    answer(&mut o, t, recommended);
+    answer(&mut o, t, choice);
     o
 }
 
@@ -164,20 +129,10 @@ fn header(t: &Tuned<'_>) -> String {
         )
     };
     let _ = writeln!(o, "requirement: {requirement}");
-    let objective = match &c.objective {
-        Objective::PassRate => "the highest pass rate (out when a sign test on the common seeds says it passes less often than the best, p < 0.05)".to_string(),
-        Objective::Minimize(path) => format!("the least {path}"),
-        Objective::Margin(s) => format!(
-            "the widest margin: the highest {} in {}..{} (step {}) at which every expectation holds and the metastability verdict is stable, on seeds {}..{}",
-            s.path,
-            s.value(0),
-            s.value(s.steps),
-            trim(&format!("{:.3}", s.step)),
-            t.margins.map_or(0, |m| m.seeds.0),
-            t.margins.map_or(0, |m| m.seeds.1)
-        ),
-    };
-    let _ = writeln!(o, "objective: {objective}");
+    let _ = writeln!(o, "objective: {}", objective(c));
+    if let Some(m) = t.margins {
+        let _ = writeln!(o, "levels: {}", looks_text(c, m));
+    }
     let named: Vec<String> = short_paths(&c.params)
         .iter()
         .zip(&c.params)
@@ -189,6 +144,58 @@ fn header(t: &Tuned<'_>) -> String {
     }
     o.push('\n');
     o
+}
+
+/// What the recommendation optimises, in words.
+fn objective(c: &Tune) -> String {
+    let shown = format!(
+        "P(metastable) and P(an expectation fails) are each shown to be at most {} with {} confidence",
+        percent(c.threshold),
+        percent(c.confidence)
+    );
+    match (&c.objective, &c.margin_at_least) {
+        (Objective::PassRate, _) => "the highest pass rate (out when a sign test on the common seeds says it passes less often than the best, p < 0.05)".to_string(),
+        (Objective::Minimize(path), None) => format!("the least {path}"),
+        (Objective::Minimize(path), Some(s)) => format!(
+            "the least {path} among those that keep a margin of {}={}, where {shown}",
+            s.path,
+            s.value(0)
+        ),
+        (Objective::Margin(s), _) => format!(
+            "the widest margin: the highest {} in {}..{} (step {}) at which {shown}",
+            s.path,
+            s.value(0),
+            s.value(s.steps),
+            trim(&format!("{:.3}", s.step))
+        ),
+    }
+}
+
+/// `seeds 1..5 first, then 10, 20, 40, 60 in all while a verdict is undecided; …`.
+fn looks_text(c: &Tune, m: &Margins) -> String {
+    let looks = &m.looks.0;
+    let later: Vec<String> = looks[1..].iter().map(u64::to_string).collect();
+    let more = if later.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", then {} in all while a verdict is undecided",
+            later.join(", ")
+        )
+    };
+    format!(
+        "seeds {}..{} first{more}; exact (Clopper–Pearson) bounds at {} a side, the {} confidence shared over the {} looks",
+        m.seeds.0,
+        m.seeds.0 + looks[0] - 1,
+        percent(1.0 - m.looks.alpha(c.confidence)),
+        percent(c.confidence),
+        looks.len()
+    )
+}
+
+/// `10%`, `95%`, `99.5%`.
+fn percent(x: f64) -> String {
+    format!("{}%", trim(&format!("{:.3}", 100.0 * x)))
 }
 
 fn trim(text: &str) -> String {
@@ -232,10 +239,11 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
         .max()
         .unwrap_or(0)
         .max(8);
-    let last = match &t.command.objective {
-        Objective::Minimize(_) => "cost",
-        Objective::Margin(_) => "margin",
-        Objective::PassRate => "",
+    let last = match (&t.command.objective, &t.command.margin_at_least) {
+        (Objective::Minimize(_), None) => "cost".to_string(),
+        (Objective::Minimize(_), Some(s)) => format!("cost  at {}={}", s.path, s.value(0)),
+        (Objective::Margin(_), _) => "margin".to_string(),
+        (Objective::PassRate, _) => String::new(),
     };
     let header = format!(
         "{:<width$}  {:>5}  {:<22}  {last}",
@@ -251,12 +259,23 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
             100.0 * lo,
             100.0 * hi
         );
-        let value = match &t.command.objective {
-            Objective::Minimize(_) => trim(&format!("{:.3}", t.candidates[c].cost.unwrap_or(0.0))),
-            Objective::Margin(s) => t.margin(c).map_or(String::new(), |m| margin_text(s, m)),
-            Objective::PassRate => String::new(),
+        let cost = || trim(&format!("{:.3}", t.candidates[c].cost.unwrap_or(0.0)));
+        let value = match (&t.command.objective, &t.command.margin_at_least) {
+            (Objective::Minimize(_), None) => cost(),
+            (Objective::Minimize(_), Some(_)) => {
+                let at = match t.margin(c) {
+                    Some(m) => at_least_text(t, m),
+                    None if meets(t, c) => "not tried: a cheaper one holds it".to_string(),
+                    None => "not tried: the requirement is not shown".to_string(),
+                };
+                format!("{:<4}  {at}", cost())
+            }
+            (Objective::Margin(s), _) => {
+                t.margin(c).map_or(String::new(), |m| margin_text(t, s, m))
+            }
+            (Objective::PassRate, _) => String::new(),
         };
-        let mark = match (Some(c) == recommended, t.meets(c)) {
+        let mark = match (Some(c) == recommended, meets(t, c)) {
             (true, _) => "  ← recommended",
             (false, true) => "",
             (false, false) => "  (requirement not yet shown: give more seeds or budget)",
@@ -268,34 +287,199 @@ fn finalists(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
     o.push('\n');
 }
 
-/// `holds 2400/s, breaks at 2500/s: metastable on 3 of 5 seeds`.
-fn margin_text(s: &Stress, m: &Margin) -> String {
-    let holds = m.holds.map(|k| format!("holds {}", s.value(k)));
-    let breaks = m.breaks.as_ref().map(|b| {
-        format!(
-            "breaks at {}: {} on {} of {} seeds",
-            s.value(b.k),
-            class_name(Some(b.class)),
-            b.failed,
-            b.tried
-        )
+/// `holds to 1.5; metastable at 1.6; an expectation fails at 1.6`.
+fn margin_text(t: &Tuned<'_>, s: &Stress, m: &Margin) -> String {
+    let held = match m.both() {
+        Some(k) if k == s.steps => format!("holds to {}, the end of the range", s.value(k)),
+        Some(k) => format!("holds to {}", s.value(k)),
+        None => format!("holds at no level from {}", s.value(0)),
+    };
+    let stable = stable_break(t, m).map_or("stable to the end".to_string(), |(words, k)| {
+        format!("{words} at {}", s.value(k))
     });
-    match (holds, breaks) {
-        (Some(h), Some(b)) => format!("{h}, {b}"),
-        (Some(h), None) => format!("{h} (the whole range)"),
-        (None, Some(b)) => b,
-        (None, None) => "–".to_string(),
+    let expectations = expectations_break(t, m)
+        .map_or("expectations hold to the end".to_string(), |(w, k)| {
+            format!("{w} at {}", s.value(k))
+        });
+    format!("{held}; {stable}; {expectations}")
+}
+
+/// Where the stability search stopped holding, and how it reads there: `metastable`,
+/// `degraded before the trigger` or `stability undecided`.
+fn stable_break(t: &Tuned<'_>, m: &Margin) -> Option<(&'static str, u64)> {
+    let k = m.stable.fails?;
+    let level = t.margins?.level(m.candidate, k)?;
+    let words = match (level.stable, level.mostly_degraded()) {
+        (Decision::Undecided, _) => "stability undecided",
+        (_, true) => "degraded before the trigger",
+        _ => "metastable",
+    };
+    Some((words, k))
+}
+
+/// Where the expectations' search stopped holding: `an expectation fails` or `expectations
+/// undecided`.
+fn expectations_break(t: &Tuned<'_>, m: &Margin) -> Option<(&'static str, u64)> {
+    let k = m.expectations.fails?;
+    let level = t.margins?.level(m.candidate, k)?;
+    let words = match level.expectations {
+        Decision::Undecided => "expectations undecided",
+        _ => "an expectation fails",
+    };
+    Some((words, k))
+}
+
+/// `holds` or what broke, at the one level of `--margin-at-least`.
+fn at_least_text(t: &Tuned<'_>, m: &Margin) -> String {
+    let Some(level) = t.margins.and_then(|all| all.level(m.candidate, 0)) else {
+        return String::new();
+    };
+    if m.both().is_some() {
+        return format!("holds ({} seeds)", level.tally.runs);
+    }
+    let mut why = Vec::new();
+    match (level.stable, level.mostly_degraded()) {
+        (Decision::Holds, _) => {}
+        (Decision::Undecided, _) => why.push("stability undecided"),
+        (Decision::Breaks, true) => why.push("degraded before the trigger"),
+        (Decision::Breaks, false) => why.push("metastable"),
+    }
+    match level.expectations {
+        Decision::Holds => {}
+        Decision::Undecided => why.push("expectations undecided"),
+        Decision::Breaks => why.push("an expectation fails"),
+    }
+    format!(
+        "does not hold: {} ({} seeds)",
+        why.join(", "),
+        level.tally.runs
+    )
+}
+
+/// Each level the margins tried, per finalist: its seeds, P(metastable) and P(an expectation
+/// fails) with the bounds the verdicts read, and the verdicts.
+fn levels(o: &mut String, t: &Tuned<'_>) {
+    let (Some(all), Some(stress)) = (t.margins, t.command.stress()) else {
+        return;
+    };
+    if all.margins.is_empty() {
+        return;
+    }
+    let threshold = percent(t.command.threshold);
+    let _ = writeln!(
+        o,
+        "levels tried: holds when the bound shows P at most {threshold}, breaks when it shows P above {threshold}, undecided when it shows neither after {} seeds",
+        all.looks.max()
+    );
+    let name = stress.path.rsplit('.').next().unwrap_or(&stress.path);
+    for m in &all.margins {
+        let _ = writeln!(o, "{}", t.short_label(m.candidate));
+        level_table(o, t, (all, stress, name), m.candidate);
+    }
+    o.push('\n');
+}
+
+/// Candidate `c`'s levels, a row each, with a line under a level that had degraded runs.
+fn level_table(
+    o: &mut String,
+    t: &Tuned<'_>,
+    (all, stress, name): (&Margins, &Stress, &str),
+    c: usize,
+) {
+    let alpha = all.looks.alpha(t.command.confidence);
+    let rows: Vec<&Level> = all.levels.values().filter(|l| l.candidate == c).collect();
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|l| {
+            let n = l.tally.runs;
+            [
+                stress.value(l.k),
+                n.to_string(),
+                probability(l.tally.unstable(), n, alpha, l.stable),
+                probability(l.tally.failed, n, alpha, l.expectations),
+            ]
+        })
+        .collect();
+    let heads = [
+        name,
+        "seeds",
+        "P(metastable) [bounds]",
+        "P(an expectation fails) [bounds]",
+    ];
+    let w: Vec<usize> = (0..4)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([heads[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let row = |c: [&str; 4]| {
+        let line = format!(
+            "  {:>w0$}  {:>w1$}  {:<w2$}  {}",
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2]
+        );
+        line.trim_end().to_string()
+    };
+    let _ = writeln!(o, "{}", row(heads));
+    for (l, c) in rows.iter().zip(&cells) {
+        let _ = writeln!(o, "{}", row([&c[0], &c[1], &c[2], &c[3]]));
+        if l.tally.degraded > 0 {
+            let pad = w[0] + w[1] + 2;
+            let _ = writeln!(o, "  {:>pad$}  {}", "", degraded_text(t, l));
+        }
     }
 }
 
-/// A class as the table says it; a broken run whose verdict is stable failed an expectation.
-fn class_name(c: Option<Class>) -> &'static str {
-    match c {
-        Some(Class::Stable) => "stable (an expectation failed)",
-        Some(Class::Metastable) => "metastable",
-        Some(Class::Collapsed) => "collapsed",
-        None => "no verdict",
+/// `8.3% [1.0, 27.0] undecided`: `events` of `runs` with the bounds at `alpha` a side.
+fn probability(events: u64, runs: u64, alpha: f64, decision: Decision) -> String {
+    let (low, high) = clopper_pearson(events, runs, alpha);
+    format!(
+        "{:.1}% [{:.1}, {:.1}] {}",
+        100.0 * events as f64 / runs.max(1) as f64,
+        100.0 * low,
+        100.0 * high,
+        decision.word()
+    )
+}
+
+/// `3 of 5 degraded before the trigger (counted as metastable); before it, the level's runs
+/// succeeded 79.2% on average, 100.0% as the file is`.
+fn degraded_text(t: &Tuned<'_>, l: &Level) -> String {
+    let mut text = format!(
+        "{} of {} degraded before the trigger (counted as metastable)",
+        l.tally.degraded, l.tally.runs
+    );
+    if let Some(b) = l.tally.baseline_mean() {
+        let _ = write!(
+            text,
+            "; before it, the level's runs succeeded {:.1}% on average",
+            100.0 * b
+        );
+        let file = t
+            .race
+            .runs
+            .iter()
+            .filter(|r| r.candidate == l.candidate)
+            .filter_map(|r| r.baseline)
+            .fold((0.0, 0u64), |(s, n), b| (s + b, n + 1));
+        if file.1 > 0 {
+            let _ = write!(
+                text,
+                ", {:.1}% as the file is",
+                100.0 * file.0 / file.1 as f64
+            );
+        }
     }
+    text
 }
 
 fn eliminated(o: &mut String, t: &Tuned<'_>) {
@@ -333,12 +517,27 @@ fn why_out(t: &Tuned<'_>, c: usize) -> String {
     }
 }
 
-fn answer(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
-    match recommended {
-        Some(r) => {
-            let _ = writeln!(o, "recommended: {}", t.candidates[r].label);
-            for s in &t.candidates[r].sets {
+fn answer(o: &mut String, t: &Tuned<'_>, choice: Option<&Choice>) {
+    let recommended = choice.map(|c| c.recommended);
+    match choice {
+        Some(c) => {
+            let _ = writeln!(o, "recommended: {}", t.candidates[c.recommended].label);
+            for s in &t.candidates[c.recommended].sets {
                 let _ = writeln!(o, "  --set '{s}'");
+            }
+            if let (Some(rule), false) = (c.rule, c.tied.is_empty()) {
+                let others: Vec<String> = c.tied.iter().map(|&o| t.short_label(o)).collect();
+                let why = if c.by_order {
+                    " (nothing measured tells them apart)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    o,
+                    "  a tie on {} with {}; broken by {rule}{why}",
+                    c.tie,
+                    others.join(", ")
+                );
             }
         }
         None => {
@@ -363,161 +562,54 @@ fn answer(o: &mut String, t: &Tuned<'_>, recommended: Option<usize>) {
         );
     }
     if let (Some(r), Objective::Margin(s)) = (recommended, &t.command.objective)
-        && let Some(b) = t.margin(r).and_then(|m| m.breaks.as_ref())
+        && let Some(m) = t.margin(r)
     {
+        breaks(o, t, s, m);
+    }
+}
+
+/// Where the recommendation turns metastable (or degraded) and where an expectation fails,
+/// each with the level's figures and the replay of its first run that did not hold.
+fn breaks(o: &mut String, t: &Tuned<'_>, s: &Stress, m: &Margin) {
+    let Some(all) = t.margins else {
+        return;
+    };
+    let alpha = all.looks.alpha(t.command.confidence);
+    let mut say = |words: &str, search: &Search, events: fn(&Level) -> (u64, Option<&String>)| {
+        let Some(level) = search.fails.and_then(|k| all.level(m.candidate, k)) else {
+            return;
+        };
+        let (n, replay) = events(level);
+        let runs = level.tally.runs;
+        let (low, high) = clopper_pearson(n, runs, alpha);
         let _ = writeln!(
             o,
-            "where it breaks: {} at {}={}",
-            class_name(Some(b.class)),
+            "where {words}: {}={}, on {n} of {runs} seeds (P {:.1}% [{:.1}, {:.1}])",
             s.path,
-            s.value(b.k)
+            s.value(level.k),
+            100.0 * n as f64 / runs.max(1) as f64,
+            100.0 * low,
+            100.0 * high
         );
-        let _ = writeln!(o, "  {}", b.replay);
-    }
-}
-
-/// One line of `resim tune --out`.
-#[derive(Serialize)]
-struct Line<'a> {
-    /// `race` or `margin`.
-    stage: &'static str,
-    /// The race's round (0 in the margin's bisection).
-    round: usize,
-    /// The candidate's settings.
-    candidate: &'a str,
-    /// The stress's value, in the bisection.
-    stress: Option<String>,
-    /// The metastability verdict's class.
-    class: Option<&'static str>,
-    #[serde(flatten)]
-    record: super::super::sweep::RunRecord,
-}
-
-/// Every run, the race's then the bisection's, one JSON object a line, numbered in that order.
-pub fn jsonl(t: &Tuned<'_>) -> String {
-    let margin_runs = t.margins.map_or(&[][..], |m| &m.runs[..]);
-    let all: Vec<&super::TuneRun> = t.race.runs.iter().chain(margin_runs).collect();
-    let stress = match &t.command.objective {
-        Objective::Margin(s) => Some(s),
-        _ => None,
-    };
-    let mut out = String::new();
-    for (i, r) in all.iter().enumerate() {
-        let line = Line {
-            stage: if r.stress.is_some() { "margin" } else { "race" },
-            round: r.round,
-            candidate: &t.candidates[r.candidate].label,
-            stress: r.stress.zip(stress).map(|(k, s)| s.value(k)),
-            class: r.class.map(|c| match c {
-                Class::Stable => "stable",
-                Class::Metastable => "metastable",
-                Class::Collapsed => "collapsed",
-            }),
-            record: super::super::sweep::RunRecord {
-                index: i as u64,
-                runs: all.len() as u64,
-                ..r.record.clone()
-            },
-        };
-        out.push_str(&serde_json::to_string(&line).expect("a line is plain data"));
-        out.push('\n');
-    }
-    out
-}
-
-/// `--svg`: each finalist's margin drawn like the phase map: one row per finalist, one column
-/// per stress the bisection tried, each cell split by how its seeds went.
-pub fn svg(t: &Tuned<'_>) -> Result<String, String> {
-    let (Some(margins), Objective::Margin(stress)) = (t.margins, &t.command.objective) else {
-        return Err(format!(
-            "{}: --svg draws the margins: give --maximize-margin and --stress",
-            t.command.file
-        ));
-    };
-    let mut ks: Vec<u64> = margins.runs.iter().filter_map(|r| r.stress).collect();
-    ks.sort_unstable();
-    ks.dedup();
-    let rows: Vec<usize> = margins.margins.iter().map(|m| m.candidate).collect();
-    let cells = margin_cells(margins, &rows, &ks);
-    let labels = cells.iter().map(cell_label).collect();
-    let name = t
-        .candidates
-        .first()
-        .map_or("", |c| c.scenario.name.as_str());
-    let data = crate::report::render::charts::heatmap::HeatMap {
-        title: format!(
-            "Margins of {name}'s finalists on seeds {}..{}",
-            margins.seeds.0, margins.seeds.1
-        ),
-        x_name: stress.path.clone(),
-        x_values: ks.iter().map(|&k| stress.value(k)).collect(),
-        // The values alone: the paths are long, and said once as the axis's name.
-        y_name: t
-            .command
-            .params
-            .iter()
-            .map(|p| p.path.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        y_values: rows
-            .iter()
-            .map(|&c| {
-                let values: Vec<&str> = t.candidates[c]
-                    .sets
-                    .iter()
-                    .map(|o| o.value.as_str())
-                    .collect();
-                values.join(", ")
-            })
-            .collect(),
-        classes: [
-            "H holds (expectations met, stable)".to_string(),
-            "B breaks (metastable, or an expectation failed)".to_string(),
-            "C collapsed (unhealthy before the trigger)".to_string(),
-        ],
-        cells,
-        labels,
-        note: "only the stresses the bisection tried; blank cells were not run".to_string(),
-    };
-    crate::report::render::charts::heatmap::heatmap("tune", &data)
-        .map(|c| c.svg)
-        .map_err(|e| e.to_string())
-}
-
-/// `H2 B1`: the classes of a cell that occurred, with their counts.
-fn cell_label(counts: &[u64; 3]) -> String {
-    let parts: Vec<String> = counts
-        .iter()
-        .zip(['H', 'B', 'C'])
-        .filter(|(n, _)| **n > 0)
-        .map(|(n, l)| format!("{l}{n}"))
-        .collect();
-    parts.join(" ")
-}
-
-/// Per finalist (row) and stress (column), its margin runs by how they went: held, broke
-/// (metastable, or an expectation failed), collapsed.
-fn margin_cells(margins: &Margins, rows: &[usize], ks: &[u64]) -> Vec<[u64; 3]> {
-    let mut cells: Vec<[u64; 3]> = Vec::with_capacity(rows.len() * ks.len());
-    for &c in rows {
-        for &k in ks {
-            let mut counts = [0u64; 3];
-            for r in margins
-                .runs
-                .iter()
-                .filter(|r| r.candidate == c && r.stress == Some(k))
-            {
-                let slot = match r.class {
-                    Some(Class::Stable) if r.passed() => 0,
-                    Some(Class::Stable | Class::Metastable) => 1,
-                    Some(Class::Collapsed) | None => 2,
-                };
-                counts[slot] += 1;
-            }
-            cells.push(counts);
+        if let Some(replay) = replay {
+            let _ = writeln!(o, "  {replay}");
         }
-    }
-    cells
+    };
+    let stable = match stable_break(t, m) {
+        Some(("degraded before the trigger", _)) => "it is degraded before the trigger",
+        Some(("stability undecided", _)) => "its stability is undecided",
+        _ => "it turns metastable",
+    };
+    say(stable, &m.stable, |l| {
+        (l.tally.unstable(), l.tally.first_unstable.as_ref())
+    });
+    let failed = match expectations_break(t, m) {
+        Some(("expectations undecided", _)) => "its expectations are undecided",
+        _ => "an expectation fails",
+    };
+    say(failed, &m.expectations, |l| {
+        (l.tally.failed, l.tally.first_failed.as_ref())
+    });
 }
 
 #[cfg(test)]

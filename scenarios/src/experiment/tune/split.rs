@@ -1,23 +1,25 @@
 //! A tune split across machines (`--partition K/N`). The race is adaptive: which runs a round
 //! makes depends on whom the rounds before put out, which one share cannot know of the others.
 //! So each share makes its part of every run the tune *could* ask for, the [`Universe`]:
-//! every candidate on every seed the race could reach, and with `--maximize-margin` every
-//! candidate at every point of the stress grid on the margin's seeds. `resim merge` then
+//! every candidate on every seed the race could reach, and with `--maximize-margin` (or
+//! `--margin-at-least`) every candidate at every point of the stress grid on every seed a
+//! level could ask for (`--margin-seeds-max` of them). `resim merge` then
 //! replays the race and the bisection on those runs instead of making them
 //! ([`super::merge`]): the same decisions on the same results, so the same answer as one
 //! machine.
 //!
 //! # Decisions
 //!
-//! - The price is the runs that putting candidates out saves on one machine, and the grid
-//!   points the bisection skips: a split tune makes them all. Racing in lock step (each round
+//! - The price is the runs that putting candidates out saves on one machine, the grid points
+//!   the bisection skips and the seeds a level needs only when it is undecided: a split tune
+//!   makes them all (a level that breaks on its first 5 seeds still makes 60 split). Racing in lock step (each round
 //!   a split of its own, merged before the next) would make no run in vain, but needs one
 //!   scheduler job per round, which the batch engines' arrays do not give.
 //! - A run's index is candidate-major (then seed), the race's before the margin's, so that
 //!   `index mod N` spreads each candidate's runs over every share.
 
 use super::race::seeds_reachable;
-use super::{Candidate, Job, Objective, Runner, Tune, TunePartRun, TuneSetup, margin};
+use super::{Candidate, Job, Runner, Tune, TunePartRun, TuneSetup, margin};
 use crate::experiment::command::Outcome;
 use crate::experiment::part;
 use crate::experiment::plan::Partition;
@@ -58,12 +60,12 @@ pub struct Key {
 impl Universe {
     /// The universe of `command` over `n` candidates; an error when the budget is too small.
     pub fn of(command: &Tune, n: u64) -> Result<Universe, String> {
-        let (points, margin_seeds) = match &command.objective {
-            Objective::Margin(stress) => {
+        let (points, margin_seeds) = match command.stress() {
+            Some(stress) => {
                 let (a, b) = margin::seeds(command);
                 (stress.steps + 1, b - a + 1)
             }
-            _ => (0, 0),
+            None => (0, 0),
         };
         Ok(Universe {
             candidates: n,
@@ -133,6 +135,7 @@ pub fn part(
             candidate: r.candidate,
             stress: r.stress,
             class: r.class,
+            baseline: r.baseline,
             record: r.record,
         })
         .collect();
@@ -193,7 +196,7 @@ fn stressed_of(
     (source, limits): (&Source, &RunLimits),
 ) -> Result<Stressed, String> {
     let mut stressed = BTreeMap::new();
-    let Objective::Margin(stress) = &command.objective else {
+    let Some(stress) = command.stress() else {
         return Ok(stressed);
     };
     let checked = source.check(limits).map_err(|e| e.to_string())?;

@@ -68,6 +68,8 @@ pub enum Flag {
     Param,
     /// One value of `--stress` (`resim tune`).
     Stress,
+    /// The value of `--margin-at-least` (`resim tune`).
+    MarginAtLeast,
 }
 
 impl fmt::Display for Flag {
@@ -79,6 +81,7 @@ impl fmt::Display for Flag {
             Flag::Y => "--y",
             Flag::Param => "--param",
             Flag::Stress => "--stress",
+            Flag::MarginAtLeast => "--margin-at-least",
         })
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn expectation(
                 observed: format!("no verdict: {why}"),
                 pass: false,
                 threshold,
+                warning: None,
             };
         }
     };
@@ -69,5 +70,6 @@ pub(crate) fn expectation(
         observed: c.summary.clone(),
         pass,
         threshold,
+        warning: None,
     }
 }

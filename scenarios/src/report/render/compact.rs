@@ -101,10 +101,7 @@ pub(super) fn render(report: &Report) -> String {
             Merge::Mean
         )
     );
-    for e in &report.expectations {
-        let verdict = if e.pass { "PASS" } else { "FAIL" };
-        let _ = writeln!(o, "{verdict} {}: {}", e.expectation, e.observed);
-    }
+    expectations(&mut o, report);
     if let Some(m) = &report.metastability {
         let clients: Vec<String> = m
             .clients
@@ -129,4 +126,15 @@ pub(super) fn render(report: &Report) -> String {
         report.digest, report.events, report.stop_reason
     );
     o
+}
+
+/// Each expectation's verdict on a line, its warning on the next.
+fn expectations(o: &mut String, report: &Report) {
+    for e in &report.expectations {
+        let verdict = if e.pass { "PASS" } else { "FAIL" };
+        let _ = writeln!(o, "{verdict} {}: {}", e.expectation, e.observed);
+        if let Some(w) = &e.warning {
+            let _ = writeln!(o, "  warning: {w}");
+        }
+    }
 }

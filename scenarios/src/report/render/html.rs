@@ -84,7 +84,10 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
                 vec![
                     format!("<span class=\"{class}\">{word}</span>"),
                     esc(&e.expectation),
-                    esc(&e.observed),
+                    match &e.warning {
+                        Some(w) => format!("{}<br><em>warning: {}</em>", esc(&e.observed), esc(w)),
+                        None => esc(&e.observed),
+                    },
                 ]
             })
             .collect();

@@ -67,6 +67,9 @@ fn verdicts(o: &mut String, report: &Report) {
         for e in &report.expectations {
             let verdict = if e.pass { "PASS" } else { "FAIL" };
             let _ = writeln!(o, "  {verdict} {}: {}", e.expectation, e.observed);
+            if let Some(w) = &e.warning {
+                let _ = writeln!(o, "    warning: {w}");
+            }
         }
     }
     if let Some(m) = &report.metastability {

@@ -32,7 +32,7 @@ pub struct HeatMap {
     pub classes: [String; 3],
     /// Per cell, row by row from the first y value, the runs of each class.
     pub cells: Vec<[u64; 3]>,
-    /// The text written in each cell (same order as `cells`).
+    /// The text written in each cell (same order as `cells`); `\n` starts a second line.
     pub labels: Vec<String>,
     /// A line under the title (e.g. the thresholds).
     pub note: String,
@@ -90,36 +90,7 @@ fn draw(root: &Area, map: &HeatMap, legend: &[LegendItem]) -> DrawResult<()> {
         let top = (TOP + ROW * row as u32) as i32;
         let bottom = top + ROW as i32;
         for x in 0..nx {
-            let counts = map.cells[y * nx + x];
-            let total: u64 = counts.iter().sum();
-            // Strips in the order of the classes, each as wide as its share of the runs.
-            let mut seen = 0;
-            for (k, &n) in counts.iter().enumerate() {
-                if n == 0 {
-                    continue;
-                }
-                let from = x as f64 + seen as f64 / total as f64;
-                seen += n;
-                let to = x as f64 + seen as f64 / total as f64;
-                root.draw(&Rectangle::new(
-                    [(x_px(from), top), (x_px(to), bottom)],
-                    CLASS_COLORS[k].mix(0.85).filled(),
-                ))?;
-            }
-            root.draw(&Rectangle::new(
-                [(x_px(x as f64), top), (x_px(x as f64 + 1.0), bottom)],
-                WHITE.stroke_width(2),
-            ))?;
-            let label = &map.labels[y * nx + x];
-            // White text needs a dark cell; an empty cell (no run) takes dark text.
-            let color = if total == 0 { BLACK } else { WHITE };
-            root.draw(&Text::new(
-                label.clone(),
-                (x_px(x as f64 + 0.5), (top + bottom) / 2),
-                font(TEXT_SIZE)
-                    .color(&color)
-                    .pos(Pos::new(HPos::Center, VPos::Center)),
-            ))?;
+            draw_cell(root, map, (y * nx + x, x, cell_w), (top, bottom))?;
         }
         root.draw(&Text::new(
             map.y_values[y].clone(),
@@ -167,4 +138,54 @@ fn draw(root: &Area, map: &HeatMap, legend: &[LegendItem]) -> DrawResult<()> {
     }
     let (_, below) = take(root, TOP + ROW * ny as u32 + BOTTOM);
     draw_legend(&below, legend)
+}
+
+/// Cell `i`, in column `x` of cells `cell_w` pixels wide and between the pixel rows
+/// `top..bottom`: a strip per class, as wide as its share of the runs, a white border, and
+/// its label.
+fn draw_cell(
+    root: &Area,
+    map: &HeatMap,
+    (i, x, cell_w): (usize, usize, f64),
+    (top, bottom): (i32, i32),
+) -> DrawResult<()> {
+    let counts = map.cells[i];
+    let total: u64 = counts.iter().sum();
+    let x_px = |v: f64| (f64::from(LEFT) + v * cell_w).round() as i32;
+    let px = |share: f64| x_px(x as f64 + share);
+    let (left, right) = (px(0.0), px(1.0));
+    // Strips in the order of the classes, each as wide as its share of the runs.
+    let mut seen = 0;
+    for (k, &n) in counts.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        let from = seen as f64 / total as f64;
+        seen += n;
+        let to = seen as f64 / total as f64;
+        root.draw(&Rectangle::new(
+            [(px(from), top), (px(to), bottom)],
+            CLASS_COLORS[k].mix(0.85).filled(),
+        ))?;
+    }
+    root.draw(&Rectangle::new(
+        [(left, top), (right, bottom)],
+        WHITE.stroke_width(2),
+    ))?;
+    // White text needs a dark cell; an empty cell (no run) takes dark text. A label of
+    // several lines is centred as a block.
+    let color = if total == 0 { BLACK } else { WHITE };
+    let lines: Vec<&str> = map.labels[i].split('\n').collect();
+    let step = TEXT_SIZE as i32 + 2;
+    let first = (top + bottom) / 2 - step * (lines.len() as i32 - 1) / 2;
+    for (n, line) in lines.iter().enumerate() {
+        root.draw(&Text::new(
+            line.to_string(),
+            (px(0.5), first + step * n as i32),
+            font(TEXT_SIZE)
+                .color(&color)
+                .pos(Pos::new(HPos::Center, VPos::Center)),
+        ))?;
+    }
+    Ok(())
 }
