@@ -28,6 +28,7 @@ use crate::format::overrides::segment;
 use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use crate::report::Report;
+pub use crate::world::Probe;
 use crate::world::{Live, Net, World};
 use sim_core::{
     Digest, EntityId, Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord,
@@ -398,6 +399,22 @@ impl<'s> Running<'s> {
     /// far).
     pub fn world(&self) -> &World {
         self.sim.entity(self.id)
+    }
+
+    /// The count `probe` names, now (see [`World::probe`]).
+    #[inline]
+    pub fn probe(&self, probe: Probe) -> u64 {
+        self.world().probe(probe)
+    }
+
+    /// The index of the service called `name`, for a [`Probe`].
+    pub fn service_index(&self, name: &str) -> Option<usize> {
+        self.world().service_named(name)
+    }
+
+    /// The index of the client called `name`, for a [`Probe`].
+    pub fn client_index(&self, name: &str) -> Option<usize> {
+        self.world().client_named(name)
     }
 
     /// The network.

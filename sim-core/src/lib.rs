@@ -25,6 +25,7 @@
 //! | [`error`] | [`ConfigError`], the error of every `validate()` |
 //! | [`metrics`] | counters, histograms, series |
 //! | [`queueing`] | the M/M/c reference model and its theory |
+//! | [`splitting`] | rare events by splitting: Adaptive Multilevel Splitting over copyable trajectories, and a basin's exits |
 //!
 //! **Determinism contract.** Same model + same seed ⇒ the same events in the same order and
 //! the same digest, on every platform, in debug and release. Nothing here reads the wall clock
@@ -64,6 +65,7 @@ pub mod radix;
 pub mod rng;
 pub mod sample;
 pub mod sim;
+pub mod splitting;
 pub mod time;
 
 pub use digest::Digest;

@@ -3,7 +3,8 @@
 //! textbook answers it must match. [`mg1_mean_wait`] (Pollaczek–Khinchine, with
 //! [`md1_mean_wait`] for constant work), [`erlang_b`] (M/M/c/c, loss without a queue) and
 //! [`mm1k_blocking`] / [`mm1k_mean_wait`] (a bounded queue) are the formulas the book's
-//! scenarios are checked against.
+//! scenarios are checked against; [`mm1k_first_refusal_by`] and [`mm1k_first_refusal_mean`]
+//! (when a bounded queue first refuses) are the exact answers `resim risk` is tested against.
 //!
 //! The examples (`mm1`, `mm_c`), the engine benchmark and the queueing-theory tests all run
 //! this one model, so the number a benchmark prints is the number a test checks.
@@ -101,6 +102,76 @@ pub fn mm1k_mean_wait(arrival_rate: f64, service_rate: f64, capacity: u32) -> f6
     };
     let admitted = arrival_rate * (1.0 - mm1k_blocking(arrival_rate, service_rate, capacity));
     in_system / admitted - 1.0 / service_rate
+}
+
+/// M/M/1/K started empty: the mean time to the first refused arrival (one that finds `capacity`
+/// (K) requests in the system), in the units of the rates. A birth–death first passage: the
+/// mean time to go from n in the system to n + 1 is T₀ = 1/λ and Tₙ = (1 + μ·Tₙ₋₁)/λ (the
+/// first move is up with probability λ/(λ + μ), else down and back), and the refusal is the
+/// step up from K, so the mean is T₀ + T₁ + … + T_K.
+pub fn mm1k_first_refusal_mean(arrival_rate: f64, service_rate: f64, capacity: u32) -> f64 {
+    assert!(capacity >= 1 && arrival_rate > 0.0 && service_rate > 0.0);
+    let mut step = 1.0 / arrival_rate;
+    let mut mean = step;
+    for _ in 0..capacity {
+        step = (1.0 + service_rate * step) / arrival_rate;
+        mean += step;
+    }
+    mean
+}
+
+/// M/M/1/K started empty: the probability that the first refused arrival (one that finds
+/// `capacity` (K) requests in the system) comes within `horizon` (in the units of the
+/// rates), the exact answer `resim risk` is tested against.
+///
+/// The chain of the number in the system, 0..=K, with the refusal as an absorbing state, is
+/// uniformized at the rate Λ = λ + μ: its jumps are those of a discrete chain (up with
+/// probability λ/Λ, from K into the refusal; down with μ/Λ, or staying at 0) made at the
+/// times of a Poisson process of rate Λ, so P(refused by t) = Σₖ Poisson(k; Λt)·Aₖ, where Aₖ
+/// is the probability of the refusal within k jumps. The sum is taken to Λt + 12√(Λt) + 30
+/// jumps, past which the Poisson weights are below 10⁻³⁰: exact to rounding (the absorbed
+/// mass is accumulated, not taken as one minus the rest, so a small probability keeps its
+/// digits).
+pub fn mm1k_first_refusal_by(
+    arrival_rate: f64,
+    service_rate: f64,
+    capacity: u32,
+    horizon: f64,
+) -> f64 {
+    assert!(capacity >= 1 && arrival_rate > 0.0 && service_rate > 0.0 && horizon >= 0.0);
+    let rate = arrival_rate + service_rate;
+    let (up, down) = (arrival_rate / rate, service_rate / rate);
+    let mean_jumps = rate * horizon;
+    let jumps_max = libm::ceil(mean_jumps + 12.0 * libm::sqrt(mean_jumps) + 30.0) as u64;
+    let k = capacity as usize;
+    let mut chain = vec![0.0; k + 1];
+    chain[0] = 1.0;
+    let mut next = vec![0.0; k + 1];
+    let (mut absorbed, mut by) = (0.0, 0.0);
+    for jumps in 0..=jumps_max {
+        // The Poisson weight of exactly `jumps` jumps by the horizon.
+        let weight = if mean_jumps == 0.0 {
+            if jumps == 0 { 1.0 } else { 0.0 }
+        } else {
+            let j = jumps as f64;
+            libm::exp(j * libm::log(mean_jumps) - mean_jumps - libm::lgamma(j + 1.0))
+        };
+        by += weight * absorbed;
+        // One more jump.
+        next.iter_mut().for_each(|p| *p = 0.0);
+        next[0] += chain[0] * down;
+        for n in 0..=k {
+            if n < k {
+                next[n + 1] += chain[n] * up;
+            }
+            if n > 0 {
+                next[n - 1] += chain[n] * down;
+            }
+        }
+        absorbed += chain[k] * up;
+        std::mem::swap(&mut chain, &mut next);
+    }
+    by
 }
 
 /// The events of the station.
@@ -358,6 +429,50 @@ mod tests {
         // Near ρ = 1 the formula is continuous with its limit.
         let near = mm1k_mean_wait(1.0 - 1e-6, 1.0, 5);
         assert!((near - mm1k_mean_wait(1.0, 1.0, 5)).abs() < 1e-3, "{near}");
+    }
+
+    #[test]
+    fn first_refusal_matches_its_mean_and_small_cases() {
+        // K = 1 from empty: the first arrival enters; the refusal is the next arrival before
+        // its service ends, and the chain is a two-state race: mean (1 + μ/λ)/λ + 1/λ.
+        let (l, m) = (2.0, 3.0);
+        let mean = mm1k_first_refusal_mean(l, m, 1);
+        assert!(
+            (mean - (1.0 / l + (1.0 + m / l) / l)).abs() < 1e-12,
+            "{mean}"
+        );
+        // The distribution is proper and its mean is the integral of its survival function
+        // (Simpson's rule over 40 means, where what is left is below 1e-9).
+        for (l, m, k) in [(2.0, 3.0, 1), (0.5, 1.0, 4), (0.9, 1.0, 6)] {
+            let mean = mm1k_first_refusal_mean(l, m, k);
+            let (steps, end) = (400, 40.0 * mean);
+            let h = end / f64::from(steps);
+            let survival = |i: u32| 1.0 - mm1k_first_refusal_by(l, m, k, h * f64::from(i));
+            let integral: f64 = (0..steps / 2)
+                .map(|i| {
+                    (survival(2 * i) + 4.0 * survival(2 * i + 1) + survival(2 * i + 2)) * h / 3.0
+                })
+                .sum();
+            assert!(
+                (integral / mean - 1.0).abs() < 1e-3,
+                "{l} {m} {k}: {integral} vs {mean}"
+            );
+            assert!(mm1k_first_refusal_by(l, m, k, end) > 1.0 - 1e-9);
+        }
+        // Nothing can be refused before K + 1 arrivals, so at t → 0 the probability is of
+        // order t^(K+1): tiny, never negative.
+        let early = mm1k_first_refusal_by(0.5, 1.0, 4, 1e-3);
+        assert!((0.0..1e-15).contains(&early), "{early}");
+        // A rare refusal keeps its digits: once the chain has forgotten its empty start (its
+        // relaxation time here is about 6), refusals come at the rate 1/mean, so between two
+        // horizons far below the mean the probability grows by their distance over the mean.
+        let (l, m, k) = (1.0, 2.0, 20);
+        let mean = mm1k_first_refusal_mean(l, m, k);
+        let grown = mm1k_first_refusal_by(l, m, k, 200.0) - mm1k_first_refusal_by(l, m, k, 100.0);
+        assert!(
+            (grown * mean / 100.0 - 1.0).abs() < 0.01,
+            "{grown} over {mean}"
+        );
     }
 
     #[test]

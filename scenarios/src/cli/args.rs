@@ -2,7 +2,7 @@
 //! the values its flags are written in (seeds, windows, `--set`).
 
 use crate::experiment::PartitionSpec;
-use crate::experiment::{shrink, tune};
+use crate::experiment::{risk, shrink, tune};
 use crate::format::error::one_line;
 use crate::format::limits::{Bytes, RunLimits};
 use crate::format::overrides::{Flag, Override, Overrides};
@@ -110,6 +110,10 @@ pub(super) enum Command {
     /// (`--minimize`) or the one farthest from breaking (`--maximize-margin`), and give the
     /// run that decided it.
     Tune(TuneArgs),
+    /// Estimate the probability that an event happens within a horizon, with its 95%
+    /// interval, down to events too rare for plain runs to show (multilevel splitting), and
+    /// give one run that reaches it as a command that replays it.
+    Risk(RiskArgs),
     /// Search for a smaller scenario that still fails the same expectation at a seed: drop
     /// clients, services, calls, layers and faults, shorten the run, lower counts.
     Shrink(ShrinkArgs),
@@ -345,6 +349,79 @@ pub(super) struct TuneArgs {
     pub(super) overrides: OverrideArgs,
 }
 
+/// What `resim risk` takes.
+#[derive(Args)]
+pub(super) struct RiskArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The event: `REASON:SERVICE` or `REASON:CLIENT` (the first failure for that reason
+    /// there, e.g. `queue_full:api`, `timeout:users`), `queue:SERVICE>=DEPTH`,
+    /// `expectation:N` (the file's `expectations[N]` failing) or `metastable` (the
+    /// metastability verdict not a recovery).
+    #[arg(long, value_name = "EVENT")]
+    pub(super) event: String,
+    /// How long after the start the event must happen, e.g. `24h` (the file's timeline as
+    /// written, up to it).
+    #[arg(long, value_name = "DURATION")]
+    pub(super) horizon: SimDuration,
+    /// The seeds, from the first: plain runs use them in order, splitting's runs derive from
+    /// the first.
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_risk_seeds, default_value = "1..1000000")]
+    pub(super) seeds: (u64, u64),
+    /// What may be simulated: events (`2e8`, `2e8events`) or runs (`500runs`).
+    #[arg(long, value_name = "EVENTS|RUNS", default_value = "1e8")]
+    pub(super) budget: risk::Budget,
+    /// `auto` (plain runs where they reach --rel-error within the budget, else splitting),
+    /// `plain`, `splitting` (whole runs) or `excursions` (from the basin of a steady state).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub(super) method: RiskMethod,
+    /// The importance function splitting follows: `queue:SERVICE` or `queued` (default:
+    /// the event's service's queue; `queued` for a client's failure or an event judged on
+    /// the whole run).
+    #[arg(long, value_name = "FUNCTION")]
+    pub(super) importance: Option<String>,
+    /// Trajectories per replication of splitting.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub(super) particles: u64,
+    /// Independent replications of splitting (their spread is the interval).
+    #[arg(long, value_name = "R", default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=100_000))]
+    pub(super) replications: u64,
+    /// The relative error (95% half width over the estimate) plain runs must reach within
+    /// the budget to be chosen.
+    #[arg(long, value_name = "E", default_value_t = 0.2)]
+    pub(super) rel_error: f64,
+    /// Runs at once (default: one per core); the estimate is the same whatever it is.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(super) jobs: Option<u16>,
+    /// Print one JSON object instead of the text.
+    #[arg(long)]
+    pub(super) json: bool,
+    /// Also write every plain run or replication to FILE (a part that `resim merge` reads);
+    /// with `--partition`, this share's.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub(super) out: Option<String>,
+    /// Make only every N-th plain run or replication, from the K-th (K/N), into `--out`;
+    /// `resim merge` gives the estimate of all the parts. `auto` (or `auto/N`) reads K and N
+    /// from a batch scheduler's array task.
+    #[arg(long, value_name = "K/N|auto[/N]", requires = "out")]
+    pub(super) partition: Option<PartitionSpec>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+}
+
+/// `resim risk --method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum RiskMethod {
+    /// Plain runs where they reach the relative error within the budget, else splitting.
+    Auto,
+    /// Plain runs.
+    Plain,
+    /// Splitting whole runs.
+    Splitting,
+    /// Splitting excursions from the basin of a steady state.
+    Excursions,
+}
+
 /// How `resim phase` prints its map.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum PhaseFormat {
@@ -459,6 +536,21 @@ const SWEEP_SEEDS_MAX: u64 = 10_000;
 
 /// `FROM..TO`, both included.
 fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
+    seed_range(text, SWEEP_SEEDS_MAX, "per sweep")
+}
+
+/// `FROM..TO` for `resim risk`, whose plain runs may be many more than a sweep's; its
+/// splitting derives seeds past the range's first, so the seeds stay far from `u64::MAX`.
+fn parse_risk_seeds(text: &str) -> Result<(u64, u64), String> {
+    let range = seed_range(text, risk::SEEDS_MAX, "per estimate")?;
+    if range.1 > u64::MAX / 2 {
+        return Err(format!("{text:?}: seeds up to {} only", u64::MAX / 2));
+    }
+    Ok(range)
+}
+
+/// `FROM..TO`, both ends included, at most `max` seeds.
+fn seed_range(text: &str, max: u64, per: &str) -> Result<(u64, u64), String> {
     let (from, to) = text
         .split_once("..")
         .ok_or_else(|| format!("{text:?}: write the seeds as FROM..TO, e.g. 1..20"))?;
@@ -471,10 +563,8 @@ fn parse_seeds(text: &str) -> Result<(u64, u64), String> {
     if to < from {
         return Err(format!("{text:?}: the range ends before it starts"));
     }
-    if to - from >= SWEEP_SEEDS_MAX {
-        return Err(format!(
-            "{text:?}: at most {SWEEP_SEEDS_MAX} seeds per sweep"
-        ));
+    if to - from >= max {
+        return Err(format!("{text:?}: at most {max} seeds {per}"));
     }
     Ok((from, to))
 }

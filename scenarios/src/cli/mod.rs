@@ -21,7 +21,7 @@ use crate::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
 };
 use crate::experiment::determinism::{self, Verdict, check_determinism};
-use crate::experiment::{GridAxis, phase, shrink, tune};
+use crate::experiment::{GridAxis, phase, risk, shrink, tune};
 use crate::export;
 use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
@@ -58,6 +58,10 @@ pub fn main() -> ExitCode {
         })),
         Command::Tune(args) => report_outcome(
             tune_of(&args).and_then(|c| tune::tune_command(&c, &library::open, &limits)),
+        ),
+        Command::Risk(args) => report_outcome(
+            risk_of(&args)
+                .and_then(|(c, flags)| risk::command(&c, &flags, &library::open, &limits)),
         ),
         Command::Merge(args) => {
             let output = phase::MapOutput {
@@ -182,6 +186,49 @@ fn resolve_partition(
     spec.map(|p| p.resolve(&|name| std::env::var(name).ok()))
         .transpose()
         .map_err(|m| format!("{file}: {m}"))
+}
+
+/// `resim risk`'s arguments as a [`risk::Risk`] and how this process runs it.
+fn risk_of(args: &args::RiskArgs) -> Result<(risk::Risk, risk::Flags), String> {
+    let file = &args.file;
+    if !(args.rel_error > 0.0 && args.rel_error < 1.0) {
+        return Err(format!(
+            "{file}: --rel-error {}: a ratio above 0 and below 1, e.g. 0.2 for ±20%",
+            args.rel_error
+        ));
+    }
+    if args.horizon.is_zero() {
+        return Err(format!(
+            "{file}: --horizon 0s: give a horizon above 0, e.g. 1h"
+        ));
+    }
+    let method = match args.method {
+        args::RiskMethod::Auto => risk::MethodChoice::Auto,
+        args::RiskMethod::Plain => risk::MethodChoice::Plain,
+        args::RiskMethod::Splitting => risk::MethodChoice::Splitting,
+        args::RiskMethod::Excursions => risk::MethodChoice::Excursions,
+    };
+    let command = risk::Risk {
+        file: file.clone(),
+        event: args.event.clone(),
+        horizon: args.horizon,
+        seeds: args.seeds,
+        budget: args.budget,
+        method,
+        importance: args.importance.clone(),
+        particles: args.particles as usize,
+        replications: args.replications,
+        relative_error: args.rel_error,
+        overrides: args.overrides.overrides(file)?,
+        fingerprint: String::new(),
+    };
+    let flags = risk::Flags {
+        json: args.json,
+        out: args.out.clone(),
+        jobs: args.jobs.map(usize::from),
+        partition: resolve_partition(file, args.partition)?,
+    };
+    Ok((command, flags))
 }
 
 /// `resim tune`'s arguments as a [`tune::Tune`]: the knobs and the stress parsed, each error

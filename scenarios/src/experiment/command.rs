@@ -106,8 +106,17 @@ pub fn merge_files(
             }
             super::tune::merge(&files, output.svg.as_deref(), open, limits)
         }
+        Some(super::risk::PART_KIND) => {
+            if output.svg.is_some() {
+                return Err(format!(
+                    "{}: a risk estimate draws no chart; --svg is for a phase map's or a tune's parts",
+                    paths[0]
+                ));
+            }
+            super::risk::merged(&files, output.json)
+        }
         Some(other) => Err(format!(
-            "{}: a part of `{other}`, which resim merge does not know; give the --out files of resim sweep, phase or tune",
+            "{}: a part of `{other}`, which resim merge does not know; give the --out files of resim sweep, phase, tune or risk",
             paths[0]
         )),
         None => {

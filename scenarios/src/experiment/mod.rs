@@ -15,6 +15,7 @@
 //! | [`plan`] | grid axes, the runs of a sweep and their stable indices |
 //! | [`sweep`] | running a plan, its records, the printed summary, merging |
 //! | [`stats`] | Wilson intervals, mean and standard deviation, t-intervals |
+//! | [`risk`] | `resim risk`: the probability of an event within a horizon, with its interval, by plain runs or multilevel splitting, and a run that reaches it |
 //! | [`shrink`] | `resim shrink`: a smaller scenario that still fails the same expectation |
 //! | [`tune`] | `resim tune`: racing candidate settings on common seeds against the expectations, and each finalist's margin to the stress where it breaks |
 //!
@@ -35,6 +36,7 @@ pub mod part;
 pub mod partition;
 pub mod phase;
 pub mod plan;
+pub mod risk;
 pub mod shrink;
 pub mod stats;
 pub mod sweep;

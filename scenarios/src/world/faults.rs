@@ -225,16 +225,12 @@ impl World {
     }
 
     pub(super) fn service_index(&self, name: &str) -> usize {
-        self.services
-            .iter()
-            .position(|s| s.name() == name)
+        self.service_named(name)
             .expect("fault targets are checked by validation")
     }
 
     fn client_index(&self, name: &str) -> usize {
-        self.clients
-            .iter()
-            .position(|c| c.name() == name)
+        self.client_named(name)
             .expect("fault targets are checked by validation")
     }
 

@@ -83,6 +83,11 @@ impl Gauges {
         &mut self.counts
     }
 
+    /// Attempts refused or failed for `reason`, so far.
+    pub fn failed(&self, reason: Reason) -> u64 {
+        self.counts.failed.get(reason)
+    }
+
     /// Counts an attempt arriving at `now`.
     pub fn record_arrival(&mut self, now: SimTime) {
         self.counts.arrivals += 1;

@@ -54,6 +54,7 @@
 //! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
 //! | `pace` | the quota a rate-limited service's reply carries, and the `Pace` gate that holds calls until its reset |
 //! | `adaptive` | a call site's adaptive per-attempt timeout and the timeout it gave per bucket |
+//! | `probe` | counts a running world can be asked for between events (queue depths, failures so far), for estimates made while it runs |
 //!
 //! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
 //! reused, queues are bounded (or explicitly unbounded) and grow as used, and the figures
@@ -118,6 +119,7 @@ mod network;
 mod outcome;
 mod pace;
 mod pool;
+mod probe;
 mod refresh;
 mod replica;
 mod scaling;
@@ -135,6 +137,7 @@ pub use live::{GROWTH_MARGIN, Live, Queued};
 pub use msg::{Msg, Net, Packet};
 pub use outcome::{Outcome, REASONS, Reason, failure_of};
 pub use pace::Quota;
+pub use probe::Probe;
 pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 

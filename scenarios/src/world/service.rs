@@ -296,6 +296,11 @@ impl Service {
         self.gauges.counts()
     }
 
+    /// Attempts it refused or failed for `reason`, so far.
+    pub fn failed(&self, reason: Reason) -> u64 {
+        self.gauges.failed(reason)
+    }
+
     /// Jobs waiting in its replicas' queues.
     pub fn queued(&self) -> u32 {
         self.gauges.queued()

@@ -33,6 +33,7 @@ mod phase;
 mod pools;
 mod queues;
 mod report;
+mod risk;
 mod scaling;
 mod shrink;
 mod swarm;

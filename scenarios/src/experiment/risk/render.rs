@@ -1,0 +1,358 @@
+//! What `resim risk` prints: the [`Answer`] made from every plain run or replication (the
+//! estimate, its interval, the mean time, what it cost and what plain runs would have
+//! cost), as text for a reader and as one JSON object.
+
+use super::estimate::{self, Estimate};
+use super::replication::{Split, Witness};
+use super::{Plan, RiskOutput};
+use serde::Serialize;
+use sim_core::SimDuration;
+
+/// The estimate and everything said about it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Answer {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The file, as named.
+    pub file: String,
+    /// The event, as written.
+    pub event: String,
+    /// The horizon, as a duration.
+    pub horizon: String,
+    /// `plain`, `splitting` or `excursions`.
+    pub method: String,
+    /// Why that method.
+    pub reason: String,
+    /// The importance function (splitting).
+    pub importance: Option<String>,
+    /// The probability that the event happens within the horizon.
+    pub probability: f64,
+    /// Its 95% interval's lower end.
+    pub low: f64,
+    /// Its 95% interval's upper end.
+    pub high: f64,
+    /// The interval's half width over the estimate.
+    pub relative_error: f64,
+    /// The mean time to the event in seconds, where estimated (excursions).
+    pub mean_time_to_event: Option<f64>,
+    /// Its interval, in seconds.
+    pub mean_time_to_event_interval: Option<(f64, f64)>,
+    /// Events simulated in all, the pilot and replays included.
+    pub events: u64,
+    /// Plain runs made (the pilot's included).
+    pub runs: u64,
+    /// Plain runs that reached the event.
+    pub hits: u64,
+    /// Trajectories per replication and replications (splitting).
+    pub particles: Option<usize>,
+    /// Replications of splitting.
+    pub replications: Option<u64>,
+    /// Each level of the first replication: the importance it passed and the share of
+    /// trajectories that went on past it (splitting).
+    pub levels: Vec<(u64, f64)>,
+    /// The premise of splitting excursions: each check and whether it held.
+    pub premise: Vec<(String, bool)>,
+    /// The plain runs that would reach the same relative error, and their events.
+    pub plain_runs_needed: Option<f64>,
+    /// The events of those plain runs.
+    pub plain_events_needed: Option<f64>,
+    /// A command that replays one run that reached the event.
+    pub replay: Option<String>,
+    /// When that run reached it, in seconds.
+    pub replay_at: Option<f64>,
+    /// What a reader should know about the estimate (a premise that failed, an estimate
+    /// of 0).
+    pub notes: Vec<String>,
+}
+
+/// The command that replays `witness`.
+fn replay(output: &RiskOutput, seed: u64, branches: &[(u64, u32, u64)]) -> String {
+    let c = &output.command;
+    let mut words = format!(
+        "resim run {} --seed {seed} --duration {}{}",
+        c.file,
+        c.horizon,
+        c.overrides.command_line()
+    );
+    for (events, level, index) in branches {
+        words.push_str(&format!(" --branch {events}:{level}:{index}"));
+    }
+    words
+}
+
+/// The answer of a whole estimate.
+pub fn answer(output: &RiskOutput) -> Answer {
+    let c = &output.command;
+    let horizon = c.horizon.as_secs_f64();
+    let pilot = &output.choice.pilot;
+    let runs: Vec<_> = pilot.iter().chain(&output.runs).collect();
+    let hits = runs.iter().filter(|r| r.reached).count() as u64;
+    let run_events: u64 = runs.iter().map(|r| r.events).sum();
+    let finished: Vec<_> = runs.iter().filter(|r| r.finished).collect();
+    // What a plain run to the horizon costs: the pilot's finished runs' mean, else the rate
+    // of the basin runs.
+    let mut cost_of_run = if finished.is_empty() {
+        None
+    } else {
+        Some(finished.iter().map(|r| r.events).sum::<u64>() as f64 / finished.len() as f64)
+    };
+    let mut notes = Vec::new();
+    let (method, estimate, particles, replications, levels, witness) = match &output.choice.plan {
+        Plan::Plain { .. } => {
+            let witness = runs
+                .iter()
+                .find(|r| r.reached)
+                .map(|r| (r.seed, Vec::new(), r.end_ns));
+            (
+                "plain",
+                estimate::plain(hits, runs.len() as u64),
+                None,
+                None,
+                Vec::new(),
+                witness,
+            )
+        }
+        Plan::Splitting {
+            split,
+            particles,
+            replications,
+            ..
+        } => {
+            let values: Vec<f64> = output.replications.iter().map(|r| r.estimate).collect();
+            let (method, e) = match split {
+                Split::Whole => ("splitting", estimate::replications(&values)),
+                Split::Excursions { .. } => {
+                    let basins: Vec<_> = output
+                        .replications
+                        .iter()
+                        .filter_map(|r| r.basin.as_ref())
+                        .collect();
+                    let basin_events: u64 = output
+                        .replications
+                        .iter()
+                        .filter(|r| r.basin.is_some())
+                        .map(|r| r.events)
+                        .sum();
+                    let basin_time: u64 = basins.iter().map(|b| b.time_ns).sum();
+                    if cost_of_run.is_none() && basin_time > 0 {
+                        // An upper bound of a basin's events per second (the replication's
+                        // events include its splitting): a plain run costs no more.
+                        cost_of_run = Some(
+                            basin_events as f64 / SimDuration::from_nanos(basin_time).as_secs_f64()
+                                * horizon,
+                        );
+                    }
+                    ("excursions", estimate::rates(&values, horizon))
+                }
+            };
+            let e = e.unwrap_or_else(|| {
+                notes.push("fewer than two replications: no interval".to_string());
+                Estimate {
+                    probability: values.first().copied().unwrap_or(0.0),
+                    low: 0.0,
+                    high: 1.0,
+                    mean_time: None,
+                }
+            });
+            let witness = output
+                .replications
+                .iter()
+                .find_map(|r| r.witness.as_ref())
+                .map(
+                    |Witness {
+                         seed,
+                         branches,
+                         at_ns,
+                     }| (*seed, branches.clone(), *at_ns),
+                );
+            let levels = output
+                .replications
+                .first()
+                .map(|r| r.levels.clone())
+                .unwrap_or_default();
+            let budget_stops = output
+                .replications
+                .iter()
+                .filter(|r| r.stop == "budget")
+                .count();
+            if budget_stops > 0 {
+                notes.push(format!(
+                    "{budget_stops} of {} replications spent their share of the budget before their trajectories reached the event; the estimate stays unbiased, its interval wider (raise --budget)",
+                    output.replications.len()
+                ));
+            }
+            (
+                method,
+                e,
+                Some(*particles),
+                Some(*replications),
+                levels,
+                witness,
+            )
+        }
+    };
+    if estimate.probability == 0.0 {
+        notes.push(
+            "no run reached the event: the estimate is 0 and the interval only bounds what this budget can see"
+                .to_string(),
+        );
+    }
+    let split_events: u64 = output.replications.iter().map(|r| r.events).sum();
+    let events = run_events + split_events;
+    let premise = {
+        let mut p = output.choice.premise.clone();
+        p.extend(super::basin_premise(c.horizon, &output.replications));
+        p
+    };
+    for (check, held) in &premise {
+        if !held && method == "excursions" {
+            notes.push(format!(
+                "the premise of splitting excursions failed: {check}"
+            ));
+        }
+    }
+    let plain_runs_needed = (method != "plain")
+        .then(|| estimate::plain_runs_for(&estimate))
+        .flatten();
+    let plain_events_needed = plain_runs_needed.zip(cost_of_run).map(|(n, c)| n * c);
+    Answer {
+        scenario: output.scenario.clone(),
+        file: c.file.clone(),
+        event: c.event.clone(),
+        horizon: c.horizon.to_string(),
+        method: method.to_string(),
+        reason: output.choice.reason.clone(),
+        importance: (method != "plain").then(|| output.importance.clone()),
+        probability: estimate.probability,
+        low: estimate.low,
+        high: estimate.high,
+        relative_error: estimate.relative_error(),
+        mean_time_to_event: estimate.mean_time.map(|(m, _, _)| m),
+        mean_time_to_event_interval: estimate.mean_time.map(|(_, l, h)| (l, h)),
+        events,
+        runs: runs.len() as u64,
+        hits,
+        particles,
+        replications,
+        levels,
+        premise,
+        plain_runs_needed,
+        plain_events_needed,
+        replay: witness
+            .as_ref()
+            .map(|(seed, branches, _)| replay(output, *seed, branches)),
+        replay_at: witness.map(|(_, _, at)| SimDuration::from_nanos(at).as_secs_f64()),
+        notes,
+    }
+}
+
+/// A count for a reader: thousands separated, or `1.5×10¹⁰` from ten million.
+fn count(n: f64) -> String {
+    if n >= 1e7 {
+        return estimate::scientific(n);
+    }
+    let digits = format!("{n:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What `resim risk` prints.
+pub fn text(a: &Answer) -> String {
+    let mut out = format!(
+        "resim risk · {} · event {} within {}\n\n",
+        a.scenario, a.event, a.horizon
+    );
+    let e = Estimate {
+        probability: a.probability,
+        low: a.low,
+        high: a.high,
+        mean_time: None,
+    };
+    out.push_str(&format!(
+        "P({} within {}) = {} {}",
+        a.event,
+        a.horizon,
+        estimate::probability(a.probability),
+        estimate::interval(&e)
+    ));
+    if a.relative_error.is_finite() {
+        out.push_str(&format!("  (±{:.0}%)", a.relative_error * 100.0));
+    }
+    out.push('\n');
+    if let (Some(m), Some((low, high))) = (a.mean_time_to_event, a.mean_time_to_event_interval) {
+        out.push_str(&format!(
+            "mean time to it ≈ {} [{}, {}]\n",
+            estimate::span(m),
+            estimate::span(low),
+            estimate::span(high)
+        ));
+    }
+    out.push_str(&format!("\nmethod: {}", a.method));
+    match (a.particles, a.replications) {
+        (Some(n), Some(r)) => out.push_str(&format!(
+            " (adaptive multilevel splitting, {n} trajectories × {r} replications, importance {})\n",
+            a.importance.as_deref().unwrap_or("-")
+        )),
+        _ => out.push_str(&format!(
+            " ({} runs, {} reached the event)\n",
+            count(a.runs as f64),
+            count(a.hits as f64)
+        )),
+    }
+    out.push_str(&format!("  why: {}\n", a.reason));
+    for (check, held) in &a.premise {
+        out.push_str(&format!(
+            "  premise: {check}: {}\n",
+            if *held { "holds" } else { "does not hold" }
+        ));
+    }
+    if !a.levels.is_empty() {
+        let shown: Vec<String> = a
+            .levels
+            .iter()
+            .take(12)
+            .map(|(score, share)| format!("> {score}: {share:.2}"))
+            .collect();
+        let more = if a.levels.len() > 12 {
+            format!(", … ({} levels)", a.levels.len())
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "  levels of the first replication (importance passed: share that went on): {}{more}\n",
+            shown.join(", ")
+        ));
+    }
+    out.push_str(&format!("\nsimulated {} events", count(a.events as f64)));
+    if let (Some(runs), Some(events)) = (a.plain_runs_needed, a.plain_events_needed) {
+        out.push_str(&format!(
+            "; plain runs would need ≈ {} runs ({} events) for the same ±{:.0}%: {:.0}× more",
+            count(runs),
+            count(events),
+            a.relative_error * 100.0,
+            events / a.events.max(1) as f64
+        ));
+    }
+    out.push('\n');
+    for note in &a.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    match (&a.replay, a.replay_at) {
+        (Some(r), Some(at)) => {
+            out.push_str(&format!("one run that reached it (at {at:.3}s): {r}\n"))
+        }
+        _ => out.push_str("no run reached the event, so there is none to replay\n"),
+    }
+    out
+}
+
+/// The answer as one JSON object.
+pub fn json(a: &Answer) -> String {
+    serde_json::to_string_pretty(a).expect("an answer is plain data")
+}
