@@ -269,6 +269,7 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         let target = import::Target {
             into: into.as_deref().map(read).transpose()?,
             call: call.clone(),
+            ..import::Target::default()
         };
         import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())
     })();
