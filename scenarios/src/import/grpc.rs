@@ -31,6 +31,9 @@ const ATTEMPTS_MAX: u32 = 5;
 const NAMING: Naming = Naming {
     format: SourceFormat::Grpc,
     label: str::to_string,
+    fold_case: Some(
+        "grpc-go matches a service config's keys case-insensitively; grpc-java and gRPC's C core (C++, Python, Ruby, PHP) match them exactly and would not read it",
+    ),
 };
 
 /// The system of service configs: each one's services, merged in the order of the files.
@@ -63,7 +66,7 @@ fn read_one(doc: &Doc) -> Result<System, ImportError> {
         }
     }
     let skipped = ledger.not_imported(doc, &|p| {
-        known_reason(p).unwrap_or_else(super::ledger::no_counterpart)
+        known_reason(p).unwrap_or_else(|| super::ledger::unknown("a gRPC service config", p))
     });
     Ok(System::of(SourceFormat::Grpc, upstreams, skipped))
 }
@@ -258,7 +261,7 @@ const CODES: [&str; 17] = [
 
 /// `retryableStatusCodes` as the outcomes resim retries.
 fn retryable(n: &Node) -> Result<Vec<Field>, ImportError> {
-    let at = child(&n.path, "retryableStatusCodes");
+    let at = n.path_of("retryableStatusCodes");
     let codes = n.raw("retryableStatusCodes").and_then(Value::as_array).filter(|c| !c.is_empty()).ok_or_else(|| {
         n.error(&at, "a retryPolicy needs retryableStatusCodes, a non-empty list such as [\"UNAVAILABLE\"] (gRFC A6)")
     })?;
@@ -371,16 +374,17 @@ fn throttling(root: &Node) -> Result<Option<Field>, ImportError> {
 /// Why a field nothing read is left out, for fields whose reason is known.
 fn known_reason(path: &str) -> Option<(Skip, String)> {
     let last = path.rsplit('.').next().unwrap_or(path);
-    let last = last.split('[').next().unwrap_or(last);
-    let reason = match last {
-        "waitForReady" => {
+    // grpc-go reads keys in any case.
+    let last = last.split('[').next().unwrap_or(last).to_ascii_lowercase();
+    let reason = match last.as_str() {
+        "waitforready" => {
             "resim's calls do not wait for a connection to be ready: an attempt to a replica that is down fails at once"
         }
-        "maxRequestMessageBytes" | "maxResponseMessageBytes" => "resim's messages have no size",
-        "loadBalancingConfig" | "loadBalancingPolicy" => {
+        "maxrequestmessagebytes" | "maxresponsemessagebytes" => "resim's messages have no size",
+        "loadbalancingconfig" | "loadbalancingpolicy" => {
             "the calling channel's balancer: set the target service's `balancer` (resim balances at the service)"
         }
-        "healthCheckConfig" => "set the target service's `health_check`",
+        "healthcheckconfig" => "set the target service's `health_check`",
         _ => return None,
     };
     Some((Skip::NoCounterpart, reason.to_string()))

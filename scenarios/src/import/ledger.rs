@@ -50,6 +50,9 @@ pub struct Naming {
     pub format: SourceFormat,
     /// The path as comments write it after the format's name.
     pub label: fn(&str) -> String,
+    /// How the format's reader matches a key to a field, where its files may spell it in
+    /// another case (grpc-go); `None` matches exactly.
+    pub fold_case: Option<&'static str>,
 }
 
 /// The fields a reader took from one file, by their path in it.
@@ -62,6 +65,8 @@ pub struct Ledger {
     /// Objects named by kind and name (`[0]` → `DestinationRule[reviews]`), longest prefix
     /// first when looked up.
     objects: RefCell<Vec<(String, String)>>,
+    /// Keys read as a field of another spelling (`MaxAttempts` as `maxAttempts`), by path.
+    folded: RefCell<BTreeMap<String, String>>,
 }
 
 /// One field not imported: where it is, and why.
@@ -83,7 +88,23 @@ impl Ledger {
             used: RefCell::default(),
             skipped: RefCell::default(),
             objects: RefCell::default(),
+            folded: RefCell::default(),
         }
+    }
+
+    /// The key of `object` that stands for field `k`: `k` itself, else, where the format's
+    /// reader folds case, a key of another case, recorded so that its label says so.
+    pub fn key<'v>(&self, object: &'v Value, path: &str, k: &str) -> Option<&'v str> {
+        let map = object.as_object()?;
+        if let Some((key, _)) = map.get_key_value(k) {
+            return Some(key.as_str());
+        }
+        self.naming.fold_case?;
+        let (key, _) = map.iter().find(|(key, _)| key.eq_ignore_ascii_case(k))?;
+        self.folded
+            .borrow_mut()
+            .insert(child(path, key), k.to_string());
+        Some(key.as_str())
     }
 
     /// The format of the file.
@@ -120,13 +141,18 @@ impl Ledger {
         }
     }
 
-    /// `path` as comments and the table name it: `envoy: clusters[db].connect_timeout`.
+    /// `path` as comments and the table name it: `envoy: clusters[db].connect_timeout`; a
+    /// key read in another case says so.
     pub fn label(&self, path: &str) -> String {
-        format!(
+        let label = format!(
             "{}: {}",
             self.naming.format.name(),
             (self.naming.label)(&self.name(path))
-        )
+        );
+        match (self.folded.borrow().get(path), self.naming.fold_case) {
+            (Some(field), Some(how)) => format!("{label} (read as {field}: {how})"),
+            _ => label,
+        }
     }
 
     /// Where `path` of `doc` is.
@@ -251,7 +277,18 @@ impl Ledger {
     }
 }
 
-/// The reason of a field no reader took and no format knows better.
-pub fn no_counterpart() -> (Skip, String) {
-    (Skip::NoCounterpart, "resim has no counterpart".to_string())
+/// The reason of a field of `what` (`Istio's networking API`) at `path` that no reader took
+/// and its format knows no better reason for.
+pub fn unknown(what: &str, path: &str) -> (Skip, String) {
+    let field = path
+        .rsplit(['.', '['])
+        .next()
+        .unwrap_or(path)
+        .trim_end_matches(']');
+    (
+        Skip::NoCounterpart,
+        format!(
+            "not a field of {what} that the import reads ({field}): a setting resim does not model, a newer field, or a misspelling"
+        ),
+    )
 }

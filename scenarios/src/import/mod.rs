@@ -176,7 +176,12 @@ pub fn detect(
     let has = |k: &str| root.get(k).is_some();
     let format = if istio::holds_istio(root) {
         Some(SourceFormat::Istio)
-    } else if has("methodConfig") || has("retryThrottling") {
+    } else if root.as_object().is_some_and(|m| {
+        // grpc-go reads a service config's keys in any case.
+        m.keys().any(|k| {
+            k.eq_ignore_ascii_case("methodConfig") || k.eq_ignore_ascii_case("retryThrottling")
+        })
+    }) {
         Some(SourceFormat::Grpc)
     } else if root.as_object().is_some_and(|m| {
         m.keys()

@@ -69,20 +69,31 @@ impl<'a> Node<'a> {
         ))
     }
 
+    /// The key field `k` has in the file (its own name, or the same in another case where the
+    /// format's reader folds case).
+    fn key(&self, k: &str) -> Option<&'a str> {
+        self.ledger.key(self.value, &self.path, k)
+    }
+
+    /// The path of field `k`, as the file spells its key.
+    pub fn path_of(&self, k: &str) -> String {
+        child(&self.path, self.key(k).unwrap_or(k))
+    }
+
     /// The raw value of field `k`, if present (not marked as used).
     pub fn raw(&self, k: &str) -> Option<&'a Value> {
-        self.value.get(k).filter(|v| !v.is_null())
+        self.value.get(self.key(k)?).filter(|v| !v.is_null())
     }
 
     /// Marks field `k` as used.
     pub fn take(&self, k: &str) {
-        self.ledger.take(&child(&self.path, k));
+        self.ledger.take(&self.path_of(k));
     }
 
     /// Marks field `k` as left out, for `reason`.
     pub fn skip(&self, k: &str, kind: Skip, reason: impl Into<String>) {
         if self.raw(k).is_some() {
-            self.ledger.skip(&child(&self.path, k), kind, reason);
+            self.ledger.skip(&self.path_of(k), kind, reason);
         }
     }
 
@@ -91,7 +102,7 @@ impl<'a> Node<'a> {
         let Some(v) = self.raw(k) else {
             return Ok(None);
         };
-        let path = child(&self.path, k);
+        let path = self.path_of(k);
         let n = match v {
             Value::Number(n) => n.as_u64(),
             // Protobuf's JSON form writes 64-bit integers as strings; YAML users quote numbers.
@@ -110,7 +121,7 @@ impl<'a> Node<'a> {
         let Some(mut v) = self.raw(k) else {
             return Ok(None);
         };
-        let mut path = child(&self.path, k);
+        let mut path = self.path_of(k);
         if let Some(inner) = v.get("value") {
             self.ledger.take(&path);
             path = child(&path, "value");
@@ -132,7 +143,7 @@ impl<'a> Node<'a> {
         let Some(v) = self.raw(k) else {
             return Ok(None);
         };
-        let path = child(&self.path, k);
+        let path = self.path_of(k);
         let s = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
@@ -148,7 +159,7 @@ impl<'a> Node<'a> {
         let Some(v) = self.raw(k) else {
             return Ok(None);
         };
-        let path = child(&self.path, k);
+        let path = self.path_of(k);
         let b = match v {
             Value::Bool(b) => *b,
             Value::String(s) if s == "true" || s == "false" => s == "true",
@@ -164,7 +175,7 @@ impl<'a> Node<'a> {
         let Some(v) = self.raw(k) else {
             return Ok(None);
         };
-        let path = child(&self.path, k);
+        let path = self.path_of(k);
         let d = proto_duration(v).ok_or_else(|| {
             self.error(
                 &path,
@@ -183,7 +194,7 @@ impl<'a> Node<'a> {
         let Some(v) = self.raw(k) else {
             return Ok(None);
         };
-        let path = child(&self.path, k);
+        let path = self.path_of(k);
         if !v.is_object() {
             return Err(self.error(
                 &path,
@@ -199,7 +210,7 @@ impl<'a> Node<'a> {
         let Some(v) = self.raw(k) else {
             return Ok(Vec::new());
         };
-        let path = child(&self.path, k);
+        let path = self.path_of(k);
         let Value::Array(items) = v else {
             return Err(self.error(&path, format!("expected a list, got {v}")));
         };

@@ -25,7 +25,7 @@
 //! wait; a thread-pool bulkhead runs `coreThreadPoolSize` tasks and queues `queueCapacity`.
 
 use super::ledger::{Ledger, Naming, Skip};
-use super::model::{Origin, System, merge};
+use super::model::{Origin, System};
 use super::node::{Found, Node, Owned};
 use super::ron::{Field, Ron};
 use super::spring::{self, DURATION_FORMS, key_of, relaxed};
@@ -37,15 +37,17 @@ use std::collections::BTreeSet;
 
 mod exceptions;
 mod layers;
+mod sources;
 
 /// How comments name Spring's paths: under `resilience4j`, from the module on.
 const NAMING: Naming = Naming {
     format: SourceFormat::Resilience4j,
     label,
+    fold_case: None,
 };
 
 /// A path as comments write it after `resilience4j: `.
-fn label(path: &str) -> String {
+pub(super) fn label(path: &str) -> String {
     path.strip_prefix("resilience4j.")
         .unwrap_or(path)
         .to_string()
@@ -246,20 +248,17 @@ impl<'a> Chain<'a> {
 /// The system of Spring configurations: each one's instances, merged in the order of the
 /// files.
 pub fn read(docs: &[Doc]) -> Result<System, ImportError> {
-    let systems = docs.iter().map(read_one).collect::<Result<Vec<_>, _>>()?;
-    Ok(merge::merge(systems))
+    let (doc, replaced) = sources::environment(docs)?;
+    let mut system = read_one(&doc)?;
+    system.skipped.extend(replaced);
+    Ok(system)
 }
 
-/// The system of one resilience4j configuration: one upstream per instance name.
+/// The system of one resilience4j environment (its files made one): one upstream per
+/// instance name.
 fn read_one(doc: &Doc) -> Result<System, ImportError> {
-    let nested =
-        spring::nest(&doc.root).map_err(|m| ImportError::new(format!("{}: {m}", doc.file)))?;
-    let doc = Doc {
-        root: nested,
-        ..doc.clone()
-    };
     let ledger = Ledger::new(NAMING);
-    let root = Node::root(&doc, &ledger);
+    let root = Node::root(doc, &ledger);
     let top = key_of(&doc.root, "resilience4j")
         .and_then(|k| root.node().object(k).transpose())
         .transpose()?
@@ -285,8 +284,9 @@ fn read_one(doc: &Doc) -> Result<System, ImportError> {
         c.overridden(&ledger);
     }
     unused_configs(&modules, &ledger);
-    let skipped = ledger.not_imported(&doc, &|p| {
-        known_reason(p).unwrap_or_else(super::ledger::no_counterpart)
+    let skipped = ledger.not_imported(doc, &|p| {
+        known_reason(p)
+            .unwrap_or_else(|| super::ledger::unknown("resilience4j's Spring Boot properties", p))
     });
     Ok(System::of(SourceFormat::Resilience4j, upstreams, skipped))
 }
@@ -462,7 +462,7 @@ fn unused_configs(modules: &[(Module, Owned)], ledger: &Ledger) {
             ledger.unused(
                 &path,
                 props,
-                &|_| super::ledger::no_counterpart(),
+                &|p| super::ledger::unknown("resilience4j", p),
                 &mut used,
             );
             let untouched = used.len() == 1 && used[0].0 == path;
@@ -493,16 +493,6 @@ fn known_reason(path: &str) -> Option<(Skip, String)> {
             "monitoring and diagnostics (health indicators, events, stack traces), not behaviour"
         }
         "baseconfig" => "resolved: the properties it names are imported in this instance's place",
-        "recordexceptions"
-        | "ignoreexceptions"
-        | "recordfailurepredicate"
-        | "ignoreexceptionpredicate"
-        | "recordresultpredicate"
-        | "retryexceptions"
-        | "retryexceptionpredicate"
-        | "resultpredicate" => {
-            "resim's failures are outcomes (a timeout, a connection error, a status, a refusal), not exception classes or results; the import counts and retries every failure, as resilience4j does without this setting"
-        }
         "contextpropagators" | "intervalbifunction" | "consumeresultbeforeretryattempt" => {
             "Java code named by class; resim has no counterpart"
         }

@@ -536,6 +536,21 @@ pub fn item_name(v: &Value, i: usize) -> String {
     }
 }
 
+/// A value in words, as a note names what a route matches: `prefix /api`,
+/// `headers end-user exact jason`.
+pub fn words(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k} {}", words(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(items) => items.iter().map(words).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
 /// Nanoseconds of `"1.25"` seconds (at most nine decimals, as protobuf allows).
 pub fn decimal_seconds(s: &str) -> Option<u128> {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));

@@ -246,21 +246,26 @@ fn calls(
         let mut calls = Vec::new();
         for (k, &r) in routes.iter().enumerate() {
             let route = &system.routes[r];
-            let upstream = &system.upstreams[route.upstream];
-            let mut call = vec![Field::from(
-                "target",
-                ron::string(&names[route.upstream]),
-                upstream.origin.clone(),
-            )];
-            call.extend(route.call.iter().cloned());
             let path = format!("services.{caller}.calls[{k}]");
+            let target = target(system, route, &names[route.upstream]);
+            if target.note.is_some() {
+                ron::rows(&format!("{path}.target"), &target, &mut rows);
+            }
+            let mut call = vec![target];
+            call.extend(route.call.iter().cloned());
             for f in &route.call {
                 ron::rows(&format!("{path}.{}", f.name), f, &mut rows);
             }
             if !std::mem::replace(&mut listed[route.upstream], true) {
                 upstream_rows(system, names, route.upstream, &mut rows);
             }
-            calls.push(Field::plain("", ron::fields(call)));
+            let entry = Field::plain("", ron::fields(call));
+            calls.push(match &route.matches {
+                Some(m) => entry.noted(format!(
+                    "the route for {m}; its share of the requests is the call's weight"
+                )),
+                None => entry,
+            });
         }
         calls_of.push((caller.clone(), calls));
     }
@@ -270,6 +275,24 @@ fn calls(
         }
     }
     Ok((calls_of, rows))
+}
+
+/// The `target` of `route`'s call, named `name`, from where the route names it; a subset
+/// says so.
+fn target(system: &System, route: &super::model::Route, name: &str) -> Field {
+    let upstream = &system.upstreams[route.upstream];
+    let origin = route
+        .destination
+        .clone()
+        .unwrap_or_else(|| upstream.origin.clone());
+    let field = Field::from("target", ron::string(name), origin);
+    match &upstream.host.subset {
+        Some(s) => field.noted(format!(
+            "the subset {s} of {}: its endpoints are the service's replicas",
+            upstream.host.qualified
+        )),
+        None => field,
+    }
 }
 
 /// A client for each root caller: `users` for one, `users-NAME` for several.

@@ -1,5 +1,12 @@
-//! Envoy (v3 API) into the scenario format: each cluster becomes the service it names and the
-//! call to it, with the policy of the routes that send to it.
+//! Envoy (v3 API) into the neutral model: each cluster an upstream, and each route that sends
+//! to it a call of the service whose Envoy it is (`node.cluster`, else the configuration's own
+//! service), with the route's policy. The files given are read together: a bootstrap's
+//! routes may send to clusters of another file.
+//!
+//! | module | what |
+//! |---|---|
+//! | `route` | a route's timeout, retry policy and hedging, and the cluster's circuit breakers, as a call |
+//! | `filters` | the HTTP filters: adaptive concurrency as admission (off when its runtime flag's default is), the others listed |
 //!
 //! What is read, wherever it is in the file (a bootstrap's `static_resources`, a list of
 //! `clusters`, xDS `resources`, a `RouteConfiguration`): every list called `clusters`, every
@@ -23,17 +30,21 @@
 //! per-try timeout lets the timed-out attempt run on while the next races it: a hedge after
 //! `per_try_timeout`, and no per-attempt timeout. Outlier detection's `consecutive_5xx` is
 //! resim's `outlier` (failures and timeouts in a row eject a replica for the ejection time).
-//! The adaptive concurrency and local rate limit filters guard the service whose sidecar they
-//! sit in: admission of the cluster's service, one per replica for the concurrency limit.
+//! The adaptive concurrency filter guards the service whose sidecar it sits in: admission of
+//! the cluster's service, one per replica. A filter switched off by its runtime flag's default
+//! (`enabled.default_value: false`, `filter_enabled` at 0%) is imported as off: listed, not
+//! written.
 
+mod filters;
 mod route;
 
 use super::ledger::{Ledger, Naming, Skip};
-use super::model::{Host, Kind, System, Upstream, merge};
+use super::model::{Host, Kind, System, Upstream};
 use super::node::{Found, Node, Owned, entries};
-use super::ron::{self, Field, Ron};
-use super::tree::{Doc, child, item_name};
+use super::ron::{self, Field};
+use super::tree::{self, Doc, child, item_name, words};
 use super::{ImportError, SourceFormat};
+use filters::{admission, other_filters};
 use route::{Limits, call_fields};
 pub(super) use route::{STATUS_5XX, jittered_backoff};
 use serde_json::Value;
@@ -43,6 +54,7 @@ use sim_core::SimDuration;
 const NAMING: Naming = Naming {
     format: SourceFormat::Envoy,
     label,
+    fold_case: None,
 };
 
 /// Where an imported value came from, as its comment says it: the path from the innermost
@@ -61,7 +73,7 @@ fn label(path: &str) -> String {
     path[start..].to_string()
 }
 
-/// What a walk of the file found.
+/// What a walk of the files found.
 #[derive(Default)]
 struct Parts<'a> {
     clusters: Vec<Owned<'a>>,
@@ -70,31 +82,73 @@ struct Parts<'a> {
     filters: Vec<Owned<'a>>,
 }
 
+/// One route, with its virtual host and the service whose Envoy has it.
 #[derive(Clone)]
 pub(super) struct Route<'a> {
     pub(super) route: Owned<'a>,
     pub(super) host: Owned<'a>,
+    /// The Envoy's `node.cluster`: the service it fronts, which makes the calls.
+    caller: Option<String>,
 }
 
-/// The system of Envoy configurations: each one's clusters, merged in the order of the files.
+/// The system of Envoy configurations, read together: a listener's routes in one file may
+/// send to clusters of another (a bootstrap and its CDS and RDS files).
 pub fn read(docs: &[Doc]) -> Result<System, ImportError> {
-    let systems = docs.iter().map(read_one).collect::<Result<Vec<_>, _>>()?;
-    Ok(merge::merge(systems))
+    let ledgers: Vec<Ledger> = docs.iter().map(|_| Ledger::new(NAMING)).collect();
+    let mut found = Parts::default();
+    for (doc, ledger) in docs.iter().zip(&ledgers) {
+        let routes = found.routes.len();
+        walk(doc, ledger, &doc.root, String::new(), &mut found)?;
+        let caller = caller(&Node::root(doc, ledger))?;
+        for r in &mut found.routes[routes..] {
+            r.caller.clone_from(&caller);
+        }
+    }
+    let mut system = System {
+        formats: vec![SourceFormat::Envoy],
+        ..System::default()
+    };
+    let mut seen: Vec<(String, &Owned)> = Vec::new();
+    for c in &found.clusters {
+        let name = c
+            .str("name")?
+            .ok_or_else(|| c.error(&c.path, "a cluster needs a `name` (Cluster.name)"))?
+            .value;
+        if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
+            c.ledger.skip(&c.path, Skip::Conflict, format!("the cluster {name:?} is also defined at {}, which comes first and is imported; Envoy refuses two clusters of one name", first.doc.place(&first.path)));
+            continue;
+        }
+        seen.push((name.clone(), c));
+        cluster(c, &name, &found, &mut system)?;
+    }
+    other_filters(&found.filters)?;
+    for (doc, ledger) in docs.iter().zip(&ledgers) {
+        system.skipped.extend(ledger.not_imported(doc, &reason));
+    }
+    Ok(system)
 }
 
-/// The system of one Envoy configuration: one upstream per cluster.
-fn read_one(doc: &Doc) -> Result<System, ImportError> {
-    let ledger = Ledger::new(NAMING);
-    let mut found = Parts::default();
-    walk(doc, &ledger, &doc.root, String::new(), &mut found)?;
-    let mut upstreams = Vec::new();
-    for c in &found.clusters {
-        upstreams.push(cluster(c, &found)?);
-    }
-    let skipped = ledger.not_imported(doc, &|p| {
-        known_reason(p).unwrap_or_else(super::ledger::no_counterpart)
-    });
-    Ok(System::of(SourceFormat::Envoy, upstreams, skipped))
+/// The service whose Envoy a bootstrap is (`node.cluster`), which makes its routes' calls.
+fn caller(root: &Node) -> Result<Option<String>, ImportError> {
+    let Some(node) = root.object("node")? else {
+        return Ok(None);
+    };
+    node.skip(
+        "id",
+        Skip::NoCounterpart,
+        "the Envoy's own identity: its calls are its service's (`node.cluster`)",
+    );
+    node.skip(
+        "metadata",
+        Skip::NoCounterpart,
+        "the Envoy's own identity: its calls are its service's (`node.cluster`)",
+    );
+    node.skip(
+        "locality",
+        Skip::NoCounterpart,
+        "resim's replicas have no localities",
+    );
+    Ok(node.str("cluster")?.map(|c| c.value))
 }
 
 /// Finds the clusters, routes and HTTP filters anywhere in the file.
@@ -118,7 +172,11 @@ fn walk<'a>(
                         for host in entries(doc, ledger, hosts, &here) {
                             for route in host.node().list("routes")? {
                                 let host = host.clone();
-                                found.routes.push(Route { route, host });
+                                found.routes.push(Route {
+                                    route,
+                                    host,
+                                    caller: None,
+                                });
                             }
                         }
                     }
@@ -160,13 +218,63 @@ fn walk<'a>(
     Ok(())
 }
 
-/// One cluster: its service settings, and the call to it with its routes' policy.
-fn cluster(c: &Owned, found: &Parts) -> Result<(Upstream, Vec<Field>), ImportError> {
+/// One cluster `name`: its service settings, and a call to it for each route that sends to
+/// it (one without a route's policy when none does), into `system`.
+fn cluster(c: &Owned, name: &str, found: &Parts, system: &mut System) -> Result<(), ImportError> {
     let n = c.node();
-    let name = n
-        .str("name")?
-        .ok_or_else(|| n.error(&c.path, "a cluster needs a `name` (Cluster.name)"))?
-        .value;
+    let mut service = service_settings(c)?;
+    let http2 = n.raw("http2_protocol_options").is_some()
+        || n.raw("typed_extension_protocol_options")
+            .is_some_and(|v| v.to_string().contains("http2_protocol_options"));
+    let limits = Limits::read(&n, http2)?;
+    let routes: Vec<&Route> = found
+        .routes
+        .iter()
+        .filter(|r| route_cluster(r) == Some(name))
+        .collect();
+    let upstream = system.upstreams.len();
+    let mut retried = false;
+    let mut calls = Vec::new();
+    for r in &routes {
+        let call = call_fields(Some(r), &limits)?;
+        retried |= call.iter().any(|f| f.value.one_line().contains("Retry("));
+        calls.push(super::model::Route {
+            caller: r.caller.clone(),
+            upstream,
+            matches: route_match(r),
+            origin: r.route.origin(&r.route.path),
+            destination: None,
+            call,
+        });
+    }
+    if routes.is_empty() {
+        calls.push(super::model::Route {
+            caller: None,
+            upstream,
+            matches: None,
+            origin: c.origin(&c.path),
+            destination: None,
+            call: call_fields(None, &limits)?,
+        });
+    }
+    if let (false, Some(p)) = (retried, &limits.budget.path) {
+        n.ledger.skip(p, Skip::Simplification, "no route to the cluster has a retry policy: Envoy retries nothing, so its retry limit never acts");
+    }
+    service.extend(admission(&found.filters, &routes)?);
+    system.upstreams.push(Upstream {
+        host: Host::plain(name),
+        kind: Kind::Cluster,
+        origin: c.origin(&c.path),
+        service,
+    });
+    system.routes.extend(calls);
+    Ok(())
+}
+
+/// A cluster's settings as its service's: balancer, outlier detection, the first health
+/// check.
+fn service_settings(c: &Owned) -> Result<Vec<Field>, ImportError> {
+    let n = c.node();
     let mut service = Vec::new();
     if let Some(b) = balancer(&n)? {
         service.push(b);
@@ -179,7 +287,7 @@ fn cluster(c: &Owned, found: &Parts) -> Result<(Upstream, Vec<Field>), ImportErr
         service.push(health_check(h)?);
     }
     for extra in checks.iter().skip(1) {
-        c.node().ledger.skip(
+        c.ledger.skip(
             &extra.path,
             Skip::Simplification,
             "resim probes a service with one health check; the first is imported",
@@ -190,51 +298,19 @@ fn cluster(c: &Owned, found: &Parts) -> Result<(Upstream, Vec<Field>), ImportErr
         Skip::Simplification,
         "resim opens connections only for a call's `pool` (its `connect_time` is how long an open takes); without one, an unreachable replica fails the attempt at once",
     );
-    let http2 = n.raw("http2_protocol_options").is_some()
-        || n.raw("typed_extension_protocol_options")
-            .is_some_and(|v| v.to_string().contains("http2_protocol_options"));
-    let limits = Limits::read(&n, http2)?;
-    let routes: Vec<&Route> = found
-        .routes
-        .iter()
-        .filter(|r| route_cluster(r) == Some(name.as_str()))
-        .collect();
-    for r in routes.iter().skip(1) {
-        r.route.node().ledger.skip(
-            &r.route.path,
-            Skip::Simplification,
-            "a call has one stack: the first route to the cluster is imported (give each route a call of its own with --into)",
-        );
-    }
-    let call = call_fields(routes.first().copied(), &limits)?;
-    let retried = call.iter().any(|f| f.value.one_line().contains("Retry("));
-    if let (false, Some(p)) = (retried, &limits.budget.path) {
-        n.ledger.skip(p, Skip::Simplification, "no route to the cluster has a retry policy: Envoy retries nothing, so its retry limit never acts");
-    }
-    service.extend(admission(&found.filters, &routes)?);
-    let upstream = Upstream {
-        host: Host::plain(&name),
-        kind: Kind::Cluster,
-        origin: c.origin(&c.path),
-        service,
-    };
-    Ok((upstream, call))
+    Ok(service)
 }
 
-/// The filters that guard `routes` (a filter guards the routes of its own connection
-/// manager) as the service's `admission`, if any.
-fn admission(filters: &[Owned], routes: &[&Route]) -> Result<Option<Field>, ImportError> {
-    let mut admission = Vec::new();
-    for f in filters {
-        let manager = f.path.rsplit_once(".http_filters[").map_or("", |(m, _)| m);
-        let routed = routes
-            .iter()
-            .any(|r| r.route.path.starts_with(&format!("{manager}.")));
-        if routed && let Some(a) = filter(f)? {
-            admission.push(a);
-        }
-    }
-    Ok((!admission.is_empty()).then(|| Field::plain("admission", Ron::List(admission))))
+/// What a route matches, when it matches less than every request (a prefix `/`).
+fn route_match(r: &Route) -> Option<String> {
+    let m = r.route.value.get("match")?.as_object()?;
+    let all = m.len() == 1 && m.get("prefix").and_then(Value::as_str) == Some("/");
+    (!all).then(|| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {}", words(v)))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    })
 }
 
 fn route_cluster<'a>(r: &'a Route) -> Option<&'a str> {
@@ -388,125 +464,9 @@ fn health_check(h: &Owned) -> Result<Field, ImportError> {
     ))
 }
 
-/// The adaptive concurrency filter as the service's admission, when it sits before the
-/// cluster (every filter applies to every route of its listener).
-fn filter(f: &Owned) -> Result<Option<Field>, ImportError> {
-    let n = f.node();
-    let name = n.raw("name").and_then(Value::as_str).unwrap_or_default();
-    if !name.contains("adaptive_concurrency") {
-        return Ok(None);
-    }
-    n.take("name");
-    let Some(config) = n.object("typed_config")? else {
-        return Ok(None);
-    };
-    let cn = config.node();
-    cn.take("@type");
-    let Some(g) = cn.object("gradient_controller_config")? else {
-        return Ok(None);
-    };
-    let gn = g.node();
-    let mut fields = vec![Field::plain("kind", ron::string("envoy_gradient"))];
-    let f64s = gn.f64("sample_aggregate_percentile")?;
-    push(
-        &gn,
-        &mut fields,
-        f64s,
-        "sample_aggregate_percentile",
-        ron::float,
-    );
-    if let Some(c) = gn.object("concurrency_limit_params")? {
-        let c = c.node();
-        push(
-            &gn,
-            &mut fields,
-            c.u32("max_concurrency_limit")?,
-            "max_concurrency_limit",
-            ron::scalar,
-        );
-        let interval = c.duration("concurrency_update_interval")?;
-        push(
-            &gn,
-            &mut fields,
-            interval,
-            "concurrency_update_interval",
-            ron::duration,
-        );
-    }
-    min_rtt(&gn, &mut fields)?;
-    cn.skip(
-        "enabled",
-        Skip::Simplification,
-        "runtime switches: the filter is imported as on",
-    );
-    Ok(Some(
-        Field::plain("", ron::named("Concurrency", fields))
-            .noted("one limiter per replica, as one per sidecar"),
-    ))
-}
-
-/// The gradient controller's `min_rtt_calc_params`, under resim's names.
-fn min_rtt(gn: &Node, fields: &mut Vec<Field>) -> Result<(), ImportError> {
-    if let Some(m) = gn.object("min_rtt_calc_params")? {
-        let m = m.node();
-        push(
-            gn,
-            fields,
-            m.duration("interval")?,
-            "min_rtt_calc_interval",
-            ron::duration,
-        );
-        push(
-            gn,
-            fields,
-            m.u32("request_count")?,
-            "min_rtt_calc_request_count",
-            ron::scalar,
-        );
-        push(
-            gn,
-            fields,
-            m.f64("jitter")?,
-            "min_rtt_calc_jitter_percent",
-            ron::float,
-        );
-        push(
-            gn,
-            fields,
-            m.u32("min_concurrency")?,
-            "min_concurrency",
-            ron::scalar,
-        );
-        push(
-            gn,
-            fields,
-            m.f64("buffer")?,
-            "min_rtt_buffer_percent",
-            ron::float,
-        );
-        let why = "resim measures minRTT; a fixed minRTT is not modelled";
-        m.skip("fixed_value", Skip::NoCounterpart, why);
-    }
-    Ok(())
-}
-
-/// A field the file gives (read at `n`), under resim's `name`.
-fn push<T>(
-    n: &Node,
-    fields: &mut Vec<Field>,
-    found: Option<Found<T>>,
-    name: &str,
-    write: fn(T) -> Ron,
-) {
-    if let Some(f) = found {
-        fields.push(Field::from(name, write(f.value), n.origin(&f.path)));
-    }
-}
-
 /// Why a field nothing read is left out, for fields whose reason is known.
 fn known_reason(path: &str) -> Option<(Skip, String)> {
-    let last = path.rsplit('.').next().unwrap_or(path);
-    let last = last.split('[').next().unwrap_or(last);
+    let last = last_segment(path);
     let reason = match last {
         "load_assignment" | "hosts" => {
             "resim's service has a number of `replicas`, not endpoints: set it"
@@ -517,10 +477,50 @@ fn known_reason(path: &str) -> Option<(Skip, String)> {
         "transport_socket" | "upstream_http_protocol_options" | "common_http_protocol_options" => {
             "the wire protocol and TLS: resim's network is latency and loss"
         }
-        "address" | "listener_filters" | "admin" | "stat_prefix" | "codec_type" | "access_log" => {
-            "the proxy's own setup, not a resilience setting"
+        "address"
+        | "listener_filters"
+        | "admin"
+        | "stat_prefix"
+        | "codec_type"
+        | "access_log"
+        | "name"
+        | "per_connection_buffer_limit_bytes"
+        | "use_remote_address"
+        | "generate_request_id"
+        | "server_name" => "the proxy's own setup, not a resilience setting",
+        "@type" => "the message's type, which tells the import what it reads",
+        "domains" => "which hosts the virtual host answers for: a resim call names its service",
+        "layered_runtime" | "runtime" => {
+            "runtime layers: the import takes each runtime switch at its default value"
+        }
+        "filter_chain_match" | "socket_options" | "tcp_keepalive" => {
+            "how the proxy accepts connections, not a resilience setting"
         }
         _ => return None,
     };
     Some((Skip::NoCounterpart, reason.to_string()))
+}
+
+/// The last step of `path` (`name` of `a.b.name`, `http_filters` of `a.http_filters[x.y]`).
+fn last_segment(path: &str) -> &str {
+    let parent = tree::parent(path).unwrap_or("");
+    let rest = path[parent.len()..].trim_start_matches('.');
+    match rest.strip_prefix('[') {
+        // A list entry: named by its list.
+        Some(_) => last_segment(parent),
+        None => rest,
+    }
+}
+
+/// Why a field of an Envoy file nothing read is left out.
+fn reason(path: &str) -> (Skip, String) {
+    known_reason(path).unwrap_or_else(|| {
+        (
+            Skip::NoCounterpart,
+            format!(
+                "not a field of Envoy's v3 API that the import reads ({}): a setting resim does not model, a newer field, or a misspelling",
+                last_segment(path)
+            ),
+        )
+    })
 }

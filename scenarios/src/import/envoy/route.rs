@@ -237,7 +237,7 @@ pub(super) fn call_fields(
         if let Some(d) = &deadline {
             fields.push(d.field("deadline", ron::duration(d.value)));
         }
-        n.skip("match", Skip::Simplification, "resim's calls carry no paths or headers; the route's policy is imported for the cluster it sends to");
+        n.skip("match", Skip::Simplification, "resim's requests carry no paths or headers: each route is a call of its own, its share of the requests the call's weight");
         let retry = policy(&a, &r.host, "retry_policy")?;
         let hedge = policy(&a, &r.host, "hedge_policy")?;
         let (retry_layer, per_try) = match &retry {

@@ -3,6 +3,7 @@
 //! subset sets replacing the host's whole, as pilot merges them.
 
 use super::route::duration;
+use super::{Destination, Rule};
 use crate::import::ImportError;
 use crate::import::ledger::Skip;
 use crate::import::model::Origin;
@@ -20,19 +21,86 @@ pub(super) struct Policy<'a> {
     pub(super) outlier: Option<Owned<'a>>,
     pub(super) balancer: Option<Owned<'a>>,
     pub(super) retry_budget: Option<Owned<'a>>,
+    /// The host's components a subset's replaced.
+    pub(super) replaced: Vec<Owned<'a>>,
+}
+
+/// The name of a subset entry.
+fn subset_name<'v>(s: &'v Owned) -> Option<&'v str> {
+    s.value.get("name").and_then(Value::as_str)
+}
+
+/// The subset `name` of `rule`.
+fn subset<'r, 'a>(rule: &'r Rule<'a>, name: &str) -> Option<&'r Owned<'a>> {
+    rule.subsets.iter().find(|s| subset_name(s) == Some(name))
+}
+
+/// A route naming a subset its host's rules do not define is refused, as Istio answers its
+/// traffic with 503s; `entry` is the route's destination.
+pub(super) fn check_subset(
+    rule: &Rule,
+    entry: &Owned,
+    s: &Found<String>,
+) -> Result<(), ImportError> {
+    if subset(rule, &s.value).is_some() {
+        return Ok(());
+    }
+    let names: Vec<&str> = rule.subsets.iter().filter_map(subset_name).collect();
+    Err(entry.error(
+        &s.path,
+        format!(
+            "names the subset {:?}, which the DestinationRule of its host does not define (it has: {}); Istio sends such traffic nowhere (503)",
+            s.value,
+            names.join(", ")
+        ),
+    ))
+}
+
+/// Where subset `name` of `rule` is defined.
+pub(super) fn subset_origin(rule: &Rule, name: &str) -> Origin {
+    match subset(rule, name) {
+        Some(s) => s.origin(&s.path),
+        None => rule.spec.origin(&rule.spec.path),
+    }
+}
+
+/// Lists the subsets of `rule` no route names (their policy acts only on traffic routed to
+/// them), and the labels of those routes name.
+pub(super) fn unrouted_subsets(rule: &Rule, routes: &[Destination]) {
+    for s in &rule.subsets {
+        let routed = routes.iter().any(|d| {
+            d.host.fqdn == rule.host.fqdn
+                && d.subset.as_ref().map(|f| f.value.as_str()) == subset_name(s)
+        });
+        if routed {
+            s.skip(
+                "labels",
+                Skip::Simplification,
+                "the subset's endpoints are its service's replicas",
+            );
+        } else {
+            s.ledger.skip(
+                &s.path,
+                Skip::Simplification,
+                "a subset's policy acts on the traffic routed to it, and no route of the files names this one",
+            );
+        }
+    }
 }
 
 impl<'a> Policy<'a> {
-    pub(super) fn merged(
-        spec: &Owned<'a>,
-        subset: Option<&Found<String>>,
+    /// The policy of `rule`'s host, or of its subset `subset`: the subset's components replace
+    /// the host's whole.
+    pub(super) fn of(
+        rule: &Rule<'a>,
+        subset_named: Option<&str>,
     ) -> Result<Policy<'a>, ImportError> {
-        let n = spec.node();
+        let n = &rule.spec;
         n.take("host");
         n.skip(
             "exportTo",
             Skip::NoCounterpart,
-            "resim's services have one namespace",
+            "which namespaces see the rule: every caller of the import sees every host",
         );
         n.skip(
             "workloadSelector",
@@ -40,97 +108,69 @@ impl<'a> Policy<'a> {
             "the rule applies to the calling service the import writes",
         );
         let mut policy = Policy::default();
-        if let Some(t) = n.object("trafficPolicy")? {
-            policy.read(&t)?;
+        if let Some(t) = &rule.policy {
+            policy.read(t, false)?;
         }
-        let subsets = n.list("subsets")?;
-        let wanted = subset.map(|s| s.value.as_str());
-        if let Some(s) = subset
-            && !subsets
-                .iter()
-                .any(|o| o.value.get("name").and_then(Value::as_str) == Some(&s.value))
-        {
-            return Err(n.error(&s.path, format!("names the subset {:?}, which the DestinationRule of its host does not define (it has: {}); Istio sends such traffic nowhere (503)", s.value, names(&subsets))));
-        }
-        for s in &subsets {
-            let sn = s.node();
-            let name = sn.str("name")?.map(|f| f.value);
-            if name.as_deref() != wanted || wanted.is_none() {
-                let why = match wanted {
-                    Some(_) => {
-                        "a subset's policy acts on the traffic routed to it; the import takes the subset the first route names"
-                    }
-                    None => {
-                        "a subset's policy acts on the traffic routed to it, and no route of the file names this one"
-                    }
-                };
-                sn.ledger.skip(&s.path, Skip::Simplification, why);
-                continue;
-            }
-            sn.skip(
-                "labels",
-                Skip::Simplification,
-                "the subset's endpoints are the service's replicas",
-            );
-            if let Some(t) = sn.object("trafficPolicy")? {
-                policy.read(&t)?;
+        if let Some(s) = subset_named.and_then(|name| subset(rule, name)) {
+            s.take("name");
+            if let Some(t) = s.object("trafficPolicy")? {
+                policy.read(&t, true)?;
             }
         }
         Ok(policy)
     }
 
-    /// The components `t` sets replace the ones read so far, whole, as pilot merges them.
-    fn read(&mut self, t: &Owned<'a>) -> Result<(), ImportError> {
-        let n = t.node();
-        let replace = |slot: &mut Option<Owned<'a>>, new: Option<Owned<'a>>| {
+    /// The components `t` sets replace the ones read so far, whole, as pilot merges them;
+    /// `subset` says whether `t` is a subset's.
+    fn read(&mut self, t: &Owned<'a>, subset: bool) -> Result<(), ImportError> {
+        let mut replaced = Vec::new();
+        let mut replace = |slot: &mut Option<Owned<'a>>, new: Option<Owned<'a>>| {
             if let Some(new) = new {
-                if let Some(old) = slot.take() {
-                    old.node().ledger.skip(
-                        &old.path,
-                        Skip::Simplification,
-                        format!(
-                            "the subset's {} replaces it whole, as Istio merges policies",
-                            new.path.rsplit('.').next().unwrap_or_default()
-                        ),
-                    );
+                if let (true, Some(old)) = (subset, slot.take()) {
+                    replaced.push(old);
                 }
                 *slot = Some(new);
             }
         };
-        replace(&mut self.pool, n.object("connectionPool")?);
-        replace(&mut self.outlier, n.object("outlierDetection")?);
-        replace(&mut self.balancer, n.object("loadBalancer")?);
-        replace(&mut self.retry_budget, n.object("retryBudget")?);
-        n.skip(
+        replace(&mut self.pool, t.object("connectionPool")?);
+        replace(&mut self.outlier, t.object("outlierDetection")?);
+        replace(&mut self.balancer, t.object("loadBalancer")?);
+        replace(&mut self.retry_budget, t.object("retryBudget")?);
+        self.replaced.extend(replaced);
+        t.skip(
             "tls",
             Skip::NoCounterpart,
             "TLS: resim's network is latency and loss",
         );
-        n.skip(
+        t.skip(
             "portLevelSettings",
             Skip::NoCounterpart,
             "resim's services have no ports: the policy for every port is imported",
         );
-        n.skip(
+        t.skip(
             "tunnel",
             Skip::NoCounterpart,
             "not a resilience setting resim models",
         );
-        n.skip(
+        t.skip(
             "proxyProtocol",
             Skip::NoCounterpart,
             "not a resilience setting resim models",
         );
         Ok(())
     }
-}
 
-fn names(subsets: &[Owned]) -> String {
-    subsets
-        .iter()
-        .filter_map(|s| s.value.get("name").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join(", ")
+    /// The host's components this policy uses.
+    pub(super) fn used(&self) -> impl Iterator<Item = &Owned<'a>> {
+        [
+            &self.pool,
+            &self.outlier,
+            &self.balancer,
+            &self.retry_budget,
+        ]
+        .into_iter()
+        .flatten()
+    }
 }
 
 /// A non-negative `int32` limit of the connection pool; 0 is Istio's unset.

@@ -2,7 +2,8 @@
 //! (or Istio's default policy) with their conditions and back-off, and the connection pool's
 //! limits as a per-attempt bulkhead; and Istio's durations, as Go writes them.
 
-use super::Route;
+use super::Destination;
+use super::objects::resolve;
 use super::policy::{Limits, Sourced};
 use crate::import::ImportError;
 use crate::import::envoy::{STATUS_5XX, jittered_backoff};
@@ -10,7 +11,7 @@ use crate::import::ledger::Skip;
 use crate::import::model::Origin;
 use crate::import::node::{Found, Node, Owned};
 use crate::import::ron::{self, Field, Ron};
-use crate::import::tree::child;
+use crate::import::tree::{child, words};
 use patterns::bulkhead::BULKHEAD_SIZE_MAX;
 use sim_core::SimDuration;
 
@@ -67,10 +68,165 @@ fn go_duration(s: &str) -> Option<u128> {
     (!s.is_empty()).then_some(total)
 }
 
+/// The fields of an HTTP route resim has no counterpart for.
+fn route_skips(h: &Owned) {
+    h.take("name");
+    h.skip(
+        "fault",
+        Skip::Simplification,
+        "Istio's fault injection: write it as the scenario's `faults` (ErrorRate, Slowdown)",
+    );
+    for k in [
+        "mirror",
+        "mirrorPercentage",
+        "mirrors",
+        "rewrite",
+        "redirect",
+        "headers",
+        "corsPolicy",
+        "directResponse",
+        "delegate",
+    ] {
+        h.skip(
+            k,
+            Skip::NoCounterpart,
+            "not a resilience setting resim models",
+        );
+    }
+}
+
+/// The fields of a VirtualService's spec that are not routes.
+fn spec_skips(spec: &Owned) {
+    spec.skip(
+        "gateways",
+        Skip::NoCounterpart,
+        "resim's calls come from a service's sidecar: gateways are not modelled",
+    );
+    spec.skip(
+        "exportTo",
+        Skip::NoCounterpart,
+        "which namespaces see the rule: every caller of the import sees every host",
+    );
+    for k in ["tcp", "tls"] {
+        spec.skip(
+            k,
+            Skip::NoCounterpart,
+            "TCP and TLS routes carry no retry or timeout policy",
+        );
+    }
+}
+
+/// The destinations of a VirtualService's HTTP routes; its short hosts are in `namespace`.
+pub(super) fn destinations<'a>(
+    spec: &Owned<'a>,
+    namespace: &str,
+) -> Result<Vec<Destination<'a>>, ImportError> {
+    spec_skips(spec);
+    let mut out = Vec::new();
+    for http in spec.list("http")? {
+        route_skips(&http);
+        let (caller, matches) = matched(&http)?;
+        let entries = http.list("route")?;
+        let split = entries.len() > 1;
+        for entry in entries {
+            entry.skip(
+                "headers",
+                Skip::NoCounterpart,
+                "not a resilience setting resim models",
+            );
+            let weight = entry.u32("weight")?;
+            if let Some(w) = weight.as_ref().filter(|w| w.value == 0) {
+                entry.ledger.skip(
+                    &entry.path,
+                    Skip::OutOfRange,
+                    format!(
+                        "weight {}: the route sends this destination nothing",
+                        w.value
+                    ),
+                );
+                continue;
+            }
+            let d = entry.object("destination")?.ok_or_else(|| {
+                entry.error(
+                    &child(&entry.path, "destination"),
+                    "a route needs a `destination` with a `host`",
+                )
+            })?;
+            let host = d
+                .str("host")?
+                .ok_or_else(|| d.error(&child(&d.path, "host"), "a destination needs `host`"))?;
+            d.skip(
+                "port",
+                Skip::NoCounterpart,
+                "resim's services have no ports",
+            );
+            out.push(Destination {
+                host: resolve(&d, &host, namespace)?,
+                subset: d.str("subset")?,
+                http: http.clone(),
+                weight: weight.filter(|_| split),
+                entry,
+                caller: caller.clone(),
+                matches: matches.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The calling service a route's `match` names (`sourceLabels.app`), and what it matches,
+/// in Istio's words; the conditions themselves are listed, as resim's requests carry no
+/// paths or headers.
+fn matched(http: &Owned) -> Result<(Option<String>, Option<String>), ImportError> {
+    let mut callers: Vec<String> = Vec::new();
+    let mut any = Vec::new();
+    for m in http.list("match")? {
+        let mut all = Vec::new();
+        if let Some(labels) = m.object("sourceLabels")? {
+            match labels.str("app")? {
+                Some(app) => callers.push(app.value),
+                None => labels.ledger.skip(&labels.path, Skip::Simplification, "resim names a calling service by its `app` label; the route applies to every caller"),
+            }
+            for (k, _) in labels.value.as_object().into_iter().flatten() {
+                if k != "app" {
+                    labels.skip(k, Skip::Simplification, "resim's calling service is one set of replicas: a version or other label of the caller is not told apart");
+                }
+            }
+        }
+        for (k, v) in m.value.as_object().into_iter().flatten() {
+            if k == "sourceLabels" {
+                continue;
+            }
+            all.push(format!("{k} {}", words(v)));
+            m.skip(k, Skip::Simplification, "resim's requests carry no paths or headers: the route is a call of its own, its share of the caller's requests the call's weight");
+        }
+        if !all.is_empty() {
+            any.push(all.join(" and "));
+        }
+    }
+    callers.dedup();
+    let caller = match callers.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        [first, ..] => {
+            http.ledger.skip(
+                &child(&http.path, "match"),
+                Skip::Simplification,
+                format!(
+                    "the route's matches name several callers ({}); its call is {first}'s",
+                    callers.join(", ")
+                ),
+            );
+            Some(first.clone())
+        }
+    };
+    Ok((caller, (!any.is_empty()).then(|| any.join(" or "))))
+}
+
 /// The call's `deadline`, `timeout` and `stack` from the route (or Istio's default, said to
 /// come from `default_route`) and the connection pool.
 pub(super) fn call_fields(
-    route: Option<&Route>,
+    route: Option<&Destination>,
     default_route: &Origin,
     limits: &Limits,
 ) -> Result<Vec<Field>, ImportError> {

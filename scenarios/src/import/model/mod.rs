@@ -169,6 +169,8 @@ pub struct Route {
     pub matches: Option<String>,
     /// Where the route is.
     pub origin: Origin,
+    /// Where the route names its upstream's subset, when it names one.
+    pub destination: Option<Origin>,
     /// Fields of the call (`timeout`, `deadline`, `stack`, `weight`).
     pub call: Vec<Field>,
 }
@@ -205,6 +207,7 @@ impl System {
                 upstream: system.upstreams.len(),
                 matches: None,
                 origin: upstream.origin.clone(),
+                destination: None,
                 call,
             });
             system.upstreams.push(upstream);

@@ -1,6 +1,6 @@
 //! One resilience4j instance's modules as the layers of a call, in aspect order.
 
-use super::exceptions::ignored_refusals;
+use super::exceptions::{recorded, retried};
 use super::{Chain, Module, field, set, within};
 use crate::import::ImportError;
 use crate::import::ledger::Skip;
@@ -37,7 +37,7 @@ pub(super) fn upstream(
                     .filter(|o| has(**o))
                     .copied()
                     .collect();
-                stack.push(retry(c, &gates)?);
+                stack.push(retry(c, &gates, has(Module::TimeLimiter))?);
                 retried = true;
             }
             Module::CircuitBreaker => stack.push(breaker(c)?),
@@ -65,7 +65,7 @@ pub(super) fn upstream(
 }
 
 /// A `Retry` layer, with the gates inside it.
-fn retry(c: &Chain, gates: &[Module]) -> Result<Field, ImportError> {
+fn retry(c: &Chain, gates: &[Module], time_limited: bool) -> Result<Field, ImportError> {
     // Spring reads `maxAttempts: 0` as not set.
     let attempts = c.u32("maxattempts")?.filter(|f| f.value != 0);
     within(
@@ -74,42 +74,24 @@ fn retry(c: &Chain, gates: &[Module]) -> Result<Field, ImportError> {
         |n| n <= 100,
         "must be at most 100 (resim's cap on attempts)",
     )?;
-    let every = "resilience4j retries every exception unless retryExceptions, ignoreExceptions or a predicate say otherwise";
-    let all = |name: &str, value: Ron| Field::from(name, value, c.origin(&c.at));
     c.skip(
         "failaftermaxattempts",
         Skip::NoCounterpart,
         "it concerns results retried by a result predicate; resim retries failures only",
     );
-    Ok(Field::plain(
-        "",
-        ron::named(
-            "Retry",
-            vec![
-                field(
-                    c,
-                    "max_attempts",
-                    attempts,
-                    3,
-                    &c.absent("maxAttempts"),
-                    ron::scalar,
-                ),
-                backoff(c)?,
-                all(
-                    "retry_on_status",
-                    Ron::Scalar("[500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511]".into()),
-                )
-                .noted(every),
-                all("retry_on_timeout", ron::scalar(true)),
-                all("retry_on_connection_error", ron::scalar(true)),
-                all("retry_on_throttled", ron::scalar(true)),
-                all("retry_on_conflict", ron::scalar(true)),
-            ]
-            .into_iter()
-            .chain(ignored_refusals(c, gates))
-            .collect(),
+    let mut fields = vec![
+        field(
+            c,
+            "max_attempts",
+            attempts,
+            3,
+            &c.absent("maxAttempts"),
+            ron::scalar,
         ),
-    ))
+        backoff(c)?,
+    ];
+    fields.extend(retried(c, gates, time_limited));
+    Ok(Field::plain("", ron::named("Retry", fields)))
 }
 
 /// The Retry's interval function as resim's backoff: fixed, exponential, randomised or both,
@@ -263,6 +245,7 @@ fn backoff_field(strategy: Ron, jitter: Field) -> Field {
 /// A `Breaker` layer: the properties the file sets, under resim's names (resilience4j's, in
 /// snake case), and the half-open wait resim needs.
 fn breaker(c: &Chain) -> Result<Field, ImportError> {
+    recorded(c);
     let percent = |p: &str| percent(c, p);
     let count = |p: &str| count(c, p);
     let positive = |p: &str| positive(c, p);
