@@ -55,6 +55,7 @@ fn main() {
         trace_window: None,
         follow_request: None,
         failed_examples: false,
+        branches: Vec::new(),
     };
     let (mut scenario_rates, mut bare_rates) = (Vec::new(), Vec::new());
     let (mut scenario_events, mut bare_events) = (Vec::new(), Vec::new());

@@ -1,5 +1,12 @@
 //! Running a scenario: build the world for a seed, run it within its limits, report.
 //!
+//! A run is a value, [`Running`]: started from a scenario ([`Running::start`]), advanced by
+//! time or by events, copied (`Clone`: the world, its pending events, the network, every
+//! pattern machine and random stream), branched onto fresh randomness
+//! ([`Running::branch`]), and finished into its report ([`Running::finish`]). [`run`] is
+//! start, advance to the end, finish. A copy continued on the same streams is the original:
+//! same events, same digest, same report.
+//!
 //! **Layer rule:** a run uses the format, the world, `figures.rs` and the report (it builds the
 //! report from the figures when the world is done); experiments and the command line use it.
 //!
@@ -10,18 +17,24 @@
 //! their tables have reserved when that is more (a table about to double counts its old and
 //! new allocation: fan-outs fill tables fast, and a doubled table peaks the heap); a run over
 //! what is left of the budget stops with `memory_limit` and a full report that says which
-//! figure reached it.
+//! figure reached it. The checks come at the same event counts however a run is advanced,
+//! so a run advanced in steps stops where the whole run would.
 
 use crate::figures::{Followed, RunMeta};
 use crate::format::error::ScenarioError;
 use crate::format::footprint::footprint;
 use crate::format::limits::Bytes;
+use crate::format::overrides::segment;
 use crate::format::schema::Scenario;
 use crate::format::validate::validate;
 use crate::report::Report;
 use crate::world::{Live, Net, World};
-use sim_core::{EntityId, Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord};
+use sim_core::{
+    Digest, EntityId, Limits, Seed, Sim, SimDuration, SimTime, StopReason, TraceRecord,
+};
 use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
 
 /// Command-line overrides of a scenario's settings.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +57,54 @@ pub struct RunOptions {
     /// Keep the first failed requests of each bucket by reason, which the report's
     /// explanations name as examples.
     pub failed_examples: bool,
+    /// Where the run's streams take fresh randomness (`--branch`), in the order of their
+    /// event counts.
+    pub branches: Vec<Branch>,
+}
+
+/// A branch point of a run (`--branch AT:LEVEL:INDEX`): once `at` events have run, every
+/// random stream of the world and the network takes the key of
+/// `Seed(seed).branch(level, index)` and starts over, keeping its name. A path that
+/// multilevel splitting found is the run seed and its branch points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Branch {
+    /// Events executed when the branch happens.
+    pub at: u64,
+    /// The splitting level.
+    pub level: u32,
+    /// The branch's index at that level.
+    pub index: u64,
+}
+
+impl fmt::Display for Branch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.at, self.level, self.index)
+    }
+}
+
+impl std::str::FromStr for Branch {
+    type Err = String;
+
+    /// `AT:LEVEL:INDEX`, three whole numbers.
+    fn from_str(text: &str) -> Result<Branch, String> {
+        let usage = "write a branch as AT:LEVEL:INDEX (events run before it, its level, its index), e.g. 5000:1:0";
+        let parts: Vec<&str> = text.split(':').collect();
+        let [at, level, index] = parts[..] else {
+            return Err(format!("{text:?}: {usage}"));
+        };
+        let number = |what: &str, t: &str| {
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("{text:?}: {what} {t:?} is not a whole number; {usage}"))
+        };
+        let level = number("LEVEL", level)?;
+        Ok(Branch {
+            at: number("AT", at)?,
+            level: u32::try_from(level)
+                .map_err(|_| format!("{text:?}: LEVEL is at most {}", u32::MAX))?,
+            index: number("INDEX", index)?,
+        })
+    }
 }
 
 /// What a run gives back.
@@ -63,14 +124,17 @@ pub struct RunOutput {
 }
 
 /// The command-line words after `--seed N` that give a run `options`' duration and event
-/// budget (the report's replay command ends with them).
-fn replay_flags(options: &RunOptions) -> String {
+/// budget, and the branch points it took (the report's replay command ends with them).
+fn replay_flags(options: &RunOptions, branches: &[Branch]) -> String {
     let mut words = String::new();
     if let Some(d) = options.duration {
         words.push_str(&format!(" --duration {d}"));
     }
     if let Some(n) = options.max_events {
         words.push_str(&format!(" --max-events {n}"));
+    }
+    for b in branches {
+        words.push_str(&format!(" --branch {b}"));
     }
     words
 }
@@ -91,84 +155,347 @@ fn with_flags<'s>(scenario: &'s Scenario, options: &RunOptions) -> Cow<'s, Scena
     s
 }
 
-/// Runs `scenario` (read from `file`) with the overrides in `options`. Overrides are
-/// validated like the file itself: a duration shorter than a fault's start is an error.
+/// The scenario a run reads when it reports: the caller's, or the copy its flags made,
+/// shared by the run's copies (a copy of a run does not copy its scenario).
+#[derive(Debug, Clone)]
+enum Given<'s> {
+    Borrowed(&'s Scenario),
+    Changed(Arc<Scenario>),
+}
+
+impl std::ops::Deref for Given<'_> {
+    type Target = Scenario;
+
+    fn deref(&self) -> &Scenario {
+        match self {
+            Given::Borrowed(s) => s,
+            Given::Changed(s) => s,
+        }
+    }
+}
+
+/// A run in progress: the engine with the world and its network, and what the run needs
+/// to check its memory and to report. Cloning it copies the whole state of the run (not the
+/// scenario, which the copies share); a copy advanced as the original is advanced gives the
+/// same events, digest and report.
+#[derive(Clone)]
+pub struct Running<'s> {
+    sim: Sim<World>,
+    id: EntityId,
+    scenario: Given<'s>,
+    file: Arc<str>,
+    seed: u64,
+    /// The duration and event budget flags, for the replay command.
+    options: (Option<SimDuration>, Option<u64>),
+    /// The branch points taken so far.
+    branches: Vec<Branch>,
+    /// The memory budget left for what grows while running.
+    allowance: u64,
+    /// Events between two memory checks.
+    slice: u64,
+    /// The event count at which the next memory check comes.
+    next_check: u64,
+    /// What the run held at the last check: the growth since then is expected again before
+    /// the next one.
+    held_last: u64,
+    /// Why the run stopped, once it has, and the memory limit's detail.
+    stopped: Option<(StopReason, Option<String>)>,
+}
+
+impl<'s> Running<'s> {
+    /// Validates `scenario` (read from `file`) with the overrides in `options` (a duration
+    /// shorter than a fault's start is an error, as in the file) and builds its world, ready
+    /// for its first event. `options.branches` are [`run`]'s to take, not this one's.
+    pub fn start(
+        scenario: &'s Scenario,
+        file: &str,
+        options: &RunOptions,
+    ) -> Result<Running<'s>, ScenarioError> {
+        let s = with_flags(scenario, options);
+        // The file was checked as written: what fails now, the flags made so, and the
+        // message names them as typed.
+        validate(&s).map_err(|error| ScenarioError::Invalid {
+            file: format!("{file}{}", replay_flags(options, &[])),
+            error,
+        })?;
+        let seed = options.seed.unwrap_or(s.seed);
+        let mut world = world(&s, seed, options);
+        let initial = world.initial_events();
+        let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
+        if options.trace_capacity > 0 {
+            sim.enable_trace(options.trace_capacity);
+        }
+        let id = sim.add(world);
+        // Every client and service is a node played by the one world entity; validation
+        // built the same network on a scratch entity, so this cannot fail.
+        let net = sim
+            .entity_mut(id)
+            .build_network(&s, Seed(seed), id)
+            .expect("the network is validated with the scenario");
+        *sim.shared_mut() = net;
+        for (t, msg) in initial {
+            sim.schedule(t, id, msg);
+        }
+        // What the file fixes was estimated at validation; what is left of the budget is
+        // for what grows while running, checked between slices of events.
+        let fixed = footprint(&s)
+            .iter()
+            .fold(PROGRAM_BYTES, |t, p| t.saturating_add(p.bytes));
+        let allowance = s.limits.memory_max.saturating_sub(fixed);
+        // One event of a fan-out starts up to `n` calls: checks come `n` times as often.
+        let slice = (MEMORY_CHECK_EVENTS / crate::format::schema::distributed::fan_out_max(&s))
+            .max(1)
+            + (s.clients.len() + s.services.len()) as u64;
+        Ok(Running {
+            sim,
+            id,
+            scenario: match s {
+                Cow::Borrowed(s) => Given::Borrowed(s),
+                Cow::Owned(s) => Given::Changed(Arc::new(s)),
+            },
+            file: file.into(),
+            seed,
+            options: (options.duration, options.max_events),
+            branches: Vec::new(),
+            allowance,
+            slice,
+            next_check: slice,
+            held_last: 0,
+            stopped: None,
+        })
+    }
+
+    /// Runs until `time` (the run goes on: `None`), or until it stops first: why.
+    pub fn advance_until(&mut self, time: SimTime) -> Option<StopReason> {
+        self.advance(time, u64::MAX)
+    }
+
+    /// Runs `count` more events (the run goes on: `None`), or until it stops first: why.
+    pub fn advance_events(&mut self, count: u64) -> Option<StopReason> {
+        self.advance(SimTime::MAX, count)
+    }
+
+    /// Runs one event (see [`Running::advance_events`]).
+    pub fn step(&mut self) -> Option<StopReason> {
+        self.advance_events(1)
+    }
+
+    /// Runs to the end: the time limit, the event budget, the memory budget, or no event
+    /// left. Why it stopped.
+    pub fn advance_to_end(&mut self) -> StopReason {
+        loop {
+            if let Some(reason) = self.advance_events(u64::MAX) {
+                return reason;
+            }
+        }
+    }
+
+    /// Runs until `until` or `count` more events, whichever comes first, checking memory at
+    /// every multiple of the slice. Why the run stopped, if it did.
+    fn advance(&mut self, until: SimTime, count: u64) -> Option<StopReason> {
+        if let Some((reason, _)) = self.stopped {
+            return Some(reason);
+        }
+        let end = self.sim.events_executed().saturating_add(count);
+        loop {
+            let executed = self.sim.events_executed();
+            if executed >= end {
+                return None;
+            }
+            let events = end.min(self.next_check) - executed;
+            match self.sim.run_events_until(until, events) {
+                Some(StopReason::Reached) => return None,
+                Some(reason) => return self.stop(reason, None),
+                None => {}
+            }
+            if self.sim.events_executed() == self.next_check {
+                if let Err(detail) = self.check_memory() {
+                    return self.stop(StopReason::MemoryLimit, Some(detail));
+                }
+                self.next_check += self.slice;
+            }
+        }
+    }
+
+    /// Ends the run for `reason`. A run that ran out of events before its time limit is at
+    /// its time limit, as a whole run would be.
+    fn stop(&mut self, reason: StopReason, detail: Option<String>) -> Option<StopReason> {
+        if reason == StopReason::Idle {
+            self.sim.run();
+        }
+        self.stopped = Some((reason, detail));
+        Some(reason)
+    }
+
+    /// Whether what the run holds now leaves room to go on: what it holds, or why not.
+    fn check_memory(&mut self) -> Result<(), String> {
+        let pending = self.sim.events_pending();
+        let events = (
+            self.sim.events_reserved(0),
+            self.sim.events_reserved(crate::world::GROWTH_MARGIN),
+        );
+        let (world, net) = self.sim.entity_and_shared(self.id);
+        let live = world.live();
+        let held = net.held_now();
+        let now = over_memory(
+            &live,
+            (pending, events),
+            held,
+            self.held_last,
+            self.allowance,
+            &self.scenario.limits,
+        )?;
+        self.held_last = now;
+        Ok(())
+    }
+
+    /// Gives every random stream of the world and its network fresh randomness from
+    /// `Seed(seed).branch(level, index)`, each stream keeping its name, and records the
+    /// branch point for the replay command. What the streams drew before is kept; what they
+    /// draw next is the branch's.
+    pub fn branch(&mut self, level: u32, index: u64) {
+        let seed = Seed(self.seed).branch(level, index);
+        self.sim.entity_mut(self.id).reseed(seed);
+        self.sim.shared_mut().reseed(seed);
+        self.branches.push(Branch {
+            at: self.sim.events_executed(),
+            level,
+            index,
+        });
+    }
+
+    /// The branch points taken so far, in order.
+    pub fn branches(&self) -> &[Branch] {
+        &self.branches
+    }
+
+    /// The virtual time.
+    pub fn now(&self) -> SimTime {
+        self.sim.now()
+    }
+
+    /// Events executed so far.
+    pub fn events(&self) -> u64 {
+        self.sim.events_executed()
+    }
+
+    /// The digest of the history so far.
+    pub fn digest(&self) -> Digest {
+        self.sim.digest()
+    }
+
+    /// Why the run stopped, if it has.
+    pub fn stopped(&self) -> Option<StopReason> {
+        self.stopped.as_ref().map(|(reason, _)| *reason)
+    }
+
+    /// The run's seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The world, for observables read between events (a service's queue, the failures so
+    /// far).
+    pub fn world(&self) -> &World {
+        self.sim.entity(self.id)
+    }
+
+    /// The network.
+    pub fn network(&self) -> &Net {
+        self.sim.shared()
+    }
+
+    /// The report of the run as it stands: stopped, or cut here (`reached`).
+    pub fn finish(self) -> RunOutput {
+        let Running {
+            mut sim,
+            id,
+            scenario,
+            file,
+            seed,
+            options: (duration, max_events),
+            branches,
+            stopped,
+            ..
+        } = self;
+        let (stop, stop_detail) = stopped.unwrap_or((StopReason::Reached, None));
+        let flags = RunOptions {
+            duration,
+            max_events,
+            ..RunOptions::default()
+        };
+        let meta = RunMeta {
+            file: file.to_string(),
+            seed,
+            digest: sim.digest().value(),
+            events: sim.events_executed(),
+            stop,
+            stop_detail,
+            replay_flags: replay_flags(&flags, &branches),
+        };
+        let s: &Scenario = &scenario;
+        let end = sim.now().min(SimTime::ZERO + s.duration);
+        let trace = sim.trace().to_vec();
+        let (world, net) = sim.entity_and_shared(id);
+        world.check_invariants();
+        let in_flight = world.in_flight();
+        let mut figures = world.figures(end, net);
+        // The world, the network and the event queue are done with: freed before the
+        // report's rows are built, a run's peak is the larger of the two rather than their
+        // sum.
+        drop(sim);
+        let requests_in_flight = figures.requests_in_flight;
+        let report = Report::build(s, &meta, &figures);
+        RunOutput {
+            report,
+            trace,
+            in_flight,
+            requests_in_flight,
+            followed: figures.followed.take(),
+        }
+    }
+}
+
+/// Runs `scenario` (read from `file`) with the overrides in `options`: start, advance to the
+/// end (branching at `options.branches`), finish. Overrides are validated like the file
+/// itself: a duration shorter than a fault's start is an error, and so is a branch point
+/// that comes before the one it follows or after the run stopped.
 pub fn run(
     scenario: &Scenario,
     file: &str,
     options: &RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
-    let s = with_flags(scenario, options);
-    // The file was checked as written: what fails now, the flags made so, and the message
-    // names them as typed.
-    validate(&s).map_err(|error| ScenarioError::Invalid {
-        file: format!("{file}{}", replay_flags(options)),
-        error,
-    })?;
-    let seed = options.seed.unwrap_or(s.seed);
-    let mut world = world(&s, seed, options);
-    let initial = world.initial_events();
-    let mut sim = Sim::new(Net::new(Seed(seed)), Limits::new(s.max_events, s.duration));
-    if options.trace_capacity > 0 {
-        sim.enable_trace(options.trace_capacity);
-    }
-    let id = sim.add(world);
-    // Every client and service is a node played by the one world entity; validation built
-    // the same network on a scratch entity, so this cannot fail.
-    let net = sim
-        .entity_mut(id)
-        .build_network(&s, Seed(seed), id)
-        .expect("the network is validated with the scenario");
-    *sim.shared_mut() = net;
-    for (t, msg) in initial {
-        sim.schedule(t, id, msg);
-    }
-    // What the file fixes was estimated at validation; what is left of the budget is for
-    // what grows while running, checked between slices of events.
-    let fixed = footprint(&s)
-        .iter()
-        .fold(PROGRAM_BYTES, |t, p| t.saturating_add(p.bytes));
-    let allowance = s.limits.memory_max.saturating_sub(fixed);
-    // One event of a fan-out starts up to `n` calls: checks come `n` times as often.
-    let slice = (MEMORY_CHECK_EVENTS / crate::format::schema::distributed::fan_out_max(&s)).max(1)
-        + (s.clients.len() + s.services.len()) as u64;
-    // What the run held at the last check: the growth since then is expected again before
-    // the next one.
-    let mut held_last = 0;
-    let (stop, stop_detail) = loop {
-        if let Some(reason) = sim.run_events(slice) {
-            break (reason, None);
-        }
-        let pending = sim.events_pending();
-        let events = (
-            sim.events_reserved(0),
-            sim.events_reserved(crate::world::GROWTH_MARGIN),
-        );
-        let (world, net) = sim.entity_and_shared(id);
-        let live = world.live();
-        let held = net.held_now();
-        match over_memory(
-            &live,
-            (pending, events),
-            held,
-            held_last,
-            allowance,
-            &s.limits,
-        ) {
-            Ok(now) => held_last = now,
-            Err(detail) => break (StopReason::MemoryLimit, Some(detail)),
-        }
-    };
-    let meta = RunMeta {
+    let mut running = Running::start(scenario, file, options)?;
+    let branch_error = |b: &Branch, message: String| ScenarioError::Override {
         file: file.to_string(),
-        seed,
-        digest: sim.digest().value(),
-        events: sim.events_executed(),
-        stop,
-        stop_detail,
-        replay_flags: replay_flags(options),
+        set: format!("--branch {b}"),
+        message,
     };
-    Ok(output(sim, id, &s, &meta))
+    for (k, b) in options.branches.iter().enumerate() {
+        if let Some(before) = k.checked_sub(1).map(|j| options.branches[j])
+            && b.at <= before.at
+        {
+            return Err(branch_error(
+                b,
+                format!(
+                    "comes after --branch {before}; give the branches in the order they happen, each at more events than the one before"
+                ),
+            ));
+        }
+        let left = b.at - running.events();
+        if let Some(reason) = running.advance_events(left) {
+            return Err(branch_error(
+                b,
+                format!(
+                    "the run stopped ({reason}) after {} events, before the branch; AT must be less than that",
+                    running.events()
+                ),
+            ));
+        }
+        running.branch(b.level, b.index);
+    }
+    running.advance_to_end();
+    Ok(running.finish())
 }
 
 /// The world of `s` at `seed`, describing and recording what `options` ask for.
@@ -181,28 +508,6 @@ fn world(s: &Scenario, seed: u64, options: &RunOptions) -> World {
         world.follow(options.follow_request, options.failed_examples);
     }
     world
-}
-
-/// The report of a run that has stopped, with what the world still held.
-fn output(mut sim: Sim<World>, id: EntityId, s: &Scenario, meta: &RunMeta) -> RunOutput {
-    let end = sim.now().min(SimTime::ZERO + s.duration);
-    let trace = sim.trace().to_vec();
-    let (world, net) = sim.entity_and_shared(id);
-    world.check_invariants();
-    let in_flight = world.in_flight();
-    let mut figures = world.figures(end, net);
-    // The world, the network and the event queue are done with: freed before the report's
-    // rows are built, a run's peak is the larger of the two rather than their sum.
-    drop(sim);
-    let requests_in_flight = figures.requests_in_flight;
-    let report = Report::build(s, meta, &figures);
-    RunOutput {
-        report,
-        trace,
-        in_flight,
-        requests_in_flight,
-        followed: figures.followed.take(),
-    }
 }
 
 /// The program itself (code, libraries, the scenario, buffers): `resim run` on a small
@@ -309,17 +614,17 @@ fn figure_and_fix(largest: usize, live: &Live, pending: usize, held: usize) -> (
                     format!(
                         "{figure}, {} of them queued at services.{})",
                         thousands(q.queued),
-                        q.service
+                        segment(&q.service)
                     ),
                     if q.unbounded {
                         format!(
                             "bound the queue (services.{}.queue.capacity) or give the callers a timeout",
-                            q.service
+                            segment(&q.service)
                         )
                     } else {
                         format!(
                             "use a smaller queue (services.{}.queue.capacity) or fewer replicas",
-                            q.service
+                            segment(&q.service)
                         )
                     },
                 ),

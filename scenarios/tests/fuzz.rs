@@ -1776,6 +1776,9 @@ const VARIANT_EXTREMES: &[&str] = &[
     "\"a..b\"",
     "\"x[\"",
     "\"services\"",
+    "\"services.\\\"api\\\".workers\"",
+    "\"services.\\\"shop.Db\\\".calls[0]\"",
+    "\"services.\\\"api.workers\"",
 ];
 
 /// The library files that name variants, each with the byte range of its `variants` map.
@@ -1840,6 +1843,15 @@ const SET_PATHS: &[&str] = &[
     "variants",
     "verdict.sustain",
     "x..y",
+    // Quoted names (a name with dots is written so): one that exists, one that does not,
+    // one with what needs quoting, a quote left open, a quote not followed by a dot.
+    "services.\"api\".workers",
+    "\"clients\".\"users\".call.stack[0]",
+    "services.\"shop.Db\".workers",
+    "services.\"a=b \\\" c\".calls[0]",
+    "services.\"api.workers",
+    "services.\"api\"workers",
+    "services.\"\".workers",
 ];
 
 /// Values as a user types them on a command line.

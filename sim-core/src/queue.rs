@@ -76,6 +76,7 @@ const ROOM_KEPT: usize = 64;
 const COMPACT_MIN_STALE: usize = 1024;
 
 /// Pending events ordered by `(time, seq)`; see the module docs for the contract.
+#[derive(Clone)]
 pub struct EventQueue<P> {
     /// The time of the last event taken (0 before the first): every entry is at or after it.
     last: u64,
@@ -483,6 +484,7 @@ impl<P> EventQueue<P> {
 
 /// Pending payloads by slot, with a generation per slot so that a handle or an entry of an
 /// event that is gone never reaches the slot's next event.
+#[derive(Clone)]
 struct Slab<P> {
     slots: Vec<Slot<P>>,
     /// The most recently freed slot, reused first while it is still in cache; the free slots
@@ -490,6 +492,7 @@ struct Slab<P> {
     free: Option<u32>,
 }
 
+#[derive(Clone)]
 struct Slot<P> {
     generation: NonZeroU32,
     /// The next free slot, while this one is on the free list.

@@ -61,6 +61,7 @@ pub struct Ctx<'a, M, S> {
 }
 
 /// An event's payload: who receives it, and what.
+#[derive(Clone)]
 pub struct Target<M> {
     target: EntityId,
     msg: M,
@@ -292,6 +293,7 @@ fn record(trace: &mut Option<(Vec<TraceRecord>, usize)>, record: TraceRecord) {
 }
 
 /// A simulation: entities, pending events, the clock, the digest and the limits.
+#[derive(Clone)]
 pub struct Sim<E: Entity> {
     entities: SlotMap<EntityId, E>,
     shared: E::Shared,
@@ -535,9 +537,16 @@ impl<E: Entity> Sim<E> {
     /// (its memory) between slices, at no cost to each event: the slice's end is the event
     /// budget's own check. Running in slices gives the same history as one [`Sim::run`].
     pub fn run_events(&mut self, count: u64) -> Option<StopReason> {
+        self.run_events_until(self.limits.time_limit, count)
+    }
+
+    /// Runs like [`Sim::run_until`], but at most `count` more events: `None` when they ran
+    /// and the run can go on, else why it stopped ([`StopReason::Reached`] when `time` was
+    /// reached first: it can go on too).
+    pub fn run_events_until(&mut self, time: SimTime, count: u64) -> Option<StopReason> {
         let budget = self.limits.max_events;
         self.limits.max_events = budget.min(self.executed.saturating_add(count));
-        let reason = self.run();
+        let reason = self.run_until(time);
         self.limits.max_events = budget;
         (reason != StopReason::EventBudget || self.executed >= budget).then_some(reason)
     }
@@ -548,13 +557,14 @@ mod tests {
     use super::*;
 
     /// A ping-pong pair: each hit is answered after 10ms until `left` runs out.
+    #[derive(Clone)]
     struct Player {
         peer: Option<EntityId>,
         hits: u32,
         left: u32,
     }
 
-    #[derive(Debug)]
+    #[derive(Clone, Debug)]
     enum Msg {
         Ball,
         Timeout,
@@ -569,7 +579,7 @@ mod tests {
         }
     }
 
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct Log(Vec<String>);
 
     impl Entity for Player {
@@ -687,6 +697,27 @@ mod tests {
         let (index, _, extra) = first_divergence(&t1, &t3).unwrap();
         assert_eq!(index, t1.len());
         assert!(extra.is_some());
+    }
+
+    #[test]
+    fn a_clone_continues_as_the_original_would() {
+        let (mut original, a, b) = pair(1_000, Limits::new(400, SimDuration::from_secs(10)));
+        original.enable_trace(1_000);
+        assert_eq!(original.run_events(77), None);
+        let mut copy = original.clone();
+        assert_eq!(copy.events_executed(), 77);
+        assert_eq!(copy.digest(), original.digest());
+        assert_eq!(original.run(), StopReason::EventBudget);
+        assert_eq!(copy.run(), StopReason::EventBudget);
+        assert_eq!(copy.digest(), original.digest());
+        assert_eq!(first_divergence(copy.trace(), original.trace()), None);
+        assert_eq!(copy.trace().len(), 400);
+        assert_eq!(copy.shared().0, original.shared().0);
+        let hits = |sim: &Sim<Player>| (sim.entity(a).hits, sim.entity(b).hits);
+        assert_eq!(hits(&copy), hits(&original));
+        // The copy owns its state: changing it leaves the original alone.
+        copy.entity_mut(a).hits = 0;
+        assert_ne!(hits(&copy), hits(&original));
     }
 
     #[test]

@@ -89,7 +89,7 @@ enum Edge {
     End,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct FaultState {
     effect: Effect,
     end: Option<SimTime>,
@@ -136,7 +136,7 @@ pub(crate) struct Blocked {
 }
 
 /// Every installed fault and the edges still to apply.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Timeline {
     faults: Vec<FaultState>,
     edges: BTreeMap<(SimTime, u64), (FaultId, Edge)>,

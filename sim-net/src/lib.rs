@@ -112,4 +112,4 @@ pub use fault::FaultId;
 pub use link::{DropReason, LinkReport, LinkStats};
 pub use network::{Action, LinkId, Network, NodeId, NodeStatus, Outbox, SendOutcome, Sink};
 pub use packet::{Arrived, Delivery, Inbound, PacketId};
-pub use rule::{MessageView, Rule, RuleId, Verdict};
+pub use rule::{CloneRule, MessageView, Rule, RuleId, Verdict};

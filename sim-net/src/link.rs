@@ -318,6 +318,7 @@ impl LinkParams {
 }
 
 /// A link's random stream, derived from the run seed and its name on its first draw.
+#[derive(Clone)]
 pub(crate) struct LazyStream {
     seed: Seed,
     prefix: std::sync::Arc<str>,
@@ -333,9 +334,19 @@ impl LazyStream {
         self.stream
             .get_or_insert_with(|| Box::new(seed.stream(&format!("{prefix}/{purpose}"))))
     }
+
+    /// Takes `seed` (a branch's): the stream reseeded if it was drawn from, else derived
+    /// from `seed` on its first draw, which gives the same numbers.
+    pub fn reseed(&mut self, seed: Seed) {
+        self.seed = seed;
+        if let Some(stream) = &mut self.stream {
+            stream.reseed(seed);
+        }
+    }
 }
 
 /// One directed link and everything it remembers.
+#[derive(Clone)]
 pub(crate) struct Link<P> {
     pub source: NodeId,
     pub target: NodeId,
@@ -401,6 +412,20 @@ impl<P> Link<P> {
             held: VecDeque::new(),
             release_at: None,
             stats: LinkStats::default(),
+        }
+    }
+
+    /// Takes `seed` (a branch's) in every stream.
+    pub fn reseed(&mut self, seed: Seed) {
+        for stream in [
+            &mut self.rng_loss,
+            &mut self.rng_duplicate,
+            &mut self.rng_reorder,
+            &mut self.rng_latency,
+            &mut self.rng_duplicate_latency,
+            &mut self.rng_reorder_delay,
+        ] {
+            stream.reseed(seed);
         }
     }
 

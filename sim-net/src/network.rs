@@ -48,7 +48,7 @@ pub enum NodeStatus {
     Paused,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Node {
     pub name: String,
     pub entity: EntityId,
@@ -188,6 +188,10 @@ fn drop_note(id: PacketId, reason: DropReason) -> u64 {
 ///
 /// `P` is what messages carry. A world keeps the network in its shared state and sends
 /// through [`crate::send`]; see the crate docs for the whole flow.
+///
+/// A network is a value: a clone (`P: Clone`) holds its own links, messages in flight or
+/// held, fault timeline and rules, and continues exactly as the original would.
+#[derive(Clone)]
 pub struct Network<P> {
     seed: Seed,
     default_params: LinkParams,
@@ -449,6 +453,19 @@ impl<P> Network<P> {
         self.next_rule += 1;
         self.rules.push((id, Box::new(rule)));
         id
+    }
+
+    /// Gives every random stream of the network fresh randomness from `seed` (a branch's,
+    /// [`Seed::branch`]), each keeping its identity: the links' streams, those of links not
+    /// made yet (they derive from `seed`), and the rules' ([`Rule::reseed`]).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.seed = seed;
+        for link in &mut self.links {
+            link.reseed(seed);
+        }
+        for (_, rule) in &mut self.rules {
+            rule.reseed(seed);
+        }
     }
 
     /// Removes a rule; false if it was not installed.

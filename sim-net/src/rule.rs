@@ -7,9 +7,15 @@
 //! after it do not see the message; delays of all the rules that say [`Verdict::Delay`] add
 //! up. A rule that needs randomness owns its own stream (`Seed::stream("rule/<name>")`), so
 //! installing it does not change the numbers the network draws.
+//!
+//! A network is a value: cloning it clones its rules ([`CloneRule`], which every `Clone`
+//! rule has), and [`crate::Network::reseed`] hands each rule the branch seed through
+//! [`Rule::reseed`]. A rule that owns a stream is a type of its own that reseeds it there: a
+//! closure cannot, so a closure that draws random numbers would keep drawing the original's
+//! numbers in every branch.
 
 use crate::{NodeId, PacketId};
-use sim_core::{SimDuration, SimTime};
+use sim_core::{Seed, SimDuration, SimTime};
 
 /// What a rule decides about one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,15 +49,45 @@ pub struct MessageView<'a, P> {
 
 /// A custom fault: sees each message at send time and says pass, drop or delay.
 ///
-/// Any `FnMut(SimTime, &MessageView<P>) -> Verdict` closure is a rule.
-pub trait Rule<P> {
+/// Any `Clone` `FnMut(SimTime, &MessageView<P>) -> Verdict` closure is a rule (one that
+/// draws no random numbers: see [`Rule::reseed`]).
+pub trait Rule<P>: CloneRule<P> {
     /// Judges one message sent at `now`.
     fn judge(&mut self, now: SimTime, message: &MessageView<'_, P>) -> Verdict;
+
+    /// Takes fresh randomness for a branch of a copied run: a rule that owns a stream calls
+    /// [`sim_core::RngStream::reseed`] on it with `seed`. Rules that draw nothing keep the
+    /// default, which does nothing.
+    fn reseed(&mut self, seed: Seed) {
+        let _ = seed;
+    }
+}
+
+/// How an installed rule is copied with its network: every `Clone` rule has it. (A method
+/// rather than the `dyn-clone` crate: these few lines are the whole of it, with no unsafe.)
+pub trait CloneRule<P> {
+    /// A boxed copy of this rule.
+    fn clone_rule(&self) -> Box<dyn Rule<P>>;
+}
+
+impl<P, R> CloneRule<P> for R
+where
+    R: Rule<P> + Clone + 'static,
+{
+    fn clone_rule(&self) -> Box<dyn Rule<P>> {
+        Box::new(self.clone())
+    }
+}
+
+impl<P> Clone for Box<dyn Rule<P>> {
+    fn clone(&self) -> Self {
+        self.clone_rule()
+    }
 }
 
 impl<P, F> Rule<P> for F
 where
-    F: FnMut(SimTime, &MessageView<'_, P>) -> Verdict,
+    F: FnMut(SimTime, &MessageView<'_, P>) -> Verdict + Clone + 'static,
 {
     fn judge(&mut self, now: SimTime, message: &MessageView<'_, P>) -> Verdict {
         self(now, message)

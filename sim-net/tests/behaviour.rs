@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Msg, Record, World, control_at, run, send_at, world};
-use sim_core::{SimDuration, SimTime};
+use sim_core::{Seed, SimDuration, SimTime};
 use sim_net::{NetworkConfig, Verdict};
 
 /// A command of a test script, at a time in milliseconds.
@@ -428,6 +428,64 @@ fn same_seed_same_history_and_other_links_do_not_shift_the_numbers() {
     let (times_with_third, digest_with_third) = arrivals(5, true);
     assert_eq!(times_with_third, times, "n0->n1 draws from its own streams");
     assert_ne!(digest_with_third, digest);
+}
+
+/// The deliveries and drops after `from` of a world on a lossy network (n0->n1 in use
+/// before `from`, n2->n1 first used after it), and its digest; if `copy` is given, the world
+/// is copied at `from`, the copy reseeded with the seed given, if any, and continued instead.
+fn continued(from: SimTime, copy: Option<Option<Seed>>) -> (Vec<Record>, String) {
+    let network = r#"(default_link: (latency: Exponential(mean: "20ms"), loss_ratio: 0.2, order: Independent))"#;
+    let (mut sim, nodes) = world(5, 3, &config(network));
+    for i in 0..200 {
+        let at = SimTime::from_millis(i);
+        send_at(&mut sim, at, nodes[0], nodes[1], i);
+        if at > from {
+            send_at(&mut sim, at, nodes[2], nodes[1], 1000 + i);
+        }
+    }
+    if let Some(branch) = copy {
+        sim.run_until(from);
+        sim = sim.clone();
+        if let Some(seed) = branch {
+            sim.shared_mut().net.reseed(seed);
+        }
+    }
+    let log = run(&mut sim);
+    let after = log
+        .into_iter()
+        .filter(|r| matches!(r, Record::Delivered { at, .. } | Record::Dropped { at, .. } if *at > from))
+        .collect();
+    (after, sim.digest().to_string())
+}
+
+#[test]
+fn a_copied_network_goes_on_as_the_original_and_a_reseeded_one_draws_anew() {
+    let from = SimTime::from_millis(100);
+    let (original, digest) = continued(from, None);
+    assert_eq!(
+        continued(from, Some(None)),
+        (original.clone(), digest.clone())
+    );
+    let (branched, branched_digest) = continued(from, Some(Some(Seed(5).branch(1, 0))));
+    assert_ne!(branched_digest, digest);
+    // Both links draw anew: the one in use before the copy and the one first used after.
+    for tags in [0..1000, 1000..2000] {
+        let of = |log: &[Record]| -> Vec<Record> {
+            log.iter()
+                .filter(|r| match r {
+                    Record::Delivered { tag, .. } => tags.contains(tag),
+                    _ => false,
+                })
+                .cloned()
+                .collect()
+        };
+        assert_ne!(of(&branched), of(&original), "tags {tags:?}");
+    }
+    assert_eq!(
+        continued(from, Some(Some(Seed(5).branch(1, 0)))),
+        (branched, branched_digest),
+        "a branch is replayed by its seed"
+    );
 }
 
 #[test]

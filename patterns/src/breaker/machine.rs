@@ -99,6 +99,17 @@ impl Permit {
     pub fn started_at(&self) -> SimTime {
         self.started_at
     }
+
+    /// The same permit, for a copy of the breaker that issued it: a world cloned mid-run
+    /// holds copies of its breakers and of the permits of its calls, each reported to its
+    /// own breaker. Reporting both this and the original to one breaker is the double report
+    /// the type prevents; that is why this is a named method and not `Clone`.
+    pub fn clone_with_machine(&self) -> Permit {
+        Permit {
+            epoch: self.epoch,
+            started_at: self.started_at,
+        }
+    }
 }
 
 /// Why a call was refused.

@@ -17,6 +17,16 @@ impl BulkheadPermit {
     pub fn started_at(&self) -> SimTime {
         self.started_at
     }
+
+    /// The same slot, for a copy of the bulkhead that granted it (a world cloned mid-run):
+    /// each copy releases it to its own bulkhead. Releasing both this and the original to
+    /// one bulkhead is the double release the type prevents; hence a named method, not
+    /// `Clone`.
+    pub fn clone_with_machine(&self) -> BulkheadPermit {
+        BulkheadPermit {
+            started_at: self.started_at,
+        }
+    }
 }
 
 /// Why a call was refused.

@@ -97,6 +97,19 @@ pub struct ConcurrencyToken {
     inflight: u32,
 }
 
+impl ConcurrencyToken {
+    /// The same token, for a copy of the limit that issued it (a world cloned mid-run):
+    /// each copy hands it back to its own limit. Handing both this and the original back to
+    /// one limit is the double release the type prevents; hence a named method, not
+    /// `Clone`.
+    pub fn clone_with_machine(&self) -> ConcurrencyToken {
+        ConcurrencyToken {
+            started_at: self.started_at,
+            inflight: self.inflight,
+        }
+    }
+}
+
 /// A refusal: the limit is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConcurrencyRejection {

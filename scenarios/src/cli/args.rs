@@ -7,6 +7,7 @@ use crate::format::error::one_line;
 use crate::format::limits::{Bytes, RunLimits};
 use crate::format::overrides::{Flag, Override, Overrides};
 use crate::report::Format;
+use crate::run::Branch;
 use clap::{Args, Parser, Subcommand};
 use sim_core::{Rate, SimDuration};
 
@@ -382,6 +383,9 @@ pub(super) struct WhyArgs {
     /// Simulated duration, e.g. "120s".
     #[arg(long)]
     pub(super) duration: Option<SimDuration>,
+    /// Replays a branched path, as `resim run` does.
+    #[arg(long, value_name = "AT:LEVEL:INDEX")]
+    pub(super) branch: Vec<Branch>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }
@@ -403,6 +407,11 @@ pub(super) struct RunArgs {
     /// The event budget (the run stops and says so when it is spent).
     #[arg(long)]
     pub(super) max_events: Option<u64>,
+    /// After AT events, give every random stream fresh randomness from the seed of branch
+    /// INDEX at level LEVEL (derived from the run seed): replays a path that `resim risk`
+    /// found; repeatable, in the order of AT.
+    #[arg(long, value_name = "AT:LEVEL:INDEX")]
+    pub(super) branch: Vec<Branch>,
     /// Describe every event between two instants, e.g. "10s..10.5s".
     #[arg(long, value_name = "FROM..TO", value_parser = parse_window)]
     pub(super) trace: Option<(SimDuration, SimDuration)>,

@@ -347,6 +347,7 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         bucket: args.bucket,
         max_events: args.max_events,
         trace_window: args.trace,
+        branches: args.branch.clone(),
         ..RunOptions::default()
     };
     let overrides = match args.overrides.overrides(&file) {
@@ -451,6 +452,7 @@ fn why_file(args: &WhyArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         follow_request: args.request,
         // The explanations name failed requests to follow: only `resim why` collects them.
         failed_examples: args.request.is_none(),
+        branches: args.branch.clone(),
         ..RunOptions::default()
     };
     let explained = args.overrides.overrides(&args.file).and_then(|o| {

@@ -79,7 +79,7 @@ pub fn parse_axis_of(flag: Flag, text: &str) -> Result<GridAxis, String> {
 
 fn axis_of(flag: Flag, text: &str) -> Result<GridAxis, String> {
     let list = || GridAxis::parse(flag, text);
-    let Some((path, values)) = text.split_once('=') else {
+    let Some((path, values)) = crate::format::overrides::split_override(text) else {
         return list();
     };
     let Some((range, step)) = values.split_once(':') else {

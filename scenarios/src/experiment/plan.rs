@@ -4,7 +4,7 @@
 //! of the output and what [`Partition`] splits on.
 
 pub use super::partition::Partition;
-use crate::format::overrides::{Flag, Override, Overrides};
+use crate::format::overrides::{Flag, Override, Overrides, split_override};
 use std::str::FromStr;
 
 /// The most runs one sweep makes (grid points × seeds).
@@ -26,7 +26,7 @@ impl GridAxis {
     /// `PATH=V1,V2,…` as given to `flag`; the error is the reason alone (the caller names the
     /// flag and the text).
     pub fn parse(flag: Flag, text: &str) -> Result<GridAxis, String> {
-        let (path, values) = text.split_once('=').ok_or_else(|| {
+        let (path, values) = split_override(text).ok_or_else(|| {
             "write an axis as PATH=V1,V2,…, e.g. services.api.workers=8,16,32".to_string()
         })?;
         let values = split_top_level(values);

@@ -19,6 +19,7 @@
 //! to the others, so that one file says what a scenario may hold.
 
 use crate::format::limits::{Bytes, RunLimits};
+use crate::format::overrides::segment;
 use crate::format::schema::isolation::{Isolation, Units};
 use crate::format::schema::traffic::Popularity;
 use crate::format::schema::{
@@ -46,8 +47,13 @@ const USER_BYTES: u64 = 512;
 const REPLICA_BYTES: u64 = 5 << 10;
 /// One call site of one replica, without its layers (measured 2.2 KB).
 const CALL_SITE_BYTES: u64 = 5 << 9;
-/// One layer of one call site, without its window.
-const LAYER_BYTES: u64 = 512;
+/// One layer of one call site, without its window (a bulkhead measured 750 bytes per replica
+/// with its share of the report, `bench_mesh --costs`).
+const LAYER_BYTES: u64 = 1 << 10;
+/// What a breaker holds besides [`LAYER_BYTES`] and its window: its state (boxed), its log of
+/// transitions and its part of the report (measured 2.1 KB per replica in all, with a window
+/// of 100 calls, `bench_mesh --costs`).
+const BREAKER_BYTES: u64 = 3 << 9;
 /// A count-based breaker window, per call of its size (one byte of flags per outcome).
 const BREAKER_CALL_BYTES: u64 = 1;
 /// A time-based breaker window, per second of its size (a bucket of totals).
@@ -239,15 +245,20 @@ fn report_buckets(s: &Scenario, buckets: u64) -> Part {
 /// A client's users, its call site's windows, and its traffic classes with their tenants.
 fn client_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, c: &Client, buckets: u64) {
     if let Load::Closed { users, .. } | Load::OneShot { users, .. } = c.load {
-        let field = format!("clients.{name}.load.users");
+        let field = format!("clients.{}.load.users", segment(name));
         let bytes = u64::from(users).saturating_mul(USER_BYTES);
         let what = plural(u64::from(users), "user");
         parts.push(Part::count(field, bytes, what, USER_BYTES, "users"));
     }
-    windows(parts, &format!("clients.{name}.call"), &c.call.stack, 1);
+    windows(
+        parts,
+        &format!("clients.{}.call", segment(name)),
+        &c.call.stack,
+        1,
+    );
     for (i, class) in c.classes.iter().enumerate() {
         parts.push(Part {
-            field: format!("clients.{name}.classes[{i}]"),
+            field: format!("clients.{}.classes[{i}]", segment(name)),
             bytes: TRAFFIC_FIGURES_BYTES
                 .saturating_add(buckets.saturating_mul(SERIES_CLASS_BUCKET_BYTES)),
             what: format!("the figures and series of class {:?}", class.name),
@@ -260,7 +271,7 @@ fn client_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, c: &Client, buc
         let zipf = matches!(t.popularity, Popularity::Zipf { .. });
         let per_key = if zipf { ZIPF_KEY_BYTES } else { 0 };
         let reported = u64::from(t.reported.min(t.keys)) + 2;
-        let field = format!("clients.{name}.classes[{i}].tenants.keys");
+        let field = format!("clients.{}.classes[{i}].tenants.keys", segment(name));
         let bytes = reported
             .saturating_mul(TRAFFIC_FIGURES_BYTES)
             .saturating_add(u64::from(t.keys).saturating_mul(per_key));
@@ -278,7 +289,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
         if let Admission::RateLimit(k) = a
             && k.key == LimitKey::Tenant
         {
-            let field = format!("services.{name}.admission[{i}].max_keys");
+            let field = format!("services.{}.admission[{i}].max_keys", segment(name));
             let bytes = (k.max_keys as u64).saturating_mul(TENANT_KEY_BYTES);
             let what = format!("up to {} tenant keys of a rate limit", k.max_keys);
             let part = Part::count(field, bytes, what, TENANT_KEY_BYTES, "keys");
@@ -295,7 +306,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
             }
         };
         let units = Units::of(s).len();
-        let field = format!("services.{name}.isolation");
+        let field = format!("services.{}.isolation", segment(name));
         let what = format!("the replicas of {} caller units", units);
         let part = Part::count(
             field,
@@ -308,7 +319,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
     }
     if let Some(store) = &sv.store {
         let rows = u64::from(store.rows);
-        let field = format!("services.{name}.store.rows");
+        let field = format!("services.{}.store.rows", segment(name));
         let what = format!("a store of {}", plural(rows, "row"));
         let bytes = rows.saturating_mul(STORE_ROW_BYTES);
         parts.push(Part::count(field, bytes, what, STORE_ROW_BYTES, "rows"));
@@ -318,7 +329,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
             u64::from(cache.keys),
             replicas.saturating_mul(CACHE_ENTRY_BYTES),
         );
-        let field = format!("services.{name}.cache.keys");
+        let field = format!("services.{}.cache.keys", segment(name));
         let what = format!(
             "{} with a ttl on each of {}",
             plural(keys, "cache key"),
@@ -330,7 +341,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
     for (i, c) in sv.calls.iter().enumerate() {
         windows(
             parts,
-            &format!("services.{name}.calls[{i}]"),
+            &format!("services.{}.calls[{i}]", segment(name)),
             &c.stack,
             replicas,
         );
@@ -339,16 +350,24 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
 
 /// A service's replicas, each with its call sites and their layers.
 fn replicas_part(name: &str, sv: &Service, replicas: u64) -> Part {
-    let layers: u64 = sv.calls.iter().map(|c| c.stack.len() as u64).sum();
+    let layers: u64 = sv
+        .calls
+        .iter()
+        .flat_map(|c| &c.stack)
+        .map(|l| match l {
+            Layer::Breaker(_) => LAYER_BYTES + BREAKER_BYTES,
+            _ => LAYER_BYTES,
+        })
+        .sum();
     let per_replica = REPLICA_BYTES
         .saturating_add((sv.calls.len() as u64).saturating_mul(CALL_SITE_BYTES))
-        .saturating_add(layers.saturating_mul(LAYER_BYTES));
+        .saturating_add(layers);
     let what = format!(
         "{} with {}",
         plural(replicas, "replica"),
         plural(sv.calls.len() as u64, "call")
     );
-    let field = format!("services.{name}.replicas");
+    let field = format!("services.{}.replicas", segment(name));
     let bytes = replicas.saturating_mul(per_replica);
     Part::count(field, bytes, what, per_replica, "replicas")
 }
@@ -497,7 +516,7 @@ pub fn check_rates(s: &Scenario, limits: &RunLimits) -> Result<(), patterns::Con
         let Load::Open { rate } = &c.load else {
             continue;
         };
-        let path = format!("clients.{name}.load.rate");
+        let path = format!("clients.{}.load.rate", segment(name));
         let rates: Vec<(String, &Rate)> = match rate {
             Schedule::Constant(r) => vec![(path, r)],
             Schedule::Steps(steps) => steps

@@ -35,14 +35,21 @@ pub const OVERRIDES_MAX: usize = 256;
 /// counts them ([`SimDuration::CONFIG_MAX`]).
 pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
 
-/// The most replicas of one service.
+/// The most replicas of one service: a balancer that picks the least loaded replica looks at
+/// each one per request. Clients and services have no fixed limit: what each holds counts in
+/// the memory estimate ([`footprint`](crate::format::footprint)).
 pub const REPLICAS_MAX: u32 = 10_000;
 
-/// The most downstream calls one service may make per request.
-pub const CALLS_MAX: usize = 8;
+/// The most downstream calls one service may make per request: more routes than a gateway
+/// gives one listener, numbered in 16 bits; a `Pick` scans their weights and a fan-out starts
+/// each of them per request. A job keeps a fan-out's first 8 running calls inline
+/// (`world/downstream.rs`). Was 8 until issue 38.
+pub const CALLS_MAX: usize = 1_000;
 
-/// The most layers in one call's pattern stack.
-pub const LAYERS_MAX: usize = 6;
+/// The most layers in one call's pattern stack: every kind of layer, with room for gates a
+/// configuration repeats. A call keeps the permits of 6 gates inline (`world/stack.rs`). Was 6
+/// until issue 38.
+pub const LAYERS_MAX: usize = 16;
 
 // Request classes and tenants.
 

@@ -10,6 +10,7 @@
 //! run sees what the disk held when it was checked.
 
 use crate::format::limits::{SAMPLE_FILE_BYTES_MAX, SAMPLES_MAX};
+use crate::format::overrides::segment;
 use crate::format::schema::{Admission, FaultKind, Load, Scenario};
 use crate::format::schema::{DistributedLimiter, LimiterState};
 use patterns::ConfigError;
@@ -52,13 +53,16 @@ fn declared(s: &mut Scenario) -> Vec<(String, &mut Dist)> {
     let mut out = Vec::new();
     for (name, client) in &mut s.clients {
         if let Load::Closed { think, .. } = &mut client.load {
-            out.push((format!("clients.{name}.load.think"), think));
+            out.push((format!("clients.{}.load.think", segment(name)), think));
         }
     }
     for (name, service) in &mut s.services {
-        out.push((format!("services.{name}.work"), &mut service.work));
+        out.push((
+            format!("services.{}.work", segment(name)),
+            &mut service.work,
+        ));
         if let Some(latency) = &mut service.latency {
-            out.push((format!("services.{name}.latency"), latency));
+            out.push((format!("services.{}.latency", segment(name)), latency));
         }
         for (i, a) in service.admission.iter_mut().enumerate() {
             if let Admission::Distributed(DistributedLimiter {
@@ -70,7 +74,7 @@ fn declared(s: &mut Scenario) -> Vec<(String, &mut Dist)> {
             }) = a
             {
                 out.push((
-                    format!("services.{name}.admission[{i}].state.skew"),
+                    format!("services.{}.admission[{i}].state.skew", segment(name)),
                     &mut **skew,
                 ));
             }

@@ -15,6 +15,7 @@
 //! thousands of services cannot overflow the stack.
 
 use crate::format::limits::{CALLS_MAX, DURATION_MAX, LAYERS_MAX, REPLICAS_MAX};
+use crate::format::overrides::segment;
 use crate::format::schema::*;
 use patterns::ConfigError;
 use patterns::retry::RetryPolicy;
@@ -206,7 +207,7 @@ pub fn validate(s: &Scenario) -> Check {
     }
     nodes(s)?;
     for (name, client) in &s.clients {
-        let path = format!("clients.{name}");
+        let path = format!("clients.{}", segment(name));
         load(&format!("{path}.load"), &client.load)?;
         call(&format!("{path}.call"), &client.call, &s.services)?;
         if client.call.pool.is_some() {
@@ -224,7 +225,7 @@ pub fn validate(s: &Scenario) -> Check {
         }
     }
     for (name, service) in &s.services {
-        self::service(&format!("services.{name}"), service, &s.services)?;
+        self::service(&format!("services.{}", segment(name)), service, &s.services)?;
     }
     cycles(&s.services)?;
     for (i, f) in s.faults.iter().enumerate() {
@@ -259,7 +260,7 @@ fn nodes(s: &Scenario) -> Check {
                 ),
             ));
         }
-        let field = format!("{kind}.{name}");
+        let field = format!("{kind}.{}", segment(name));
         if let Some(other) = taken.insert(node.clone(), field.clone()) {
             return Err(err(
                 field,
@@ -280,7 +281,7 @@ fn network(n: &NetworkConfig, s: &Scenario) -> Check {
     for name in s.clients.keys().chain(s.services.keys()) {
         net.add_node(name, slotmap::Key::null()).map_err(|e| {
             err(
-                format!("services.{name}"),
+                format!("services.{}", segment(name)),
                 format!(
                     "{}; clients and services share one namespace on the network",
                     e.reason
@@ -777,7 +778,7 @@ fn cycles(services: &BTreeMap<String, Service>) -> Check {
                         .collect();
                     chain.push(names[j]);
                     return Err(err(
-                        format!("services.{}.calls[{k}].target", names[i]),
+                        format!("services.{}.calls[{k}].target", segment(names[i])),
                         format!(
                             "the call graph has a cycle ({}); a request would never finish",
                             shown_chain(&chain)

@@ -11,6 +11,7 @@
 //! The percentages are found by walking the scenario as serde writes it, so a field added to
 //! any pattern's configuration is covered by its name alone.
 
+use crate::format::overrides::segment;
 use crate::format::schema::{Admission, Scenario};
 use serde_json::Value;
 
@@ -23,9 +24,9 @@ fn is_percent(name: &str) -> bool {
 }
 
 /// The maps of a scenario whose keys are names the file chose (not field names or variant
-/// tags), by the path of the map.
-fn names_map(path: &str) -> bool {
-    matches!(path, "clients" | "services")
+/// tags), by their field at the top level.
+fn names_map(field: &str) -> bool {
+    matches!(field, "clients" | "services")
 }
 
 /// Every warning for `scenario`, each starting with the field path.
@@ -35,7 +36,7 @@ pub fn warnings(scenario: &Scenario) -> Vec<String> {
         for (i, a) in service.admission.iter().enumerate() {
             if let Admission::Concurrency(c) = a {
                 for w in c.warnings() {
-                    out.push(format!("services.{name}.admission[{i}].{w}"));
+                    out.push(format!("services.{}.admission[{i}].{w}", segment(name)));
                 }
             }
         }
@@ -45,39 +46,76 @@ pub fn warnings(scenario: &Scenario) -> Vec<String> {
     out
 }
 
-/// The percentages in (0, 1] in `tree`, walked with an explicit stack (no recursion: a
-/// file's nesting is bounded, but this walk needs no bound of its own).
+/// One step of a field path, as the walk keeps it.
+#[derive(Clone, Copy)]
+enum Segment<'a> {
+    Key(&'a str),
+    /// A key of a map of names (`services`, `clients`): quoted if it holds a dot.
+    Name(&'a str),
+    Index(usize),
+}
+
+/// The field path of `steps` (a variant's tag is no step: `None`).
+fn path_of(steps: &[Option<Segment>]) -> String {
+    let mut text = String::new();
+    for step in steps.iter().flatten() {
+        match step {
+            Segment::Index(i) => text.push_str(&format!("[{i}]")),
+            Segment::Key(k) | Segment::Name(k) => {
+                if !text.is_empty() {
+                    text.push('.');
+                }
+                match step {
+                    Segment::Name(k) => text.push_str(&segment(k)),
+                    _ => text.push_str(k),
+                }
+            }
+        }
+    }
+    text
+}
+
+/// The percentages in (0, 1] in `tree`, walked depth first with an explicit stack (no
+/// recursion: a file's nesting is bounded, but this walk needs no bound of its own). The walk
+/// keeps the steps from the root to the node it is at, and writes a path only for a field
+/// that holds a percentage, so that a mesh of thousands of calls costs its nodes and its
+/// depth, not a string per node.
 fn percent_warnings(tree: &Value, out: &mut Vec<String>) {
-    let mut stack: Vec<(String, &Value)> = vec![(String::new(), tree)];
+    // (value, its depth, the step to it, whether it is a map of names).
+    let mut stack: Vec<(&Value, usize, Option<Segment>, bool)> = vec![(tree, 0, None, false)];
+    let mut steps: Vec<Option<Segment>> = Vec::new();
     let mut found = Vec::new();
-    while let Some((path, value)) = stack.pop() {
+    while let Some((value, depth, step, names)) = stack.pop() {
+        steps.truncate(depth);
+        steps.push(step);
         match value {
             Value::Object(fields) => {
                 // An externally tagged variant, `{"Breaker": {...}}`: the tag is not a step
                 // of a field path.
                 let tagged = fields.len() == 1
-                    && !names_map(&path)
+                    && !names
                     && fields
                         .keys()
                         .next()
                         .is_some_and(|k| k.starts_with(|c: char| c.is_ascii_uppercase()));
                 for (key, v) in fields {
-                    let child = if tagged {
-                        path.clone()
-                    } else if path.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{path}.{key}")
+                    let child = match (tagged, names) {
+                        (true, _) => None,
+                        (false, true) => Some(Segment::Name(key)),
+                        (false, false) => Some(Segment::Key(key)),
                     };
                     if !tagged && is_percent(key) {
-                        check_percent(&child, v, &mut found);
+                        steps.push(child);
+                        check_percent(&path_of(&steps), v, &mut found);
+                        steps.pop();
                     }
-                    stack.push((child, v));
+                    let of_names = depth == 0 && !tagged && names_map(key);
+                    stack.push((v, depth + 1, child, of_names));
                 }
             }
             Value::Array(items) => {
                 for (i, v) in items.iter().enumerate() {
-                    stack.push((format!("{path}[{i}]"), v));
+                    stack.push((v, depth + 1, Some(Segment::Index(i)), false));
                 }
             }
             _ => {}
@@ -156,6 +194,27 @@ mod tests {
             [
                 "clients.Users.call.stack[0].slow_call_rate_threshold: 1 is a percentage, \
               read as 1%; if 100% was meant, write 100"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_name_with_dots_is_quoted_in_the_path() {
+        let text = r#"Scenario(
+            name: "w",
+            duration: "1s",
+            clients: { "users": (load: Open(rate: Constant("1/s")), call: (target: "shop.Api")) },
+            services: {
+                "shop.Api": (workers: 1, work: Constant(value: "1ms"), calls: [(target: "shop.Db", stack: [Breaker(failure_rate_threshold: 0.5)])]),
+                "shop.Db": (workers: 1, work: Constant(value: "1ms")),
+            },
+        )"#;
+        let s = crate::format::load::parse("w.ron", text).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            warnings(&s),
+            [
+                "services.\"shop.Api\".calls[0].stack[0].failure_rate_threshold: 0.5 is a \
+                 percentage, read as 0.5%; if 50% was meant, write 50"
             ]
         );
     }

@@ -14,7 +14,7 @@ use patterns::timeout::{AdaptiveTimeout, AdaptiveTimeoutConfig};
 use sim_core::SimDuration;
 
 /// A call site's adaptive timeout and its figures.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Adaptive {
     machine: AdaptiveTimeout,
     figures: AdaptiveTimeoutFigures,

@@ -19,7 +19,7 @@ use patterns::shedder::{PidShedder, PriorityConfig, PriorityShedder};
 use sim_core::{RngStream, SimDuration, SimTime};
 
 /// One limiter or one registry of limiters by tenant.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Store {
     Global(Limiter),
     Tenant(Keyed<u32>),
@@ -41,14 +41,14 @@ impl Store {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Layer {
     store: Store,
     shadow: bool,
 }
 
 /// A service's `RateLimit` admission layers.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RateLimits {
     layers: Vec<Layer>,
     /// Requests a shadow layer would have refused.
@@ -120,7 +120,7 @@ impl RateLimits {
 }
 
 /// A service's priority shedder.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PriorityShedding {
     shedder: PriorityShedder,
 }
@@ -150,7 +150,7 @@ impl PriorityShedding {
 }
 
 /// A PID shedder and the delay samples it reads at its next tick.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PidShedding {
     shedder: PidShedder,
     interval: SimDuration,
@@ -223,7 +223,7 @@ pub enum Admit {
 /// A service's admission layers that are the service's, not a replica's (those are the
 /// concurrency limit and the tenant bulkhead, built with the replicas, and the distributed
 /// limiters, the world's since a store call is a world's).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Layers {
     /// Its `Limiter` layers, in order.
     pub limiters: Vec<Limiter>,

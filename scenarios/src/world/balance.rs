@@ -12,10 +12,10 @@ use super::lifecycle::Lifecycle;
 use super::replica::Replica;
 use crate::format::schema::{Balancer, HealthCheck, Outlier};
 use sim_core::sample::uniform_below;
-use sim_core::{RngStream, SimTime};
+use sim_core::{RngStream, Seed, SimTime};
 
 /// A service's balancer and its state.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Balance {
     balancer: Balancer,
     round_robin: usize,
@@ -30,6 +30,11 @@ impl Balance {
             round_robin: 0,
             rng,
         }
+    }
+
+    /// Gives its picks fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
     }
 
     /// The replica an attempt goes to among `replicas` at `now`: among `shard` if the

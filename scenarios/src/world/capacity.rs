@@ -68,7 +68,7 @@ struct Probes {
 }
 
 /// A service's capacity events: its zones, its liveness probes and their figures.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Capacity {
     zones: Option<u32>,
     liveness: Option<Liveness>,

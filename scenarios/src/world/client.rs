@@ -23,7 +23,7 @@ use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 pub const CLIENTS_PRECISE_MAX: usize = 64;
 
 /// How a client generates requests.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Source {
     /// Poisson arrivals at the scheduled rate times the active load spikes.
     Open {
@@ -46,7 +46,7 @@ enum Source {
 }
 
 /// One client.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Client {
     name: String,
     /// The index of its call site.
@@ -145,6 +145,14 @@ impl Client {
             },
             zone: c.zone.map(|z| (z, false)),
             parked: Vec::new(),
+        }
+    }
+
+    /// Gives its arrivals and its request mix fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+        if let Some(mix) = &mut self.mix {
+            mix.reseed(seed);
         }
     }
 

@@ -42,6 +42,7 @@ use super::outcome::{Outcome, Reason};
 use super::site::{CallSite, Caller};
 use super::{C, CallKey, JobKey, World};
 use crate::figures::DistributedFigures;
+use crate::format::overrides::segment;
 use crate::format::schema::distributed::{
     DistributedLimiter, LimiterState, OnStoreFailure, STORE_TIMEOUT_DEFAULT, StoreClock,
 };
@@ -66,7 +67,7 @@ pub enum StoreOp {
 
 /// A store call's slot ([`Carries::Store`]): what it carries to the store and what the store
 /// answers.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct StoreSlot {
     /// The replica's clock when it asked.
     asked_at: SimTime,
@@ -77,7 +78,7 @@ pub struct StoreSlot {
 }
 
 /// What the store answered.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum StoreResult {
     /// A script's decision.
     Decided {
@@ -104,7 +105,7 @@ enum Mode {
 }
 
 /// What each replica holds of a limiter.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ReplicaPart {
     /// Its own limiter (`Local`).
     local: Option<Limiter>,
@@ -121,7 +122,7 @@ struct ReplicaPart {
 }
 
 /// One distributed limiter of a service.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Distributed {
     service: u32,
     mode: Mode,
@@ -154,7 +155,7 @@ pub fn build(
             let Admission::Distributed(d) = a else {
                 continue;
             };
-            let path = format!("services.{name}.admission[{k}]");
+            let path = format!("services.{}.admission[{k}]", segment(name));
             let (mode, store, state) = match &d.state {
                 LimiterState::Local => (Mode::Local, None, "local"),
                 LimiterState::Central {

@@ -1,6 +1,13 @@
 //! What a job does after its work: an injected error, the cache (a hit, or a coalesced wait
 //! for another job's fetch of the same key), and its downstream calls, sequential, fanned
 //! out or picked by weight, each through its own call site's pattern stack.
+//!
+//! A job keeps the call of each downstream call still running, to cancel them when it is
+//! abandoned or lost. Sequential and picked calls run one at a time and keep one slot; a
+//! fan-out keeps one per call, inline up to [`CHILDREN_INLINE`] (every fan-out the library
+//! has) and boxed beyond it, up to [`CALLS_MAX`]: the box is counted in
+//! `World::carried_bytes` from the job's call stage until [`World::end_job`], so that a job
+//! stays its size whatever a service's calls, and the memory check still sees every byte.
 
 use super::call::Owner;
 use super::effects::Effect;
@@ -15,23 +22,83 @@ use sim_core::SimTime;
 use sim_core::sample::{bernoulli, uniform_below};
 use slotmap::Key;
 
-/// A job's downstream calls while it waits on them.
-#[derive(Debug, Clone, Copy)]
-pub struct Downstream {
-    /// The call of each downstream call still running (null when none).
-    children: [CallKey; CALLS_MAX],
-    /// Calls still running.
-    pending: u8,
-    /// The next call to start (sequential mode).
-    next: u8,
-    /// Whether one of them failed.
-    failed: bool,
+/// The running calls a job keeps inline: a fan-out of more calls boxes them.
+pub const CHILDREN_INLINE: usize = 8;
+
+/// The call of each downstream call still running (null when none), by slot.
+#[derive(Debug, Clone)]
+enum Children {
+    /// Up to [`CHILDREN_INLINE`] slots, in the job.
+    Inline([CallKey; CHILDREN_INLINE]),
+    /// A fan-out's slots beyond that, one per call.
+    Boxed(Box<[CallKey]>),
 }
 
+/// A job's downstream calls while it waits on them.
+#[derive(Debug, Clone)]
+pub struct Downstream {
+    children: Children,
+    /// Calls still running.
+    pending: u16,
+    /// The next call to start (sequential mode).
+    next: u16,
+    /// Whether one of them failed.
+    failed: bool,
+    /// Whether every call has a slot of its own (a fan-out), or they share slot 0.
+    fanned: bool,
+}
+
+const _: () = assert!(CALLS_MAX <= u16::MAX as usize, "call indices are u16");
+// The box takes no room of its own: a job is as large as with the inline slots alone.
+const _: () =
+    assert!(std::mem::size_of::<Children>() == std::mem::size_of::<[CallKey; CHILDREN_INLINE]>());
+
 impl Downstream {
+    /// Slots for the calls of a job that makes `n` calls, fanned out or one at a time.
+    fn new(n: usize, fanned: bool) -> Downstream {
+        let children = if fanned && n > CHILDREN_INLINE {
+            Children::Boxed(vec![CallKey::null(); n].into_boxed_slice())
+        } else {
+            Children::Inline([CallKey::null(); CHILDREN_INLINE])
+        };
+        Downstream {
+            children,
+            pending: 1,
+            next: 0,
+            failed: false,
+            fanned,
+        }
+    }
+
+    fn slots(&mut self) -> &mut [CallKey] {
+        match &mut self.children {
+            Children::Inline(a) => a,
+            Children::Boxed(b) => b,
+        }
+    }
+
+    /// The slot of downstream call `index`.
+    fn slot(&mut self, index: usize) -> &mut CallKey {
+        let at = if self.fanned { index } else { 0 };
+        &mut self.slots()[at]
+    }
+
     /// The downstream calls still running.
     pub fn running(&self) -> impl Iterator<Item = CallKey> + '_ {
-        self.children.iter().copied().filter(|c| !c.is_null())
+        let slots: &[CallKey] = match &self.children {
+            Children::Inline(a) => a,
+            Children::Boxed(b) => b,
+        };
+        slots.iter().copied().filter(|c| !c.is_null())
+    }
+
+    /// The heap bytes it holds (a large fan-out's slots), which `World::carried_bytes`
+    /// counts.
+    pub fn heap_bytes(&self) -> u64 {
+        match &self.children {
+            Children::Inline(_) => 0,
+            Children::Boxed(b) => std::mem::size_of_val::<[CallKey]>(b) as u64,
+        }
     }
 }
 
@@ -78,25 +145,22 @@ impl World {
             self.finish_job(ctx, job, Outcome::Ok);
             return;
         }
-        let mut calls = Downstream {
-            children: [CallKey::null(); CALLS_MAX],
-            pending: 1,
-            next: 0,
-            failed: false,
-        };
-        let first = match s.config().call_mode {
+        let mode = s.config().call_mode;
+        let mut calls = Downstream::new(n, mode == CallMode::FanOut);
+        let first = match mode {
             CallMode::Sequential => 0..1,
             CallMode::FanOut => {
-                calls.pending = n as u8;
+                calls.pending = n as u16;
                 0..n
             }
             CallMode::Pick => {
                 let pick = s.pick_call();
                 // The request makes only this call: nothing follows it.
-                calls.next = n as u8;
+                calls.next = n as u16;
                 pick..pick + 1
             }
         };
+        self.carried_bytes += calls.heap_bytes();
         self.jobs[job].set_stage(Stage::Calling { since, calls });
         for i in first {
             // A downstream call that fails at once may end the job before the others start.
@@ -158,7 +222,7 @@ impl World {
         let Some(calls) = j.downstream() else {
             panic!("a downstream call of a job that is not calling");
         };
-        calls.next = calls.next.max(index as u8 + 1);
+        calls.next = calls.next.max(index as u16 + 1);
         let s = &self.services[j.service()];
         // A deadline-aware service passes its caller's deadline down; a naive one does not.
         let parent_deadline = if s.config().on_abandoned == Abandoned::Work {
@@ -169,18 +233,18 @@ impl World {
         let site = s.site(j.replica(), index);
         let owner = Owner::Job {
             job,
-            index: index as u8,
+            index: index as u16,
         };
         let key = self.start_call(ctx, site, owner, parent_deadline);
         if self.calls.contains_key(key)
             && let Some(calls) = self.jobs.get_mut(job).and_then(Job::downstream)
         {
-            calls.children[index] = key;
+            *calls.slot(index) = key;
         }
     }
 
     /// Downstream call `index` of `job` ended.
-    pub(super) fn child_done(&mut self, ctx: C, job: JobKey, index: u8, outcome: Outcome) {
+    pub(super) fn child_done(&mut self, ctx: C, job: JobKey, index: u16, outcome: Outcome) {
         let Some(j) = self.jobs.get_mut(job) else {
             return;
         };
@@ -189,7 +253,7 @@ impl World {
             panic!("a downstream call ended for a job that is not calling");
         };
         assert!(calls.pending > 0, "a downstream call ends once");
-        calls.children[index as usize] = CallKey::null();
+        *calls.slot(usize::from(index)) = CallKey::null();
         calls.pending -= 1;
         calls.failed |= outcome != Outcome::Ok;
         let (failed, pending, next) = (calls.failed, calls.pending, calls.next as usize);

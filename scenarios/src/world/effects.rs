@@ -27,7 +27,7 @@ use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
 /// One thing to do after an event.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Effect {
     /// A bulkhead of the `side` gates of call site `site` granted a slot to a waiting call,
     /// or its wait timed out (the wake has no permit).
@@ -54,7 +54,7 @@ pub enum Effect {
 }
 
 /// The effects waiting to be acted on, in their lanes (see the module docs for the order).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Effects {
     /// What the last release of a gate list produced, before [`Effects::tag`] says whose
     /// gates they are.

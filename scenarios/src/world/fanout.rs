@@ -18,7 +18,7 @@ use super::outcome::{Outcome, Reason};
 use super::{C, CallKey, World};
 
 /// The leaves of one fan-out call, carried by its shell ([`Carries::Gather`]).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Gather {
     /// Each leaf's key and id (a cancelled leaf's key may be reused by another call).
     leaves: Vec<(CallKey, u64)>,

@@ -15,7 +15,7 @@ use crate::format::schema::{Fault, FaultKind, FaultTarget};
 use sim_core::SimDuration;
 
 /// The scenario's faults and which are active.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Timeline {
     faults: Vec<Fault>,
     active: Vec<bool>,

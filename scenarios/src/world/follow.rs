@@ -23,7 +23,7 @@ use sim_core::SimTime;
 pub const FOLLOW_STEPS_MAX: usize = 100_000;
 
 /// What the world records while it follows a request or collects examples.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Follow {
     /// The request followed, if one is.
     request: Option<u64>,
@@ -39,7 +39,7 @@ pub struct Follow {
 }
 
 /// A followed job waiting in its replica's queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Watch {
     job: JobKey,
     service: usize,

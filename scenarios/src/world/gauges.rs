@@ -21,7 +21,7 @@ struct Tally {
 }
 
 /// A service's counts and gauges.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Gauges {
     counts: ServiceCounts,
     wait: LatencyHistogram,

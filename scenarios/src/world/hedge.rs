@@ -13,7 +13,7 @@ use slotmap::Key;
 const HEDGE_CALLS_MAX: usize = 11;
 
 /// The race of a hedged call: which racing call is which attempt, and the hedge timer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Race {
     request: HedgedRequest,
     /// The racing call of each attempt still running (null once it ended).

@@ -128,7 +128,7 @@ impl Slot {
 }
 
 /// Every replica slot of a service.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Lifecycle {
     slots: Vec<Slot>,
     /// Slots in rotation.

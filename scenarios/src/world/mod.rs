@@ -139,6 +139,7 @@ pub use site::Side;
 pub use trace::TRACE_LINES_MAX;
 
 use crate::figures::{Figures, RunBucket};
+use crate::format::overrides::segment;
 use crate::format::schema::Scenario;
 use call::Call;
 use client::{Client, Requester};
@@ -176,7 +177,7 @@ fn later(ctx: C, delay: SimDuration, msg: Msg) {
 }
 
 /// The world: every component and every request in flight.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct World {
     clients: Vec<Client>,
     services: Vec<Service>,
@@ -230,7 +231,7 @@ impl World {
         let mut sites = Vec::new();
         let mut clients = Vec::new();
         for (i, (name, c)) in s.clients.iter().enumerate() {
-            let path = format!("clients.{name}.call");
+            let path = format!("clients.{}.call", segment(name));
             let caller = Caller::Client(i as u32);
             sites.push(CallSite::new(
                 path,
@@ -247,7 +248,7 @@ impl World {
             let mut replica_sites =
                 vec![Vec::new(); crate::format::schema::scaling::slots(sv) as usize];
             for (k, c) in sv.calls.iter().enumerate() {
-                let path = format!("services.{name}.calls[{k}]");
+                let path = format!("services.{}.calls[{k}]", segment(name));
                 for (r, mine) in replica_sites.iter_mut().enumerate() {
                     let caller = Caller::Replica(i as u32, r as u32);
                     mine.push(sites.len() as u32);
@@ -332,6 +333,24 @@ impl World {
         let (net, nodes) = network::build(s, seed, entity)?;
         self.nodes = nodes;
         Ok(net)
+    }
+
+    /// Gives every random stream of the world fresh randomness from `seed` (a branch's,
+    /// [`Seed::branch`]), each keeping its identity: the clients' (arrivals, request mix),
+    /// the services' (balancer, work, faults, admission, routes, store, cache refresh) and
+    /// the call sites' (retry jitter, gates). The network's are [`Net`]'s
+    /// (`sim_net::Network::reseed`). Streams used only while the world is built (isolation
+    /// shards, limiter clock skews) are not held, so a branch keeps what they drew.
+    pub fn reseed(&mut self, seed: Seed) {
+        for client in &mut self.clients {
+            client.reseed(seed);
+        }
+        for service in &mut self.services {
+            service.reseed(seed);
+        }
+        for site in &mut self.sites {
+            site.reseed(seed);
+        }
     }
 
     /// Describes every event between `from` and `to` in the figures' trace.
@@ -459,18 +478,29 @@ impl World {
     /// after this.
     pub fn figures(&mut self, end: SimTime, net: &Net) -> Figures {
         let buckets = (end.as_nanos().div_ceil(self.bucket.as_nanos()) as usize).max(1);
-        let lost_at = |node: sim_net::NodeId| -> u64 {
-            net.links()
-                .filter(|(s, t, _)| *s == node || *t == node)
-                .map(|(_, _, stats)| stats.dropped_total())
-                .sum()
-        };
+        // Messages lost on the links to and from each node, in one pass over the links (a
+        // pass per service was quadratic in a mesh of thousands of hosts).
+        let mut lost_at: Vec<u64> = Vec::new();
+        for (source, target, stats) in net.links() {
+            let dropped = stats.dropped_total();
+            for node in [source, target]
+                .into_iter()
+                .take(1 + usize::from(source != target))
+            {
+                let i = node.as_u32() as usize;
+                if lost_at.len() <= i {
+                    lost_at.resize(i + 1, 0);
+                }
+                lost_at[i] += dropped;
+            }
+        }
         let nodes = &self.nodes;
         let mut services: Vec<_> = self
             .services
             .iter_mut()
             .map(|s| {
-                let lost = lost_at(nodes[s.node() as usize]);
+                let node = nodes[s.node() as usize].as_u32() as usize;
+                let lost = lost_at.get(node).copied().unwrap_or(0);
                 s.figures(end, buckets, lost)
             })
             .collect();

@@ -12,8 +12,8 @@
 
 use super::msg::{Net, Packet};
 use crate::format::schema::{FaultKind, Scenario};
-use sim_core::{ConfigError, EntityId, Seed, SimDuration, SimTime};
-use sim_net::{FaultConfig, LinkConfig, NodeId, Verdict};
+use sim_core::{ConfigError, EntityId, RngStream, Sampler, Seed, SimDuration, SimTime};
+use sim_net::{FaultConfig, LinkConfig, NodeId, Rule, Verdict};
 
 /// Builds the network of `s` for a run with `seed`, every node played by `entity`. Returns
 /// the network and the nodes: the clients' first, then the services', in name order.
@@ -105,16 +105,12 @@ fn install_fault(
         },
         FaultKind::Latency { service, extra } => {
             let node = service_node(service);
-            let sampler = extra.compile()?;
-            let mut rng = seed.stream(&format!("faults/latency/{service}/{}", start.as_nanos()));
-            let (from, to) = (SimTime::ZERO + start, end.map(|e| SimTime::ZERO + e));
-            net.add_rule(move |now: SimTime, m: &sim_net::MessageView<'_, Packet>| {
-                let active = now >= from && to.is_none_or(|to| now < to);
-                if active && (m.source == node || m.target == node) {
-                    Verdict::Delay(sampler.sample(&mut rng))
-                } else {
-                    Verdict::Pass
-                }
+            net.add_rule(ExtraLatency {
+                node,
+                from: SimTime::ZERO + start,
+                to: end.map(|e| SimTime::ZERO + e),
+                sampler: extra.compile()?,
+                rng: seed.stream(&format!("faults/latency/{service}/{}", start.as_nanos())),
             });
             return Ok(());
         }
@@ -122,4 +118,30 @@ fn install_fault(
     };
     net.add_fault(&FaultConfig::new(start, end, kind))?;
     Ok(())
+}
+
+/// A `Latency` fault: every message to or from `node` between `from` and `to` waits a draw
+/// of `sampler` more. A type rather than a closure so that a branch reseeds its stream.
+#[derive(Clone)]
+struct ExtraLatency {
+    node: NodeId,
+    from: SimTime,
+    to: Option<SimTime>,
+    sampler: Sampler,
+    rng: RngStream,
+}
+
+impl Rule<Packet> for ExtraLatency {
+    fn judge(&mut self, now: SimTime, m: &sim_net::MessageView<'_, Packet>) -> Verdict {
+        let active = now >= self.from && self.to.is_none_or(|to| now < to);
+        if active && (m.source == self.node || m.target == self.node) {
+            Verdict::Delay(self.sampler.sample(&mut self.rng))
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+    }
 }

@@ -80,7 +80,7 @@ pub struct Quota {
 }
 
 /// The `Pace` gate.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Pace {
     hold_max: SimDuration,
     /// Calls reaching the gate before this wait until then.

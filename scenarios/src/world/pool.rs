@@ -59,7 +59,7 @@ struct Waiter {
 }
 
 /// One pool: a calling replica's connections toward one target.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct PoolState {
     /// Its call site instance.
     site: u32,
@@ -87,7 +87,7 @@ impl PoolState {
 }
 
 /// The figures being gathered for one call site's pools.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Group {
     path: String,
     figures: PoolFigures,
@@ -98,7 +98,7 @@ struct Group {
 }
 
 /// A target's connections over all the pools toward it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Target {
     limit: Option<u32>,
     /// Whether some pool calls it.
@@ -110,7 +110,7 @@ struct Target {
 }
 
 /// Every pool of the world.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Pools {
     /// In order of their site.
     pools: Vec<PoolState>,

@@ -35,7 +35,7 @@ pub enum Refetch {
 }
 
 /// The expiring entries of one service's caches.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Refresh {
     ttl: SimDuration,
     beta: Option<f64>,
@@ -60,6 +60,11 @@ impl Refresh {
             rng: seed.stream(&format!("services/{service}/cache-ttl")),
             figures: RefreshFigures::default(),
         })
+    }
+
+    /// Gives its early-refresh draws fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
     }
 
     /// A request at replica `replica` that the hit ratio counts as a hit: `None` if its key

@@ -35,7 +35,7 @@ use sim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
 /// A replica's queue.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Queue {
     /// FIFO, LIFO or adaptive LIFO: the discipline chooses at dequeue. Entries carry their
     /// enqueue time.
@@ -74,7 +74,7 @@ pub struct Dequeued {
 }
 
 /// Passive and active health as callers see it.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Health {
     /// Failures in a row seen by callers (outlier detection).
     consecutive_failures: u32,
@@ -87,7 +87,7 @@ struct Health {
 }
 
 /// One replica.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Replica {
     busy: u32,
     queue: Queue,

@@ -57,7 +57,7 @@ struct Snapshot {
 const SNAPSHOTS_MAX: usize = 4096;
 
 /// What moves a service's replica slots, and its figures.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Scaling {
     autoscale: Option<Autoscale>,
     cold: Option<ColdStart>,

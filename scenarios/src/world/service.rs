@@ -37,7 +37,7 @@ use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 /// One service.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Service {
     name: String,
     config: Config,
@@ -129,6 +129,26 @@ impl Service {
             capacity: None,
             node,
             config: config.clone(),
+        }
+    }
+
+    /// Gives every stream it draws from fresh randomness from `seed` (a branch's): its
+    /// balancer's, work times, injected faults, admission, routes, store and cache refresh.
+    pub fn reseed(&mut self, seed: Seed) {
+        self.balance.reseed(seed);
+        for rng in [
+            &mut self.rng_work,
+            &mut self.rng_fault,
+            &mut self.rng_admission,
+            &mut self.rng_route,
+        ] {
+            rng.reseed(seed);
+        }
+        if let Some(store) = &mut self.store {
+            store.reseed(seed);
+        }
+        if let Some(refresh) = &mut self.refresh {
+            refresh.reseed(seed);
         }
     }
 

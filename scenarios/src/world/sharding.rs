@@ -43,7 +43,7 @@ use sim_core::sample::uniform_below;
 use sim_core::{RngStream, Seed, SimDuration, SimTime};
 
 /// Which replicas each caller unit of a service may use, and what happened to them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Sharding {
     /// `None`: no isolation, one group of every replica (a poisoned service).
     isolation: Option<Isolation>,

@@ -53,7 +53,7 @@ pub enum Caller {
 /// call does not use is out of line: the machines of the layers few stacks have (retry,
 /// hedging, adaptive timeout) are boxed, and the two random streams are derived on their
 /// first draw. A client's plain call site is a few hundred bytes, not 2 KB.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CallSite {
     /// Where it is in the file (`clients.web.call`, `services.api.calls[0]`); shared with
     /// its streams' names.
@@ -93,7 +93,7 @@ const _: () = assert!(std::mem::size_of::<CallSite>() <= 576);
 
 /// A hedged call site's policy and the budget its hedges draw from when there is no retry
 /// policy to share one with.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Hedging {
     hedger: Hedger,
     budget: RetryBudget,
@@ -168,6 +168,12 @@ impl CallSite {
             }),
             paces: call.stack.iter().any(|l| matches!(l, Layer::Pace(_))),
         }
+    }
+
+    /// Gives its retry jitter and its gates fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+        self.gate_rng.reseed(seed);
     }
 
     /// Its field path.
@@ -370,6 +376,11 @@ impl CallSite {
     /// Hands a bulkhead slot granted later to the gate of `side` that made the call wait.
     pub fn grant(&self, side: Side, permits: &mut Permits, gate: usize, permit: BulkheadPermit) {
         permits.from(self.offset(side))[gate] = Held::Bulkhead(permit);
+    }
+
+    /// Room for the permits of a call of this site.
+    pub fn permits(&self) -> Permits {
+        Permits::for_gates(self.outer.len() + self.inner.len())
     }
 
     /// Where the permits of `side`'s gates start in a call's [`Permits`].

@@ -19,7 +19,6 @@
 use super::outcome::{Outcome, Reason, Refusal, accepted_by_backend};
 use super::pace::Pace;
 use super::stream::LazyStream;
-use crate::format::limits::LAYERS_MAX;
 use crate::format::schema::Layer;
 use patterns::breaker::{Breaker, BreakerDecision, Permit};
 use patterns::bulkhead::{Bulkhead, BulkheadDecision, BulkheadPermit};
@@ -28,7 +27,7 @@ use patterns::shedder::AdaptiveThrottle;
 use sim_core::{SimDuration, SimTime};
 
 /// One admitting layer of a pattern stack.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Gate {
     /// A circuit breaker (boxed: it is much larger than the other gates, and built once).
     Breaker(Box<Breaker>),
@@ -56,13 +55,44 @@ pub enum Held {
     Throttle,
 }
 
+/// A world is copied whole, each gate's machine with the permits of its calls, so each copy
+/// reports and releases its permits to its own machines (the permits are not `Clone`
+/// otherwise: reporting one twice is a bug).
+impl Clone for Held {
+    fn clone(&self) -> Self {
+        match self {
+            Held::Nothing => Held::Nothing,
+            Held::Breaker(permit) => Held::Breaker(permit.clone_with_machine()),
+            Held::Bulkhead(permit) => Held::Bulkhead(permit.clone_with_machine()),
+            Held::Throttle => Held::Throttle,
+        }
+    }
+}
+
 /// What a call holds from the gates of its stack, in gate order: the outer gates' first,
-/// then the inner gates'. One array serves both lists, since a stack has at most
-/// [`LAYERS_MAX`] layers in all; keeping it small keeps a call small, and a call is moved
-/// into and out of its table once per request.
-#[derive(Debug, Default)]
-pub struct Permits {
-    held: [Held; LAYERS_MAX],
+/// then the inner gates'. One list serves both; it is inline up to [`PERMITS_INLINE`] gates
+/// (every stack of the library; keeping it small keeps a call small, and a call is moved
+/// into and out of its table once per request) and boxed for a longer stack (up to
+/// [`LAYERS_MAX`](crate::format::limits::LAYERS_MAX) layers), the box counted in `World::carried_bytes` while its call lives.
+#[derive(Debug, Clone)]
+pub enum Permits {
+    /// Up to [`PERMITS_INLINE`] gates' permits, in the call.
+    Inline([Held; PERMITS_INLINE]),
+    /// One per gate of a longer stack.
+    Boxed(Box<[Held]>),
+}
+
+/// The gates whose permits a call keeps inline.
+pub const PERMITS_INLINE: usize = 6;
+
+// The box takes no room of its own: a call is as large as with the inline permits alone.
+const _: () =
+    assert!(std::mem::size_of::<Permits>() == std::mem::size_of::<[Held; PERMITS_INLINE]>());
+
+impl Default for Permits {
+    fn default() -> Self {
+        Permits::Inline(Default::default())
+    }
 }
 
 /// How far a pass through the gates got.
@@ -109,10 +139,40 @@ pub struct Wake {
     pub permit: Option<BulkheadPermit>,
 }
 
+/// Copied with its world, as [`Held`] is.
+impl Clone for Wake {
+    fn clone(&self) -> Self {
+        Wake {
+            id: self.id,
+            gate: self.gate,
+            permit: self.permit.as_ref().map(BulkheadPermit::clone_with_machine),
+        }
+    }
+}
+
 impl Permits {
+    /// Room for the permits of a stack of `gates` gates.
+    pub fn for_gates(gates: usize) -> Permits {
+        if gates <= PERMITS_INLINE {
+            return Permits::default();
+        }
+        Permits::Boxed((0..gates).map(|_| Held::Nothing).collect())
+    }
+
     /// The permits of a gate list that starts at `offset` in the stack's gate order.
     pub fn from(&mut self, offset: usize) -> &mut [Held] {
-        &mut self.held[offset..]
+        match self {
+            Permits::Inline(held) => &mut held[offset..],
+            Permits::Boxed(held) => &mut held[offset..],
+        }
+    }
+
+    /// The heap bytes it holds (a long stack's permits).
+    pub fn heap_bytes(&self) -> u64 {
+        match self {
+            Permits::Inline(_) => 0,
+            Permits::Boxed(held) => std::mem::size_of_val::<[Held]>(held) as u64,
+        }
     }
 }
 

@@ -34,14 +34,14 @@ pub enum Lock {
 }
 
 /// A locked row: its holder and the jobs waiting for it, with when they started waiting.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct RowLock {
     holder: JobKey,
     waiters: VecDeque<(JobKey, SimTime)>,
 }
 
 /// The row locks of a `Locked` store.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Locks {
     wait_timeout: SimDuration,
     queue_max: u32,
@@ -58,7 +58,7 @@ pub struct Read {
 }
 
 /// How a row is picked.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Picker {
     /// One row: nothing to draw.
     Single,
@@ -69,7 +69,7 @@ enum Picker {
 }
 
 /// The state of one service's store.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct StoreState {
     versions: Vec<u64>,
     picker: Picker,
@@ -121,6 +121,11 @@ impl StoreState {
                 }),
             },
         }
+    }
+
+    /// Gives its row picks fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
     }
 
     /// Whether its writers take locks.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 /// A stream named `{prefix}/{purpose}` (indexed by `index`, when there is one), not derived
 /// until its first draw.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct LazyStream {
     seed: Seed,
     /// Shared by the streams of one component (a call site's path).
@@ -48,5 +48,14 @@ impl LazyStream {
                 Some(i) => seed.indexed_stream(&name, u64::from(*i)),
             })
         })
+    }
+
+    /// Takes `seed` (a branch's): the stream reseeded if it was drawn from, else derived
+    /// from `seed` on its first draw, which gives the same numbers.
+    pub fn reseed(&mut self, seed: Seed) {
+        self.seed = seed;
+        if let Some(stream) = &mut self.stream {
+            stream.reseed(seed);
+        }
     }
 }

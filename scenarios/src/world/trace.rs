@@ -13,7 +13,7 @@ use sim_core::SimTime;
 pub const TRACE_LINES_MAX: usize = 10_000;
 
 /// The window asked for and the lines written so far.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Trace {
     from: SimTime,
     to: SimTime,

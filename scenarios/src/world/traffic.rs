@@ -52,7 +52,7 @@ impl Attrs {
 }
 
 /// How one class draws its tenant key.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum KeyDraw {
     /// Every request from tenant 0.
     None,
@@ -62,7 +62,7 @@ enum KeyDraw {
     Zipf { first: u32, cumulative: Vec<f64> },
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Class {
     attrs: Attrs,
     keys: KeyDraw,
@@ -70,7 +70,7 @@ struct Class {
 }
 
 /// A client's classes: the pick of a class by share, and of a tenant within it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Mix {
     /// `cumulative[i]` is the total share of classes 0..=i.
     cumulative: Vec<f64>,
@@ -140,6 +140,14 @@ impl Mix {
             rng: seed.stream(&format!("clients/{client}/classes")),
             classes,
         }))
+    }
+
+    /// Gives its class and tenant draws fresh randomness from `seed` (a branch's).
+    pub fn reseed(&mut self, seed: Seed) {
+        self.rng.reseed(seed);
+        for rng in self.classes.iter_mut().filter_map(|c| c.rng.as_mut()) {
+            rng.reseed(seed);
+        }
     }
 
     /// The attributes of the next request: a class in proportion to the shares, then a

@@ -12,6 +12,7 @@ use sim_net::{
 /// What the test world's messages carry: a tag the test chose.
 pub type Tag = u64;
 
+#[derive(Clone)]
 pub struct World {
     pub net: Network<Tag>,
     pub log: Vec<Record>,
@@ -54,6 +55,7 @@ pub enum Record {
     },
 }
 
+#[derive(Clone)]
 pub enum Msg {
     Send { target: NodeId, tag: Tag, size: u32 },
     Net(Delivery<Tag>),
@@ -84,6 +86,7 @@ impl Message for Msg {
     }
 }
 
+#[derive(Clone)]
 pub struct Peer {
     pub node: Option<NodeId>,
 }

@@ -12,6 +12,7 @@
 //! the file, or about the override whose value it is in.
 
 use super::Step;
+use super::path::segment;
 use crate::format::error::one_line;
 use crate::format::read::{Kind, Text};
 use std::collections::BTreeMap;
@@ -57,6 +58,9 @@ enum Edit {
     /// Entries appended before the close bracket of the key's token, in order.
     Append(Vec<Place>),
 }
+
+/// The most names an error lists when a name is not there (a mesh has thousands).
+const NAMES_SHOWN_MAX: usize = 12;
 
 const REPLACE: u8 = 0;
 const INSERT: u8 = 1;
@@ -471,11 +475,37 @@ impl<'a> Build<'a> {
         match why {
             Nowhere::NoName { names } => {
                 let Step::Key(k) = step else { unreachable!() };
-                let names: Vec<String> = names.iter().map(|n| one_line(n)).collect();
+                // A name with dots written without its quotes reads as several steps: say
+                // how to write the names it begins.
+                let dotted: Vec<String> = names
+                    .iter()
+                    .filter(|n| {
+                        n.strip_prefix(k.as_str())
+                            .is_some_and(|r| r.starts_with('.'))
+                    })
+                    .map(|n| format!("`{}`", one_line(&segment(n))))
+                    .collect();
+                let hint = if dotted.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; a name with dots is written in double quotes: {}",
+                        dotted.join(", ")
+                    )
+                };
+                let total = names.len();
+                let mut shown: Vec<String> = names
+                    .iter()
+                    .take(NAMES_SHOWN_MAX)
+                    .map(|n| one_line(&segment(n)))
+                    .collect();
+                if total > NAMES_SHOWN_MAX {
+                    shown.push(format!("… ({total} in all)"));
+                }
                 format!(
-                    "{place} has no `{}`; its names are: {}",
-                    one_line(k),
-                    names.join(", ")
+                    "{place} has no `{}`; its names are: {}{hint}",
+                    one_line(&segment(k)),
+                    shown.join(", ")
                 )
             }
             Nowhere::Index { len } => format!(
@@ -497,7 +527,7 @@ impl<'a> Build<'a> {
                     Shape::Scalar => "a single value",
                 };
                 let step = match step {
-                    Step::Key(k) => format!("`.{}`", one_line(k)),
+                    Step::Key(k) => format!("`.{}`", one_line(&segment(k))),
                     Step::Index(i) => format!("`[{i}]`"),
                     Step::Append => "`[+]`".to_string(),
                 };

@@ -3,6 +3,7 @@
 //! `clients.NAME.load.rate=…` per client, so that a run it makes replays with ordinary
 //! `--set` lines and reads and validates like a file that says the same.
 
+use super::path::segment;
 use super::{Flag, Override};
 use crate::format::schema::{Load, Scenario, Schedule};
 use sim_core::Rate;
@@ -28,13 +29,14 @@ pub fn load_overrides(
     for (name, client) in &scenario.clients {
         let Load::Open { rate } = &client.load else {
             return Err(format!(
-                "load scales open-loop rates, and client {name} has a population of users; scale it with clients.{name}.load.users instead"
+                "load scales open-loop rates, and client {name} has a population of users; scale it with clients.{}.load.users instead",
+                segment(name)
             ));
         };
         let scaled = scale(rate, factor);
         let value = ron::to_string(&scaled).expect("a schedule is plain data");
         out.push(Override {
-            path: format!("clients.{name}.load.rate"),
+            path: format!("clients.{}.load.rate", segment(name)),
             value,
             flag,
         });

@@ -5,7 +5,7 @@
 //!
 //! A path names a place the way errors do: `services.api.workers`,
 //! `clients.users.call.stack[0].max_attempts`; `[+]` at its end appends to a list
-//! (`faults[+]`). A value is RON, as the file would write it (`32`, `"500ms"`,
+//! (`faults[+]`); a name with a dot is quoted (`services."shop.Db".workers`, `path.rs`). A value is RON, as the file would write it (`32`, `"500ms"`,
 //! `Retry(max_attempts: 2)`); on the command line a duration or a rate may go without its
 //! quotes (`30s`, `500/s`, `Constant(3000/s)`), which the shell would take away anyway (see
 //! `typed.rs`). An override replaces the value at its path; a field the file leaves out (so it
@@ -34,6 +34,7 @@
 
 mod edit;
 mod load;
+mod path;
 mod typed;
 mod variants;
 
@@ -48,6 +49,8 @@ use std::str::FromStr;
 use variants::Variant;
 
 pub use load::{LOAD, load_overrides};
+use path::{Step, parse_path, path_text};
+pub use path::{segment, split_override};
 
 /// The command-line flag that gave an override, which its errors name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -97,7 +100,7 @@ impl Override {
     /// flag and the text).
     pub fn parse(flag: Flag, text: &str) -> Result<Override, String> {
         let example = "write an override as PATH=VALUE, e.g. services.api.workers=32";
-        let (path, value) = text.split_once('=').ok_or_else(|| example.to_string())?;
+        let (path, value) = split_override(text).ok_or_else(|| example.to_string())?;
         let (path, value) = (path.trim(), value.trim());
         if path.is_empty() || value.is_empty() {
             return Err(example.to_string());
@@ -168,76 +171,6 @@ impl Overrides {
     fn is_empty(&self) -> bool {
         self.variant.is_none() && self.sets.is_empty()
     }
-}
-
-/// One step of a path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Step {
-    Key(String),
-    Index(usize),
-    /// `[+]`: a new entry at the end of a list.
-    Append,
-}
-
-fn parse_path(path: &str) -> Result<Vec<Step>, String> {
-    let mut steps = Vec::new();
-    for piece in path.split('.') {
-        if steps.last() == Some(&Step::Append) {
-            return Err(
-                "`[+]` adds an entry to a list and ends a path, e.g. faults[+]".to_string(),
-            );
-        }
-        let (key, mut rest) = match piece.find('[') {
-            Some(i) => piece.split_at(i),
-            None => (piece, ""),
-        };
-        if key.is_empty() && (steps.is_empty() || rest.is_empty()) {
-            return Err("a path is names joined by dots, e.g. services.api.workers".to_string());
-        }
-        if !key.is_empty() {
-            steps.push(Step::Key(key.to_string()));
-        }
-        while !rest.is_empty() {
-            let index = "an index is written [N], or [+] to add an entry, e.g. stack[0]";
-            if steps.last() == Some(&Step::Append) {
-                return Err(
-                    "`[+]` adds an entry to a list and ends a path, e.g. faults[+]".to_string(),
-                );
-            }
-            let close = rest.find(']').ok_or_else(|| index.to_string())?;
-            let inside = &rest[1..close];
-            if inside == "+" {
-                steps.push(Step::Append);
-            } else {
-                steps.push(Step::Index(
-                    inside.parse::<usize>().map_err(|_| index.to_string())?,
-                ));
-            }
-            rest = &rest[close + 1..];
-            if !rest.is_empty() && !rest.starts_with('[') {
-                return Err("put a dot after an index, e.g. stack[0].budget".to_string());
-            }
-        }
-    }
-    Ok(steps)
-}
-
-/// Steps as a path: `services.api.calls[0]`.
-fn path_text(steps: &[Step]) -> String {
-    let mut out = String::new();
-    for s in steps {
-        match s {
-            Step::Key(k) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(k);
-            }
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
-            Step::Append => out.push_str("[+]"),
-        }
-    }
-    out
 }
 
 /// Parses scenario text, applies `overrides` and validates the result against `limits`, with
@@ -731,33 +664,6 @@ fn check_single_value(build: &Build, value: Place) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn paths_parse_into_steps() {
-        assert_eq!(
-            parse_path("clients.users.call.stack[0].max_attempts").unwrap(),
-            vec![
-                Step::Key("clients".into()),
-                Step::Key("users".into()),
-                Step::Key("call".into()),
-                Step::Key("stack".into()),
-                Step::Index(0),
-                Step::Key("max_attempts".into()),
-            ]
-        );
-        assert_eq!(
-            parse_path("faults[+]").unwrap(),
-            vec![Step::Key("faults".into()), Step::Append]
-        );
-        assert!(parse_path("a..b").is_err());
-        assert!(parse_path("stack[x]").is_err());
-        assert!(parse_path("stack[0]x").is_err());
-        assert!(parse_path("faults[+].at").is_err());
-        assert!(parse_path("faults[+][0]").is_err());
-        for path in ["services.api.calls[0].stack[1]", "faults[+]", "duration"] {
-            assert_eq!(path_text(&parse_path(path).unwrap()), path);
-        }
-    }
 
     #[test]
     fn one_value_only() {

@@ -30,6 +30,7 @@
 //! the poison requests) is `world::sharding`.
 
 use crate::format::limits::ASSIGNMENTS_MAX;
+use crate::format::overrides::segment;
 use crate::format::schema::{Client, FaultKind, Scenario, Service};
 use serde::{Deserialize, Serialize};
 use sim_core::ConfigError;
@@ -230,7 +231,7 @@ pub fn check(s: &Scenario) -> Result<(), ConfigError> {
     }
     let units = Units::of(s);
     for (name, sv) in &s.services {
-        check_service(&format!("services.{name}"), sv, &units)?;
+        check_service(&format!("services.{}", segment(name)), sv, &units)?;
     }
     for (i, f) in s.faults.iter().enumerate() {
         check_poison(&format!("faults[{i}].kind"), &f.kind, &units)?;

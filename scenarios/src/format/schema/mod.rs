@@ -29,6 +29,7 @@ pub mod scaling;
 pub mod traffic;
 
 use crate::format::limits::RunLimits;
+use crate::format::overrides::segment;
 pub use crate::format::verdict::VerdictConfig;
 pub use answers::{PaceConfig, RetryAfter};
 pub use contention::{KeyDist, Store, StoreOp};
@@ -114,7 +115,7 @@ impl Scenario {
     /// then. Validation checks that every node's name is its own; the world names its nodes so.
     pub fn client_node(&self, name: &str) -> String {
         if self.services.contains_key(name) {
-            format!("clients.{name}")
+            format!("clients.{}", segment(name))
         } else {
             name.to_string()
         }

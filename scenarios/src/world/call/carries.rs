@@ -11,7 +11,7 @@ use crate::world::{CallKey, HedgeKey, World};
 /// What a call carries beside its attempts, by the kind of call it is: most carry nothing
 /// and pay this enum's 16 bytes; the rest is boxed, counted in `World::carried_bytes`
 /// for the memory check, and removed with the call by [`World::end_call`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Carries {
     /// Nothing.
     Nothing,

@@ -252,7 +252,7 @@ impl World {
         keep: impl FnOnce(&mut Call) -> R,
     ) -> R {
         let call = self.calls.get_mut(key).expect("a call ends once");
-        let carried = call.carries.heap_bytes();
+        let carried = call.carries.heap_bytes() + call.permits.heap_bytes();
         assert!(
             self.carried_bytes >= carried,
             "carried bytes are counted once"

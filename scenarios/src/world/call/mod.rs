@@ -45,7 +45,7 @@ pub enum Owner {
         attrs: Attrs,
     },
     /// A job's downstream call number `index`.
-    Job { job: JobKey, index: u8 },
+    Job { job: JobKey, index: u16 },
     /// One of the racing calls of a hedged call (the "shell" that its owner sees).
     Hedge { shell: CallKey, attempt: u32 },
     /// A distributed limiter's call to its store, for `job` (null: a lease for the replica).
@@ -85,7 +85,7 @@ pub enum Attempt {
 }
 
 /// One logical call.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Call {
     /// Its call site.
     pub site: u32,
@@ -137,6 +137,8 @@ impl World {
         let deadline = sp.call_deadline(now, parent);
         self.next_call_id += 1;
         let id = self.next_call_id;
+        let permits = sp.permits();
+        self.carried_bytes += permits.heap_bytes();
         let (source, request, attrs) = self.caller_of(owner, id);
         let key = self.calls.insert(Call {
             site,
@@ -148,7 +150,7 @@ impl World {
             attempt: Attempt::Idle,
             source,
             retry: None,
-            permits: Permits::default(),
+            permits,
             carries: Carries::Nothing,
             executions: 0,
             attrs,
@@ -289,8 +291,8 @@ impl World {
             }
             (true, None) => self.fail_waiting(ctx, key, side),
             (false, Some(permit)) => {
-                let mut lone = Permits::default();
                 let sp = &mut self.sites[site as usize];
+                let mut lone = sp.permits();
                 sp.grant(side, &mut lone, wake.gate, permit);
                 sp.release(side, ctx.now(), &mut lone, None, &mut self.effects.buf);
                 self.effects.tag(site, side);

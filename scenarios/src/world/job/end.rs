@@ -4,7 +4,7 @@
 //! fetch) and hands back what it holds in its service (its row's lock, its idempotency key,
 //! its concurrency and tenant slots); the callers then free its worker and tell its caller.
 
-use super::{Job, Stage};
+use super::{Admitted, Job, Stage};
 use crate::world::call::Owner;
 use crate::world::effects::Effect;
 use crate::world::msg::Packet;
@@ -110,6 +110,14 @@ impl World {
         ending: Ending,
     ) -> Option<Job> {
         let mut j = self.jobs.remove(job)?;
+        if let Stage::Calling { calls, .. } = &j.stage {
+            let carried = calls.heap_bytes();
+            assert!(
+                self.carried_bytes >= carried,
+                "carried bytes are counted once"
+            );
+            self.carried_bytes -= carried;
+        }
         if self.follow.is_some() {
             self.note_job_end(now, job, &j, ending);
         }
@@ -132,7 +140,7 @@ impl World {
             // The crash resets its replica's limiter and bulkhead: nothing to hand back.
             return Some(j);
         }
-        if let Some(token) = j.admitted.take() {
+        if let Some(Admitted(token)) = j.admitted.take() {
             let ok = match ending {
                 Ending::Answered(o) => Some(o == Outcome::Ok),
                 Ending::Cancelled | Ending::Lost => None,
@@ -247,7 +255,7 @@ impl World {
                 ctx.cancel(timer);
                 self.stop_holding(ctx, &j);
             }
-            Stage::Calling { calls, .. } => {
+            Stage::Calling { ref calls, .. } => {
                 for child in calls.running() {
                     self.cancel_call(ctx, child);
                 }
@@ -295,7 +303,7 @@ impl World {
                 | Stage::Locking { timer, .. } => {
                     ctx.cancel(timer);
                 }
-                Stage::Calling { calls, .. } => {
+                Stage::Calling { ref calls, .. } => {
                     for child in calls.running() {
                         self.cancel_call(ctx, child);
                     }

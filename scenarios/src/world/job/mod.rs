@@ -35,7 +35,7 @@ use sim_core::{SimDuration, SimTime, TimerId};
 use slotmap::Key;
 
 /// Where a job is.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Stage {
     /// On its way to the replica.
     Transit,
@@ -93,7 +93,7 @@ impl Stage {
 }
 
 /// One attempt at its replica.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Job {
     service: u32,
     replica: u32,
@@ -116,11 +116,22 @@ pub struct Job {
     /// when it is answered.
     fetch: Option<Fetch>,
     /// Its admission by the replica's concurrency limit, handed back when it is answered.
-    admitted: Option<ConcurrencyToken>,
+    admitted: Option<Admitted>,
     /// The idempotency key it executes under, to complete or abort in the store.
     idempotency_key: Option<u64>,
     /// It holds a slot of its replica's per-tenant bulkhead, handed back when it is answered.
     tenant_slot: bool,
+}
+
+/// A job's token from its replica's concurrency limit. A world is copied whole, the limit
+/// with the token, so each copy hands its token back to its own limit.
+#[derive(Debug)]
+struct Admitted(ConcurrencyToken);
+
+impl Clone for Admitted {
+    fn clone(&self) -> Self {
+        Admitted(self.0.clone_with_machine())
+    }
 }
 
 impl Job {
@@ -171,6 +182,10 @@ impl Job {
 
     /// Moves it to `stage`.
     pub fn set_stage(&mut self, stage: Stage) {
+        debug_assert!(
+            !matches!(&self.stage, Stage::Calling { calls, .. } if calls.heap_bytes() > 0),
+            "a job's boxed calls leave with the job (`end_job`), which counts their bytes"
+        );
         self.stage = stage;
     }
 
@@ -279,7 +294,7 @@ impl World {
                     j.admitted.is_none() && !j.tenant_slot,
                     "a job is admitted once"
                 );
-                j.admitted = token;
+                j.admitted = token.map(Admitted);
                 j.tenant_slot = s.has_tenant_bulkhead();
                 self.accept(ctx, job);
             }
@@ -291,7 +306,7 @@ impl World {
                     j.admitted.is_none() && !j.tenant_slot,
                     "a job is admitted once"
                 );
-                j.admitted = token;
+                j.admitted = token.map(Admitted);
                 j.tenant_slot = tenant_slot;
                 j.stage = Stage::Shaping { timer };
             }
