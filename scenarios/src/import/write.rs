@@ -12,7 +12,7 @@ use super::ron::{self, Field, Ron, Row};
 use super::{ImportError, Imported, Target};
 use crate::format::limits::{CALLS_MAX, RunLimits};
 use crate::format::load::parse_with;
-use crate::format::overrides::{Override, Source};
+use crate::format::overrides::{Override, Source, segment};
 use crate::format::schema::Call;
 
 /// How the mapping table is written.
@@ -246,7 +246,7 @@ fn calls(
         let mut calls = Vec::new();
         for (k, &r) in routes.iter().enumerate() {
             let route = &system.routes[r];
-            let path = format!("services.{caller}.calls[{k}]");
+            let path = format!("services.{}.calls[{k}]", segment(caller));
             let target = target(system, route, &names[route.upstream]);
             if target.note.is_some() {
                 ron::rows(&format!("{path}.target"), &target, &mut rows);
@@ -320,7 +320,11 @@ fn clients(roots: &[String]) -> Vec<Field> {
 /// The table's rows of upstream `i`'s service settings.
 fn upstream_rows(system: &System, names: &[String], i: usize, rows: &mut Vec<Row>) {
     for f in &system.upstreams[i].service {
-        ron::rows(&format!("services.{}.{}", names[i], f.name), f, rows);
+        ron::rows(
+            &format!("services.{}.{}", segment(&names[i]), f.name),
+            f,
+            rows,
+        );
     }
 }
 
@@ -485,7 +489,7 @@ fn into_scenario(
         ron::rows(&format!("{call_path}.{}", f.name), f, &mut rows);
     }
     for f in &system.upstreams[upstream].service {
-        let path = format!("services.{}.{}", existing.target, f.name);
+        let path = format!("services.{}.{}", segment(&existing.target), f.name);
         let mut value = String::new();
         f.value.write(3, &mut value);
         ron::rows(&path, f, &mut rows);

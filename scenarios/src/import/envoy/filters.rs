@@ -11,7 +11,10 @@ use serde_json::Value;
 
 /// The filters that guard `routes` (a filter guards the routes of its own connection
 /// manager) as the service's `admission`, if any.
-pub(super) fn admission(filters: &[Owned], routes: &[&Route]) -> Result<Option<Field>, ImportError> {
+pub(super) fn admission(
+    filters: &[Owned],
+    routes: &[&Route],
+) -> Result<Option<Field>, ImportError> {
     let mut admission = Vec::new();
     for f in filters {
         let manager = f.path.rsplit_once(".http_filters[").map_or("", |(m, _)| m);

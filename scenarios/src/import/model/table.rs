@@ -52,8 +52,13 @@ pub fn text(system: &System, files: &[&str], rows: &[Row]) -> String {
         system.skipped.len()
     ));
     for s in skipped_in_order(system) {
+        // A conflict names both places: this one's here, the one that stands in the reason.
+        let place = match s.kind {
+            Skip::Conflict => format!(" ({})", s.origin.place()),
+            _ => String::new(),
+        };
         out.push_str(&format!(
-            "  {}: {}: {}\n",
+            "  {}{place}: {}: {}\n",
             s.origin.label,
             s.kind.label(),
             s.reason
