@@ -64,7 +64,7 @@ pub struct Ledger {
     skipped: RefCell<BTreeMap<String, (Skip, String)>>,
     /// Objects named by kind and name (`[0]` → `DestinationRule[reviews]`), longest prefix
     /// first when looked up.
-    objects: RefCell<Vec<(String, String)>>,
+    objects: RefCell<BTreeMap<String, String>>,
     /// Keys read as a field of another spelling (`MaxAttempts` as `maxAttempts`), by path.
     folded: RefCell<BTreeMap<String, String>>,
 }
@@ -115,18 +115,26 @@ impl Ledger {
     /// Names the objects of a file of several: the path `prefix` (and what is under it) is
     /// written `label` (`[0].spec.host` as `DestinationRule[reviews].spec.host`).
     pub fn name_objects(&self, objects: Vec<(String, String)>) {
-        *self.objects.borrow_mut() = objects;
+        *self.objects.borrow_mut() = objects.into_iter().collect();
     }
 
     /// `path` with its object named, as errors name it.
     pub fn name(&self, path: &str) -> String {
         let objects = self.objects.borrow();
-        let found = objects.iter().rev().find(|(prefix, _)| {
-            prefix.is_empty()
-                || path == prefix
-                || path.starts_with(prefix.as_str())
-                    && matches!(path.as_bytes().get(prefix.len()), Some(b'.' | b'['))
-        });
+        // The longest named prefix that ends where a step of the path does: a lookup per
+        // step, so that naming costs the path's length, not the number of objects.
+        let ends = path
+            .bytes()
+            .enumerate()
+            .filter(|(_, b)| matches!(b, b'.' | b'['))
+            .map(|(i, _)| i)
+            .chain([path.len()]);
+        let found = std::iter::once(0)
+            .chain(ends)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .find_map(|end| objects.get_key_value(&path[..end]));
         match found {
             Some((prefix, label)) => {
                 let rest = path[prefix.len()..].trim_start_matches('.');

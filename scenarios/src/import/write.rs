@@ -193,6 +193,12 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
         app.push(Field::plain("calls", Ron::List(calls.clone())));
         services.push(Field::plain(caller, ron::fields(app)));
     }
+    if roots.is_empty() {
+        return Err(ImportError::new(format!(
+            "{}: every service the configuration names is called by another, so no request comes in from outside: resim's calls may not go round in a cycle; leave out a route of the cycle, or import the configuration call by call (--into FILE --call PATH --service NAME)",
+            files.join(", ")
+        )));
+    }
     for (i, u) in system.upstreams.iter().enumerate() {
         let mut service = vec![
             placeholder("replicas", ron::scalar(3)),

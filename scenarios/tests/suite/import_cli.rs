@@ -197,3 +197,26 @@ fn into_takes_a_library_scenario_as_run_does() {
         out.stdout
     );
 }
+
+/// Two hosts whose routes call each other: no request comes in from outside, and resim's calls
+/// make no cycle. The import says so in the configuration's words, not as a bug of its own.
+#[test]
+fn a_cycle_of_routes_is_refused_in_the_configurations_words() {
+    let route = |host: &str, caller: &str| {
+        format!(
+            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: {host}}}\nspec:\n  hosts: [{host}]\n  http:\n  - match: [{{sourceLabels: {{app: {caller}}}}}]\n    route: [{{destination: {{host: {host}}}}}]\n"
+        )
+    };
+    let file = scratch(
+        "cycle.yaml",
+        &format!("{}---\n{}", route("a", "b"), route("b", "a")),
+    );
+    let out = import(&[&file]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("cycle"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("bug of resim import"),
+        "{}",
+        out.stderr
+    );
+}

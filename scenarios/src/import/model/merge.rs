@@ -9,19 +9,32 @@
 //! first source's stands, the later one is listed the same way.
 
 use super::super::ledger::{Skip, Skipped};
-use super::{Route, System};
+use super::System;
+use std::collections::BTreeMap;
 
 /// `systems` as one, the first's settings standing where two set the same thing.
 pub fn merge(systems: Vec<System>) -> System {
     let mut out = System::default();
+    let mut index = Index::default();
     for system in systems {
-        add(&mut out, system);
+        add(&mut out, &mut index, system);
     }
     out
 }
 
+/// Where each upstream and route of the merged system is, by what makes two the same, so
+/// that a merge costs the size of the systems, not its square (a mesh has thousands of
+/// hosts and tens of thousands of routes).
+#[derive(Default)]
+struct Index {
+    /// By qualified host and subset.
+    upstreams: BTreeMap<(String, Option<String>), usize>,
+    /// By caller, upstream and match.
+    routes: BTreeMap<(Option<String>, usize, Option<String>), usize>,
+}
+
 /// Adds `other` to `into`.
-fn add(into: &mut System, other: System) {
+fn add(into: &mut System, index: &mut Index, other: System) {
     for f in other.formats {
         if !into.formats.contains(&f) {
             into.formats.push(f);
@@ -29,15 +42,17 @@ fn add(into: &mut System, other: System) {
     }
     into.skipped.extend(other.skipped);
     // Where each of `other`'s upstreams is in `into`.
-    let mut index = Vec::with_capacity(other.upstreams.len());
+    let mut at = Vec::with_capacity(other.upstreams.len());
     for u in other.upstreams {
-        match into.find(&u.host) {
+        let key = (u.host.qualified.clone(), u.host.subset.clone());
+        match index.upstreams.get(&key) {
             None => {
-                index.push(into.upstreams.len());
+                at.push(into.upstreams.len());
+                index.upstreams.insert(key, into.upstreams.len());
                 into.upstreams.push(u);
             }
-            Some(i) => {
-                index.push(i);
+            Some(&i) => {
+                at.push(i);
                 let first = &mut into.upstreams[i];
                 for field in u.service {
                     match first.service.iter().find(|f| f.name == field.name) {
@@ -53,25 +68,25 @@ fn add(into: &mut System, other: System) {
         }
     }
     for mut r in other.routes {
-        r.upstream = index[r.upstream];
-        match into.routes.iter().find(|x| same_route(x, &r)) {
-            Some(stands) => {
+        r.upstream = at[r.upstream];
+        let key = (r.caller.clone(), r.upstream, r.matches.clone());
+        match index.routes.get(&key) {
+            Some(&stands) => {
                 let what = format!(
                     "the call from {} to {}",
                     r.caller.as_deref().unwrap_or("the configured service"),
                     into.upstreams[r.upstream].host.qualified
                 );
+                let stands = into.routes[stands].origin.clone();
                 into.skipped
-                    .push(conflict(r.origin.clone(), &what, &stands.origin));
+                    .push(conflict(r.origin.clone(), &what, &stands));
             }
-            None => into.routes.push(r),
+            None => {
+                index.routes.insert(key, into.routes.len());
+                into.routes.push(r);
+            }
         }
     }
-}
-
-/// Whether two routes are the same call: one caller, one upstream, one match.
-fn same_route(a: &Route, b: &Route) -> bool {
-    a.caller == b.caller && a.upstream == b.upstream && a.matches == b.matches
 }
 
 /// A setting at `origin` that another, at `stands`, already gave for `what`.
