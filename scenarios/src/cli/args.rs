@@ -135,10 +135,14 @@ pub(super) enum Command {
     },
     /// List the library scenarios with what each shows.
     List,
-    /// Read a production resilience configuration (Envoy v3, YAML or JSON) into a scenario:
-    /// every imported value carries a comment naming its source, and a mapping table on
-    /// stderr lists each source field with the scenario path it became, and every field not
-    /// imported with the reason.
+    /// Read production resilience configurations into a scenario: Envoy v3 (YAML or JSON),
+    /// Istio DestinationRules and VirtualServices, resilience4j's Spring Boot configuration
+    /// (`application.yml` or `.properties`) and gRPC service configs (JSON). Several files
+    /// (of one format or several, `-` for stdin) are one system: without `--into` every
+    /// upstream becomes a service and every route a call. Every imported value carries a
+    /// comment naming its source (file field), and a mapping table on stderr lists each
+    /// source field with the scenario path it became, and every field not imported with the
+    /// reason.
     Import(ImportArgs),
     /// Write a call's pattern stack, and the settings of the service it calls, in a production
     /// configuration format (the inverse of `import`): the document on stdout, and a table on
@@ -585,20 +589,31 @@ fn parse_window(text: &str) -> Result<(SimDuration, SimDuration), String> {
 /// What `resim import` takes.
 #[derive(Args)]
 pub(super) struct ImportArgs {
-    /// The configuration files.
+    /// The configuration files, read together as one system: Envoy (`.yaml`, `.json`),
+    /// Istio (`.yaml`, several objects a file), resilience4j (`application.yml`,
+    /// `application.properties`; a `.properties` file over a YAML one, as Spring reads them),
+    /// gRPC service configs (`.json`); `-` reads stdin.
     #[arg(required = true, value_name = "FILE")]
     pub(super) files: Vec<String>,
-    /// The format of the files (default: recognised from their content).
+    /// The format of the files (default: recognised from each one's content).
     #[arg(long, value_name = "FORMAT", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
     pub(super) from: Option<String>,
-    /// An existing scenario to write the imported call stack and service settings into
-    /// (default: write a new scenario).
-    #[arg(long, value_name = "SCENARIO.ron")]
+    /// An existing scenario (a `.ron` file, or the name of a library scenario) to write one
+    /// imported call stack and its target's settings into (default: write a new scenario).
+    #[arg(long, value_name = "SCENARIO")]
     pub(super) into: Option<String>,
     /// The call of the `--into` scenario that the configuration configures, e.g.
     /// `services.api.calls[0]` or `clients.users.call`.
     #[arg(long, value_name = "PATH")]
     pub(super) call: Option<String>,
+    /// The upstream of the configuration (an Envoy cluster, an Istio host, a resilience4j
+    /// instance, a gRPC service) that configures `--call` (default: the one named as the
+    /// call's target), e.g. `shop.Db` or `reviews.prod.svc.cluster.local/v2`.
+    #[arg(long, value_name = "NAME")]
+    pub(super) service: Option<String>,
+    /// How the mapping table on stderr is written: `text` for people, `json` for tools.
+    #[arg(long, value_name = "FORM", value_parser = ["text", "json"], default_value = "text")]
+    pub(super) table: String,
     /// Write the scenario to this file instead of stdout.
     #[arg(long, value_name = "NEW.ron")]
     pub(super) out: Option<String>,

@@ -308,29 +308,62 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         from,
         into,
         call,
+        service,
+        table,
         out,
     } = args;
-    let read = |file: &str| {
-        std::fs::read_to_string(file)
-            .map(|text| import::Input {
-                file: file.to_string(),
-                text,
-            })
-            .map_err(|e| format!("{file}: cannot read: {e}"))
-    };
     let imported = (|| {
         let inputs = files
             .iter()
-            .map(|f| read(f))
+            .map(|f| import_input(f))
             .collect::<Result<Vec<_>, _>>()?;
         let from = from.as_deref().map(str::parse).transpose()?;
         let target = import::Target {
-            into: into.as_deref().map(read).transpose()?,
+            into: into.as_deref().map(into_scenario).transpose()?,
             call: call.clone(),
+            service: service.clone(),
+            table: if table == "json" {
+                import::TableForm::Json
+            } else {
+                import::TableForm::Text
+            },
         };
         import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())
     })();
     converted(imported.map(|i| (i.table, i.text)), out.as_deref())
+}
+
+/// A configuration file of `resim import`, `-` being stdin.
+fn import_input(file: &str) -> Result<import::Input, String> {
+    let text = if file == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| format!("stdin: cannot read: {e}"))
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("{file}: cannot read: {e}"))
+    }?;
+    Ok(import::Input {
+        file: if file == "-" { "stdin" } else { file }.to_string(),
+        text,
+    })
+}
+
+/// The scenario `--into` names: a file, else a library scenario, as `run` reads names.
+fn into_scenario(name: &str) -> Result<import::Input, String> {
+    if !std::path::Path::new(name).exists()
+        && let Some(entry) = library::find(name)
+    {
+        return Ok(import::Input {
+            file: entry.name.to_string(),
+            text: entry.text.to_string(),
+        });
+    }
+    std::fs::read_to_string(name)
+        .map(|text| import::Input {
+            file: name.to_string(),
+            text,
+        })
+        .map_err(|e| {
+            format!("{name}: cannot read: {e} (--into takes a .ron file or a library scenario's name; `resim list` lists them)")
+        })
 }
 
 /// What `resim import` or `resim export` made of a configuration: on bad input its error and

@@ -70,7 +70,47 @@ impl Sheet {
     }
 }
 
-/// A scenario value on one line, as RON writes it (the table's value column).
+/// A scenario value on one line, as RON writes it (the table's value column), with names as
+/// scenario files write them: `jitter: None`, not the raw identifier `r#None` RON's writer
+/// uses for a variant that shares a name with `Option`'s.
 pub fn ron<T: serde::Serialize>(value: &T) -> String {
-    ::ron::to_string(value).unwrap_or_default()
+    unraw(&::ron::to_string(value).unwrap_or_default())
+}
+
+/// `text` without the `r#` of raw identifiers outside strings.
+fn unraw(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut prev) = (false, false, ' ');
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            in_string = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            in_string = true;
+        } else if c == 'r' && chars.peek() == Some(&'#') && !(prev.is_alphanumeric() || prev == '_')
+        {
+            chars.next();
+            prev = '#';
+            continue;
+        }
+        out.push(c);
+        prev = c;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn raw_identifiers_are_written_as_scenario_files_write_them() {
+        assert_eq!(
+            super::unraw(r#"(strategy:Constant(delay:"250ms"),jitter:r#None)"#),
+            r#"(strategy:Constant(delay:"250ms"),jitter:None)"#
+        );
+        assert_eq!(
+            super::unraw(r#"("a r#b \" r#c",r#None)"#),
+            r#"("a r#b \" r#c",None)"#
+        );
+    }
 }

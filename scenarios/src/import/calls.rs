@@ -1,6 +1,7 @@
 //! The calls of a scenario as `--call` names them: `clients.NAME.call` and
 //! `services.NAME.calls[I]` (import writes into one, export reads one).
 
+use crate::format::overrides::segment;
 use crate::format::schema::{Call, Scenario};
 
 /// The call at `path` of `scenario`: `clients.NAME.call` or `services.NAME.calls[I]`.
@@ -23,9 +24,12 @@ pub fn call_at<'s>(scenario: &'s Scenario, path: &str) -> Option<&'s Call> {
 
 /// The calls of a scenario, as `--call` names them.
 pub fn call_paths(scenario: &Scenario) -> Vec<String> {
-    let clients = scenario.clients.keys().map(|c| format!("clients.{c}.call"));
+    let clients = scenario
+        .clients
+        .keys()
+        .map(|c| format!("clients.{}.call", segment(c)));
     let services = scenario.services.iter().flat_map(|(name, s)| {
-        (0..s.calls.len()).map(move |i| format!("services.{name}.calls[{i}]"))
+        (0..s.calls.len()).map(move |i| format!("services.{}.calls[{i}]", segment(name)))
     });
     clients.chain(services).collect()
 }

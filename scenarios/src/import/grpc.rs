@@ -15,25 +15,39 @@
 //! `retryThrottling` is gRPC's own token bucket, resim's `Throttling` budget, on every retry
 //! policy of the file (gRPC keeps one bucket per server name; a call here is one server).
 
+use super::ledger::{Ledger, Naming, Skip};
+use super::model::{Host, Kind, System, Upstream, merge};
+use super::node::{Found, Node, Owned};
 use super::ron::{self, Field, Ron};
-use super::tree::{Doc, Found, Ledger, Node, Owned, Skip, child};
-use super::{ImportError, Plan, SourceFormat, Upstream};
+use super::tree::{Doc, child};
+use super::{ImportError, SourceFormat};
 use serde_json::Value;
 use sim_core::SimDuration;
 
 /// gRPC's cap on `maxAttempts`, for retries and hedges alike.
 const ATTEMPTS_MAX: u32 = 5;
 
-fn src(path: &str) -> String {
-    format!("grpc: {path}")
+/// How comments name a service config's paths: as they are.
+const NAMING: Naming = Naming {
+    format: SourceFormat::Grpc,
+    label: str::to_string,
+    fold_case: Some(
+        "grpc-go matches a service config's keys case-insensitively; grpc-java and gRPC's C core (C++, Python, Ruby, PHP) match them exactly and would not read it",
+    ),
+};
+
+/// The system of service configs: each one's services, merged in the order of the files.
+pub fn read(docs: &[Doc]) -> Result<System, ImportError> {
+    let systems = docs.iter().map(read_one).collect::<Result<Vec<_>, _>>()?;
+    Ok(merge::merge(systems))
 }
 
-/// The plan of a service config: one upstream per service named, in the file's order.
-pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
-    let ledger = Ledger::default();
-    let root = Owned::at(doc, &ledger, &doc.root, String::new()).node();
+/// The system of one service config: one upstream per service named, in the file's order.
+fn read_one(doc: &Doc) -> Result<System, ImportError> {
+    let ledger = Ledger::new(NAMING);
+    let root = Node::root(doc, &ledger);
     let throttling = throttling(&root)?;
-    let mut upstreams: Vec<Upstream> = Vec::new();
+    let mut upstreams: Vec<(Upstream, Vec<Field>)> = Vec::new();
     for m in root.list("methodConfig")? {
         let names = new_services(&m, &upstreams)?;
         if names.is_empty() {
@@ -42,28 +56,26 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
         }
         let policy = method_policy(&m.node(), throttling.as_ref())?;
         for (name, entry) in names {
-            upstreams.push(Upstream {
-                name,
-                source: src(&entry.path),
-                call: policy.clone(),
+            let upstream = Upstream {
+                host: Host::plain(&name),
+                kind: Kind::Service,
+                origin: entry.origin(&entry.path),
                 service: Vec::new(),
-            });
+            };
+            upstreams.push((upstream, policy.clone()));
         }
     }
-    Ok(Plan::of(
-        SourceFormat::Grpc,
-        upstreams,
-        (doc, &ledger),
-        src,
-        known_reason,
-    ))
+    let skipped = ledger.not_imported(doc, &|p| {
+        known_reason(p).unwrap_or_else(|| super::ledger::unknown("a gRPC service config", p))
+    });
+    Ok(System::of(SourceFormat::Grpc, upstreams, skipped))
 }
 
 /// The services `m` names that no earlier methodConfig did, each with its name entry; an
 /// entry without a service (`{}`) names every service, `default` here.
 fn new_services<'a>(
     m: &Owned<'a>,
-    upstreams: &[Upstream],
+    upstreams: &[(Upstream, Vec<Field>)],
 ) -> Result<Vec<(String, Owned<'a>)>, ImportError> {
     let mut out: Vec<(String, Owned<'a>)> = Vec::new();
     for entry in m.node().list("name")? {
@@ -83,7 +95,8 @@ fn new_services<'a>(
         } else {
             service
         };
-        let taken = upstreams.iter().any(|u| u.name == name) || out.iter().any(|(n, _)| *n == name);
+        let taken = upstreams.iter().any(|(u, _)| u.host.name == name)
+            || out.iter().any(|(n, _)| *n == name);
         if taken {
             e.ledger.skip(
                 &entry.path,
@@ -102,7 +115,7 @@ fn method_policy(n: &Node, throttling: Option<&Field>) -> Result<Vec<Field>, Imp
     let mut fields = Vec::new();
     if let Some(t) = n.duration("timeout")? {
         fields.push(
-            Field::from("deadline", ron::duration(t.value), src(&t.path))
+            Field::from("deadline", ron::duration(t.value), n.origin(&t.path))
                 .noted("gRPC's timeout spans every attempt and hedge"),
         );
     }
@@ -149,7 +162,7 @@ fn attempts(n: &Node, policy: &str) -> Result<Field, ImportError> {
         ));
     }
     let capped = a.value.min(ATTEMPTS_MAX);
-    let f = Field::from("max_attempts", ron::scalar(capped), src(&a.path));
+    let f = Field::from("max_attempts", ron::scalar(capped), n.origin(&a.path));
     Ok(if a.value > ATTEMPTS_MAX {
         f.noted(format!("gRPC caps maxAttempts at 5, so {} is 5", a.value))
     } else {
@@ -203,17 +216,17 @@ fn retry_policy(r: &Owned, throttling: Option<&Field>) -> Result<Field, ImportEr
             Field::from(
                 "delay_initial",
                 ron::duration(initial.value),
-                src(&initial.path),
+                n.origin(&initial.path),
             ),
-            Field::from("multiplier", ron::float(mult.value), src(&mult.path)),
+            Field::from("multiplier", ron::float(mult.value), n.origin(&mult.path)),
             Field::from(
                 "delay_max",
                 ron::duration(max.value.max(initial.value)),
-                src(&max.path),
+                n.origin(&max.path),
             ),
         ],
     );
-    let jitter = Field::from("jitter", ron::scalar("Full"), src(&r.path))
+    let jitter = Field::from("jitter", ron::scalar("Full"), n.origin(&r.path))
         .noted("gRPC's backoff: uniform on [0, the capped exponential)");
     let backoff = Field::plain(
         "backoff",
@@ -248,7 +261,7 @@ const CODES: [&str; 17] = [
 
 /// `retryableStatusCodes` as the outcomes resim retries.
 fn retryable(n: &Node) -> Result<Vec<Field>, ImportError> {
-    let at = child(&n.path, "retryableStatusCodes");
+    let at = n.path_of("retryableStatusCodes");
     let codes = n.raw("retryableStatusCodes").and_then(Value::as_array).filter(|c| !c.is_empty()).ok_or_else(|| {
         n.error(&at, "a retryPolicy needs retryableStatusCodes, a non-empty list such as [\"UNAVAILABLE\"] (gRFC A6)")
     })?;
@@ -279,7 +292,7 @@ fn retryable(n: &Node) -> Result<Vec<Field>, ImportError> {
         }
         n.ledger.take(&path);
     }
-    let field = |name: &str, value: Ron| Field::from(name, value, src(&at));
+    let field = |name: &str, value: Ron| Field::from(name, value, n.origin(&at));
     Ok(vec![
         field("retry_on_status", ron::statuses(&statuses)),
         field("retry_on_timeout", ron::scalar(false))
@@ -302,12 +315,12 @@ fn hedging_policy(h: &Owned) -> Result<Field, ImportError> {
         Some(d) => Field::from(
             "delay",
             Ron::Scalar(format!("Fixed(delay: \"{}\")", d.value)),
-            src(&d.path),
+            n.origin(&d.path),
         ),
         None => Field::from(
             "delay",
             Ron::Scalar("Fixed(delay: \"0s\")".into()),
-            src(&child(&h.path, "hedgingDelay")),
+            n.origin(&child(&h.path, "hedgingDelay")),
         )
         .noted("gRPC's default: every attempt at once"),
     };
@@ -315,7 +328,7 @@ fn hedging_policy(h: &Owned) -> Result<Field, ImportError> {
     let count = Field::from(
         "max_hedged_attempts",
         ron::scalar(hedges),
-        attempts.source.clone().unwrap_or_default(),
+        attempts.source.clone().unwrap_or_else(|| n.origin(&h.path)),
     )
     .noted("maxAttempts counts the first attempt; resim counts hedges");
     Ok(Field::plain("", ron::named("Hedge", vec![delay, count])))
@@ -353,7 +366,7 @@ fn throttling(root: &Node) -> Result<Option<Field>, ImportError> {
         ron::float(ratio.value).one_line()
     );
     Ok(Some(
-        Field::from("budget", Ron::Scalar(value), src(&t.path))
+        Field::from("budget", Ron::Scalar(value), n.origin(&t.path))
             .noted("gRPC's retry throttling: a failure takes a token, a success gives back tokenRatio; no retry below half"),
     ))
 }
@@ -361,16 +374,17 @@ fn throttling(root: &Node) -> Result<Option<Field>, ImportError> {
 /// Why a field nothing read is left out, for fields whose reason is known.
 fn known_reason(path: &str) -> Option<(Skip, String)> {
     let last = path.rsplit('.').next().unwrap_or(path);
-    let last = last.split('[').next().unwrap_or(last);
-    let reason = match last {
-        "waitForReady" => {
+    // grpc-go reads keys in any case.
+    let last = last.split('[').next().unwrap_or(last).to_ascii_lowercase();
+    let reason = match last.as_str() {
+        "waitforready" => {
             "resim's calls do not wait for a connection to be ready: an attempt to a replica that is down fails at once"
         }
-        "maxRequestMessageBytes" | "maxResponseMessageBytes" => "resim's messages have no size",
-        "loadBalancingConfig" | "loadBalancingPolicy" => {
+        "maxrequestmessagebytes" | "maxresponsemessagebytes" => "resim's messages have no size",
+        "loadbalancingconfig" | "loadbalancingpolicy" => {
             "the calling channel's balancer: set the target service's `balancer` (resim balances at the service)"
         }
-        "healthCheckConfig" => "set the target service's `health_check`",
+        "healthcheckconfig" => "set the target service's `health_check`",
         _ => return None,
     };
     Some((Skip::NoCounterpart, reason.to_string()))

@@ -16,18 +16,26 @@
 //! its route timeout spans every retry (the call's `deadline`), its `per_try_timeout` is one
 //! attempt's (the call's `timeout`). The reference's import chapter has the table per format.
 //!
+//! Several files are one system: every file is read into one neutral model ([`model`]:
+//! upstreams, routes and policies, each value with its file, line, column and path), each
+//! format's files together as the mesh or the library reads them, and one writer (`write`)
+//! writes the scenario from it, with the one mapping table.
+//!
 //! | module | what |
 //! |---|---|
 //! | `calls` | the calls of a scenario by path (`services.api.calls[0]`), for `--call` |
-//! | `tree` | a YAML, JSON or `.properties` file read into one tree; the ledger of the fields an importer took |
+//! | `tree` | a YAML, JSON or `.properties` file read into one tree, with the line and column of each value |
+//! | `node` | a place in that tree as a reader walks it, and the typed reads every format shares |
+//! | `ledger` | which fields of a file a reader took, which it left out and why, and how the format names its paths |
+//! | `model` | the neutral model: upstreams, routes, policies and their origins; merging (`model::merge`) and the table (`model::table`) |
 //! | `properties` | Java `.properties` (Spring's `application.properties`) read into that tree |
 //! | `spring` | Spring Boot's binding: relaxed names, dotted YAML keys, `Duration` values |
-//! | `ron` | scenario values with their sources, written as commented RON; the table's rows |
-//! | `envoy` | Envoy v3: clusters, routes, the adaptive concurrency and local rate limit filters |
-//! | `istio` | Istio `DestinationRule` and `VirtualService`, mapped through the Envoy settings they become |
+//! | `ron` | scenario values with their origins, written as commented RON; the table's rows |
+//! | `envoy` | Envoy v3: clusters, routes, the adaptive concurrency filter (`envoy::route`: routes and circuit breakers as a call) |
+//! | `istio` | Istio `DestinationRule` and `VirtualService`, mapped through the Envoy settings they become (`istio::policy`, `istio::route`) |
 //! | `resilience4j` | resilience4j instances, resolved through `baseConfig`, in Spring's aspect order |
 //! | `grpc` | a gRPC service config: `methodConfig` timeouts, retry and hedging policies, throttling |
-//! | `write` | a new scenario, or edits into an existing one, read back to check that it loads |
+//! | `write` | the one writer: a new scenario, or edits into an existing one, read back to check that it loads |
 //!
 //! **Layer rule:** import sits beside the format, above it: it may use `crate::format` (to
 //! name paths, write edits, and check that what it writes loads and validates) and nothing
@@ -37,7 +45,9 @@ pub mod calls;
 mod envoy;
 mod grpc;
 mod istio;
-
+pub mod ledger;
+pub mod model;
+pub mod node;
 mod properties;
 pub(crate) mod resilience4j;
 pub mod ron;
@@ -46,8 +56,10 @@ pub mod tree;
 mod write;
 
 use crate::format::limits::RunLimits;
+use model::System;
 use std::fmt;
-use tree::{Doc, Skip, Syntax};
+use tree::{Doc, Syntax};
+pub use write::TableForm;
 
 /// The configuration formats `resim import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +139,11 @@ pub struct Target {
     pub into: Option<Input>,
     /// The path of the call in it (`services.api.calls[0]`, `clients.users.call`).
     pub call: Option<String>,
+    /// The upstream of the configuration that configures the call (a cluster, a host, an
+    /// instance, a service); by default the one the call's target names.
+    pub service: Option<String>,
+    /// How the mapping table is written.
+    pub table: TableForm,
 }
 
 /// What an import gives: the scenario text and the mapping table.
@@ -136,62 +153,6 @@ pub struct Imported {
     pub text: String,
     /// The mapping table (for stderr).
     pub table: String,
-}
-
-/// What an importer found in one configuration: the calls it configures (one per upstream:
-/// an Envoy cluster) with their stacks and their target's settings.
-#[derive(Debug, Clone, Default)]
-pub struct Plan {
-    /// The source format.
-    pub format: Option<SourceFormat>,
-    /// One per upstream, in the file's order.
-    pub upstreams: Vec<Upstream>,
-    /// Fields not imported: path (with the format's prefix), kind, reason.
-    pub skipped: Vec<(String, Skip, String)>,
-}
-
-impl Plan {
-    /// The plan of a `format`: its `upstreams`, and every field of `doc` that `ledger` did not
-    /// see taken, at the path `src` names it by, with the reason `known` gives where it knows
-    /// one better than the ledger's.
-    fn of(
-        format: SourceFormat,
-        upstreams: Vec<Upstream>,
-        (doc, ledger): (&Doc, &tree::Ledger),
-        src: fn(&str) -> String,
-        known: fn(&str) -> Option<(Skip, String)>,
-    ) -> Plan {
-        let skipped = ledger
-            .not_imported(&doc.root)
-            .into_iter()
-            .map(|(path, kind, reason)| {
-                // A reason given where the field was read says more than one by name.
-                let (kind, reason) = match ledger.is_skipped(&path) {
-                    true => (kind, reason),
-                    false => known(&path).unwrap_or((kind, reason)),
-                };
-                (src(&path), kind, reason)
-            })
-            .collect();
-        Plan {
-            format: Some(format),
-            upstreams,
-            skipped,
-        }
-    }
-}
-
-/// One upstream: the call to it and the settings of the service it is.
-#[derive(Debug, Clone)]
-pub struct Upstream {
-    /// The service's name (the Envoy cluster's).
-    pub name: String,
-    /// Where it is in the source (`envoy: clusters[db]`).
-    pub source: String,
-    /// Fields of the call (`timeout`, `deadline`, `stack`).
-    pub call: Vec<ron::Field>,
-    /// Fields of the target service (`balancer`, `outlier`, `health_check`, `admission`).
-    pub service: Vec<ron::Field>,
 }
 
 /// The format of a file, from its content: `--from` when given, else what its keys say.
@@ -215,7 +176,12 @@ pub fn detect(
     let has = |k: &str| root.get(k).is_some();
     let format = if istio::holds_istio(root) {
         Some(SourceFormat::Istio)
-    } else if has("methodConfig") || has("retryThrottling") {
+    } else if root.as_object().is_some_and(|m| {
+        // grpc-go reads a service config's keys in any case.
+        m.keys().any(|k| {
+            k.eq_ignore_ascii_case("methodConfig") || k.eq_ignore_ascii_case("retryThrottling")
+        })
+    }) {
         Some(SourceFormat::Grpc)
     } else if root.as_object().is_some_and(|m| {
         m.keys()
@@ -241,6 +207,30 @@ pub fn detect(
     })
 }
 
+/// The system the files describe: each file read (its format from its content unless
+/// `from`), each format's files read together as the mesh or library reads them, and the
+/// formats' systems merged in the order of the files.
+pub fn read(inputs: &[Input], from: Option<SourceFormat>) -> Result<System, ImportError> {
+    let mut by_format: Vec<(SourceFormat, Vec<Doc>)> = Vec::new();
+    for input in inputs {
+        let (format, doc) = detect(input, from)?;
+        match by_format.iter_mut().find(|(f, _)| *f == format) {
+            Some((_, docs)) => docs.push(doc),
+            None => by_format.push((format, vec![doc])),
+        }
+    }
+    let mut systems = Vec::new();
+    for (format, docs) in &by_format {
+        systems.push(match format {
+            SourceFormat::Envoy => envoy::read(docs)?,
+            SourceFormat::Resilience4j => resilience4j::read(docs)?,
+            SourceFormat::Grpc => grpc::read(docs)?,
+            SourceFormat::Istio => istio::read(docs)?,
+        });
+    }
+    Ok(model::merge::merge(systems))
+}
+
 /// `resim import`: reads `inputs` (the format from each one's content unless `from`), and
 /// writes the scenario `target` asks for, with its mapping table.
 pub fn import(
@@ -249,19 +239,7 @@ pub fn import(
     target: &Target,
     limits: &RunLimits,
 ) -> Result<Imported, ImportError> {
-    let mut plan = Plan::default();
-    for input in inputs {
-        let (format, doc) = detect(input, from)?;
-        let found = match format {
-            SourceFormat::Envoy => envoy::plan(&doc)?,
-            SourceFormat::Resilience4j => resilience4j::plan(&doc)?,
-            SourceFormat::Grpc => grpc::plan(&doc)?,
-            SourceFormat::Istio => istio::plan(&doc)?,
-        };
-        plan.format = Some(format);
-        plan.upstreams.extend(found.upstreams);
-        plan.skipped.extend(found.skipped);
-    }
+    let system = read(inputs, from)?;
     let files: Vec<&str> = inputs.iter().map(|i| i.file.as_str()).collect();
-    write::write(&plan, &files, target, limits)
+    write::write(&system, &files, target, limits)
 }

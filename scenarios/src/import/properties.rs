@@ -16,19 +16,50 @@
 //! and `lazy_static` for what is this short reader.
 
 use super::ImportError;
+use super::tree::{Spots, child, item_name};
 use serde_json::{Map, Value};
 
-/// The tree of a `.properties` file; an error is `file:line:column: what`.
-pub fn parse(file: &str, text: &str) -> Result<Value, ImportError> {
+/// The tree of a `.properties` file, and where each property is (the line and column of its
+/// key); an error is `file:line:column: what`.
+pub fn parse(file: &str, text: &str) -> Result<(Value, Spots), ImportError> {
     let mut root = Value::Object(Map::new());
-    for (line, key, value) in logical_lines(text) {
+    let mut placed = Vec::new();
+    for (line, column, key, value) in logical_lines(text) {
         let at = |column: usize, message: String| {
             ImportError::new(format!("{file}:{line}:{column}: {message} (.properties)"))
         };
         let steps = key_steps(&key).map_err(|(column, m)| at(column, m))?;
-        insert(&mut root, &steps, value).map_err(|m| at(1, format!("{key}: {m}")))?;
+        insert(&mut root, &steps, value).map_err(|m| at(column, format!("{key}: {m}")))?;
+        placed.push((steps, line, column));
     }
-    Ok(root)
+    // Paths name list entries as every tree's do (by a `name` field), so the places are
+    // named once the tree is whole.
+    let spots = Spots::from_lines(
+        placed
+            .into_iter()
+            .map(|(steps, line, column)| (path_of(&root, &steps), line as u32, column as u32)),
+    );
+    Ok((root, spots))
+}
+
+/// The path of `steps` in `root`, as the ledger names paths.
+fn path_of(root: &Value, steps: &[Step]) -> String {
+    let mut path = String::new();
+    let mut node = root;
+    for step in steps {
+        match step {
+            Step::Key(k) => {
+                path = child(&path, k);
+                node = node.get(k).unwrap_or(&Value::Null);
+            }
+            Step::Index(i) => {
+                let item = node.get(*i).unwrap_or(&Value::Null);
+                path = format!("{path}[{}]", item_name(item, *i));
+                node = item;
+            }
+        }
+    }
+    path
 }
 
 /// One step of a key's path.
@@ -38,8 +69,8 @@ enum Step {
     Index(usize),
 }
 
-/// The key-value pairs of `text`, each with the line it starts on.
-fn logical_lines(text: &str) -> Vec<(usize, String, String)> {
+/// The key-value pairs of `text`, each with the line and column its key starts at.
+fn logical_lines(text: &str) -> Vec<(usize, usize, String, String)> {
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((i, first)) = lines.next() {
@@ -56,7 +87,8 @@ fn logical_lines(text: &str) -> Vec<(usize, String, String)> {
             }
         }
         let (key, value) = split_pair(&joined);
-        out.push((i + 1, unescape(&key), unescape(&value)));
+        let column = first.chars().count() - trimmed.chars().count() + 1;
+        out.push((i + 1, column, unescape(&key), unescape(&value)));
     }
     out
 }
@@ -242,7 +274,7 @@ mod tests {
 
     fn check(text: &str) -> String {
         match parse("a.properties", text) {
-            Ok(v) => v.to_string(),
+            Ok((v, _)) => v.to_string(),
             Err(e) => e.to_string(),
         }
     }

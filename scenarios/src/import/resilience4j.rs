@@ -24,22 +24,33 @@
 //! predicates are listed as not imported. A semaphore bulkhead lets any number of callers
 //! wait; a thread-pool bulkhead runs `coreThreadPoolSize` tasks and queues `queueCapacity`.
 
+use super::ledger::{Ledger, Naming, Skip};
+use super::model::{Origin, System};
+use super::node::{Found, Node, Owned};
 use super::ron::{Field, Ron};
 use super::spring::{self, DURATION_FORMS, key_of, relaxed};
-use super::tree::{Doc, Found, Ledger, Node, Owned, Skip, child};
-use super::{ImportError, Plan, SourceFormat};
+use super::tree::{Doc, child};
+use super::{ImportError, SourceFormat};
 use serde_json::Value;
 use sim_core::SimDuration;
 use std::collections::BTreeSet;
 
+mod exceptions;
 mod layers;
+mod sources;
 
-/// Where an imported value came from, as its comment says it.
-fn src(path: &str) -> String {
-    format!(
-        "resilience4j: {}",
-        path.strip_prefix("resilience4j.").unwrap_or(path)
-    )
+/// How comments name Spring's paths: under `resilience4j`, from the module on.
+const NAMING: Naming = Naming {
+    format: SourceFormat::Resilience4j,
+    label,
+    fold_case: None,
+};
+
+/// A path as comments write it after `resilience4j: `.
+pub(super) fn label(path: &str) -> String {
+    path.strip_prefix("resilience4j.")
+        .unwrap_or(path)
+        .to_string()
 }
 
 /// resilience4j's modules, in the decorator order of Spring Boot's default aspect orders.
@@ -145,6 +156,14 @@ impl<'a> Chain<'a> {
         child(&self.at, name)
     }
 
+    /// Where `path` is, as comments name it.
+    pub(super) fn origin(&self, path: &str) -> Origin {
+        self.layers
+            .first()
+            .expect("a chain has its instance")
+            .origin(path)
+    }
+
     pub(super) fn u32(&self, property: &str) -> Result<Option<Found<u32>>, ImportError> {
         match self.find(property) {
             Some((n, k)) => n.u32(k),
@@ -218,7 +237,7 @@ impl<'a> Chain<'a> {
                     ledger.skip(
                         &path,
                         Skip::Simplification,
-                        format!("overridden by {}", src(&by)),
+                        format!("overridden by {}", ledger.label(&by)),
                     );
                 }
             }
@@ -226,16 +245,20 @@ impl<'a> Chain<'a> {
     }
 }
 
-/// The plan of a resilience4j configuration: one upstream per instance name.
-pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
-    let nested =
-        spring::nest(&doc.root).map_err(|m| ImportError::new(format!("{}: {m}", doc.file)))?;
-    let doc = Doc {
-        file: doc.file.clone(),
-        root: nested,
-    };
-    let ledger = Ledger::default();
-    let root = Owned::at(&doc, &ledger, &doc.root, String::new());
+/// The system of Spring configurations: each one's instances, merged in the order of the
+/// files.
+pub fn read(docs: &[Doc]) -> Result<System, ImportError> {
+    let (doc, replaced) = sources::environment(docs)?;
+    let mut system = read_one(&doc)?;
+    system.skipped.extend(replaced);
+    Ok(system)
+}
+
+/// The system of one resilience4j environment (its files made one): one upstream per
+/// instance name.
+fn read_one(doc: &Doc) -> Result<System, ImportError> {
+    let ledger = Ledger::new(NAMING);
+    let root = Node::root(doc, &ledger);
     let top = key_of(&doc.root, "resilience4j")
         .and_then(|k| root.node().object(k).transpose())
         .transpose()?
@@ -261,13 +284,11 @@ pub fn plan(doc: &Doc) -> Result<Plan, ImportError> {
         c.overridden(&ledger);
     }
     unused_configs(&modules, &ledger);
-    Ok(Plan::of(
-        SourceFormat::Resilience4j,
-        upstreams,
-        (&doc, &ledger),
-        src,
-        known_reason,
-    ))
+    let skipped = ledger.not_imported(doc, &|p| {
+        known_reason(p)
+            .unwrap_or_else(|| super::ledger::unknown("resilience4j's Spring Boot properties", p))
+    });
+    Ok(System::of(SourceFormat::Resilience4j, upstreams, skipped))
 }
 
 /// The modules `resilience4j` sets; a key that is none of them is listed.
@@ -438,7 +459,12 @@ fn unused_configs(modules: &[(Module, Owned)], ledger: &Ledger) {
         for (name, props) in map {
             let path = child(&child(&node.path, k), name);
             let mut used = Vec::new();
-            ledger.unused(&path, props, &mut used);
+            ledger.unused(
+                &path,
+                props,
+                &|p| super::ledger::unknown("resilience4j", p),
+                &mut used,
+            );
             let untouched = used.len() == 1 && used[0].0 == path;
             if untouched {
                 ledger.skip(&path, Skip::NoCounterpart, "a config no imported instance uses (through baseConfig, its name or `default`)");
@@ -467,16 +493,6 @@ fn known_reason(path: &str) -> Option<(Skip, String)> {
             "monitoring and diagnostics (health indicators, events, stack traces), not behaviour"
         }
         "baseconfig" => "resolved: the properties it names are imported in this instance's place",
-        "recordexceptions"
-        | "ignoreexceptions"
-        | "recordfailurepredicate"
-        | "ignoreexceptionpredicate"
-        | "recordresultpredicate"
-        | "retryexceptions"
-        | "retryexceptionpredicate"
-        | "resultpredicate" => {
-            "resim's failures are outcomes (a timeout, a connection error, a status, a refusal), not exception classes or results; the import counts and retries every failure, as resilience4j does without this setting"
-        }
         "contextpropagators" | "intervalbifunction" | "consumeresultbeforeretryattempt" => {
             "Java code named by class; resim has no counterpart"
         }
@@ -488,6 +504,7 @@ fn known_reason(path: &str) -> Option<(Skip, String)> {
 /// A field read from `found`, or resilience4j's `default` at the place the instance would set
 /// it, written with `write`.
 pub(super) fn field<T>(
+    c: &Chain,
     name: &str,
     found: Option<Found<T>>,
     default: T,
@@ -495,14 +512,19 @@ pub(super) fn field<T>(
     write: fn(T) -> Ron,
 ) -> Field {
     match found {
-        Some(f) => Field::from(name, write(f.value), src(&f.path)),
-        None => Field::from(name, write(default), src(absent)).noted("resilience4j's default"),
+        Some(f) => Field::from(name, write(f.value), c.origin(&f.path)),
+        None => Field::from(name, write(default), c.origin(absent)).noted("resilience4j's default"),
     }
 }
 
 /// A field read from `found`, if the file sets it.
-pub(super) fn set<T>(name: &str, found: Option<Found<T>>, write: fn(T) -> Ron) -> Option<Field> {
-    found.map(|f| Field::from(name, write(f.value), src(&f.path)))
+pub(super) fn set<T>(
+    c: &Chain,
+    name: &str,
+    found: Option<Found<T>>,
+    write: fn(T) -> Ron,
+) -> Option<Field> {
+    found.map(|f| Field::from(name, write(f.value), c.origin(&f.path)))
 }
 
 /// A number read from the file within what resilience4j accepts.
@@ -522,9 +544,4 @@ pub(super) fn within<T: PartialOrd + std::fmt::Display + Copy>(
         }
         _ => Ok(()),
     }
-}
-
-/// `src` for the layers module.
-pub(super) fn source(path: &str) -> String {
-    src(path)
 }

@@ -1,10 +1,12 @@
-//! [`Ron`]: a scenario value as an importer builds it, each field with the source it came
+//! [`Ron`]: a scenario value as an importer builds it, each field with the [`Origin`] it came
 //! from, written as RON text whose every imported value carries a `//` comment naming that
-//! source, and listed as rows of the mapping table.
+//! origin, and listed as rows of the mapping table.
 //!
 //! Written by hand rather than by `ron::ser`: the serializer has no comments, and the text is
 //! read back through [`crate::format::load::parse`] by the importer, so what is written is
 //! checked to load and validate like any file.
+
+use super::model::Origin;
 
 /// A value of the scenario format.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,18 +35,18 @@ pub struct Field {
     pub value: Ron,
     /// Where it came from (`envoy: clusters[db].connect_timeout`), written as its comment;
     /// `None` for a value no configuration gave (a placeholder says so in `note`).
-    pub source: Option<String>,
+    pub source: Option<Origin>,
     /// A few words on the mapping (`Envoy's default`), written after the source.
     pub note: Option<String>,
 }
 
 impl Field {
     /// A field that came from `source`.
-    pub fn from(name: &str, value: Ron, source: impl Into<String>) -> Field {
+    pub fn from(name: &str, value: Ron, source: Origin) -> Field {
         Field {
             name: name.to_string(),
             value,
-            source: Some(source.into()),
+            source: Some(source),
             note: None,
         }
     }
@@ -68,8 +70,8 @@ impl Field {
 
     fn comment(&self) -> Option<String> {
         match (&self.source, &self.note) {
-            (Some(s), Some(n)) => Some(format!("{s} ({n})")),
-            (Some(s), None) => Some(s.clone()),
+            (Some(s), Some(n)) => Some(format!("{} ({n})", s.label)),
+            (Some(s), None) => Some(s.label.clone()),
             (None, Some(n)) => Some(n.clone()),
             (None, None) => None,
         }
@@ -243,8 +245,8 @@ fn inline_fields(fields: &[Field]) -> Option<String> {
 /// One row of the mapping table: a source field, the scenario path it became, its value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    /// `envoy: clusters[db].outlier_detection.consecutive_5xx`.
-    pub source: String,
+    /// Where it came from (`envoy: clusters[db].outlier_detection.consecutive_5xx`).
+    pub source: Origin,
     /// `services.db.outlier.consecutive_failures`.
     pub path: String,
     /// The value written, on one line.

@@ -1,27 +1,43 @@
 //! A configuration file read into one tree, whatever its syntax (YAML through `serde-saphyr`,
-//! a multi-document YAML file as the list of its documents, JSON through `serde_json`), and a
-//! [`Ledger`] of which of its fields an importer used.
+//! a multi-document YAML file as the list of its documents, JSON through `serde_json`, Java
+//! properties through [`super::properties`]), with where each of its values is ([`Spots`]).
 //!
-//! The tree is a `serde_json::Value`: both parsers give one, so every importer walks the same
+//! The tree is a `serde_json::Value`: every parser gives one, so every reader walks the same
 //! shape. A syntax error keeps the parser's line and column; an error in a value names the
-//! field by its path in the file (`clusters[db].outlier_detection.interval`), the way the
-//! source format's own documentation names it. The ledger is what makes "never silently
-//! dropped" hold: after an importer ran, every leaf of the file that it did not take is listed
-//! with a reason ([`Ledger::unused`]).
+//! field by its line, column and path in the file (`clusters[db].outlier_detection.interval`),
+//! the way the source format's own documentation names it. Paths name a list entry by its
+//! `name` field when it has one (as Envoy and Istio name clusters, routes and filters), else
+//! by its index.
+//!
+//! # Decisions
+//!
+//! Where a value is comes from the same parse as the value for YAML (`serde-saphyr`'s
+//! `Spanned`, the location of every node), and from a second parse of the text as YAML for
+//! JSON (JSON is YAML 1.2; `serde_json` keeps its own messages for syntax errors): a JSON file
+//! YAML cannot read has its values' paths but no lines. Places are recorded to a depth of 64,
+//! the nesting YAML is read to; a deeper value is placed at its nearest recorded ancestor.
+//! The YAML budget on nodes and events grows with the text (one node per byte at most without
+//! aliases), so a mesh of thousands of hosts reads, while an alias bomb is still refused.
 
 use super::ImportError;
-use serde_json::Value;
-use sim_core::SimDuration;
-use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use serde_saphyr::{Location, Spanned};
+use std::collections::BTreeMap;
+use std::fmt;
 
-/// A parsed configuration file.
+/// A parsed configuration: one file, or several merged into one tree (Spring's property
+/// sources), each value with where it is.
 #[derive(Debug, Clone)]
 pub struct Doc {
-    /// The path as given on the command line.
+    /// The path as given on the command line (for a merged tree, the files joined by `, `).
     pub file: String,
+    /// The files the tree's values come from, in the order their [`Spot`]s number them.
+    pub files: Vec<String>,
     /// Its content.
     pub root: Value,
+    /// Where each value is.
+    pub spots: Spots,
 }
 
 /// Which syntax a file is written in.
@@ -35,48 +51,396 @@ pub enum Syntax {
     Properties,
 }
 
+/// A place in one of a [`Doc`]'s files: its line and column, from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spot {
+    /// The file, as an index into [`Doc::files`].
+    pub file: usize,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
+}
+
+/// Where each value of a tree is, by its path (as the ledger names paths).
+#[derive(Debug, Clone, Default)]
+pub struct Spots(BTreeMap<String, Spot>);
+
+/// How deep places are recorded (YAML is read to this depth).
+const SPOT_DEPTH_MAX: usize = 64;
+
+impl Spots {
+    /// Where `path` is: its own place, else its nearest placed ancestor's (a field the file
+    /// leaves out is placed at the object it would be in). A condition inside a value
+    /// (`retry_on:foo`) is placed at the value.
+    pub fn at(&self, path: &str) -> Option<Spot> {
+        let mut path = path.split(':').next().unwrap_or(path);
+        loop {
+            if let Some(s) = self.0.get(path) {
+                return Some(*s);
+            }
+            path = parent(path)?;
+        }
+    }
+
+    /// Records every value of `value` (at `path`) that `loc` places, in file `file`.
+    fn record(&mut self, path: &str, value: &Value, loc: &LocNode, file: usize, depth: usize) {
+        self.0.insert(path.to_string(), loc.spot(file));
+        if depth >= SPOT_DEPTH_MAX {
+            return;
+        }
+        match (value, &loc.kids) {
+            (Value::Object(map), Kids::Map(kids)) => {
+                // Keys in file order, looked up by name: both trees hold the same keys.
+                let by_key: BTreeMap<&str, &LocNode> =
+                    kids.iter().map(|(k, l)| (k.as_str(), l)).collect();
+                for (k, v) in map {
+                    if let Some(l) = by_key.get(k.as_str()) {
+                        self.record(&child(path, k), v, l, file, depth + 1);
+                    }
+                }
+            }
+            (Value::Array(items), Kids::Seq(kids)) => {
+                for (i, (v, l)) in items.iter().zip(kids).enumerate() {
+                    let at = format!("{path}[{}]", item_name(v, i));
+                    // Two entries of one name: the first is where the name points.
+                    if !self.0.contains_key(&at) {
+                        self.record(&at, v, l, file, depth + 1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// These places, moved to file `file`.
+    pub fn in_file(mut self, file: usize) -> Spots {
+        for s in self.0.values_mut() {
+            s.file = file;
+        }
+        self
+    }
+
+    /// Adds `other`'s places, which win over these.
+    pub fn overlay(&mut self, other: Spots) {
+        self.0.extend(other.0);
+    }
+
+    /// Places from `(path, line, column)` triples (a `.properties` file's keys).
+    pub fn from_lines(lines: impl IntoIterator<Item = (String, u32, u32)>) -> Spots {
+        Spots(
+            lines
+                .into_iter()
+                .map(|(path, line, column)| {
+                    let spot = Spot {
+                        file: 0,
+                        line,
+                        column,
+                    };
+                    (path, spot)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The path that holds `path`: `a.b` for `a.b.c` and `a.b[x.y]`; `None` at the top.
+pub fn parent(path: &str) -> Option<&str> {
+    if path.is_empty() {
+        return None;
+    }
+    // The last `.` or `[` outside brackets (a list entry's name may hold dots).
+    let mut depth = 0usize;
+    for (i, c) in path.char_indices().rev() {
+        match c {
+            ']' => depth += 1,
+            '[' if depth == 1 => return Some(&path[..i]),
+            '[' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => return Some(&path[..i]),
+            _ => {}
+        }
+    }
+    Some("")
+}
+
 impl Doc {
     /// Reads `text` as `syntax`. A syntax error is `file:line:column: message`.
     pub fn parse(file: &str, text: &str, syntax: Syntax) -> Result<Doc, ImportError> {
-        let root = match syntax {
-            Syntax::Json => serde_json::from_str::<Value>(text).map_err(|e| {
-                ImportError::new(format!(
-                    "{file}:{}:{}: {}",
-                    e.line(),
-                    e.column(),
-                    json_message(&e)
-                ))
-            })?,
+        let (root, spots) = match syntax {
+            Syntax::Json => {
+                let root = serde_json::from_str::<Value>(text).map_err(|e| {
+                    ImportError::new(format!(
+                        "{file}:{}:{}: {}",
+                        e.line(),
+                        e.column(),
+                        json_message(&e)
+                    ))
+                })?;
+                // JSON is YAML: its places from a YAML parse, if YAML reads it.
+                let spots = match yaml(file, text) {
+                    Ok((_, loc)) => {
+                        let mut spots = Spots::default();
+                        spots.record("", &root, &loc, 0, 0);
+                        spots
+                    }
+                    Err(_) => Spots::default(),
+                };
+                (root, spots)
+            }
             Syntax::Properties => super::properties::parse(file, text)?,
             Syntax::Yaml => {
-                // An empty file is an empty map, not an error of its own.
-                if text.trim().is_empty() {
-                    Value::Object(Default::default())
-                } else {
-                    yaml(file, text)?
-                }
+                let (root, loc) = yaml(file, text)?;
+                let mut spots = Spots::default();
+                spots.record("", &root, &loc, 0, 0);
+                (root, spots)
             }
         };
         Ok(Doc {
             file: file.to_string(),
+            files: vec![file.to_string()],
             root,
+            spots,
         })
+    }
+
+    /// The file `spot` is in (the doc's first when unknown).
+    pub fn file_of(&self, spot: Option<Spot>) -> &str {
+        spot.and_then(|s| self.files.get(s.file))
+            .or(self.files.first())
+            .map_or(self.file.as_str(), String::as_str)
+    }
+
+    /// `file:line:column` of `path`, or the file alone where the place is not known.
+    pub fn place(&self, path: &str) -> String {
+        let spot = self.spots.at(path);
+        let file = self.file_of(spot);
+        match spot {
+            Some(s) => format!("{file}:{}:{}", s.line, s.column),
+            None => file.to_string(),
+        }
+    }
+}
+
+/// The place of a node and of its children.
+#[derive(Debug, Default)]
+struct LocNode {
+    line: u32,
+    column: u32,
+    kids: Kids,
+}
+
+#[derive(Debug, Default)]
+enum Kids {
+    #[default]
+    None,
+    Seq(Vec<LocNode>),
+    Map(Vec<(String, LocNode)>),
+}
+
+impl LocNode {
+    fn at(location: &Location, kids: Kids) -> LocNode {
+        LocNode {
+            line: u32::try_from(location.line()).unwrap_or(u32::MAX),
+            column: u32::try_from(location.column()).unwrap_or(u32::MAX),
+            kids,
+        }
+    }
+
+    fn spot(&self, file: usize) -> Spot {
+        Spot {
+            file,
+            line: self.line,
+            column: self.column,
+        }
+    }
+}
+
+/// A YAML node as read: its value, and the places of its children.
+struct Placed {
+    value: Value,
+    kids: Kids,
+}
+
+impl<'de> Deserialize<'de> for Placed {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Placed, D::Error> {
+        d.deserialize_any(PlacedVisitor)
+    }
+}
+
+struct PlacedVisitor;
+
+fn leaf(value: Value) -> Placed {
+    Placed {
+        value,
+        kids: Kids::None,
+    }
+}
+
+impl<'de> Visitor<'de> for PlacedVisitor {
+    type Value = Placed;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a YAML value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Placed, E> {
+        Ok(leaf(Value::Bool(b)))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Placed, E> {
+        Ok(leaf(Value::from(n)))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Placed, E> {
+        Ok(leaf(Value::from(n)))
+    }
+
+    fn visit_f64<E>(self, x: f64) -> Result<Placed, E> {
+        // A non-finite number has no JSON form: it stays the text it was.
+        Ok(leaf(serde_json::Number::from_f64(x).map_or_else(
+            || Value::String(x.to_string()),
+            Value::Number,
+        )))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Placed, E> {
+        Ok(leaf(Value::String(s.to_string())))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Placed, E> {
+        Ok(leaf(Value::String(s)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Placed, E> {
+        Ok(leaf(Value::Null))
+    }
+
+    fn visit_none<E>(self) -> Result<Placed, E> {
+        Ok(leaf(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Placed, D::Error> {
+        Placed::deserialize(d)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Placed, A::Error> {
+        let (mut values, mut kids) = (Vec::new(), Vec::new());
+        while let Some(item) = seq.next_element::<Spanned<Placed>>()? {
+            kids.push(LocNode::at(&item.referenced, item.value.kids));
+            values.push(item.value.value);
+        }
+        Ok(Placed {
+            value: Value::Array(values),
+            kids: Kids::Seq(kids),
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Placed, A::Error> {
+        let (mut values, mut kids) = (Map::new(), Vec::new());
+        while let Some(key) = map.next_key::<Key>()? {
+            let item = map.next_value::<Spanned<Placed>>()?;
+            kids.push((
+                key.0.clone(),
+                LocNode::at(&item.referenced, item.value.kids),
+            ));
+            values.insert(key.0, item.value.value);
+        }
+        Ok(Placed {
+            value: Value::Object(values),
+            kids: Kids::Map(kids),
+        })
+    }
+}
+
+/// A mapping key as text, whatever scalar it is (`1: x` has the key `"1"`).
+struct Key(String);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Key, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping key that is a plain value (a name or a number)")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Key, E> {
+                Ok(Key(s.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, b: bool) -> Result<Key, E> {
+                Ok(Key(b.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Key, E> {
+                Ok(Key(n.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Key, E> {
+                Ok(Key(n.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, x: f64) -> Result<Key, E> {
+                Ok(Key(x.to_string()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Key, E> {
+                Ok(Key("null".to_string()))
+            }
+        }
+        d.deserialize_any(KeyVisitor)
+    }
+}
+
+/// The parser's options: duplicate keys refused (as Kubernetes, Envoy and Spring refuse
+/// them), and a budget on nodes and events that grows with the text.
+fn options(text: &str) -> serde_saphyr::Options {
+    let bytes = text.len();
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_nodes: bytes.max(250_000),
+            max_events: bytes.saturating_mul(2).max(1_000_000),
+        },
     }
 }
 
 /// A YAML text: one document as its value; several (`---` between them, as `kubectl` files
 /// hold) as the list of their values, empty documents left out.
-fn yaml(file: &str, text: &str) -> Result<Value, ImportError> {
-    match serde_saphyr::from_str::<Value>(text) {
-        Ok(v) => Ok(v),
-        Err(e) if e.to_string().contains("multiple YAML documents") => {
-            let mut docs =
-                serde_saphyr::from_multiple::<Value>(text).map_err(|e| yaml_error(file, &e))?;
-            docs.retain(|d| !d.is_null());
+fn yaml(file: &str, text: &str) -> Result<(Value, LocNode), ImportError> {
+    // An empty file is an empty map, not an error of its own.
+    if text.trim().is_empty() {
+        return Ok((Value::Object(Map::new()), LocNode::default()));
+    }
+    let one = serde_saphyr::from_str_with_options::<Spanned<Placed>>(text, options(text));
+    let several = |e: &serde_saphyr::Error| {
+        matches!(
+            e.without_snippet(),
+            serde_saphyr::Error::MultipleDocuments { .. }
+        )
+    };
+    match one {
+        Ok(p) => Ok((p.value.value, LocNode::at(&p.referenced, p.value.kids))),
+        Err(e) if several(&e) => {
+            let docs =
+                serde_saphyr::from_multiple_with_options::<Spanned<Placed>>(text, options(text))
+                    .map_err(|e| yaml_error(file, &e))?;
+            let mut docs: Vec<Spanned<Placed>> = docs
+                .into_iter()
+                .filter(|d| !d.value.value.is_null())
+                .collect();
             Ok(match docs.len() {
-                0 => Value::Object(Default::default()),
-                1 => docs.remove(0),
-                _ => Value::Array(docs),
+                0 => (Value::Object(Map::new()), LocNode::default()),
+                1 => {
+                    let p = docs.remove(0);
+                    (p.value.value, LocNode::at(&p.referenced, p.value.kids))
+                }
+                _ => {
+                    let first = LocNode::at(&docs[0].referenced, Kids::None);
+                    let (mut values, mut kids) = (Vec::new(), Vec::new());
+                    for d in docs {
+                        kids.push(LocNode::at(&d.referenced, d.value.kids));
+                        values.push(d.value.value);
+                    }
+                    let loc = LocNode {
+                        kids: Kids::Seq(kids),
+                        ..first
+                    };
+                    (Value::Array(values), loc)
+                }
             })
         }
         Err(e) => Err(yaml_error(file, &e)),
@@ -92,140 +456,65 @@ fn json_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// A YAML error in the user's words: where, what, and for the errors a configuration meets,
+/// how to fix it.
 fn yaml_error(file: &str, e: &serde_saphyr::Error) -> ImportError {
     let options = serde_saphyr::render_options! {
         snippets: serde_saphyr::SnippetMode::Off,
     };
-    let message = e.render_with_options(options);
-    // The rendering may carry its own " at line L, column C"; the location comes first here.
-    let message = match message.find(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message,
+    let message = match e.without_snippet() {
+        serde_saphyr::Error::DuplicateMappingKey { key, .. } => format!(
+            "{} is given twice in one mapping; keep one (Kubernetes, Envoy and Spring refuse a repeated key too)",
+            key.as_deref()
+                .map_or("a key".to_string(), |k| format!("`{k}`"))
+        ),
+        serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
+        _ if format!("{e:?}").contains("Alias") => "its anchors and aliases (`&a`, `*a`) expand to more than a configuration holds; write the values out, or check for aliases that repeat each other".to_string(),
+        _ => {
+            let message = e.render_with_options(options);
+            // The rendering may carry its own " at line L, column C"; the location comes first.
+            let message = match message.find(" at line ") {
+                Some(i) => message[..i].to_string(),
+                None => message,
+            };
+            message.lines().next().unwrap_or_default().trim().to_string()
+        }
     };
-    let message = message
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_string();
     match e.location() {
-        Some(l) => ImportError::new(format!(
+        Some(l) if l.line() > 0 => ImportError::new(format!(
             "{file}:{}:{}: {message} (YAML)",
             l.line(),
             l.column()
         )),
-        None => ImportError::new(format!("{file}: {message} (YAML)")),
+        _ => ImportError::new(format!("{file}: {message} (YAML)")),
     }
 }
 
-/// The fields an importer took, by their path in the file.
-#[derive(Debug, Default)]
-pub struct Ledger {
-    used: RefCell<BTreeSet<String>>,
-    /// Fields left out on purpose, with the reason (a path and everything under it).
-    skipped: RefCell<BTreeMap<String, (Skip, String)>>,
-}
-
-/// Why a field of the file is not in the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Skip {
-    /// resim has nothing that behaves like it.
-    NoCounterpart,
-    /// resim models it in a simpler way, said in the reason.
-    Simplification,
-    /// Its value is outside what resim (or the source format) accepts.
-    OutOfRange,
-}
-
-impl Skip {
-    /// How the table names it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Skip::NoCounterpart => "no counterpart",
-            Skip::Simplification => "a simplification",
-            Skip::OutOfRange => "out of range",
-        }
+/// What a breached YAML budget means for a configuration file.
+fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::Depth { .. } => format!(
+            "nests deeper than {SPOT_DEPTH_MAX} levels, more than any configuration format the import reads; check the indentation"
+        ),
+        B::Documents { .. } => "holds more than 1,024 documents (`---`); split it into several files".to_string(),
+        B::Nodes { .. }
+        | B::Events { .. }
+        | B::Aliases { .. }
+        | B::Anchors { .. }
+        | B::AliasAnchorRatio { .. }
+        | B::RecordedAnchorEvents { .. } => "its anchors and aliases (`&a`, `*a`) expand to more values than the file has bytes; write the values out, or check for aliases that repeat each other".to_string(),
+        other => format!("is larger than a configuration the import reads ({}); split it", breach_name(other)),
     }
 }
 
-impl Ledger {
-    /// Marks `path` as imported.
-    pub fn take(&self, path: &str) {
-        self.used.borrow_mut().insert(path.to_string());
-    }
-
-    /// Whether `path` was left out on purpose, with a reason of its own.
-    pub fn is_skipped(&self, path: &str) -> bool {
-        self.skipped.borrow().contains_key(path)
-    }
-
-    /// Whether `path` was imported.
-    pub fn is_taken(&self, path: &str) -> bool {
-        self.used.borrow().contains(path)
-    }
-
-    /// Marks `path` (and what is under it) as left out, for `reason`.
-    pub fn skip(&self, path: &str, kind: Skip, reason: impl Into<String>) {
-        self.skipped
-            .borrow_mut()
-            .insert(path.to_string(), (kind, reason.into()));
-    }
-
-    /// Every leaf of `node` (named `path`) that was neither taken nor skipped, and every
-    /// skipped path under it, with its reason; a subtree nothing was taken from is one line.
-    pub fn unused(&self, path: &str, node: &Value, out: &mut Vec<(String, Skip, String)>) {
-        if let Some((kind, reason)) = self.skipped.borrow().get(path) {
-            out.push((path.to_string(), *kind, reason.clone()));
-            return;
-        }
-        if self.used.borrow().contains(path) {
-            return;
-        }
-        let touched = self.touched_under(path);
-        match node {
-            Value::Object(map) if touched => {
-                for (k, v) in map {
-                    self.unused(&child(path, k), v, out);
-                }
-            }
-            Value::Array(items) if touched => {
-                for (i, v) in items.iter().enumerate() {
-                    self.unused(&format!("{path}[{}]", item_name(v, i)), v, out);
-                }
-            }
-            _ => out.push((
-                path.to_string(),
-                Skip::NoCounterpart,
-                "resim has no counterpart".to_string(),
-            )),
-        }
-    }
-
-    /// Everything of `root` not imported ([`Ledger::unused`]), and every field left out on
-    /// purpose that is not a field of the tree (a condition inside a string: `retry_on:foo`).
-    pub fn not_imported(&self, root: &Value) -> Vec<(String, Skip, String)> {
-        let mut out = Vec::new();
-        self.unused("", root, &mut out);
-        for (path, (kind, reason)) in self.skipped.borrow().iter() {
-            if !out.iter().any(|(p, _, _)| p == path)
-                && self
-                    .used
-                    .borrow()
-                    .contains(path.split(':').next().unwrap_or(path))
-            {
-                out.push((path.clone(), *kind, reason.clone()));
-            }
-        }
-        out
-    }
-
-    fn touched_under(&self, path: &str) -> bool {
-        if path.is_empty() {
-            return !self.used.borrow().is_empty() || !self.skipped.borrow().is_empty();
-        }
-        let prefixes = [format!("{path}."), format!("{path}[")];
-        let touched = |p: &String| prefixes.iter().any(|pre| p.starts_with(pre.as_str()));
-        self.used.borrow().iter().any(touched) || self.skipped.borrow().keys().any(touched)
+/// The budget breached, in words.
+fn breach_name(breach: &serde_saphyr::budget::BudgetBreach) -> &'static str {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::ScalarBytes { .. } => "64 MiB of text in its values",
+        B::MergeKeys { .. } => "more than 10,000 merge keys `<<`",
+        _ => "a limit of the YAML reader",
     }
 }
 
@@ -247,252 +536,18 @@ pub fn item_name(v: &Value, i: usize) -> String {
     }
 }
 
-/// A place in a file: its value and its path, with the ledger that records what is read.
-#[derive(Clone)]
-pub struct Node<'a> {
-    /// The value there.
-    pub value: &'a Value,
-    /// Its path in the file.
-    pub path: String,
-    pub(super) doc: &'a Doc,
-    pub(super) ledger: &'a Ledger,
-}
-
-/// A field read from a file, with its path.
-pub struct Found<T> {
-    /// The value as read.
-    pub value: T,
-    /// Where it is (`clusters[db].connect_timeout`).
-    pub path: String,
-}
-
-impl<'a> Node<'a> {
-    /// The top of `doc`.
-    pub fn root(doc: &'a Doc, ledger: &'a Ledger) -> Node<'a> {
-        Node {
-            value: &doc.root,
-            path: String::new(),
-            doc,
-            ledger,
-        }
-    }
-
-    /// An error about the value at `path`: the file, the path, what was expected.
-    pub fn error(&self, path: &str, message: impl std::fmt::Display) -> ImportError {
-        ImportError::new(format!("{}: {path}: {message}", self.doc.file))
-    }
-
-    /// The raw value of field `k`, if present (not marked as used).
-    pub fn raw(&self, k: &str) -> Option<&'a Value> {
-        self.value.get(k).filter(|v| !v.is_null())
-    }
-
-    /// Marks field `k` as used.
-    pub fn take(&self, k: &str) {
-        self.ledger.take(&child(&self.path, k));
-    }
-
-    /// Marks field `k` as left out, for `reason`.
-    pub fn skip(&self, k: &str, kind: Skip, reason: impl Into<String>) {
-        if self.raw(k).is_some() {
-            self.ledger.skip(&child(&self.path, k), kind, reason);
-        }
-    }
-
-    /// An unsigned integer field (protobuf's `UInt32Value` is a plain number in JSON).
-    pub fn u32(&self, k: &str) -> Result<Option<Found<u32>>, ImportError> {
-        let Some(v) = self.raw(k) else {
-            return Ok(None);
-        };
-        let path = child(&self.path, k);
-        let n = match v {
-            Value::Number(n) => n.as_u64(),
-            // Protobuf's JSON form writes 64-bit integers as strings; YAML users quote numbers.
-            Value::String(s) => s.trim().parse::<u64>().ok(),
-            _ => None,
-        }
-        .ok_or_else(|| self.error(&path, format!("expected an unsigned integer, got {v}")))?;
-        let n = u32::try_from(n)
-            .map_err(|_| self.error(&path, format!("expected at most {}, got {n}", u32::MAX)))?;
-        self.ledger.take(&path);
-        Ok(Some(Found { value: n, path }))
-    }
-
-    /// A number field (protobuf's `double`, or a `Percent` written `{value: 20}`).
-    pub fn f64(&self, k: &str) -> Result<Option<Found<f64>>, ImportError> {
-        let Some(mut v) = self.raw(k) else {
-            return Ok(None);
-        };
-        let mut path = child(&self.path, k);
-        if let Some(inner) = v.get("value") {
-            self.ledger.take(&path);
-            path = child(&path, "value");
-            v = inner;
-        }
-        let x = match v {
-            Value::Number(n) => n.as_f64(),
-            Value::String(s) => s.trim().parse::<f64>().ok(),
-            _ => None,
-        }
-        .filter(|x| x.is_finite())
-        .ok_or_else(|| self.error(&path, format!("expected a number, got {v}")))?;
-        self.ledger.take(&path);
-        Ok(Some(Found { value: x, path }))
-    }
-
-    /// A string field.
-    pub fn str(&self, k: &str) -> Result<Option<Found<String>>, ImportError> {
-        let Some(v) = self.raw(k) else {
-            return Ok(None);
-        };
-        let path = child(&self.path, k);
-        let s = match v {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            _ => return Err(self.error(&path, format!("expected a string, got {v}"))),
-        };
-        self.ledger.take(&path);
-        Ok(Some(Found { value: s, path }))
-    }
-
-    /// A boolean field.
-    pub fn bool(&self, k: &str) -> Result<Option<Found<bool>>, ImportError> {
-        let Some(v) = self.raw(k) else {
-            return Ok(None);
-        };
-        let path = child(&self.path, k);
-        let b = match v {
-            Value::Bool(b) => *b,
-            Value::String(s) if s == "true" || s == "false" => s == "true",
-            _ => return Err(self.error(&path, format!("expected true or false, got {v}"))),
-        };
-        self.ledger.take(&path);
-        Ok(Some(Found { value: b, path }))
-    }
-
-    /// A protobuf `Duration`: `"0.25s"` as its JSON form writes it (what Envoy's YAML takes),
-    /// or `{seconds: 1, nanos: 0}`.
-    pub fn duration(&self, k: &str) -> Result<Option<Found<SimDuration>>, ImportError> {
-        let Some(v) = self.raw(k) else {
-            return Ok(None);
-        };
-        let path = child(&self.path, k);
-        let d = proto_duration(v).ok_or_else(|| {
-            self.error(
-                &path,
-                format!(
-                    "expected a google.protobuf.Duration, seconds with an \"s\" suffix such as \"0.25s\" or \"5s\", got {v}"
-                ),
-            )
-        })?;
-        let d = checked(d).map_err(|m| self.error(&path, m))?;
-        self.ledger.take(&path);
-        Ok(Some(Found { value: d, path }))
-    }
-
-    /// The object at field `k`, if present.
-    pub fn object(&self, k: &str) -> Result<Option<Owned<'a>>, ImportError> {
-        let Some(v) = self.raw(k) else {
-            return Ok(None);
-        };
-        let path = child(&self.path, k);
-        if !v.is_object() {
-            return Err(self.error(
-                &path,
-                format!("expected an object (a map of fields), got {v}"),
-            ));
-        }
-        Ok(Some(Owned {
-            value: v,
-            path,
-            doc: self.doc,
-            ledger: self.ledger,
-        }))
-    }
-
-    /// The entries of the list at field `k` (none when absent), each named as
-    /// [`item_name`] names it.
-    pub fn list(&self, k: &str) -> Result<Vec<Owned<'a>>, ImportError> {
-        let Some(v) = self.raw(k) else {
-            return Ok(Vec::new());
-        };
-        let path = child(&self.path, k);
-        let Value::Array(items) = v else {
-            return Err(self.error(&path, format!("expected a list, got {v}")));
-        };
-        Ok(items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| Owned {
-                value: v,
-                path: format!("{path}[{}]", item_name(v, i)),
-                doc: self.doc,
-                ledger: self.ledger,
-            })
-            .collect())
-    }
-}
-
-/// A [`Node`] that owns its path (a child of another node).
-#[derive(Clone)]
-pub struct Owned<'a> {
-    /// The value there.
-    pub value: &'a Value,
-    /// Its path.
-    pub path: String,
-    doc: &'a Doc,
-    ledger: &'a Ledger,
-}
-
-impl<'a> Owned<'a> {
-    /// The value `value` of `doc` at `path`.
-    pub fn at(doc: &'a Doc, ledger: &'a Ledger, value: &'a Value, path: String) -> Owned<'a> {
-        Owned {
-            value,
-            path,
-            doc,
-            ledger,
-        }
-    }
-
-    /// The node, to read fields from.
-    pub fn node(&self) -> Node<'a> {
-        Node {
-            value: self.value,
-            path: self.path.clone(),
-            doc: self.doc,
-            ledger: self.ledger,
-        }
-    }
-}
-
-/// A duration within the scenario format's cap (100 years).
-fn checked(nanos: u128) -> Result<SimDuration, String> {
-    let cap = SimDuration::CONFIG_MAX.as_nanos();
-    if nanos > u128::from(cap) {
-        return Err(format!(
-            "is longer than resim accepts ({}); check the unit",
-            SimDuration::CONFIG_MAX
-        ));
-    }
-    Ok(SimDuration::from_nanos(nanos as u64))
-}
-
-/// Nanoseconds of a protobuf `Duration` in its JSON or object form.
-fn proto_duration(v: &Value) -> Option<u128> {
+/// A value in words, as a note names what a route matches: `prefix /api`,
+/// `headers end-user exact jason`.
+pub fn words(v: &Value) -> String {
     match v {
-        Value::String(s) => decimal_seconds(s.trim().strip_suffix('s')?),
-        Value::Object(o) => {
-            let seconds = o.get("seconds").map_or(Some(0), |s| match s {
-                Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.parse().ok(),
-                _ => None,
-            })?;
-            let nanos = o.get("nanos").map_or(Some(0), Value::as_u64)?;
-            (nanos < 1_000_000_000).then(|| u128::from(seconds) * 1_000_000_000 + u128::from(nanos))
-        }
-        _ => None,
+        Value::String(s) => s.clone(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k} {}", words(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(items) => items.iter().map(words).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
     }
 }
 
@@ -514,4 +569,34 @@ pub fn decimal_seconds(s: &str) -> Option<u128> {
     };
     let frac_nanos: u128 = format!("{frac:0<9}").parse().ok()?;
     Some(whole * 1_000_000_000 + frac_nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_skip_dots_inside_a_list_entrys_name() {
+        assert_eq!(parent("a.b.c"), Some("a.b"));
+        assert_eq!(parent("a.b[x.y]"), Some("a.b"));
+        assert_eq!(parent("a[x.y].z"), Some("a[x.y]"));
+        assert_eq!(parent("a"), Some(""));
+        assert_eq!(parent(""), None);
+    }
+
+    #[test]
+    fn every_value_of_yaml_and_json_is_placed() {
+        let yaml = "clusters:\n- name: db\n  lb_policy: RANDOM\n- name: api\n";
+        let doc = Doc::parse("f.yaml", yaml, Syntax::Yaml).unwrap();
+        let at = |p: &str| doc.spots.at(p).map(|s| (s.line, s.column));
+        assert_eq!(at("clusters[db].lb_policy"), Some((3, 14)));
+        assert_eq!(at("clusters[api]"), Some((4, 3)));
+        // A field left out is placed at its object.
+        assert_eq!(at("clusters[api].lb_policy"), Some((4, 3)));
+        let json = "{\n  \"a\": {\n    \"b\": [1, {\"name\": \"x\", \"c\": true}]\n  }\n}";
+        let doc = Doc::parse("f.json", json, Syntax::Json).unwrap();
+        let at = |p: &str| doc.spots.at(p).map(|s| (s.line, s.column));
+        assert_eq!(at("a.b[x].c"), Some((3, 33)));
+        assert_eq!(at("a.b[0]"), Some((3, 11)));
+    }
 }

@@ -1,41 +1,39 @@
-//! What an import writes: a new scenario around the imported calls, or the calls and their
-//! targets' settings written into an existing scenario (`--into FILE --call PATH`), and the
-//! mapping table. Whatever is written is read back through [`crate::format`] and must load and
-//! validate: an import never hands over a file `resim run` would refuse.
+//! The one writer: a [`System`] as scenario text. Without `--into`, a new scenario: every
+//! upstream a service, every route a call of its caller, each caller a service (the
+//! configuration's own service is `app`), a client `users` calling the callers nobody calls.
+//! With `--into FILE --call PATH [--service NAME]`, the one call at `PATH` and the settings of
+//! the service it calls, written into the file as edits, every other byte of it kept.
+//! Whatever is written is read back through [`crate::format`] and must load and validate: an
+//! import never hands over a file `resim run` would refuse.
 
 use super::calls::{call_at, call_paths};
+use super::model::{System, table};
 use super::ron::{self, Field, Ron, Row};
-use super::tree::Skip;
-use super::{ImportError, Imported, Plan, SourceFormat, Target, Upstream};
-use crate::format::limits::RunLimits;
+use super::{ImportError, Imported, Target};
+use crate::format::limits::{CALLS_MAX, RunLimits};
 use crate::format::load::parse_with;
-use crate::format::overrides::{Override, Source};
+use crate::format::overrides::{Override, Source, segment};
 use crate::format::schema::Call;
+
+/// How the mapping table is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TableForm {
+    /// For people: a line per field.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
+}
 
 /// The scenario `target` asks for, and the mapping table.
 pub fn write(
-    plan: &Plan,
+    system: &System,
     files: &[&str],
     target: &Target,
     limits: &RunLimits,
 ) -> Result<Imported, ImportError> {
-    if plan.upstreams.is_empty() {
-        let expected = match plan.format {
-            Some(SourceFormat::Resilience4j) => {
-                "at least one instance (`resilience4j.retry.instances.NAME`, or of another module); `configs` alone are templates"
-            }
-            Some(SourceFormat::Grpc) => {
-                "at least one `methodConfig` entry with a `name` naming its service"
-            }
-            Some(SourceFormat::Istio) => {
-                "a DestinationRule or a VirtualService with an HTTP route to a host (`kind: DestinationRule` with `spec.host`)"
-            }
-            _ => "at least one Envoy cluster (`clusters:` with a `name`)",
-        };
-        return Err(ImportError::new(format!(
-            "{}: no upstream to import: expected {expected}",
-            files.join(", ")
-        )));
+    if system.upstreams.is_empty() {
+        return Err(nothing_to_import(system, files));
     }
     let (text, rows, file) = match (&target.into, &target.call) {
         (None, Some(call)) => {
@@ -44,12 +42,18 @@ pub fn write(
             )));
         }
         (None, None) => {
-            let (text, rows) = new_scenario(plan, files);
+            let (text, rows) = new_scenario(system, files)?;
             (text, rows, "imported.ron".to_string())
         }
         (Some(into), call) => {
-            let (text, rows) =
-                into_scenario(plan, &into.file, &into.text, call.as_deref(), limits)?;
+            let (text, rows) = into_scenario(
+                system,
+                target,
+                &into.file,
+                &into.text,
+                call.as_deref(),
+                limits,
+            )?;
             (text, rows, into.file.clone())
         }
     };
@@ -59,15 +63,99 @@ pub fn write(
             "the scenario written does not load, which is a bug of resim import: {e}"
         ))
     })?;
-    Ok(Imported {
-        table: table(plan, files, &rows),
-        text,
-    })
+    let table = match target.table {
+        TableForm::Text => table::text(system, files, &rows),
+        TableForm::Json => table::json(system, files, &rows),
+    };
+    Ok(Imported { table, text })
+}
+
+/// What a configuration without upstreams was expected to have.
+fn nothing_to_import(system: &System, files: &[&str]) -> ImportError {
+    use super::SourceFormat as F;
+    let expected = match system.formats.last() {
+        Some(F::Resilience4j) => {
+            "at least one instance (`resilience4j.retry.instances.NAME`, or of another module); `configs` alone are templates"
+        }
+        Some(F::Grpc) => "at least one `methodConfig` entry with a `name` naming its service",
+        Some(F::Istio) => {
+            "a DestinationRule or a VirtualService with an HTTP route to a host (`kind: DestinationRule` with `spec.host`)"
+        }
+        _ => "at least one Envoy cluster (`clusters:` with a `name`)",
+    };
+    ImportError::new(format!(
+        "{}: no upstream to import: expected {expected}",
+        files.join(", ")
+    ))
+}
+
+fn placeholder(name: &str, value: Ron) -> Field {
+    Field::plain(name, value)
+        .noted("placeholder: not in the configuration, set it to your system's")
+}
+
+/// The services of a new scenario and who calls whom: each upstream's service name, each
+/// route's caller, in the order they come.
+struct Topology {
+    /// The scenario's name of each upstream.
+    names: Vec<String>,
+    /// The callers, in the order their first route comes; each with its routes.
+    callers: Vec<(String, Vec<usize>)>,
+}
+
+impl Topology {
+    fn of(system: &System) -> Topology {
+        let names = service_names(system);
+        let own = caller_name(&names);
+        let mut callers: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, r) in system.routes.iter().enumerate() {
+            let caller = r.caller.clone().unwrap_or_else(|| own.clone());
+            match callers.iter_mut().find(|(c, _)| *c == caller) {
+                Some((_, routes)) => routes.push(i),
+                None => callers.push((caller, vec![i])),
+            }
+        }
+        Topology { names, callers }
+    }
+}
+
+/// A service name for each upstream: its host's name, qualified by its namespace where two
+/// namespaces have one of that name, and by its subset where a host has several.
+fn service_names(system: &System) -> Vec<String> {
+    let hosts: Vec<_> = system.upstreams.iter().map(|u| &u.host).collect();
+    let mut names: Vec<String> = hosts
+        .iter()
+        .map(|h| {
+            let same: Vec<_> = hosts.iter().filter(|o| o.name == h.name).collect();
+            let spaces = same.iter().any(|o| o.namespace != h.namespace);
+            let subsets = same
+                .iter()
+                .any(|o| o.namespace == h.namespace && o.subset != h.subset);
+            let mut name = h.name.clone();
+            if let (true, Some(ns)) = (spaces, &h.namespace) {
+                name = format!("{name}.{ns}");
+            }
+            if let (true, Some(s)) = (subsets, &h.subset) {
+                name = format!("{name}-{s}");
+            }
+            name
+        })
+        .collect();
+    // A qualified name another host already has: the host's full name tells them apart.
+    for i in 0..names.len() {
+        if names[..i].contains(&names[i]) {
+            names[i] = match &hosts[i].subset {
+                Some(s) => format!("{}-{s}", hosts[i].qualified),
+                None => hosts[i].qualified.clone(),
+            };
+        }
+    }
+    names
 }
 
 /// A name for the calling service that no upstream has.
-fn caller_name(plan: &Plan) -> String {
-    let taken = |n: &str| plan.upstreams.iter().any(|u| u.name == n);
+fn caller_name(names: &[String]) -> String {
+    let taken = |n: &str| names.iter().any(|u| u == n);
     (0..)
         .map(|i| {
             if i == 0 {
@@ -80,21 +168,38 @@ fn caller_name(plan: &Plan) -> String {
         .unwrap_or_default()
 }
 
-fn placeholder(name: &str, value: Ron) -> Field {
-    Field::plain(name, value)
-        .noted("placeholder: not in the configuration, set it to your system's")
-}
-
-/// A scenario of its own: a client `users` calls a service that calls each upstream (the
-/// service whose sidecar the configuration is), each upstream a service of its own.
-fn new_scenario(plan: &Plan, files: &[&str]) -> (String, Vec<Row>) {
-    let caller = caller_name(plan);
-    let mut calls = Vec::new();
+/// A scenario of its own: each caller a service calling its upstreams, each upstream a
+/// service of its own, a client `users` calling the callers that no route calls.
+fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), ImportError> {
+    let topology = Topology::of(system);
+    let (calls_of, rows) = calls(system, &topology, files)?;
+    let names = &topology.names;
     let mut services = Vec::new();
-    for u in &plan.upstreams {
-        let mut call = vec![Field::from("target", ron::string(&u.name), &u.source)];
-        call.extend(u.call.iter().cloned());
-        calls.push(Field::plain("", ron::fields(call)));
+    // The callers that are not upstreams come first, as the configuration's own service did.
+    let mut roots = Vec::new();
+    for (caller, calls) in &calls_of {
+        if names.contains(caller) {
+            continue;
+        }
+        roots.push(caller.clone());
+        let mut app = vec![
+            placeholder("workers", ron::scalar(200)),
+            placeholder(
+                "work",
+                Ron::Scalar("Exponential(mean: \"1ms\")".to_string()),
+            ),
+        ];
+        app.extend(call_mode(calls.len()));
+        app.push(Field::plain("calls", Ron::List(calls.clone())));
+        services.push(Field::plain(caller, ron::fields(app)));
+    }
+    if roots.is_empty() {
+        return Err(ImportError::new(format!(
+            "{}: every service the configuration names is called by another, so no request comes in from outside: resim's calls may not go round in a cycle; leave out a route of the cycle, or import the configuration call by call (--into FILE --call PATH --service NAME)",
+            files.join(", ")
+        )));
+    }
+    for (i, u) in system.upstreams.iter().enumerate() {
         let mut service = vec![
             placeholder("replicas", ron::scalar(3)),
             placeholder("workers", ron::scalar(16)),
@@ -104,30 +209,12 @@ fn new_scenario(plan: &Plan, files: &[&str]) -> (String, Vec<Row>) {
             ),
         ];
         service.extend(u.service.iter().cloned());
-        services.push(Field::plain(&u.name, ron::fields(service)));
+        if let Some((_, calls)) = calls_of.iter().find(|(c, _)| *c == names[i]) {
+            service.extend(call_mode(calls.len()));
+            service.push(Field::plain("calls", Ron::List(calls.clone())));
+        }
+        services.push(Field::plain(&names[i], ron::fields(service)));
     }
-    let mut app = vec![
-        placeholder("workers", ron::scalar(200)),
-        placeholder(
-            "work",
-            Ron::Scalar("Exponential(mean: \"1ms\")".to_string()),
-        ),
-    ];
-    if calls.len() > 1 {
-        app.push(
-            Field::plain("call_mode", ron::scalar("Pick"))
-                .noted("each request calls one upstream, in proportion to the calls' weights"),
-        );
-    }
-    app.push(Field::plain("calls", Ron::List(calls)));
-    services.insert(0, Field::plain(&caller, ron::fields(app)));
-    let client = ron::fields(vec![
-        placeholder(
-            "load",
-            Ron::Scalar("Open(rate: Constant(\"100/s\"))".to_string()),
-        ),
-        Field::plain("call", Ron::Scalar(format!("(target: {:?})", caller))),
-    ]);
     let scenario = ron::named(
         "Scenario",
         vec![
@@ -137,24 +224,134 @@ fn new_scenario(plan: &Plan, files: &[&str]) -> (String, Vec<Row>) {
                 ron::string(&format!("imported from {}", files.join(", "))),
             ),
             placeholder("duration", ron::string("60s")),
-            Field::plain("clients", Ron::Map(vec![Field::plain("users", client)])),
+            Field::plain("clients", Ron::Map(clients(&roots))),
             Field::plain("services", Ron::Map(services)),
         ],
     );
     let mut text = header(files);
     scenario.write(0, &mut text);
     text.push('\n');
+    Ok((text, rows))
+}
+
+/// Each caller's calls, and the rows of the table in the order of the calls (an upstream's
+/// settings after its first call, and those of upstreams no route calls at the end).
+type Calls = Vec<(String, Vec<Field>)>;
+
+fn calls(
+    system: &System,
+    topology: &Topology,
+    files: &[&str],
+) -> Result<(Calls, Vec<Row>), ImportError> {
+    let names = &topology.names;
     let mut rows = Vec::new();
-    for (i, u) in plan.upstreams.iter().enumerate() {
-        let call = format!("services.{caller}.calls[{i}]");
-        for f in &u.call {
-            ron::rows(&format!("{call}.{}", f.name), f, &mut rows);
+    let mut listed = vec![false; system.upstreams.len()];
+    let mut calls_of = Vec::new();
+    for (caller, routes) in &topology.callers {
+        too_many_calls(caller, routes.len(), files)?;
+        let mut calls = Vec::new();
+        for (k, &r) in routes.iter().enumerate() {
+            let route = &system.routes[r];
+            let path = format!("services.{}.calls[{k}]", segment(caller));
+            let target = target(system, route, &names[route.upstream]);
+            if target.note.is_some() {
+                ron::rows(&format!("{path}.target"), &target, &mut rows);
+            }
+            let mut call = vec![target];
+            call.extend(route.call.iter().cloned());
+            for f in &route.call {
+                ron::rows(&format!("{path}.{}", f.name), f, &mut rows);
+            }
+            if !std::mem::replace(&mut listed[route.upstream], true) {
+                upstream_rows(system, names, route.upstream, &mut rows);
+            }
+            let entry = Field::plain("", ron::fields(call));
+            calls.push(match &route.matches {
+                Some(m) => entry.noted(format!(
+                    "the route for {m}; its share of the requests is the call's weight"
+                )),
+                None => entry,
+            });
         }
-        for f in &u.service {
-            ron::rows(&format!("services.{}.{}", u.name, f.name), f, &mut rows);
+        calls_of.push((caller.clone(), calls));
+    }
+    for (i, done) in listed.into_iter().enumerate() {
+        if !done {
+            upstream_rows(system, names, i, &mut rows);
         }
     }
-    (text, rows)
+    Ok((calls_of, rows))
+}
+
+/// The `target` of `route`'s call, named `name`, from where the route names it; a subset
+/// says so.
+fn target(system: &System, route: &super::model::Route, name: &str) -> Field {
+    let upstream = &system.upstreams[route.upstream];
+    let origin = route
+        .destination
+        .clone()
+        .unwrap_or_else(|| upstream.origin.clone());
+    let field = Field::from("target", ron::string(name), origin);
+    match &upstream.host.subset {
+        Some(s) => field.noted(format!(
+            "the subset {s} of {}: its endpoints are the service's replicas",
+            upstream.host.qualified
+        )),
+        None => field,
+    }
+}
+
+/// A client for each root caller: `users` for one, `users-NAME` for several.
+fn clients(roots: &[String]) -> Vec<Field> {
+    roots
+        .iter()
+        .map(|root| {
+            let name = if roots.len() == 1 {
+                "users".to_string()
+            } else {
+                format!("users-{root}")
+            };
+            let client = ron::fields(vec![
+                placeholder(
+                    "load",
+                    Ron::Scalar("Open(rate: Constant(\"100/s\"))".to_string()),
+                ),
+                Field::plain("call", Ron::Scalar(format!("(target: {root:?})"))),
+            ]);
+            Field::plain(&name, client)
+        })
+        .collect()
+}
+
+/// The table's rows of upstream `i`'s service settings.
+fn upstream_rows(system: &System, names: &[String], i: usize, rows: &mut Vec<Row>) {
+    for f in &system.upstreams[i].service {
+        ron::rows(
+            &format!("services.{}.{}", segment(&names[i]), f.name),
+            f,
+            rows,
+        );
+    }
+}
+
+/// A service's `call_mode` when it has several calls: each request makes one of them.
+fn call_mode(calls: usize) -> Option<Field> {
+    (calls > 1).then(|| {
+        Field::plain("call_mode", ron::scalar("Pick"))
+            .noted("each request calls one upstream, in proportion to the calls' weights")
+    })
+}
+
+/// A caller with more upstreams than a service of the format may call is refused with the
+/// number and the limit, in the configuration's words.
+fn too_many_calls(caller: &str, calls: usize, files: &[&str]) -> Result<(), ImportError> {
+    if calls <= CALLS_MAX {
+        return Ok(());
+    }
+    Err(ImportError::new(format!(
+        "{}: the service {caller:?} calls {calls} upstreams, and a resim service may make at most {CALLS_MAX} calls; import the configuration into an existing scenario call by call (--into FILE --call PATH --service NAME), or split it",
+        files.join(", ")
+    )))
 }
 
 /// The opening comment of a new scenario.
@@ -200,9 +397,59 @@ fn serialized<T: serde::Serialize>(value: &T) -> String {
     ::ron::to_string(value).unwrap_or_default()
 }
 
-/// The calls and settings of `plan` written into the scenario `text` at the call `call`.
+/// The upstream whose settings go into the call: the one `--service` names, else the one the
+/// call's target names.
+fn chosen(
+    system: &System,
+    file: &str,
+    call_path: &str,
+    target: &str,
+    service: Option<&str>,
+) -> Result<usize, ImportError> {
+    let name = service.unwrap_or(target);
+    let found: Vec<usize> = (0..system.upstreams.len())
+        .filter(|&i| system.upstreams[i].host.answers_to(name))
+        .collect();
+    let names = || {
+        system
+            .upstreams
+            .iter()
+            .map(|u| match &u.host.subset {
+                Some(s) => format!("{}/{s}", u.host.qualified),
+                None => u.host.qualified.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (found.as_slice(), service) {
+        ([one], _) => Ok(*one),
+        ([], None) => Err(ImportError::new(format!(
+            "{file}: --call {call_path} calls {target:?}, which the configuration does not configure; it has the {}: {}",
+            system.kind().plural(),
+            names()
+        ))),
+        ([], Some(s)) => Err(ImportError::new(format!(
+            "--service {s}: the configuration has no such {}; it has: {}",
+            &system.kind().plural()[..system.kind().plural().len() - 1],
+            names()
+        ))),
+        (many, _) => Err(ImportError::new(format!(
+            "--service {name}: names {} upstreams of the configuration ({}); name one by its full name (and /SUBSET), e.g. --service {}",
+            many.len(),
+            many.iter()
+                .map(|&i| system.upstreams[i].host.qualified.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+            system.upstreams[many[0]].host.qualified
+        ))),
+    }
+}
+
+/// The call and settings of one upstream of `system` written into the scenario `text` at the
+/// call `call`.
 fn into_scenario(
-    plan: &Plan,
+    system: &System,
+    target: &Target,
     file: &str,
     text: &str,
     call: Option<&str>,
@@ -222,26 +469,20 @@ fn into_scenario(
             paths.join(", ")
         ))
     })?;
-    let upstream: &Upstream = plan
-        .upstreams
+    let upstream = chosen(
+        system,
+        file,
+        call_path,
+        &existing.target,
+        target.service.as_deref(),
+    )?;
+    let route = system
+        .routes
         .iter()
-        .find(|u| u.name == existing.target)
-        .ok_or_else(|| {
-            let names: Vec<&str> = plan.upstreams.iter().map(|u| u.name.as_str()).collect();
-            ImportError::new(format!(
-                "{file}: --call {call_path} calls {:?}, which the configuration does not configure; it has the {}: {}",
-                existing.target,
-                match plan.format {
-                    Some(SourceFormat::Resilience4j) => "instances",
-                    Some(SourceFormat::Grpc) => "services",
-                    Some(SourceFormat::Istio) => "hosts",
-                    _ => "clusters",
-                },
-                names.join(", ")
-            ))
-        })?;
-    let mut fields = kept_fields(existing, &upstream.call);
-    fields.extend(upstream.call.iter().cloned());
+        .find(|r| r.upstream == upstream)
+        .map_or(&[][..], |r| r.call.as_slice());
+    let mut fields = kept_fields(existing, route);
+    fields.extend(route.iter().cloned());
     let mut value = String::new();
     ron::fields(fields).write(3, &mut value);
     let mut sets = vec![Override {
@@ -250,11 +491,11 @@ fn into_scenario(
         flag: Default::default(),
     }];
     let mut rows = Vec::new();
-    for f in &upstream.call {
+    for f in route {
         ron::rows(&format!("{call_path}.{}", f.name), f, &mut rows);
     }
-    for f in &upstream.service {
-        let path = format!("services.{}.{}", upstream.name, f.name);
+    for f in &system.upstreams[upstream].service {
+        let path = format!("services.{}.{}", segment(&existing.target), f.name);
         let mut value = String::new();
         f.value.write(3, &mut value);
         ron::rows(&path, f, &mut rows);
@@ -269,31 +510,4 @@ fn into_scenario(
         .rewrite(&sets)
         .map_err(|e| ImportError::new(e.to_string()))?;
     Ok((written, rows))
-}
-
-/// The mapping table: what was imported where, then what was not and why.
-fn table(plan: &Plan, files: &[&str], rows: &[Row]) -> String {
-    let format = plan.format.map_or("", |f| f.name());
-    let mut out = format!("resim import: {} ({format})\n", files.join(", "));
-    out.push_str(&format!(
-        "imported, {} fields (source field -> scenario path = value):\n",
-        rows.len()
-    ));
-    for r in rows {
-        out.push_str(&format!("  {} -> {} = {}", r.source, r.path, r.value));
-        if let Some(n) = &r.note {
-            out.push_str(&format!("  ({n})"));
-        }
-        out.push('\n');
-    }
-    out.push_str(&format!(
-        "not imported, {} fields (source field: reason):\n",
-        plan.skipped.len()
-    ));
-    for kind in [Skip::OutOfRange, Skip::Simplification, Skip::NoCounterpart] {
-        for (path, k, reason) in plan.skipped.iter().filter(|s| s.1 == kind) {
-            out.push_str(&format!("  {path}: {}: {reason}\n", k.label()));
-        }
-    }
-    out
 }

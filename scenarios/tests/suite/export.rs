@@ -764,9 +764,11 @@ fn envoy_route_exported_to_resilience4j_lists_what_it_cannot_say() {
     );
 }
 
-/// A resilience4j retry retries what its bulkhead and breaker refuse; Envoy and Istio never
-/// retry their circuit breakers' overflow, so exported there the difference is listed (with
-/// how to run what the mesh does), and the refusals named in `ignoreExceptions` turn it off.
+/// A resilience4j retry without exception lists retries what its bulkhead and breaker
+/// refuse; Envoy and Istio never retry their circuit breakers' overflow, so exported there the
+/// difference is listed (with how to run what the mesh does), and off it is not. The demo's
+/// `retryExceptions` leave the refusals out (the import says so), so the test sets the
+/// switch on, as a retry without the lists has it.
 #[test]
 fn retrying_local_rejections_has_no_counterpart_in_the_mesh() {
     for (to, name) in [
@@ -778,7 +780,16 @@ fn retrying_local_rejections_has_no_counterpart_in_the_mesh() {
         assert_eq!(imported.code, 0, "{}", imported.stderr);
         let file = scratch(&format!("{name}.ron"));
         std::fs::write(&file, &imported.stdout).expect("the import is written");
-        let out = resim(&["export", file.to_str().unwrap(), "--call", CALL, "--to", to]);
+        let out = resim(&[
+            "export",
+            file.to_str().unwrap(),
+            "--call",
+            CALL,
+            "--to",
+            to,
+            "--set",
+            &format!("{CALL}.stack[0].retry_on_local_rejection=true"),
+        ]);
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(
             out.stderr.contains("retry_on_local_rejection = true: no counterpart: Envoy never retries a request its circuit breakers refused"),

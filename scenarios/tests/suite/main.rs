@@ -22,6 +22,8 @@ mod distributed;
 mod dotted_names;
 mod export;
 mod import;
+mod import_cli;
+mod import_corpus;
 mod library;
 mod lifecycle;
 mod limits;

@@ -1,15 +1,14 @@
 //! One resilience4j instance's modules as the layers of a call, in aspect order.
 
-use super::{
-    BULKHEAD_FULL, CALL_NOT_PERMITTED, Chain, GATE_EXCEPTIONS, Module, REQUEST_NOT_PERMITTED,
-    field, set, source, within,
-};
+use super::exceptions::{recorded, retried};
+use super::{Chain, Module, field, set, within};
+use crate::import::ImportError;
+use crate::import::ledger::Skip;
+use crate::import::model::{Host, Kind, Upstream};
+use crate::import::node::Found;
 use crate::import::ron::{self, Field, Ron};
 use crate::import::spring::relaxed;
-use crate::import::tree::{Found, Skip, child};
-use crate::import::{ImportError, Upstream};
 use patterns::breaker::BreakerConfig;
-use serde_json::Value;
 use sim_core::SimDuration;
 
 /// resim's cap on a retry's wait and on an uncapped exponential wait (one day).
@@ -21,7 +20,7 @@ pub(super) fn upstream(
     name: &str,
     chains: &[Chain],
     order: &[Module],
-) -> Result<Upstream, ImportError> {
+) -> Result<(Upstream, Vec<Field>), ImportError> {
     let has = |m: Module| chains.iter().any(|c| c.module == m);
     let mut stack = Vec::new();
     let mut call = Vec::new();
@@ -38,7 +37,7 @@ pub(super) fn upstream(
                     .filter(|o| has(**o))
                     .copied()
                     .collect();
-                stack.push(retry(c, &gates)?);
+                stack.push(retry(c, &gates, has(Module::TimeLimiter))?);
                 retried = true;
             }
             Module::CircuitBreaker => stack.push(breaker(c)?),
@@ -56,70 +55,17 @@ pub(super) fn upstream(
     let first = chains
         .first()
         .expect("an instance name comes from an instance");
-    Ok(Upstream {
-        name: name.to_string(),
-        source: source(&first.at),
-        call,
+    let upstream = Upstream {
+        host: Host::plain(name),
+        kind: Kind::Instance,
+        origin: first.origin(&first.at),
         service: Vec::new(),
-    })
-}
-
-/// The exception each module throws when it refuses a call (a bulkhead of either kind when
-/// full, a breaker when open, a rate limiter when out of permits).
-fn refusal(m: Module) -> Option<&'static str> {
-    match m {
-        Module::Bulkhead | Module::ThreadPoolBulkhead => Some(BULKHEAD_FULL),
-        Module::CircuitBreaker => Some(CALL_NOT_PERMITTED),
-        Module::RateLimiter => Some(REQUEST_NOT_PERMITTED),
-        Module::Retry | Module::TimeLimiter => None,
-    }
-}
-
-/// `ignoreExceptions` naming the refusals of resilience4j's own gates: the retry does not
-/// retry what they refuse (`retry_on_local_rejection: false`). resim turns that on or off
-/// for all of a call's gates at once, so it is imported when the list names the refusal of
-/// every gate inside the retry (`gates`), and listed as left out when it names only some.
-fn ignored_refusals(c: &Chain, gates: &[Module]) -> Option<Field> {
-    let (n, k) = c.find("ignoreexceptions")?;
-    let names: Vec<String> = match n.raw(k)? {
-        Value::Array(items) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(|s| s.trim().to_string())
-            .collect(),
-        Value::String(s) => s.split(',').map(|s| s.trim().to_string()).collect(),
-        _ => return None,
     };
-    let named = |e: &str| names.iter().any(|x| x == e);
-    if !GATE_EXCEPTIONS.iter().any(|e| named(e)) {
-        return None;
-    }
-    let path = child(&n.path, k);
-    let missing: Vec<&str> = gates
-        .iter()
-        .filter_map(|g| refusal(*g))
-        .filter(|e| !named(e))
-        .collect();
-    if !missing.is_empty() {
-        n.ledger.skip(&path, Skip::Simplification, format!("resim stops retrying the refusals of every gate of the call or of none; this list leaves out {}", missing.join(", ")));
-        return None;
-    }
-    n.take(k);
-    let others = names.iter().any(|x| !GATE_EXCEPTIONS.contains(&x.as_str()));
-    let field = Field::from(
-        "retry_on_local_rejection",
-        ron::scalar(false),
-        source(&path),
-    );
-    Some(if others {
-        field.noted("the other classes listed are the application's; resim's failures are outcomes, retried as the other retry_on fields say")
-    } else {
-        field
-    })
+    Ok((upstream, call))
 }
 
 /// A `Retry` layer, with the gates inside it.
-fn retry(c: &Chain, gates: &[Module]) -> Result<Field, ImportError> {
+fn retry(c: &Chain, gates: &[Module], time_limited: bool) -> Result<Field, ImportError> {
     // Spring reads `maxAttempts: 0` as not set.
     let attempts = c.u32("maxattempts")?.filter(|f| f.value != 0);
     within(
@@ -128,41 +74,24 @@ fn retry(c: &Chain, gates: &[Module]) -> Result<Field, ImportError> {
         |n| n <= 100,
         "must be at most 100 (resim's cap on attempts)",
     )?;
-    let every = "resilience4j retries every exception unless retryExceptions, ignoreExceptions or a predicate say otherwise";
-    let all = |name: &str, value: Ron| Field::from(name, value, source(&c.at));
     c.skip(
         "failaftermaxattempts",
         Skip::NoCounterpart,
         "it concerns results retried by a result predicate; resim retries failures only",
     );
-    Ok(Field::plain(
-        "",
-        ron::named(
-            "Retry",
-            vec![
-                field(
-                    "max_attempts",
-                    attempts,
-                    3,
-                    &c.absent("maxAttempts"),
-                    ron::scalar,
-                ),
-                backoff(c)?,
-                all(
-                    "retry_on_status",
-                    Ron::Scalar("[500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511]".into()),
-                )
-                .noted(every),
-                all("retry_on_timeout", ron::scalar(true)),
-                all("retry_on_connection_error", ron::scalar(true)),
-                all("retry_on_throttled", ron::scalar(true)),
-                all("retry_on_conflict", ron::scalar(true)),
-            ]
-            .into_iter()
-            .chain(ignored_refusals(c, gates))
-            .collect(),
+    let mut fields = vec![
+        field(
+            c,
+            "max_attempts",
+            attempts,
+            3,
+            &c.absent("maxAttempts"),
+            ron::scalar,
         ),
-    ))
+        backoff(c)?,
+    ];
+    fields.extend(retried(c, gates, time_limited));
+    Ok(Field::plain("", ron::named("Retry", fields)))
 }
 
 /// The Retry's interval function as resim's backoff: fixed, exponential, randomised or both,
@@ -199,6 +128,7 @@ fn backoff(c: &Chain) -> Result<Field, ImportError> {
             c.skip(p, Skip::OutOfRange, "resilience4j's Spring binding applies it only with waitDuration set; the fixed 500ms wait applies");
         }
         let delay = field(
+            c,
             "delay",
             None,
             SimDuration::from_millis(500),
@@ -212,7 +142,7 @@ fn backoff(c: &Chain) -> Result<Field, ImportError> {
     };
     let strategy = strategy(c, wait, exponential.is_some(), multiplier, max);
     let jitter = match &randomized {
-        Some(r) => jitter(r, factor.as_ref(), exponential.is_some()),
+        Some(r) => jitter(c, r, factor.as_ref(), exponential.is_some()),
         None => {
             c.skip(
                 "randomizedwaitfactor",
@@ -242,9 +172,10 @@ fn strategy(
                 "enableExponentialBackoff is not true, so resilience4j does not use it",
             );
         }
-        return ron::named("Constant", vec![initial.field("delay")]);
+        return ron::named("Constant", vec![initial.field(c, "delay")]);
     }
     let mult = field(
+        c,
         "multiplier",
         multiplier,
         1.5,
@@ -252,24 +183,29 @@ fn strategy(
         ron::float,
     );
     let cap = match max {
-        Some(m) => Field::from("delay_max", ron::duration(m.value), source(&m.path)),
+        Some(m) => Field::from("delay_max", ron::duration(m.value), c.origin(&m.path)),
         None => Field::from(
             "delay_max",
             ron::duration(DAY),
-            source(&c.absent("exponentialMaxWaitDuration")),
+            c.origin(&c.absent("exponentialMaxWaitDuration")),
         )
         .noted("resilience4j does not cap the wait; resim caps it at 1 day"),
     };
     ron::named(
         "Exponential",
-        vec![initial.field("delay_initial"), mult, cap],
+        vec![initial.field(c, "delay_initial"), mult, cap],
     )
 }
 
 /// resilience4j's randomized wait as proportional jitter.
-fn jitter(randomized: &Found<bool>, factor: Option<&Found<f64>>, exponential: bool) -> Field {
+fn jitter(
+    c: &Chain,
+    randomized: &Found<bool>,
+    factor: Option<&Found<f64>>,
+    exponential: bool,
+) -> Field {
     let spread = factor.map_or(50.0, |f| f.value * 100.0);
-    let from = factor.map_or(source(&randomized.path), |f| source(&f.path));
+    let from = factor.map_or(c.origin(&randomized.path), |f| c.origin(&f.path));
     let mut note =
         "resilience4j's randomized wait: uniform on wait · [1 − factor, 1 + factor]".to_string();
     if factor.is_none() {
@@ -289,8 +225,8 @@ fn jitter(randomized: &Found<bool>, factor: Option<&Found<f64>>, exponential: bo
 struct Sourced(Found<SimDuration>);
 
 impl Sourced {
-    fn field(&self, name: &str) -> Field {
-        Field::from(name, ron::duration(self.0.value), source(&self.0.path))
+    fn field(&self, c: &Chain, name: &str) -> Field {
+        Field::from(name, ron::duration(self.0.value), c.origin(&self.0.path))
     }
 }
 
@@ -309,32 +245,38 @@ fn backoff_field(strategy: Ron, jitter: Field) -> Field {
 /// A `Breaker` layer: the properties the file sets, under resim's names (resilience4j's, in
 /// snake case), and the half-open wait resim needs.
 fn breaker(c: &Chain) -> Result<Field, ImportError> {
+    recorded(c);
     let percent = |p: &str| percent(c, p);
     let count = |p: &str| count(c, p);
     let positive = |p: &str| positive(c, p);
     let mut fields: Vec<Field> = [
         set(
+            c,
             "failure_rate_threshold",
             percent("failureratethreshold")?,
             ron::float,
         ),
         set(
+            c,
             "slow_call_rate_threshold",
             percent("slowcallratethreshold")?,
             ron::float,
         ),
         set(
+            c,
             "slow_call_duration_threshold",
             positive("slowcalldurationthreshold")?,
             ron::duration,
         ),
         window_type(c)?,
         set(
+            c,
             "sliding_window_size",
             count("slidingwindowsize")?,
             ron::scalar,
         ),
         set(
+            c,
             "minimum_number_of_calls",
             count("minimumnumberofcalls")?,
             ron::scalar,
@@ -346,6 +288,7 @@ fn breaker(c: &Chain) -> Result<Field, ImportError> {
     fields.extend(open_wait(c, positive("waitdurationinopenstate")?)?);
     let automatic = c.bool("automatictransitionfromopentohalfopenenabled")?;
     fields.extend(set(
+        c,
         "automatic_transition_from_open_to_half_open_enabled",
         automatic,
         ron::scalar,
@@ -355,7 +298,7 @@ fn breaker(c: &Chain) -> Result<Field, ImportError> {
             "(kind: \"permitted_calls\", permitted_number_of_calls_in_half_open_state: {})",
             n.value
         ));
-        fields.push(Field::from("half_open", inner, source(&n.path)));
+        fields.push(Field::from("half_open", inner, c.origin(&n.path)));
     }
     fields.extend(half_open_wait(c)?);
     c.skip(
@@ -419,7 +362,7 @@ fn window_type(c: &Chain) -> Result<Option<Field>, ImportError> {
     Ok(Some(Field::from(
         "sliding_window_type",
         ron::scalar(value),
-        source(&t.path),
+        c.origin(&t.path),
     )))
 }
 
@@ -459,7 +402,7 @@ fn open_wait(c: &Chain, wait: Option<Found<SimDuration>>) -> Result<Vec<Field>, 
     let mut fields = vec![Field::from(
         "wait_duration_in_open_state",
         ron::duration(wait.value),
-        source(&wait.path),
+        c.origin(&wait.path),
     )];
     let Some(e) = exponential else {
         skip_all(
@@ -468,25 +411,27 @@ fn open_wait(c: &Chain, wait: Option<Found<SimDuration>>) -> Result<Vec<Field>, 
             Skip::OutOfRange,
             "enableExponentialBackoff is not true, so resilience4j does not use it",
         );
-        fields.extend(fixed_open_wait_cap(&wait));
+        fields.extend(fixed_open_wait_cap(c, &wait));
         return Ok(fields);
     };
     let name = "wait_duration_in_open_state_multiplier";
     fields.push(match multiplier {
-        Some(m) => Field::from(name, ron::float(m.value), source(&m.path)),
-        None => Field::from(name, ron::float(1.5), source(&e.path)).noted("resilience4j's default"),
+        Some(m) => Field::from(name, ron::float(m.value), c.origin(&m.path)),
+        None => {
+            Field::from(name, ron::float(1.5), c.origin(&e.path)).noted("resilience4j's default")
+        }
     });
     let name = "wait_duration_in_open_state_max";
     fields.push(match max {
         Some(m) if m.value >= wait.value => {
-            Field::from(name, ron::duration(m.value), source(&m.path))
+            Field::from(name, ron::duration(m.value), c.origin(&m.path))
         }
         Some(m) => {
             let layer = c.layers.first().expect("a chain has its instance").node();
             let message = format!("must be at least waitDurationInOpenState ({})", wait.value);
             return Err(layer.error(&m.path, message));
         }
-        None => Field::from(name, ron::duration(DAY), source(&e.path))
+        None => Field::from(name, ron::duration(DAY), c.origin(&e.path))
             .noted("resilience4j does not cap the wait; resim caps it at 1 day"),
     });
     Ok(fields)
@@ -494,13 +439,13 @@ fn open_wait(c: &Chain, wait: Option<Found<SimDuration>>) -> Result<Vec<Field>, 
 
 /// resim's cap on the open wait defaults to 60s and must not be below the wait: a longer
 /// fixed wait (no back-off) is its own cap, which a multiplier of 1 never reaches.
-fn fixed_open_wait_cap(wait: &Found<SimDuration>) -> Option<Field> {
+fn fixed_open_wait_cap(c: &Chain, wait: &Found<SimDuration>) -> Option<Field> {
     let cap = BreakerConfig::default().wait_duration_in_open_state_max;
     (wait.value > cap).then(|| {
         Field::from(
             "wait_duration_in_open_state_max",
             ron::duration(wait.value),
-            source(&wait.path),
+            c.origin(&wait.path),
         )
         .noted("the open wait does not back off: its cap is the wait")
     })
@@ -513,11 +458,11 @@ fn half_open_wait(c: &Chain) -> Result<Vec<Field>, ImportError> {
         Some(w) if !w.value.is_zero() => Field::from(
             "max_wait_duration_in_half_open_state",
             ron::duration(w.value),
-            source(&w.path),
+            c.origin(&w.path),
         ),
         found => {
             let at = found.map_or(c.absent("maxWaitDurationInHalfOpenState"), |f| f.path);
-            Field::from("max_wait_duration_in_half_open_state", ron::duration(SimDuration::from_secs(60)), source(&at))
+            Field::from("max_wait_duration_in_half_open_state", ron::duration(SimDuration::from_secs(60)), c.origin(&at))
                 .noted("resilience4j's 0 waits in half-open for ever; resim refuses that wedge and waits 60s")
         }
     }];
@@ -536,7 +481,7 @@ fn half_open_wait(c: &Chain) -> Result<Vec<Field>, ImportError> {
         fields.push(Field::from(
             "transition_to_state_after_wait_duration",
             ron::scalar(state),
-            source(&t.path),
+            c.origin(&t.path),
         ));
     }
     Ok(fields)
@@ -550,12 +495,14 @@ fn limiter(c: &Chain) -> Result<Field, ImportError> {
     let period = c.duration("limitrefreshperiod")?;
     within(c, &period, |d| !d.is_zero(), "must be at least 1ns")?;
     let wait = c.duration("timeoutduration")?;
-    let fields = vec![
+    let fields =
+        vec![
         Field::plain("kind", ron::string("fixed_window")).noted(
             "resilience4j's AtomicRateLimiter: a fixed number of permissions per refresh period",
         ),
-        field("limit", limit, 50, &c.absent("limitForPeriod"), ron::scalar),
+        field(c, "limit", limit, 50, &c.absent("limitForPeriod"), ron::scalar),
         field(
+            c,
             "window",
             period,
             SimDuration::from_nanos(500),
@@ -563,6 +510,7 @@ fn limiter(c: &Chain) -> Result<Field, ImportError> {
             ron::duration,
         ),
         field(
+            c,
             "wait_max",
             wait,
             SimDuration::from_secs(5),
@@ -586,6 +534,7 @@ fn time_limiter(c: &Chain, inside: bool, retry: bool) -> Result<Field, ImportErr
         (true, false) => ("deadline", "outside the Retry: every attempt's together"),
     };
     let f = field(
+        c,
         name,
         timeout,
         SimDuration::from_secs(1),
@@ -622,6 +571,7 @@ fn bulkhead(c: &Chain) -> Result<Field, ImportError> {
     );
     let fields = vec![
         field(
+            c,
             "max_concurrent_calls",
             calls,
             25,
@@ -629,6 +579,7 @@ fn bulkhead(c: &Chain) -> Result<Field, ImportError> {
             ron::scalar,
         ),
         field(
+            c,
             "max_wait_duration",
             wait,
             SimDuration::ZERO,
@@ -664,13 +615,14 @@ fn thread_pool(c: &Chain) -> Result<Field, ImportError> {
         "threads beyond the core are not modelled",
     );
     let running = match core {
-        Some(f) => Field::from("max_concurrent_calls", ron::scalar(f.value), source(&f.path)),
-        None => Field::from("max_concurrent_calls", ron::scalar(3), source(&c.absent("coreThreadPoolSize")))
+        Some(f) => Field::from("max_concurrent_calls", ron::scalar(f.value), c.origin(&f.path)),
+        None => Field::from("max_concurrent_calls", ron::scalar(3), c.origin(&c.absent("coreThreadPoolSize")))
             .noted("placeholder: resilience4j's default is the processors of the machine minus one; set it to yours"),
     };
     let fields = vec![
         running,
         field(
+            c,
             "queue_capacity",
             queue,
             100,
