@@ -425,11 +425,8 @@ fn check(
 /// `resim run`: the report on stdout in the chosen format, the series in DIR/series.csv if
 /// asked, and exit code 1 with the replay command when an expectation failed.
 fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
-    let format = if args.json {
-        Format::Json
-    } else {
-        args.format.unwrap_or(Format::Human)
-    };
+    let json = args.json.then_some(Format::Json);
+    let format = json.or(args.format).unwrap_or(Format::Human);
     let file = args.file.unwrap_or_else(|| DEFAULT_EXAMPLE.to_string());
     let options = RunOptions {
         seed: args.seed,

@@ -481,22 +481,7 @@ impl World {
     /// after this.
     pub fn figures(&mut self, end: SimTime, net: &Net) -> Figures {
         let buckets = (end.as_nanos().div_ceil(self.bucket.as_nanos()) as usize).max(1);
-        // Messages lost on the links to and from each node, in one pass over the links (a
-        // pass per service was quadratic in a mesh of thousands of hosts).
-        let mut lost_at: Vec<u64> = Vec::new();
-        for (source, target, stats) in net.links() {
-            let dropped = stats.dropped_total();
-            for node in [source, target]
-                .into_iter()
-                .take(1 + usize::from(source != target))
-            {
-                let i = node.as_u32() as usize;
-                if lost_at.len() <= i {
-                    lost_at.resize(i + 1, 0);
-                }
-                lost_at[i] += dropped;
-            }
-        }
+        let lost_at = lost_at_nodes(net);
         let nodes = &self.nodes;
         let mut services: Vec<_> = self
             .services
@@ -611,4 +596,24 @@ impl Entity for World {
             }
         }
     }
+}
+
+/// Messages lost on the links to and from each node (by its index), in one pass over the
+/// links (a pass per service was quadratic in a mesh of thousands of hosts).
+fn lost_at_nodes(net: &Net) -> Vec<u64> {
+    let mut lost_at: Vec<u64> = Vec::new();
+    for (source, target, stats) in net.links() {
+        let dropped = stats.dropped_total();
+        for node in [source, target]
+            .into_iter()
+            .take(1 + usize::from(source != target))
+        {
+            let i = node.as_u32() as usize;
+            if lost_at.len() <= i {
+                lost_at.resize(i + 1, 0);
+            }
+            lost_at[i] += dropped;
+        }
+    }
+    lost_at
 }

@@ -1080,7 +1080,7 @@ fn every_client_and_service_has_a_name_and_a_network_node_of_its_own() {
             "\"web\": (",
             "\"clients.db\": (load: Open(rate: Constant(\"1/s\")), call: (target: \"db\")),\n        \"db\": ("
         ),
-        "bad.ron: clients.db: its network node would be called \"clients.db\", like that of clients.clients.db; rename one of them"
+        "bad.ron: clients.db: its network node would be called \"clients.db\", like that of clients.\"clients.db\"; rename one of them"
     );
 }
 

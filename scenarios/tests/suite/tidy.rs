@@ -299,7 +299,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/report/render/html.rs", "components", 97),
     ("scenarios/src/report/render/human.rs", "call", 91),
     ("scenarios/src/report/render/human.rs", "service", 130),
-    ("scenarios/src/run.rs", "run", 89),
     ("scenarios/src/world/distributed.rs", "build", 89),
     ("scenarios/src/world/mod.rs", "new", 103),
     ("scenarios/src/world/service.rs", "admit", 71),

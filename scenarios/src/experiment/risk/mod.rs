@@ -412,6 +412,29 @@ fn pilot(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Pilo
 
 /// Makes the pilot on `pool` (unless splitting is asked for an event that ends a run) and
 /// chooses the plan from it.
+/// Why plain runs were not chosen, in a sentence.
+fn why_not_plain(pilot: &Pilot, e: f64, needed: f64, affordable: f64) -> String {
+    let (hits, n) = (pilot.hits(), pilot.runs.len() as u64);
+    if pilot.unfinished() {
+        format!(
+            "a plain run to the horizon takes more than {} events, its share of the pilot's budget",
+            pilot.per_run
+        )
+    } else if n == 0 {
+        "splitting, as --method asked".to_string()
+    } else if hits == 0 {
+        format!(
+            "the pilot's {n} plain runs ({} events) never reached the event: plain runs would need more than the budget",
+            pilot.events()
+        )
+    } else {
+        format!(
+            "the pilot's {n} plain runs reached the event {hits} times: ±{:.0}% would take {needed:.0} runs, more than the budget's {affordable:.0}",
+            e * 100.0
+        )
+    }
+}
+
 fn choose(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Choice, String> {
     let splitting_asked = matches!(
         command.method,
@@ -464,24 +487,7 @@ fn choose(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Cho
             premise: Vec::new(),
         });
     }
-    let why_not_plain = if pilot.unfinished() {
-        format!(
-            "a plain run to the horizon takes more than {} events, its share of the pilot's budget",
-            pilot.per_run
-        )
-    } else if n == 0 {
-        "splitting, as --method asked".to_string()
-    } else if hits == 0 {
-        format!(
-            "the pilot's {n} plain runs ({} events) never reached the event: plain runs would need more than the budget",
-            pilot.events()
-        )
-    } else {
-        format!(
-            "the pilot's {n} plain runs reached the event {hits} times: ±{:.0}% would take {needed:.0} runs, more than the budget's {affordable:.0}",
-            e * 100.0
-        )
-    };
+    let why_not_plain = why_not_plain(&pilot, e, needed, affordable);
     let budget = events_budget(command, pilot.cost_of_run());
     let (split, premise, reason) =
         split_for(command, setup, &pilot.seen, pilot.events_per_ns(), budget)?;
@@ -500,21 +506,9 @@ fn choose(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Cho
 }
 
 /// Splitting whole runs or excursions, with the premise checked, and why.
-#[allow(clippy::type_complexity)]
-fn split_for(
-    command: &Risk,
-    setup: &Setup,
-    seen: &BTreeMap<u64, u64>,
-    events_per_ns: f64,
-    budget: u64,
-) -> Result<(Split, Vec<(String, bool)>, String), String> {
-    if command.method == MethodChoice::Splitting {
-        return Ok((
-            Split::Whole,
-            Vec::new(),
-            "splitting whole runs, as --method asked".to_string(),
-        ));
-    }
+/// The premise of splitting excursions that the scenario and the event decide: a steady
+/// timeline, and an event that ends a run.
+fn excursions_premise(setup: &Setup) -> Vec<(String, bool)> {
     let mut premise = Vec::new();
     let steady = steady(&setup.scenario);
     premise.push((
@@ -533,6 +527,25 @@ fn split_for(
         },
         first_passage,
     ));
+    premise
+}
+
+#[allow(clippy::type_complexity)]
+fn split_for(
+    command: &Risk,
+    setup: &Setup,
+    seen: &BTreeMap<u64, u64>,
+    events_per_ns: f64,
+    budget: u64,
+) -> Result<(Split, Vec<(String, bool)>, String), String> {
+    if command.method == MethodChoice::Splitting {
+        return Ok((
+            Split::Whole,
+            Vec::new(),
+            "splitting whole runs, as --method asked".to_string(),
+        ));
+    }
+    let premise = excursions_premise(setup);
     let held = premise.iter().all(|(_, ok)| *ok);
     if !held && command.method == MethodChoice::Auto {
         return Ok((

@@ -3,6 +3,7 @@
 //! cost), as text for a reader and as one JSON object.
 
 use super::estimate::{self, Estimate};
+use super::plain::PlainRun;
 use super::replication::{Split, Witness};
 use super::{Plan, RiskOutput};
 use serde::Serialize;
@@ -80,6 +81,153 @@ fn replay(output: &RiskOutput, seed: u64, branches: &[(u64, u32, u64)]) -> Strin
     words
 }
 
+/// What a method's runs give: its name, the estimate, and what the answer says of them.
+struct Made {
+    method: &'static str,
+    estimate: Estimate,
+    particles: Option<usize>,
+    replications: Option<u64>,
+    levels: Vec<(u64, f64)>,
+    /// A run that reached the event: its seed, branch points and time.
+    witness: Option<(u64, Vec<(u64, u32, u64)>, u64)>,
+}
+
+/// The replications of splitting, on whole runs or excursions, made into an estimate; a
+/// plain run's cost learnt from the basin runs where the pilot finished none.
+fn split_made(
+    output: &RiskOutput,
+    split: Split,
+    horizon: f64,
+    cost_of_run: &mut Option<f64>,
+    notes: &mut Vec<String>,
+) -> Made {
+    let values: Vec<f64> = output.replications.iter().map(|r| r.estimate).collect();
+    let (method, e) = match split {
+        Split::Whole => ("splitting", estimate::replications(&values)),
+        Split::Excursions { .. } => {
+            if cost_of_run.is_none() {
+                *cost_of_run = basin_cost(output, horizon);
+            }
+            ("excursions", estimate::rates(&values, horizon))
+        }
+    };
+    let estimate = e.unwrap_or_else(|| {
+        notes.push("fewer than two replications: no interval".to_string());
+        Estimate {
+            probability: values.first().copied().unwrap_or(0.0),
+            low: 0.0,
+            high: 1.0,
+            mean_time: None,
+        }
+    });
+    let witness = output
+        .replications
+        .iter()
+        .find_map(|r| r.witness.as_ref())
+        .map(|w: &Witness| (w.seed, w.branches.clone(), w.at_ns));
+    let levels = output
+        .replications
+        .first()
+        .map(|r| r.levels.clone())
+        .unwrap_or_default();
+    let budget_stops = output
+        .replications
+        .iter()
+        .filter(|r| r.stop == "budget")
+        .count();
+    if budget_stops > 0 {
+        notes.push(format!(
+            "{budget_stops} of {} replications spent their share of the budget before their trajectories reached the event; the estimate stays unbiased, its interval wider (raise --budget)",
+            output.replications.len()
+        ));
+    }
+    Made {
+        method,
+        estimate,
+        particles: None,
+        replications: None,
+        levels,
+        witness,
+    }
+}
+
+/// An upper bound of what a plain run to the horizon costs, from the basin runs' events per
+/// second (a replication's events include its splitting): `None` without basin time.
+fn basin_cost(output: &RiskOutput, horizon: f64) -> Option<f64> {
+    let with_basin = || output.replications.iter().filter(|r| r.basin.is_some());
+    let basin_events: u64 = with_basin().map(|r| r.events).sum();
+    let basin_time: u64 = with_basin()
+        .filter_map(|r| r.basin.as_ref())
+        .map(|b| b.time_ns)
+        .sum();
+    (basin_time > 0)
+        .then(|| basin_events as f64 / SimDuration::from_nanos(basin_time).as_secs_f64() * horizon)
+}
+
+/// The premise of the method, each check with whether it held, and the notes a reader needs:
+/// an estimate of 0, a premise of splitting excursions that failed.
+fn premise(
+    output: &RiskOutput,
+    method: &str,
+    estimate: &Estimate,
+    notes: &mut Vec<String>,
+) -> Vec<(String, bool)> {
+    if estimate.probability == 0.0 {
+        notes.push(
+            "no run reached the event: the estimate is 0 and the interval only bounds what this budget can see"
+                .to_string(),
+        );
+    }
+    let mut premise = output.choice.premise.clone();
+    premise.extend(super::basin_premise(
+        output.command.horizon,
+        &output.replications,
+    ));
+    for (check, held) in &premise {
+        if !held && method == "excursions" {
+            notes.push(format!(
+                "the premise of splitting excursions failed: {check}"
+            ));
+        }
+    }
+    premise
+}
+
+/// What the plan's runs give.
+fn made(
+    output: &RiskOutput,
+    runs: &[&PlainRun],
+    horizon: f64,
+    cost_of_run: &mut Option<f64>,
+    notes: &mut Vec<String>,
+) -> Made {
+    let hits = runs.iter().filter(|r| r.reached).count() as u64;
+    match &output.choice.plan {
+        Plan::Plain { .. } => Made {
+            method: "plain",
+            estimate: estimate::plain(hits, runs.len() as u64),
+            particles: None,
+            replications: None,
+            levels: Vec::new(),
+            witness: runs
+                .iter()
+                .find(|r| r.reached)
+                .map(|r| (r.seed, Vec::new(), r.end_ns)),
+        },
+        Plan::Splitting {
+            split,
+            particles,
+            replications,
+            ..
+        } => {
+            let mut made = split_made(output, *split, horizon, cost_of_run, notes);
+            made.particles = Some(*particles);
+            made.replications = Some(*replications);
+            made
+        }
+    }
+}
+
 /// The answer of a whole estimate.
 pub fn answer(output: &RiskOutput) -> Answer {
     let c = &output.command;
@@ -97,120 +245,16 @@ pub fn answer(output: &RiskOutput) -> Answer {
         Some(finished.iter().map(|r| r.events).sum::<u64>() as f64 / finished.len() as f64)
     };
     let mut notes = Vec::new();
-    let (method, estimate, particles, replications, levels, witness) = match &output.choice.plan {
-        Plan::Plain { .. } => {
-            let witness = runs
-                .iter()
-                .find(|r| r.reached)
-                .map(|r| (r.seed, Vec::new(), r.end_ns));
-            (
-                "plain",
-                estimate::plain(hits, runs.len() as u64),
-                None,
-                None,
-                Vec::new(),
-                witness,
-            )
-        }
-        Plan::Splitting {
-            split,
-            particles,
-            replications,
-            ..
-        } => {
-            let values: Vec<f64> = output.replications.iter().map(|r| r.estimate).collect();
-            let (method, e) = match split {
-                Split::Whole => ("splitting", estimate::replications(&values)),
-                Split::Excursions { .. } => {
-                    let basins: Vec<_> = output
-                        .replications
-                        .iter()
-                        .filter_map(|r| r.basin.as_ref())
-                        .collect();
-                    let basin_events: u64 = output
-                        .replications
-                        .iter()
-                        .filter(|r| r.basin.is_some())
-                        .map(|r| r.events)
-                        .sum();
-                    let basin_time: u64 = basins.iter().map(|b| b.time_ns).sum();
-                    if cost_of_run.is_none() && basin_time > 0 {
-                        // An upper bound of a basin's events per second (the replication's
-                        // events include its splitting): a plain run costs no more.
-                        cost_of_run = Some(
-                            basin_events as f64 / SimDuration::from_nanos(basin_time).as_secs_f64()
-                                * horizon,
-                        );
-                    }
-                    ("excursions", estimate::rates(&values, horizon))
-                }
-            };
-            let e = e.unwrap_or_else(|| {
-                notes.push("fewer than two replications: no interval".to_string());
-                Estimate {
-                    probability: values.first().copied().unwrap_or(0.0),
-                    low: 0.0,
-                    high: 1.0,
-                    mean_time: None,
-                }
-            });
-            let witness = output
-                .replications
-                .iter()
-                .find_map(|r| r.witness.as_ref())
-                .map(
-                    |Witness {
-                         seed,
-                         branches,
-                         at_ns,
-                     }| (*seed, branches.clone(), *at_ns),
-                );
-            let levels = output
-                .replications
-                .first()
-                .map(|r| r.levels.clone())
-                .unwrap_or_default();
-            let budget_stops = output
-                .replications
-                .iter()
-                .filter(|r| r.stop == "budget")
-                .count();
-            if budget_stops > 0 {
-                notes.push(format!(
-                    "{budget_stops} of {} replications spent their share of the budget before their trajectories reached the event; the estimate stays unbiased, its interval wider (raise --budget)",
-                    output.replications.len()
-                ));
-            }
-            (
-                method,
-                e,
-                Some(*particles),
-                Some(*replications),
-                levels,
-                witness,
-            )
-        }
-    };
-    if estimate.probability == 0.0 {
-        notes.push(
-            "no run reached the event: the estimate is 0 and the interval only bounds what this budget can see"
-                .to_string(),
-        );
-    }
+    let Made {
+        method,
+        estimate,
+        particles,
+        replications,
+        levels,
+        witness,
+    } = made(output, &runs, horizon, &mut cost_of_run, &mut notes);
+    let premise = premise(output, method, &estimate, &mut notes);
     let split_events: u64 = output.replications.iter().map(|r| r.events).sum();
-    let events = run_events + split_events;
-    let premise = {
-        let mut p = output.choice.premise.clone();
-        p.extend(super::basin_premise(c.horizon, &output.replications));
-        p
-    };
-    for (check, held) in &premise {
-        if !held && method == "excursions" {
-            notes.push(format!(
-                "the premise of splitting excursions failed: {check}"
-            ));
-        }
-    }
     let plain_runs_needed = (method != "plain")
         .then(|| estimate::plain_runs_for(&estimate))
         .flatten();
@@ -229,7 +273,7 @@ pub fn answer(output: &RiskOutput) -> Answer {
         relative_error: estimate.relative_error(),
         mean_time_to_event: estimate.mean_time.map(|(m, _, _)| m),
         mean_time_to_event_interval: estimate.mean_time.map(|(_, l, h)| (l, h)),
-        events,
+        events: run_events + split_events,
         runs: runs.len() as u64,
         hits,
         particles,
@@ -262,38 +306,9 @@ fn count(n: f64) -> String {
     out
 }
 
-/// What `resim risk` prints.
-pub fn text(a: &Answer) -> String {
-    let mut out = format!(
-        "resim risk · {} · event {} within {}\n\n",
-        a.scenario, a.event, a.horizon
-    );
-    let e = Estimate {
-        probability: a.probability,
-        low: a.low,
-        high: a.high,
-        mean_time: None,
-    };
-    out.push_str(&format!(
-        "P({} within {}) = {} {}",
-        a.event,
-        a.horizon,
-        estimate::probability(a.probability),
-        estimate::interval(&e)
-    ));
-    if a.relative_error.is_finite() {
-        out.push_str(&format!("  (±{:.0}%)", a.relative_error * 100.0));
-    }
-    out.push('\n');
-    if let (Some(m), Some((low, high))) = (a.mean_time_to_event, a.mean_time_to_event_interval) {
-        out.push_str(&format!(
-            "mean time to it ≈ {} [{}, {}]\n",
-            estimate::span(m),
-            estimate::span(low),
-            estimate::span(high)
-        ));
-    }
-    out.push_str(&format!("\nmethod: {}", a.method));
+/// The method's lines: its name and size, why it was chosen, its premise and its levels.
+fn method_lines(a: &Answer) -> String {
+    let mut out = format!("\nmethod: {}", a.method);
     match (a.particles, a.replications) {
         (Some(n), Some(r)) => out.push_str(&format!(
             " (adaptive multilevel splitting, {n} trajectories × {r} replications, importance {})\n",
@@ -329,6 +344,41 @@ pub fn text(a: &Answer) -> String {
             shown.join(", ")
         ));
     }
+    out
+}
+
+/// What `resim risk` prints.
+pub fn text(a: &Answer) -> String {
+    let mut out = format!(
+        "resim risk · {} · event {} within {}\n\n",
+        a.scenario, a.event, a.horizon
+    );
+    let e = Estimate {
+        probability: a.probability,
+        low: a.low,
+        high: a.high,
+        mean_time: None,
+    };
+    out.push_str(&format!(
+        "P({} within {}) = {} {}",
+        a.event,
+        a.horizon,
+        estimate::probability(a.probability),
+        estimate::interval(&e)
+    ));
+    if a.relative_error.is_finite() {
+        out.push_str(&format!("  (±{:.0}%)", a.relative_error * 100.0));
+    }
+    out.push('\n');
+    if let (Some(m), Some((low, high))) = (a.mean_time_to_event, a.mean_time_to_event_interval) {
+        out.push_str(&format!(
+            "mean time to it ≈ {} [{}, {}]\n",
+            estimate::span(m),
+            estimate::span(low),
+            estimate::span(high)
+        ));
+    }
+    out.push_str(&method_lines(a));
     out.push_str(&format!("\nsimulated {} events", count(a.events as f64)));
     if let (Some(runs), Some(events)) = (a.plain_runs_needed, a.plain_events_needed) {
         out.push_str(&format!(

@@ -14,7 +14,7 @@ use super::Setup;
 use super::path::Path;
 use serde::{Deserialize, Serialize};
 use sim_core::splitting::{self, AmsConfig, AmsStop, Branch, Start, Trajectory};
-use sim_core::{Seed, SimDuration, SimTime};
+use sim_core::{RngStream, Seed, SimDuration, SimTime};
 
 /// Where the roots of splitting's runs start among the seeds: past any plain run's, so that
 /// changing the budget of plain runs moves no replication.
@@ -99,6 +99,85 @@ fn stop_name(stop: AmsStop) -> &'static str {
 /// the `N` starts are spread over the whole run.
 const KEPT_PER_PARTICLE: usize = 4;
 
+/// Where one replication's trajectories start: their states, the seeds of their runs, and
+/// the basin run's figures and events (excursions).
+type Begun<'s> = (Vec<Start<Path<'s>>>, Vec<u64>, Option<BasinFigures>, u64);
+
+/// Whole runs from fresh seeds, one a trajectory.
+fn whole_starts(setup: &Setup, particles: usize, index: u64) -> Result<Begun<'_>, String> {
+    let first = setup.seeds.0 + WHOLE_SEEDS_FROM + index * particles as u64;
+    let starts = (0..particles)
+        .map(|i| {
+            Ok(Start {
+                state: Path::start(setup, first + i as u64)?,
+                score: 0,
+                origin: i,
+                branches: Vec::new(),
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    let seeds = (0..particles).map(|i| first + i as u64).collect();
+    Ok((starts, seeds, None, 0))
+}
+
+/// A basin run, and copies of it at its exits as the trajectories' starts, each on a branch
+/// of its own; a replication of rate zero when it never left the basin.
+fn basin_starts<'s>(
+    setup: &'s Setup,
+    floor: u64,
+    basin_ns: u64,
+    particles: usize,
+    index: u64,
+    choice: &mut RngStream,
+) -> Result<Result<Begun<'s>, Replication>, String> {
+    let seed = setup.seeds.0 + BASIN_SEEDS_FROM + index;
+    let until = SimTime::ZERO + SimDuration::from_nanos(basin_ns);
+    let b = splitting::basin(
+        Path::start(setup, seed)?,
+        floor,
+        floor + 1,
+        until,
+        KEPT_PER_PARTICLE * particles,
+    );
+    let figures = BasinFigures {
+        exits: b.exits,
+        exits_first_half: b.exits_first_half,
+        time_ns: b.time.as_nanos(),
+        longest_excursion_ns: b.longest_excursion.as_nanos(),
+        hit: b.hit,
+    };
+    if b.kept.is_empty() {
+        // Never left the basin: no excursion, a rate of zero measured over the run.
+        return Ok(Err(Replication {
+            index,
+            estimate: 0.0,
+            events: b.events,
+            levels: Vec::new(),
+            stop: "extinct".to_string(),
+            basin: Some(figures),
+            witness: None,
+        }));
+    }
+    let starts = (0..particles)
+        .map(|i| {
+            let (state, score) = &b.kept[(choice.next_u64() % b.kept.len() as u64) as usize];
+            let mut state = state.clone();
+            state.branch(0, i as u64);
+            Start {
+                branches: vec![Branch {
+                    events: state.events(),
+                    level: 0,
+                    index: i as u64,
+                }],
+                state,
+                score: *score,
+                origin: 0,
+            }
+        })
+        .collect();
+    Ok(Ok((starts, vec![seed], Some(figures), b.events)))
+}
+
 /// Runs replication `index` of `split` with `particles` trajectories and at most
 /// `events_max` events of splitting.
 pub fn run(
@@ -115,70 +194,13 @@ pub fn run(
         events_max,
         level_max: None,
     };
-    let (starts, seeds, basin, basin_events): (Vec<Start<Path>>, Vec<u64>, _, u64) = match split {
-        Split::Whole => {
-            let first = setup.seeds.0 + WHOLE_SEEDS_FROM + index * particles as u64;
-            let starts = (0..particles)
-                .map(|i| {
-                    Ok(Start {
-                        state: Path::start(setup, first + i as u64)?,
-                        score: 0,
-                        origin: i,
-                        branches: Vec::new(),
-                    })
-                })
-                .collect::<Result<_, String>>()?;
-            let seeds = (0..particles).map(|i| first + i as u64).collect();
-            (starts, seeds, None, 0)
-        }
+    let (starts, seeds, basin, basin_events) = match split {
+        Split::Whole => whole_starts(setup, particles, index)?,
         Split::Excursions { floor, basin_ns } => {
-            let seed = setup.seeds.0 + BASIN_SEEDS_FROM + index;
-            let until = SimTime::ZERO + SimDuration::from_nanos(basin_ns);
-            let b = splitting::basin(
-                Path::start(setup, seed)?,
-                floor,
-                floor + 1,
-                until,
-                KEPT_PER_PARTICLE * particles,
-            );
-            let figures = BasinFigures {
-                exits: b.exits,
-                exits_first_half: b.exits_first_half,
-                time_ns: b.time.as_nanos(),
-                longest_excursion_ns: b.longest_excursion.as_nanos(),
-                hit: b.hit,
-            };
-            if b.kept.is_empty() {
-                // Never left the basin: no excursion, a rate of zero measured over the run.
-                return Ok(Replication {
-                    index,
-                    estimate: 0.0,
-                    events: b.events,
-                    levels: Vec::new(),
-                    stop: "extinct".to_string(),
-                    basin: Some(figures),
-                    witness: None,
-                });
+            match basin_starts(setup, floor, basin_ns, particles, index, &mut choice)? {
+                Ok(begun) => begun,
+                Err(done) => return Ok(done),
             }
-            let starts = (0..particles)
-                .map(|i| {
-                    let (state, score) =
-                        &b.kept[(choice.next_u64() % b.kept.len() as u64) as usize];
-                    let mut state = state.clone();
-                    state.branch(0, i as u64);
-                    Start {
-                        branches: vec![Branch {
-                            events: state.events(),
-                            level: 0,
-                            index: i as u64,
-                        }],
-                        state,
-                        score: *score,
-                        origin: 0,
-                    }
-                })
-                .collect();
-            (starts, vec![seed], Some(figures), b.events)
         }
     };
     let config = match split {

@@ -87,56 +87,9 @@ pub(super) fn parse_path(path: &str) -> Result<Vec<Step>, String> {
         let key = match chars.peek() {
             Some(&(open, '"')) => {
                 chars.next();
-                let mut name = String::new();
-                loop {
-                    match chars.next() {
-                        None => {
-                            return Err(format!(
-                                "the quote at character {} is not closed; {QUOTED}",
-                                path[..open].chars().count() + 1
-                            ));
-                        }
-                        Some((_, '"')) => break,
-                        Some((_, '\\')) => match chars.next() {
-                            Some((_, c @ ('"' | '\\'))) => name.push(c),
-                            _ => {
-                                return Err(format!(
-                                    "inside quotes, a backslash escapes a quote or a backslash (\\\" or \\\\); {QUOTED}"
-                                ));
-                            }
-                        },
-                        Some((_, c)) => name.push(c),
-                    }
-                }
-                if name.is_empty() {
-                    return Err(format!("a quoted name is not empty; {QUOTED}"));
-                }
-                if let Some(&(_, c)) = chars.peek()
-                    && c != '.'
-                    && c != '['
-                {
-                    return Err(format!(
-                        "put a dot after a quoted name, e.g. services.\"shop.Db\".workers; found `{c}` after \"{name}\""
-                    ));
-                }
-                Some(name)
+                Some(quoted_name(path, open, &mut chars)?)
             }
-            _ => {
-                let mut name = String::new();
-                while let Some(&(_, c)) = chars.peek() {
-                    if c == '.' || c == '[' {
-                        break;
-                    }
-                    if c == '"' || c == ']' {
-                        return Err(format!(
-                            "`{c}` inside a name; {QUOTED}, and an index follows a name, e.g. stack[0]"
-                        ));
-                    }
-                    name.push(c);
-                    chars.next();
-                }
-                (!name.is_empty()).then_some(name)
-            }
+            _ => plain_name(&mut chars)?,
         };
         let indexed = chars.peek().is_some_and(|&(_, c)| c == '[');
         match key {
@@ -177,6 +130,64 @@ pub(super) fn parse_path(path: &str) -> Result<Vec<Step>, String> {
             Some(_) => {}
         }
     }
+}
+
+/// The characters of a path, as `parse_path` reads them.
+type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
+/// A quoted name, its opening quote (at byte `open` of `path`) read.
+fn quoted_name(path: &str, open: usize, chars: &mut Chars) -> Result<String, String> {
+    let mut name = String::new();
+    loop {
+        match chars.next() {
+            None => {
+                return Err(format!(
+                    "the quote at character {} is not closed; {QUOTED}",
+                    path[..open].chars().count() + 1
+                ));
+            }
+            Some((_, '"')) => break,
+            Some((_, '\\')) => match chars.next() {
+                Some((_, c @ ('"' | '\\'))) => name.push(c),
+                _ => {
+                    return Err(format!(
+                        "inside quotes, a backslash escapes a quote or a backslash (\\\" or \\\\); {QUOTED}"
+                    ));
+                }
+            },
+            Some((_, c)) => name.push(c),
+        }
+    }
+    if name.is_empty() {
+        return Err(format!("a quoted name is not empty; {QUOTED}"));
+    }
+    if let Some(&(_, c)) = chars.peek()
+        && c != '.'
+        && c != '['
+    {
+        return Err(format!(
+            "put a dot after a quoted name, e.g. services.\"shop.Db\".workers; found `{c}` after \"{name}\""
+        ));
+    }
+    Ok(name)
+}
+
+/// A name up to the next dot or bracket (`None` when there is none).
+fn plain_name(chars: &mut Chars) -> Result<Option<String>, String> {
+    let mut name = String::new();
+    while let Some(&(_, c)) = chars.peek() {
+        if c == '.' || c == '[' {
+            break;
+        }
+        if c == '"' || c == ']' {
+            return Err(format!(
+                "`{c}` inside a name; {QUOTED}, and an index follows a name, e.g. stack[0]"
+            ));
+        }
+        name.push(c);
+        chars.next();
+    }
+    Ok((!name.is_empty()).then_some(name))
 }
 
 /// Steps as a path: `services.api.calls[0]`, `services."shop.Db".workers`.
