@@ -44,6 +44,8 @@ struct Args {
     jobs: Option<usize>,
 }
 
+// Timing the estimates is the point of a benchmark; the simulations never read the wall clock.
+#[allow(clippy::disallowed_methods)]
 fn estimate(
     method: MethodChoice,
     budget: Budget,

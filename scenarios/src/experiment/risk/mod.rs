@@ -90,7 +90,7 @@ impl std::str::FromStr for Budget {
         let value: f64 = number.trim().parse().map_err(|_| {
             format!("--budget {text:?}: expected a number of events (2e8, 2e8events) or of runs (500runs)")
         })?;
-        if !(value >= 1.0 && value < 1e18) || value.fract() != 0.0 {
+        if !(1.0..1e18).contains(&value) || value.fract() != 0.0 {
             return Err(format!(
                 "--budget {text:?}: expected a whole number from 1 to 10¹⁸"
             ));

@@ -89,7 +89,7 @@ struct Made {
     replications: Option<u64>,
     levels: Vec<(u64, f64)>,
     /// A run that reached the event: its seed, branch points and time.
-    witness: Option<(u64, Vec<(u64, u32, u64)>, u64)>,
+    witness: Option<Witness>,
 }
 
 /// The replications of splitting, on whole runs or excursions, made into an estimate; a
@@ -120,11 +120,7 @@ fn split_made(
             mean_time: None,
         }
     });
-    let witness = output
-        .replications
-        .iter()
-        .find_map(|r| r.witness.as_ref())
-        .map(|w: &Witness| (w.seed, w.branches.clone(), w.at_ns));
+    let witness = output.replications.iter().find_map(|r| r.witness.clone());
     let levels = output
         .replications
         .first()
@@ -209,10 +205,11 @@ fn made(
             particles: None,
             replications: None,
             levels: Vec::new(),
-            witness: runs
-                .iter()
-                .find(|r| r.reached)
-                .map(|r| (r.seed, Vec::new(), r.end_ns)),
+            witness: runs.iter().find(|r| r.reached).map(|r| Witness {
+                seed: r.seed,
+                branches: Vec::new(),
+                at_ns: r.end_ns,
+            }),
         },
         Plan::Splitting {
             split,
@@ -284,8 +281,8 @@ pub fn answer(output: &RiskOutput) -> Answer {
         plain_events_needed,
         replay: witness
             .as_ref()
-            .map(|(seed, branches, _)| replay(output, *seed, branches)),
-        replay_at: witness.map(|(_, _, at)| SimDuration::from_nanos(at).as_secs_f64()),
+            .map(|w| replay(output, w.seed, &w.branches)),
+        replay_at: witness.map(|w| SimDuration::from_nanos(w.at_ns).as_secs_f64()),
         notes,
     }
 }
