@@ -444,6 +444,18 @@ mod tests {
     use super::*;
     use crate::rng::Seed;
 
+    /// The mean of independent estimates and their sample variance (n − 1).
+    fn mean_and_variance(estimates: &[f64]) -> (f64, f64) {
+        let n = estimates.len() as f64;
+        let mean = estimates.iter().sum::<f64>() / n;
+        let var = estimates
+            .iter()
+            .map(|e| (e - mean) * (e - mean))
+            .sum::<f64>()
+            / (n - 1.0);
+        (mean, var)
+    }
+
     /// A random walk on 0..=top that steps up with probability `up` (in 1/1000) and ends at 0
     /// or at `top` (the event), one step a millisecond: gambler's ruin, whose probability of
     /// reaching the top from 1 is exact.
@@ -543,12 +555,7 @@ mod tests {
                 ams(walks(r, 50, top, up), config(50), &mut choice).estimate
             })
             .collect();
-        let mean = estimates.iter().sum::<f64>() / replications as f64;
-        let var = estimates
-            .iter()
-            .map(|e| (e - mean) * (e - mean))
-            .sum::<f64>()
-            / (replications - 1) as f64;
+        let (mean, var) = mean_and_variance(&estimates);
         let half = 1.96 * libm::sqrt(var / replications as f64);
         assert!(
             (mean - exact).abs() <= half,
@@ -684,12 +691,7 @@ mod tests {
                 ams(starts, top, &mut Seed(r).stream("choice")).estimate
             })
             .collect();
-        let mean = estimates.iter().sum::<f64>() / replications as f64;
-        let var = estimates
-            .iter()
-            .map(|e| (e - mean) * (e - mean))
-            .sum::<f64>()
-            / (replications - 1) as f64;
+        let (mean, var) = mean_and_variance(&estimates);
         let half =
             1.96 * libm::sqrt(var / replications as f64 + brute * (1.0 - brute) / plain as f64);
         assert!(

@@ -12,7 +12,7 @@
 //!
 //! Outside the simulation: `f64` is fine, with `libm` for what is not exactly rounded.
 
-use crate::experiment::stats::{Moments, Z_95, t_quantile_975, wilson};
+use crate::experiment::stats::{Moments, Z_95, t_interval, wilson};
 
 /// A probability with its 95% interval, and the mean time to the event where it is known.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,15 +56,11 @@ pub fn plain(hits: u64, runs: u64) -> Estimate {
 /// The mean and the 95% t interval of independent estimates, the interval kept within
 /// `[0, cap]` (`None` for fewer than two).
 fn mean_interval(values: &[f64], cap: f64) -> Option<(f64, f64, f64)> {
-    let m = Moments::of(values.iter().copied());
-    if m.count < 2 {
-        return None;
-    }
-    let half = t_quantile_975(m.count - 1) * m.sd() / (m.count as f64).sqrt();
+    let (low, high) = t_interval(values)?;
     Some((
-        m.mean,
-        (m.mean - half).clamp(0.0, cap),
-        (m.mean + half).clamp(0.0, cap),
+        Moments::of(values.iter().copied()).mean,
+        low.clamp(0.0, cap),
+        high.clamp(0.0, cap),
     ))
 }
 
