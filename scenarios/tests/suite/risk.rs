@@ -1,6 +1,7 @@
 //! `resim risk`: estimates checked against exact answers (an M/M/1 queue with a waiting room,
 //! whose first refusal is a birth–death first passage), against plain runs where the event is
-//! frequent, for determinism across threads and shares, and for a replay of the run that
+//! frequent, against a sweep of 400 seeds of a library scenario (with RESIM_SLOW_TESTS=1), for
+//! determinism across threads and shares, and for a replay of the run that
 //! reached the event.
 
 use crate::support::resim;
@@ -180,6 +181,77 @@ fn the_run_that_reached_the_event_replays_to_it() {
         refused >= 1,
         "the replayed run has its refusal: {}",
         first.stdout
+    );
+}
+
+/// The library's `metastable-retry` with a smaller spike, 1,630/s for 5s: it turns
+/// metastable on about a quarter of its seeds.
+const SPIKE: &str =
+    r#"clients.users.load.rate=Spike(base: "1000/s", peak: "1630/s", start: "10s", end: "15s")"#;
+
+#[test]
+fn splitting_agrees_with_four_hundred_seeds_where_a_quarter_collapse() {
+    // 400 runs of a sweep and 1,000 trajectories of splitting: about three minutes of CPU in
+    // a debug build, so with RESIM_SLOW_TESTS=1 only.
+    if std::env::var_os("RESIM_SLOW_TESTS").is_none() {
+        return;
+    }
+    let set = ["--set", SPIKE, "--set", "duration=30s"];
+    let sweep = resim(
+        &[
+            &["sweep", "metastable-retry", "--seeds", "1..400"],
+            &set[..],
+        ]
+        .concat(),
+    );
+    // Exit code 1: some seeds fail `Metastable()`, which passes where the run turned metastable.
+    assert_eq!(sweep.code, 1, "{}", sweep.stderr);
+    let line = sweep
+        .stdout
+        .lines()
+        .find(|l| l.contains(" of 400 seeds pass"))
+        .expect("the sweep counts its passes");
+    let collapsed: f64 = line.split(' ').next().unwrap().parse().unwrap();
+    let brute = collapsed / 400.0;
+    assert!((0.1..=0.5).contains(&brute), "{line}");
+    let risk = resim(
+        &[
+            &[
+                "risk",
+                "metastable-retry",
+                "--event",
+                "metastable",
+                "--horizon",
+                "30s",
+            ][..],
+            &[
+                "--method",
+                "splitting",
+                "--seeds",
+                "100001..200000",
+                "--json",
+            ],
+            &set,
+        ]
+        .concat(),
+    );
+    assert_eq!(risk.code, 0, "{}", risk.stderr);
+    let a: serde_json::Value = serde_json::from_str(&risk.stdout).expect("JSON");
+    assert_eq!(a["method"], "splitting", "{}", risk.stdout);
+    let (p, low, high) = (
+        a["probability"].as_f64().unwrap(),
+        a["low"].as_f64().unwrap(),
+        a["high"].as_f64().unwrap(),
+    );
+    // Within their joint uncertainty: the difference against both standard errors combined
+    // (the sweep's binomial one, and splitting's from its 95% interval).
+    let brute_se = (brute * (1.0 - brute) / 400.0).sqrt();
+    let risk_se = (high - low) / (2.0 * 1.96);
+    let joint = (brute_se * brute_se + risk_se * risk_se).sqrt();
+    assert!(
+        (p - brute).abs() <= 1.96 * joint,
+        "splitting {p:.3} [{low:.3}, {high:.3}] against {collapsed} of 400 seeds ({brute:.3} ± {:.3})",
+        1.96 * brute_se
     );
 }
 
