@@ -256,6 +256,39 @@ fn splitting_agrees_with_four_hundred_seeds_where_a_quarter_collapse() {
 }
 
 #[test]
+fn splitting_that_reaches_nothing_gives_no_estimate_rather_than_a_zero() {
+    // Far too small a budget for a probability of 10⁻³: every replication stops at 0, and
+    // an interval [0, 0] would read as certainty that the event never happens.
+    let r = resim(&[
+        "risk",
+        RARE,
+        "--event",
+        "queue_full:api",
+        "--horizon",
+        "10s",
+        "--budget",
+        "3e4",
+        "--method",
+        "excursions",
+        "--replications",
+        "2",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("P(queue_full:api within 10s): not estimated: no trajectory reached the event; its first replication's levels went past importance "),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("[0, 0]") && !r.stdout.contains("forever"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("raise --budget"), "{}", r.stdout);
+    assert!(!r.stdout.contains("stays unbiased"), "{}", r.stdout);
+}
+
+#[test]
 fn a_malformed_event_is_refused_in_the_users_words() {
     for (event, says) in [
         ("queue_ful:api", "neither a failure reason"),

@@ -131,7 +131,8 @@ fn split_made(
         .iter()
         .filter(|r| r.stop == "budget")
         .count();
-    if budget_stops > 0 {
+    // Where nothing reached the event, the note that says so replaces this one.
+    if budget_stops > 0 && estimate.probability > 0.0 {
         notes.push(format!(
             "{budget_stops} of {} replications spent their share of the budget before their trajectories reached the event; the estimate stays unbiased, its interval wider (raise --budget)",
             output.replications.len()
@@ -168,9 +169,14 @@ fn premise(
     estimate: &Estimate,
     notes: &mut Vec<String>,
 ) -> Vec<(String, bool)> {
-    if estimate.probability == 0.0 {
+    if estimate.probability == 0.0 && method == "plain" {
         notes.push(
             "no run reached the event: the estimate is 0 and the interval only bounds what this budget can see"
+                .to_string(),
+        );
+    } else if estimate.probability == 0.0 {
+        notes.push(
+            "no trajectory reached the event within the budget, so splitting has no estimate: it is rarer than this budget can see from where the levels stopped; raise --budget"
                 .to_string(),
         );
     }
@@ -344,6 +350,24 @@ fn method_lines(a: &Answer) -> String {
     out
 }
 
+/// What `resim risk` prints when splitting reached nothing: its replications all say 0, so
+/// there is no interval to give, only how far the levels went and what to do.
+fn unreached(a: &Answer) -> String {
+    let deepest = a.levels.last().map_or(String::new(), |(score, _)| {
+        format!("; its first replication's levels went past importance {score}")
+    });
+    let mut out = format!(
+        "P({} within {}): not estimated: no trajectory reached the event{deepest}\n",
+        a.event, a.horizon
+    );
+    out.push_str(&method_lines(a));
+    out.push_str(&format!("\nsimulated {} events\n", count(a.events as f64)));
+    for note in &a.notes {
+        out.push_str(&format!("note: {note}\n"));
+    }
+    out
+}
+
 /// What `resim risk` prints.
 pub fn text(a: &Answer) -> String {
     let mut out = format!(
@@ -356,6 +380,10 @@ pub fn text(a: &Answer) -> String {
         high: a.high,
         mean_time: None,
     };
+    if a.probability == 0.0 && a.particles.is_some() {
+        out.push_str(&unreached(a));
+        return out;
+    }
     out.push_str(&format!(
         "P({} within {}) = {} {}",
         a.event,
