@@ -56,6 +56,7 @@ fn main() {
         follow_request: None,
         failed_examples: false,
         branches: Vec::new(),
+        series: scenarios::Series::All,
     };
     let (mut scenario_rates, mut bare_rates) = (Vec::new(), Vec::new());
     let (mut scenario_events, mut bare_events) = (Vec::new(), Vec::new());

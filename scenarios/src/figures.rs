@@ -743,6 +743,11 @@ pub struct Figures {
     pub end: SimTime,
     /// The report bucket width.
     pub bucket: SimDuration,
+    /// The width of every figure per bucket but the clients' counts (the services', call
+    /// sites', limiters', blast radius', pools' and `buckets`): the report bucket, or
+    /// [`SimDuration::MAX`] (one bucket for the whole run) when the run kept only its
+    /// clients' series (`Series::Clients`); `buckets` is empty then.
+    pub series_bucket: SimDuration,
     /// Latency of every successful client request: the clients' histograms merged.
     pub latency: LatencyHistogram,
     /// The clients, in name order.
@@ -809,6 +814,11 @@ impl Figures {
     /// The number of report buckets from zero to the end (at least one).
     pub fn bucket_count(&self) -> usize {
         (self.end.as_nanos().div_ceil(self.bucket.as_nanos()) as usize).max(1)
+    }
+
+    /// Whether the run kept every series per bucket, not only its clients'.
+    pub fn series_kept(&self) -> bool {
+        self.series_bucket == self.bucket
     }
 }
 

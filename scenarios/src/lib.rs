@@ -79,6 +79,6 @@ pub mod run;
 pub mod world;
 
 pub use format::error::ScenarioError;
-pub use format::schema::Scenario;
+pub use format::schema::{Scenario, Series};
 pub use report::Report;
 pub use run::{RunOptions, RunOutput, run};

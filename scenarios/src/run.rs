@@ -26,6 +26,7 @@ use crate::format::footprint::footprint;
 use crate::format::limits::Bytes;
 use crate::format::overrides::segment;
 use crate::format::schema::Scenario;
+pub use crate::format::schema::Series;
 use crate::format::validate::validate;
 use crate::report::Report;
 pub use crate::world::Probe;
@@ -61,6 +62,11 @@ pub struct RunOptions {
     /// Where the run's streams take fresh randomness (`--branch`), in the order of their
     /// event counts.
     pub branches: Vec<Branch>,
+    /// What the run keeps per report bucket: [`Series::All`] (the default), or
+    /// [`Series::Clients`] for a run judged on its expectations and verdict alone, whose
+    /// report then has no `series` rows (see [`Series`] for what is dropped). It never
+    /// changes the run: the digest is the same.
+    pub series: Series,
 }
 
 /// A branch point of a run (`--branch AT:LEVEL:INDEX`): once `at` events have run, every
@@ -152,6 +158,10 @@ fn with_flags<'s>(scenario: &'s Scenario, options: &RunOptions) -> Cow<'s, Scena
     }
     if let Some(m) = options.max_events {
         s.to_mut().max_events = m;
+    }
+    // A scenario that keeps only its clients' series (`resim risk` sets it) keeps it.
+    if options.series != Series::All && options.series != s.series {
+        s.to_mut().series = options.series;
     }
     s
 }

@@ -3,7 +3,8 @@
 //! arrival rates ([`check_rates`], held to the rate limit).
 //!
 //! Some of a run's memory is fixed by the file before the first event: the report series
-//! (one entry per bucket for each client, each service and each call site), the closed-loop
+//! (one entry per bucket for each client, each service and each call site, and the latencies
+//! of each bucket; what a bucket costs is [`crate::format::series_bytes`]), the closed-loop
 //! users (each one starts with a scheduled event and holds at most one request), each
 //! replica's state, and the windows of its patterns (a breaker's ring of outcomes, a
 //! throttle's buckets, a sliding log's entries), which fill up as calls go through them. Validation estimates these from the
@@ -25,22 +26,11 @@ use crate::format::schema::traffic::Popularity;
 use crate::format::schema::{
     Admission, Client, Layer, LimitKey, Load, Scenario, Schedule, Service,
 };
+use crate::format::series_bytes::bucket_bytes;
 use patterns::breaker::SlidingWindowType;
 use patterns::limiter::LimiterConfig;
 use sim_core::{Rate, SimDuration};
 
-/// Report series, per bucket, whatever the topology (the row of the report, and the
-/// latency histogram's own fields: its counts are [`latency_bucket_bytes`]).
-const SERIES_BUCKET_BYTES: u64 = 320;
-/// Report series, per bucket and client (four counts, the report's point).
-const SERIES_CLIENT_BUCKET_BYTES: u64 = 192;
-/// Report series, per bucket and service (three gauges, two counts, refusals by reason, the
-/// report's point).
-const SERIES_SERVICE_BUCKET_BYTES: u64 = 512;
-/// Report series, per bucket and call site (four counts, the report's point).
-const SERIES_CALL_BUCKET_BYTES: u64 = 192;
-/// Report series, per bucket and call site instance (a replica's own four counts).
-const SERIES_CALL_INSTANCE_BUCKET_BYTES: u64 = 32;
 /// One closed-loop user: its first event (measured 188 bytes) and its one request in flight.
 const USER_BYTES: u64 = 512;
 /// One replica without calls (measured 4.4 KB).
@@ -79,15 +69,6 @@ const TENANT_KEY_BYTES: u64 = 256;
 const STORE_ROW_BYTES: u64 = 16;
 /// An entry of a cache with a `ttl`, per replica: its expiry (counted, not measured).
 const CACHE_ENTRY_BYTES: u64 = 8;
-
-/// The counts of one bucket's latency histogram (two significant digits, growing with its
-/// largest value): at most those of a latency as long as the run, capped at the histogram's
-/// hour, in bins (a histogram of few values keeps them as they are, in fewer bytes).
-fn latency_bucket_bytes(duration: SimDuration) -> u64 {
-    let mut histogram = sim_core::metrics::LatencyHistogram::compact();
-    histogram.record(duration.min(sim_core::metrics::LATENCY_MAX));
-    histogram.binned().heap_bytes()
-}
 
 /// One part of a run's memory, as [`footprint`] estimates it.
 #[derive(Debug, Clone, PartialEq)]
@@ -219,12 +200,7 @@ fn report_buckets(s: &Scenario, buckets: u64) -> Part {
             i.saturating_add(calls.saturating_mul(slots)),
         )
     });
-    let bytes_per_bucket = SERIES_BUCKET_BYTES
-        .saturating_add(latency_bucket_bytes(s.duration))
-        .saturating_add(clients.saturating_mul(SERIES_CLIENT_BUCKET_BYTES))
-        .saturating_add(services.saturating_mul(SERIES_SERVICE_BUCKET_BYTES))
-        .saturating_add(sites.saturating_mul(SERIES_CALL_BUCKET_BYTES))
-        .saturating_add(instances.saturating_mul(SERIES_CALL_INSTANCE_BUCKET_BYTES));
+    let bytes_per_bucket = bucket_bytes(s, clients, services, sites, instances);
     Part {
         field: "bucket".to_string(),
         bytes: buckets.saturating_mul(bytes_per_bucket),

@@ -14,6 +14,7 @@
 //! | [`verdict`] | the thresholds of the metastability verdict, the triggers it is counted from, the checks of the expectations that need it |
 //! | [`limits`] | every limit a scenario is held to: the fixed `*_MAX` and the memory budget and rate limit a command line may raise ([`limits::RunLimits`]) |
 //! | [`footprint`] | the memory a scenario fixes and its arrival rates, held to its limits |
+//! | [`series_bytes`] | what one report bucket costs, by what a run keeps (`Series`) and the requests a bucket holds |
 //! | [`offered`] | what the clients offer each service on average over the run, against the most it can serve |
 //! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio, a service offered more than it can serve) |
 //! | [`error`] | [`ScenarioError`](error::ScenarioError), and [`error::one_line`] for what a message quotes |
@@ -35,6 +36,7 @@ pub mod overrides;
 pub mod read;
 pub mod samples;
 pub mod schema;
+pub mod series_bytes;
 pub mod validate;
 pub mod verdict;
 pub mod warnings;

@@ -87,11 +87,15 @@ impl Report {
                 .iter()
                 .map(|site| call(site, figures.end))
                 .collect(),
-            series: {
-                let names = SeriesNames::of(figures);
-                (0..figures.bucket_count())
-                    .map(|i| series_row(figures, &names, i))
-                    .collect()
+            // A run that kept only its clients' series has no rows (`Series::Clients`).
+            series: match figures.series_kept() {
+                true => {
+                    let names = SeriesNames::of(figures);
+                    (0..figures.bucket_count())
+                        .map(|i| series_row(figures, &names, i))
+                        .collect()
+                }
+                false => Vec::new(),
             },
             timeline: timeline(scenario, figures.end),
             expectations,
@@ -102,7 +106,10 @@ impl Report {
             warnings,
             why: Vec::new(),
         };
-        report.why = super::why::explain(scenario, figures, &report);
+        // The explanations read the rows.
+        if figures.series_kept() {
+            report.why = super::why::explain(scenario, figures, &report);
+        }
         report
     }
 }
@@ -218,14 +225,14 @@ fn class(k: &ClassFigures, secs: f64) -> ClassReport {
 /// The time-weighted mean of a gauge over the whole run (a partial last bucket weighs its
 /// own length).
 fn run_mean(s: &ServiceFigures, figures: &Figures, gauge: fn(&ServiceBucket) -> f64) -> f64 {
-    let (end, width) = (figures.end.as_nanos(), figures.bucket.as_nanos());
+    let (end, width) = (figures.end.as_nanos(), figures.series_bucket.as_nanos());
     let total: f64 = s
         .buckets
         .iter()
         .enumerate()
         .map(|(i, b)| {
             let start = i as u64 * width;
-            gauge(b) * (end.min(start + width) - start) as f64
+            gauge(b) * (end.min(start.saturating_add(width)) - start) as f64
         })
         // From +0.0: an empty f64 sum is -0.0, which would print as "-0.0".
         .fold(0.0, |total, x| total + x);

@@ -58,7 +58,10 @@
 //!
 //! Memory stays flat as a run grows longer: calls and jobs live in slot maps whose slots are
 //! reused, queues are bounded (or explicitly unbounded) and grow as used, and the figures
-//! grow by a few counters per report bucket.
+//! grow by a few counters per report bucket. A run that keeps only its clients' series
+//! (`Series::Clients`, what `resim risk` runs) records nothing else per bucket: its services,
+//! limiters, shards and pools count over one bucket of the whole run, its call sites in one
+//! bucket, and no latencies per bucket.
 //!
 //! Invariants: every queued key is a live queued job; a replica's busy workers are exactly
 //! its jobs that hold one; the service gauges count what the replicas hold. The gauges are
@@ -143,7 +146,7 @@ pub use trace::TRACE_LINES_MAX;
 
 use crate::figures::{Figures, RunBucket};
 use crate::format::overrides::segment;
-use crate::format::schema::Scenario;
+use crate::format::schema::{Scenario, Series};
 use call::Call;
 use client::{Client, Requester};
 use hedge::Race;
@@ -201,7 +204,11 @@ pub struct World {
     bucket: SimDuration,
     /// The bucket of an instant (`bucket_of`).
     buckets: buckets::Buckets,
-    /// Per report bucket (of the requests' offers), over all clients.
+    /// Whether the run keeps every series per bucket (`Series::All`), or its clients' counts
+    /// only: then nothing else is recorded per report bucket (`series_bucket_of`).
+    series_kept: bool,
+    /// Per report bucket (of the requests' offers), over all clients (empty unless
+    /// `series_kept`).
     run_buckets: Vec<RunBucket>,
     /// The id of the last call started.
     next_call_id: u64,
@@ -223,6 +230,14 @@ pub struct World {
 impl World {
     /// Builds the world of a validated scenario for one seed.
     pub fn new(s: &Scenario, seed: Seed, bucket: SimDuration) -> Self {
+        let series_kept = s.series == Series::All;
+        // What services, limiters, shards and pools record per bucket is recorded over the
+        // whole run (one bucket) when only the clients' series are kept.
+        let series_width = if series_kept {
+            bucket
+        } else {
+            SimDuration::MAX
+        };
         // The services in the order of their keys, searched by name: a lookup per call site
         // stays logarithmic in a topology of many thousands of services.
         let names: Vec<&str> = s.services.keys().map(String::as_str).collect();
@@ -265,9 +280,16 @@ impl World {
                 }
             }
             let node = (s.clients.len() + i) as u32;
-            services.push(Service::new(name, sv, node, replica_sites, seed, bucket));
+            services.push(Service::new(
+                name,
+                sv,
+                node,
+                replica_sites,
+                seed,
+                series_width,
+            ));
         }
-        sharding::install(s, seed, bucket, &mut services);
+        sharding::install(s, seed, series_width, &mut services);
         // A service a rolling deploy aims at gets replica slots that can leave rotation.
         for f in &s.faults {
             if let crate::format::schema::FaultKind::Deploy { service, .. } = &f.kind {
@@ -278,7 +300,7 @@ impl World {
         capacity::install(s, &mut services);
         // Store call sites come after every other site, so a scenario without distributed
         // limiters has the sites it always had.
-        let distributed = distributed::build(s, seed, bucket, &mut sites);
+        let distributed = distributed::build(s, seed, series_width, &mut sites);
         let pooled = s.services.values().flat_map(|sv| {
             let slots = crate::format::schema::scaling::slots(sv) as usize;
             sv.calls
@@ -296,7 +318,7 @@ impl World {
                     let n = (s.clients.len() + k) as u32;
                     (n, site.path(), site.target() as u32, c.pool.as_ref())
                 }),
-            bucket,
+            series_width,
         );
         let paced = sites.iter().any(|sp| sp.paces());
         World {
@@ -313,6 +335,7 @@ impl World {
             follow: None,
             bucket,
             buckets: buckets::Buckets::new(bucket),
+            series_kept,
             run_buckets: Vec::new(),
             next_call_id: 0,
             duplicates_ignored: 0,
@@ -428,6 +451,18 @@ impl World {
         self.buckets.of(t)
     }
 
+    /// The bucket of an instant for what is not a client's count (a call site's): the
+    /// report bucket, or the one bucket of the whole run when only the clients' series are
+    /// kept.
+    #[inline]
+    fn series_bucket_of(&self, t: SimTime) -> usize {
+        if self.series_kept {
+            self.buckets.of(t)
+        } else {
+            0
+        }
+    }
+
     /// Asserts the world's bookkeeping (see the module docs); panics name what broke.
     pub fn check_invariants(&self) {
         for s in &self.services {
@@ -480,7 +515,13 @@ impl World {
     /// Ends the run's accounting at `end` and hands over its figures; the world is not used
     /// after this.
     pub fn figures(&mut self, end: SimTime, net: &Net) -> Figures {
-        let buckets = (end.as_nanos().div_ceil(self.bucket.as_nanos()) as usize).max(1);
+        let series_bucket = if self.series_kept {
+            self.bucket
+        } else {
+            SimDuration::MAX
+        };
+        // The buckets of every figure but the clients' counts.
+        let buckets = (end.as_nanos().div_ceil(series_bucket.as_nanos()) as usize).max(1);
         let lost_at = lost_at_nodes(net);
         let nodes = &self.nodes;
         let mut services: Vec<_> = self
@@ -511,6 +552,7 @@ impl World {
         Figures {
             end,
             bucket: self.bucket,
+            series_bucket,
             latency: {
                 let mut all = LatencyHistogram::new();
                 for c in &self.clients {

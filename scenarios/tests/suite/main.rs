@@ -37,6 +37,7 @@ mod queues;
 mod report;
 mod risk;
 mod scaling;
+mod series;
 mod shrink;
 mod swarm;
 mod sweep;

@@ -19,6 +19,7 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
     Figures {
         end: SimTime::ZERO + bucket * buckets.len() as u64,
         bucket,
+        series_bucket: bucket,
         latency: LatencyHistogram::new(),
         clients: vec![ClientFigures {
             name: "c".to_string(),

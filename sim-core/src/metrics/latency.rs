@@ -31,10 +31,13 @@ pub struct LatencyHistogram {
     clamped: u64,
 }
 
+/// The bins are boxed: a histogram that keeps its values as they are (most histograms of
+/// a long run in fine buckets keep a few, or none) is the size of its list, 40 bytes, not of
+/// hdrhistogram's 100-byte header.
 #[derive(Clone, Debug)]
 enum Counts {
-    Narrow(Histogram<u32>),
-    Wide(Histogram<u64>),
+    Narrow(Box<Histogram<u32>>),
+    Wide(Box<Histogram<u64>>),
     Few(Few),
 }
 
@@ -212,7 +215,7 @@ impl LatencyHistogram {
                 Err(_) => {
                     let mut wide = widen(h);
                     record_into(&mut wide, nanos, n);
-                    self.counts = Counts::Wide(wide);
+                    self.counts = Counts::Wide(Box::new(wide));
                 }
             },
             Counts::Wide(h) => record_into(h, nanos, n),
@@ -237,7 +240,7 @@ impl LatencyHistogram {
     /// Puts the values kept as they are, if any, into bins.
     fn bin(&mut self) {
         if let Counts::Few(few) = &self.counts {
-            self.counts = Counts::Narrow(few.binned());
+            self.counts = Counts::Narrow(Box::new(few.binned()));
         }
     }
 
@@ -246,7 +249,7 @@ impl LatencyHistogram {
     pub fn binned(&self) -> Cow<'_, LatencyHistogram> {
         match &self.counts {
             Counts::Few(few) => Cow::Owned(LatencyHistogram {
-                counts: Counts::Narrow(few.binned()),
+                counts: Counts::Narrow(Box::new(few.binned())),
                 clamped: self.clamped,
             }),
             _ => Cow::Borrowed(self),
@@ -262,12 +265,16 @@ impl LatencyHistogram {
         }
     }
 
-    /// The bytes its counts take on the heap (they grow with the largest value recorded, and
-    /// are allocated at their exact size), or its values while it keeps them as they are.
+    /// The bytes it takes on the heap: its bins (they grow with the largest value recorded,
+    /// and are allocated at their exact size) and their header, or its values while it keeps
+    /// them as they are.
     pub fn heap_bytes(&self) -> u64 {
+        use std::mem::size_of;
         match &self.counts {
-            Counts::Wide(h) => h.distinct_values() as u64 * 8,
-            Counts::Narrow(h) => h.distinct_values() as u64 * 4,
+            Counts::Wide(h) => h.distinct_values() as u64 * 8 + size_of::<Histogram<u64>>() as u64,
+            Counts::Narrow(h) => {
+                h.distinct_values() as u64 * 4 + size_of::<Histogram<u32>>() as u64
+            }
             Counts::Few(few) => few.values.capacity() as u64 * 8,
         }
     }
@@ -333,7 +340,7 @@ impl LatencyHistogram {
             Counts::Few(_) => unreachable!("binned"),
         };
         if let Counts::Narrow(h) = &self.counts {
-            self.counts = Counts::Wide(widen(h));
+            self.counts = Counts::Wide(Box::new(widen(h)));
         }
         let Counts::Wide(h) = &mut self.counts else {
             unreachable!("widened above");
@@ -454,7 +461,9 @@ mod tests {
     /// A precise histogram allocated up to the hour, as [`LatencyHistogram::new`] was.
     fn full_size() -> LatencyHistogram {
         LatencyHistogram {
-            counts: Counts::Wide(Histogram::new_with_bounds(1, LATENCY_MAX.as_nanos(), 3).unwrap()),
+            counts: Counts::Wide(Box::new(
+                Histogram::new_with_bounds(1, LATENCY_MAX.as_nanos(), 3).unwrap(),
+            )),
             clamped: 0,
         }
     }
@@ -474,9 +483,9 @@ mod tests {
             panic!("a new histogram keeps its values")
         };
         LatencyHistogram {
-            counts: Counts::Narrow(
+            counts: Counts::Narrow(Box::new(
                 Histogram::new_with_bounds(few.low, 2 * few.low, few.sigfig).unwrap(),
-            ),
+            )),
             clamped: 0,
         }
     }
@@ -608,6 +617,14 @@ mod tests {
         assert_same_figures(&a, &b);
     }
 
+    /// A histogram that keeps its values (an empty one, most of a long run's histograms per
+    /// bucket) is the size of its list: the bins and their header are boxed.
+    #[test]
+    fn a_histogram_without_bins_is_small() {
+        assert!(std::mem::size_of::<LatencyHistogram>() <= 48);
+        assert_eq!(LatencyHistogram::compact().heap_bytes(), 0);
+    }
+
     #[test]
     fn widening_keeps_every_figure_of_a_compact_histogram() {
         let mut narrow = LatencyHistogram::compact();
@@ -618,7 +635,7 @@ mod tests {
             panic!("a compact histogram starts narrow");
         };
         let wide = LatencyHistogram {
-            counts: Counts::Wide(widen(h)),
+            counts: Counts::Wide(Box::new(widen(h))),
             clamped: narrow.clamped,
         };
         assert_eq!(wide.count(), narrow.count());

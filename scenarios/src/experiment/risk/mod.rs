@@ -57,7 +57,7 @@ use super::partition::Partition;
 use super::stats::wilson;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Overrides, Source};
-use crate::format::schema::{Load, Scenario, Schedule};
+use crate::format::schema::{Load, Scenario, Schedule, Series};
 use crate::format::verdict::triggers;
 use event::{Event, Importance};
 use plain::PlainRun;
@@ -263,6 +263,10 @@ impl Risk {
             None => event.default_importance(),
         };
         let bucket = scenario.bucket;
+        // What risk reads of a run is its events, its expectations and its metastability
+        // verdict: the runs keep their clients' counts per bucket and no other series (in
+        // every copy splitting holds), which changes their memory, never their digests.
+        scenario.series = Series::Clients;
         if event.is_first_passage() {
             // The bucket width changes the report only, never the run: a replay with the
             // file's buckets is the same run.

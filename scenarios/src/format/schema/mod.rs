@@ -107,6 +107,29 @@ pub struct Scenario {
     /// [`crate::format::overrides`]), in the file's order. Read from the text, not by serde.
     #[serde(skip)]
     pub variants: Vec<String>,
+    /// What a run keeps per report bucket. Not part of the file: a run's options say it
+    /// (`RunOptions::series`), and the memory estimate counts what it keeps.
+    #[serde(skip)]
+    pub series: Series,
+}
+
+/// What a run keeps per report bucket: every series the report shows, or only what its
+/// expectations and its metastability verdict read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Series {
+    /// Every series: the report's rows (`series`, one per bucket), each client's, call
+    /// site's and service's counts and gauges per bucket, the latencies per bucket.
+    #[default]
+    All,
+    /// Each client's counts per bucket only (offered, succeeded, failed, completed: what the
+    /// expectations and the metastability verdict read). Dropped: the report's rows, the
+    /// latencies per bucket (so the verdict's windows have no p99), the call sites' counts
+    /// per bucket, and the services', limiters', blast radius' and pools' figures per bucket,
+    /// which are kept over the whole run instead (one bucket: the service report's means
+    /// and maxima stay right), and the explanations of `why`, which read the rows. Totals,
+    /// histograms over the run and every verdict are as with [`Series::All`], and so is the
+    /// digest: figures never feed back into the run.
+    Clients,
 }
 
 impl Scenario {

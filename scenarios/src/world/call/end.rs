@@ -27,7 +27,7 @@ impl World {
         retry_after: Option<SimDuration>,
     ) {
         let now = ctx.now();
-        let bucket = self.bucket_of(now);
+        let bucket = self.series_bucket_of(now);
         let call = &mut self.calls[key];
         let site = call.site as usize;
         let replica = match call.attempt {
@@ -285,7 +285,7 @@ impl World {
         let c = &mut self.clients[client as usize];
         c.record_outcome(o, offered_in, ended_in, latency);
         c.record_class_outcome(attrs, o, offered_in, latency);
-        if o == Outcome::Ok {
+        if o == Outcome::Ok && self.series_kept {
             crate::world::client::bucket_mut(&mut self.run_buckets, offered_in).record(latency);
         }
         if let Requester::User(user) = requester

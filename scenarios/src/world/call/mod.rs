@@ -319,7 +319,7 @@ impl World {
     }
 
     fn start_attempt(&mut self, ctx: C, key: CallKey) {
-        let bucket = self.bucket_of(ctx.now());
+        let bucket = self.series_bucket_of(ctx.now());
         let call = &mut self.calls[key];
         debug_assert!(call.attempt == Attempt::Idle, "one attempt out at a time");
         call.attempt_no += 1;
@@ -351,7 +351,12 @@ impl World {
         let sp = &mut self.sites[site as usize];
         let attempt_deadline = sp.attempt_deadline(now, call.deadline);
         if sp.adapts() {
-            let bucket = self.buckets.of(now);
+            // `series_bucket_of`, by fields: the call site is borrowed.
+            let bucket = if self.series_kept {
+                self.buckets.of(now)
+            } else {
+                0
+            };
             sp.note_timeout(bucket);
         }
         let svc = sp.target();
@@ -444,7 +449,7 @@ impl World {
             return;
         }
         let (site, source) = (call.site as usize, call.source);
-        let bucket = self.bucket_of(ctx.now());
+        let bucket = self.series_bucket_of(ctx.now());
         if self.sites[site].adapts() {
             // A censored sample: the attempt took at least its timeout.
             self.sites[site].observe_latency(ctx.now() - sent);
