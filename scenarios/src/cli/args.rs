@@ -145,9 +145,14 @@ pub(super) enum Command {
     /// reason.
     Import(ImportArgs),
     /// Write a call's pattern stack, and the settings of the service it calls, in a production
-    /// configuration format (the inverse of `import`): the document on stdout, and a table on
-    /// stderr of each scenario path with the field it became, then every setting not exported
-    /// with the reason.
+    /// configuration format (the inverse of `import`): Envoy v3 (a cluster and a route), Istio
+    /// (a DestinationRule and a VirtualService), resilience4j (`application.yml`) or a gRPC
+    /// service config. The document goes to stdout, and a table to stderr of each scenario
+    /// path with the field it became, every setting not exported with the reason, and the
+    /// placeholders written where the format needs a value the scenario does not have (an
+    /// Envoy cluster's endpoints). With `--against ORIGINAL`, the original configuration is
+    /// written back with only the fields the scenario changed changed (its comments and order
+    /// kept), and the unified diff follows the table on stderr.
     Export(ExportArgs),
 }
 
@@ -624,16 +629,24 @@ pub(super) struct ImportArgs {
 pub(super) struct ExportArgs {
     /// A `.ron` file, or the name of a library scenario.
     pub(super) file: String,
-    /// The call to export, e.g. `services.api.calls[0]` or `clients.users.call`.
+    /// The call to export, e.g. `services.api.calls[0]` or `clients.users.call`; or a
+    /// service, `services.api`, to export every call it makes at once.
     #[arg(long, value_name = "PATH")]
     pub(super) call: String,
     /// The format to write.
     #[arg(long, value_name = "FORMAT", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
     pub(super) to: String,
     /// The upstream's name in the configuration (the Envoy cluster, the Istio host, the
-    /// resilience4j instance, the gRPC service; default: the call's target).
+    /// resilience4j instance, the gRPC service; default: the call's target); `HOST/SUBSET` is
+    /// an Istio subset, `SERVICE/METHOD` a gRPC method.
     #[arg(long, value_name = "NAME")]
     pub(super) service: Option<String>,
+    /// The configuration the call's configuration is in today: write it back with only the
+    /// fields the scenario changed changed, in its own text (its comments, order and
+    /// formatting kept), and print the unified diff on stderr. Without it, complete objects
+    /// are written, with placeholders (said so in the table) where the scenario has no value.
+    #[arg(long, value_name = "ORIGINAL")]
+    pub(super) against: Option<String>,
     /// Write the configuration to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub(super) out: Option<String>,

@@ -399,16 +399,23 @@ fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
         let overrides = args.overrides.overrides(&args.file)?;
         let scenario = resolve(&args.file, limits, &overrides).map_err(|e| e.to_string())?;
         let format: export::TargetFormat = args.to.parse()?;
-        export::export(
-            &scenario,
-            &args.file,
-            &args.call,
-            format,
-            args.service.as_deref(),
-        )
+        let service = args.service.as_deref();
+        match &args.against {
+            None => export::export(&scenario, &args.file, &args.call, format, service),
+            Some(original) => {
+                let against = export::Against {
+                    original: import_input(original)?,
+                    scenario: into_scenario(&args.file)?,
+                };
+                export::export_against(&scenario, &args.file, &args.call, format, service, &against)
+            }
+        }
         .map_err(|e| e.to_string())
     })();
-    converted(exported.map(|e| (e.table, e.text)), args.out.as_deref())
+    converted(
+        exported.map(|e| (e.table + &e.diff, e.text)),
+        args.out.as_deref(),
+    )
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the

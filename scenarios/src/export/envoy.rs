@@ -8,7 +8,7 @@
 //! written to match everything (`"*"`, prefix `/`).
 
 use super::sheet::{Sheet, ron};
-use super::text::{number, proto_duration, yaml};
+use super::text::{Document, number, proto_duration};
 use super::{Target, leave_layer, leave_retry_extras, leave_service};
 use crate::format::schema::{Balancer, HealthCheck, Layer, Outlier};
 use patterns::backoff::{Jitter, Strategy};
@@ -25,9 +25,11 @@ const STATUS_5XX: [u16; 11] = [500, 501, 502, 503, 504, 505, 506, 507, 508, 510,
 const CLUSTER: &str = "resources[0]";
 const ROUTE: &str = "resources[1].virtual_hosts[0].routes[0].route";
 const HOUR: SimDuration = SimDuration::from_secs(3600);
+/// Envoy's default `connect_timeout`.
+const CONNECT_TIMEOUT: &str = "5s";
 
 /// The Cluster and RouteConfiguration of `t`, as YAML.
-pub fn write(t: &Target, sheet: &mut Sheet) -> String {
+pub fn write(t: &Target, sheet: &mut Sheet) -> Document {
     let mut cluster = Map::new();
     cluster.insert(
         "@type".into(),
@@ -39,6 +41,7 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
         format!("{CLUSTER}.name, {ROUTE}.cluster"),
         &t.name,
     );
+    endpoints(t, sheet, &mut cluster);
     service(t, sheet, &mut cluster);
     let mut route = Map::new();
     route.insert("cluster".into(), json!(t.name));
@@ -77,7 +80,45 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
             "routes": [{ "match": { "prefix": "/" }, "route": Value::Object(route) }],
         }],
     });
-    yaml(&[json!({ "resources": [Value::Object(cluster), routes] })])
+    Document::Yaml(vec![
+        json!({ "resources": [Value::Object(cluster), routes] }),
+    ])
+}
+
+/// What a cluster needs that a call does not say: how its endpoints are found (`type`), how
+/// long a connection may take to open (`connect_timeout`, Envoy's default written out), and
+/// the endpoints themselves, a placeholder address (`.invalid` resolves nowhere, RFC 2606).
+fn endpoints(t: &Target, sheet: &mut Sheet, cluster: &mut Map<String, Value>) {
+    let address = format!("{}.replace-me.invalid", t.name.replace(['/', '_'], "-"));
+    cluster.insert("type".into(), json!("STRICT_DNS"));
+    cluster.insert("connect_timeout".into(), json!(CONNECT_TIMEOUT));
+    cluster.insert(
+        "load_assignment".into(),
+        json!({
+            "cluster_name": t.name,
+            "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": {
+                "socket_address": { "address": address, "port_value": 80 },
+            } } }] }],
+        }),
+    );
+    sheet.placeholder(
+        format!("{CLUSTER}.type"),
+        "STRICT_DNS",
+        "the endpoints are found by DNS; use EDS or STATIC as your deployment does",
+    );
+    sheet.placeholder(
+        format!("{CLUSTER}.connect_timeout"),
+        CONNECT_TIMEOUT,
+        "Envoy's default, written out: resim opens no connections",
+    );
+    sheet.placeholder(
+        format!("{CLUSTER}.load_assignment.endpoints[0].lb_endpoints[0]"),
+        format!("{address}:80"),
+        format!(
+            "the address of {} ({} replicas here), a name that resolves nowhere until replaced",
+            t.service_path, t.service.replicas
+        ),
+    );
 }
 
 /// The called service's balancer, outlier detection and health check, on the cluster.

@@ -3,7 +3,7 @@
 //! `retryThrottling` for a `Throttling` budget. The inverse of the import's `grpc` module.
 
 use super::sheet::{Sheet, ron};
-use super::text::{json, number, proto_duration};
+use super::text::{Document, number, proto_duration};
 use super::{Target, leave_layer, leave_retry_extras, leave_service};
 use crate::format::schema::Layer;
 use patterns::backoff::{Jitter, Strategy};
@@ -19,13 +19,14 @@ const ATTEMPTS_MAX: u32 = 5;
 const METHOD: &str = "methodConfig[0]";
 
 /// The service config of `t`, as JSON.
-pub fn write(t: &Target, sheet: &mut Sheet) -> String {
+pub fn write(t: &Target, sheet: &mut Sheet) -> Document {
     let mut method = Map::new();
     // `{}` names every service; the import reads it as `default`.
-    let name = if t.name == "default" {
-        json!({})
-    } else {
-        json!({ "service": t.name })
+    // `service/method` (gRPC's own name of a method) scopes the config to the one method.
+    let name = match t.name.split_once('/') {
+        _ if t.name == "default" => json!({}),
+        Some((service, method)) => json!({ "service": service, "method": method }),
+        None => json!({ "service": t.name }),
     };
     method.insert("name".into(), json!([name]));
     sheet.name(
@@ -50,7 +51,7 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
     let mut root = Map::new();
     root.insert("methodConfig".into(), json!([Value::Object(method)]));
     root.extend(config);
-    json(&Value::Object(root))
+    Document::Json(Value::Object(root))
 }
 
 /// The stack: its first Retry or Hedge as the method's policy; what gRPC has no place for

@@ -8,7 +8,7 @@
 
 use super::envoy::{LOCAL_REJECTION, conditions};
 use super::sheet::{Sheet, ron};
-use super::text::{unit_duration, yaml};
+use super::text::{Document, unit_duration};
 use super::{Target, leave_layer, leave_retry_extras, leave_service};
 use crate::format::schema::{Balancer, Layer};
 use patterns::backoff::{Jitter, Strategy};
@@ -27,18 +27,24 @@ fn go(d: SimDuration) -> Value {
 }
 
 /// The DestinationRule and the VirtualService of `t`, as YAML.
-pub fn write(t: &Target, sheet: &mut Sheet) -> String {
+pub fn write(t: &Target, sheet: &mut Sheet) -> Document {
     sheet.name(
         format!("{}.target", t.path),
         "DestinationRule.spec.host, VirtualService.spec.hosts[0]",
         &t.name,
     );
+    // `host/subset` (as `--service` and the import name a subset) is a subset of its host.
+    let (host, subset) = match t.name.split_once('/') {
+        Some((h, s)) => (h, Some(s)),
+        None => (t.name.as_str(), None),
+    };
     let mut policy = Map::new();
     let mut http = Map::new();
-    http.insert(
-        "route".into(),
-        json!([{ "destination": { "host": t.name } }]),
-    );
+    let destination = match subset {
+        Some(s) => json!({ "host": host, "subset": s }),
+        None => json!({ "host": host }),
+    };
+    http.insert("route".into(), json!([{ "destination": destination }]));
     service(t, sheet, &mut policy);
     if let Some(d) = t.call.deadline {
         http.insert("timeout".into(), go(d));
@@ -56,19 +62,34 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
     if let Some(p) = pool.value() {
         policy.insert("connectionPool".into(), p);
     }
+    let spec = match subset {
+        None => json!({ "host": host, "trafficPolicy": Value::Object(policy) }),
+        Some(s) => {
+            sheet.placeholder(
+                "DestinationRule.spec.subsets[0].labels",
+                format!("version: {s}"),
+                "the labels that select the subset's pods (bookinfo's convention); use your deployment's",
+            );
+            json!({ "host": host, "subsets": [{
+                "name": s,
+                "labels": { "version": s },
+                "trafficPolicy": Value::Object(policy),
+            }] })
+        }
+    };
     let rule = json!({
         "apiVersion": "networking.istio.io/v1",
         "kind": "DestinationRule",
-        "metadata": { "name": t.name },
-        "spec": { "host": t.name, "trafficPolicy": Value::Object(policy) },
+        "metadata": { "name": host },
+        "spec": spec,
     });
     let virtual_service = json!({
         "apiVersion": "networking.istio.io/v1",
         "kind": "VirtualService",
-        "metadata": { "name": t.name },
-        "spec": { "hosts": [t.name], "http": [Value::Object(http)] },
+        "metadata": { "name": host },
+        "spec": { "hosts": [host], "http": [Value::Object(http)] },
     });
-    yaml(&[rule, virtual_service])
+    Document::Yaml(vec![rule, virtual_service])
 }
 
 /// The connection pool's settings, as they are found.
@@ -223,8 +244,18 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
         .map(|n| n.to_string())
         .collect();
     words.extend(on.codes.iter().map(u16::to_string));
-    retries.insert("retryOn".into(), json!(words.join(",")));
-    sheet.put(at("retry_on_*"), field("retryOn"), words.join(","));
+    if istio_default(r) {
+        // Written out, the default's words would lose its 503 (pilot adds it only when
+        // retryOn is unset): left unset, Istio's own default applies, which these outcomes are.
+        sheet.put(
+            at("retry_on_*"),
+            field("retryOn"),
+            format!("unset: Istio's default ({RETRY_ON_DEFAULT}, with 503), exactly what this retry retries"),
+        );
+    } else {
+        retries.insert("retryOn".into(), json!(words.join(",")));
+        sheet.put(at("retry_on_*"), field("retryOn"), words.join(","));
+    }
     match (&r.backoff.strategy, &r.backoff.jitter) {
         (Strategy::Exponential { delay_initial, multiplier, delay_max }, Jitter::Full)
             if *multiplier == 2.0 && *delay_max == delay_initial.saturating_mul(10) && !delay_initial.is_zero() =>
@@ -259,6 +290,23 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
     }
     leave_retry_extras(t, i, r, sheet, true);
     Value::Object(retries)
+}
+
+/// Istio's default `retryOn` (with `retriable_status_codes` 503).
+const RETRY_ON_DEFAULT: &str =
+    "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes";
+
+/// Whether `r` retries exactly what Istio's default `retryOn` means in resim's outcomes: lost
+/// connections and 503, nothing else.
+fn istio_default(r: &RetryConfig) -> bool {
+    let mut statuses = r.retry_on_status.clone();
+    statuses.sort_unstable();
+    statuses.dedup();
+    statuses == [503]
+        && r.retry_on_connection_error
+        && !r.retry_on_timeout
+        && !r.retry_on_throttled
+        && !r.retry_on_conflict
 }
 
 /// A per-attempt `Bulkhead` as the connection pool: `maxConnections` and `http2MaxRequests`

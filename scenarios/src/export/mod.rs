@@ -18,6 +18,9 @@
 //!
 //! | module | what |
 //! |---|---|
+//! | `against` | `--against ORIGINAL`: the changes found in the format's words, and the object of the original each exported object stands for |
+//! | `edit` | edits of the original's own text at the places its tree records, and the unified diff |
+//! | `service` | a whole service (`--call services.NAME`): every call, the documents made one |
 //! | `sheet` | the mapping table: what was written where, what was not and why |
 //! | `text` | documents as YAML (`serde-saphyr`) or JSON (`serde_json`); durations in each format's syntax |
 //! | `envoy` | an Envoy v3 `Cluster` and `RouteConfiguration` (xDS resources) |
@@ -29,10 +32,13 @@
 //! `crate::format` (to read the scenario and name its paths) and `crate::import` (the format
 //! names, a call's path); only the command line and the experiments use it.
 
+mod against;
+mod edit;
 mod envoy;
 mod grpc;
 mod istio;
 mod resilience4j;
+mod service;
 mod sheet;
 mod text;
 
@@ -59,6 +65,18 @@ pub struct Exported {
     pub text: String,
     /// The mapping table (for stderr).
     pub table: String,
+    /// With `--against`, the unified diff of the original and `text` (for stderr); else empty.
+    pub diff: String,
+}
+
+/// `--against`: the original configuration to write back with the scenario's changes, and
+/// the scenario's own text, into which the original is imported to see what it says.
+#[derive(Debug, Clone)]
+pub struct Against {
+    /// The original configuration file.
+    pub original: crate::import::Input,
+    /// The scenario file the call is in (its text as written, before overrides).
+    pub scenario: crate::import::Input,
 }
 
 /// The call an export writes, with the service it calls.
@@ -111,6 +129,78 @@ pub fn export(
     format: TargetFormat,
     service: Option<&str>,
 ) -> Result<Exported, ExportError> {
+    if service.is_none() && call_path.starts_with("services.") && !call_path.contains(".calls[") {
+        return service::export(scenario, file, call_path, format);
+    }
+    let (document, sheet) = document(scenario, file, call_path, format, service)?;
+    Ok(Exported {
+        table: sheet.table(call_path, format),
+        text: document.text(),
+        diff: String::new(),
+    })
+}
+
+/// `resim export --against ORIGINAL`: the original configuration with the fields the
+/// scenario's call changed changed (in its own text: its comments, order and formatting
+/// kept), the diff of the two, and the table of the call's export with what could not be
+/// written back.
+pub fn export_against(
+    scenario: &Scenario,
+    file: &str,
+    call_path: &str,
+    format: TargetFormat,
+    service: Option<&str>,
+    against: &Against,
+) -> Result<Exported, ExportError> {
+    let (after, sheet) = document(scenario, file, call_path, format, service)?;
+    let name =
+        service.unwrap_or_else(|| call_at(scenario, call_path).map_or("", |c| c.target.as_str()));
+    let target = crate::import::Target {
+        into: Some(against.scenario.clone()),
+        call: Some(call_path.to_string()),
+        service: Some(name.to_string()),
+        table: crate::import::TableForm::default(),
+    };
+    let limits = crate::format::limits::RunLimits::default();
+    let imported = crate::import::import(
+        std::slice::from_ref(&against.original),
+        Some(format),
+        &target,
+        &limits,
+    )
+    .map_err(|e| ExportError(format!("--against {}: {e}", against.original.file)))?;
+    let original = crate::format::load::parse(&against.scenario.file, &imported.text)
+        .map_err(|e| ExportError(format!("--against {}: the original imported into {} does not load, which is a bug of resim export: {e}", against.original.file, against.scenario.file)))?;
+    let (before, _) = document(&original, file, call_path, format, service)?;
+    let applied = against::apply(format, name, &against.original, &before, &after)?;
+    let mut table = sheet.table(call_path, format);
+    table.push_str(&format!(
+        "written into {}: {} (the diff below)\n",
+        against.original.file,
+        if applied.diff.is_empty() {
+            "nothing changed"
+        } else {
+            "only the fields the scenario changed"
+        }
+    ));
+    for left in &applied.left {
+        table.push_str(&format!("  not written back: {left}\n"));
+    }
+    Ok(Exported {
+        table,
+        text: applied.text,
+        diff: applied.diff,
+    })
+}
+
+/// The document of the call at `call_path` in `format`, and its mapping table.
+fn document(
+    scenario: &Scenario,
+    file: &str,
+    call_path: &str,
+    format: TargetFormat,
+    service: Option<&str>,
+) -> Result<(text::Document, Sheet), ExportError> {
     let call = call_at(scenario, call_path).ok_or_else(|| {
         ExportError(format!(
             "{file}: --call {call_path}: no such call; the scenario has: {}",
@@ -138,7 +228,7 @@ pub fn export(
         service_path: format!("services.{}", call.target),
     };
     let mut sheet = Sheet::default();
-    let text = match format {
+    let document = match format {
         TargetFormat::Envoy => envoy::write(&target, &mut sheet),
         TargetFormat::Istio => istio::write(&target, &mut sheet),
         TargetFormat::Resilience4j => resilience4j::write(&target, &mut sheet),
@@ -151,10 +241,7 @@ pub fn export(
             sheet.table(call_path, format)
         )));
     }
-    Ok(Exported {
-        table: sheet.table(call_path, format),
-        text,
-    })
+    Ok((document, sheet))
 }
 
 /// Lists layer `i` of the call as not exported, for `reason`.

@@ -8,7 +8,7 @@
 //! TimeLimiter, Bulkhead, outer first), the `…AspectOrder` properties say it.
 
 use super::sheet::{Sheet, ron};
-use super::text::{number, unit_duration, yaml};
+use super::text::{Document, number, unit_duration};
 use super::{Target, leave_layer, leave_service};
 use crate::format::schema::Layer;
 use crate::import::resilience4j::GATE_EXCEPTIONS;
@@ -64,7 +64,7 @@ impl Modules {
 }
 
 /// The `application.yml` of `t`.
-pub fn write(t: &Target, sheet: &mut Sheet) -> String {
+pub fn write(t: &Target, sheet: &mut Sheet) -> Document {
     let mut modules = Modules::default();
     let retry_at = t.retry_index();
     for (i, layer) in t.call.stack.iter().enumerate() {
@@ -129,7 +129,7 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> String {
         section.insert("instances".into(), Value::Object(instances));
         top.insert(key.into(), Value::Object(section));
     }
-    yaml(&[json!({ "resilience4j": Value::Object(top) })])
+    Document::Yaml(vec![json!({ "resilience4j": Value::Object(top) })])
 }
 
 /// The property path of the instance in `module`.
@@ -388,17 +388,28 @@ fn breaker(t: &Target, i: usize, b: &BreakerConfig, sheet: &mut Sheet) -> Map<St
     if let Some(n) = b.consecutive_failure_threshold {
         sheet.leave(format!("{}.consecutive_failure_threshold", t.layer(i)), n, "no counterpart: resilience4j's breaker judges failure rates over its window, not failures in a row");
     }
+    // A setting at the value the import reads where the property is unset (resim's default,
+    // resilience4j's) is left unset, so nothing is added that the configuration did not say.
+    let mut defaults = settings(&BreakerConfig::default());
+    defaults.push(("", "permittedNumberOfCallsInHalfOpenState", json!(10)));
     let mut props = Map::new();
     for (field, name, value) in written {
         let shown = value
             .as_str()
             .map_or_else(|| value.to_string(), str::to_string);
+        let default = defaults.iter().any(|(_, n, v)| *n == name && *v == value);
         sheet.put(
             format!("{}.{field}", t.layer(i)),
             property(t, "circuitbreaker", name),
-            shown,
+            if default {
+                format!("{shown} (resilience4j's default: left unset)")
+            } else {
+                shown
+            },
         );
-        props.insert(name.into(), value);
+        if !default {
+            props.insert(name.into(), value);
+        }
     }
     props
 }

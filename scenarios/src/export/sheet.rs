@@ -11,6 +11,8 @@ pub struct Sheet {
     /// Rows that carry a setting (not only the upstream's name).
     settings: usize,
     left: Vec<(String, String, String)>,
+    /// Values the format needs and the scenario does not have: `(field, value, what to fill in)`.
+    placeholders: Vec<(String, String, String)>,
 }
 
 impl Sheet {
@@ -43,6 +45,17 @@ impl Sheet {
             .push((path.into(), value.to_string(), reason.into()));
     }
 
+    /// `field` written as `value`, a placeholder the user fills in (`what`) before applying.
+    pub fn placeholder(
+        &mut self,
+        field: impl Into<String>,
+        value: impl ToString,
+        what: impl Into<String>,
+    ) {
+        self.placeholders
+            .push((field.into(), value.to_string(), what.into()));
+    }
+
     /// How many settings were written.
     pub fn written(&self) -> usize {
         self.settings
@@ -65,6 +78,15 @@ impl Sheet {
         ));
         for (path, value, reason) in &self.left {
             out.push_str(&format!("  {path} = {value}: {reason}\n"));
+        }
+        if !self.placeholders.is_empty() {
+            out.push_str(&format!(
+                "placeholders, {} values the format needs and the scenario does not have (fill them in before applying; --against ORIGINAL keeps the original's):\n",
+                self.placeholders.len()
+            ));
+            for (field, value, what) in &self.placeholders {
+                out.push_str(&format!("  {field} = {value}: {what}\n"));
+            }
         }
         out
     }

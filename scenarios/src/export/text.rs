@@ -52,6 +52,33 @@ pub fn unit_duration(d: SimDuration, days: bool) -> Value {
     Value::String(text)
 }
 
+/// An exported document: its values, and the syntax it is written in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Document {
+    /// YAML documents, `---` between them.
+    Yaml(Vec<Value>),
+    /// One JSON value.
+    Json(Value),
+}
+
+impl Document {
+    /// The document as text.
+    pub fn text(&self) -> String {
+        match self {
+            Document::Yaml(docs) => yaml(docs),
+            Document::Json(value) => json(value),
+        }
+    }
+
+    /// Its values, one per YAML document.
+    pub fn values(&self) -> &[Value] {
+        match self {
+            Document::Yaml(docs) => docs,
+            Document::Json(value) => std::slice::from_ref(value),
+        }
+    }
+}
+
 /// `value` as pretty JSON, with a final newline.
 pub fn json(value: &Value) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();

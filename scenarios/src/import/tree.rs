@@ -83,6 +83,11 @@ impl Spots {
         }
     }
 
+    /// Where `path` itself is, if its place is recorded (no ancestor's).
+    pub fn exact(&self, path: &str) -> Option<Spot> {
+        self.0.get(path).copied()
+    }
+
     /// Records every value of `value` (at `path`) that `loc` places, in file `file`.
     fn record(&mut self, path: &str, value: &Value, loc: &LocNode, file: usize, depth: usize) {
         self.0.insert(path.to_string(), loc.spot(file));

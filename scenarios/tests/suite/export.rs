@@ -926,3 +926,210 @@ fn the_book_round_trip_file_is_what_export_writes() {
         "{file} drifted: rewrite it with `resim export retry-storm-budget --call clients.users.call --to istio --out {file}`"
     );
 }
+
+// ---- export that is safe to apply (issue 38, item 4) ----
+
+/// `text` (the file `file`) imported, its first call exported to `format` as `service`.
+fn exported(file: &str, text: &str, format: TargetFormat, service: Option<&str>) -> String {
+    let scenario = imported(file, text);
+    export::export(&scenario, "imported.ron", CALL, format, service)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text
+}
+
+/// A VirtualService's retries without `retryOn` retry Istio's default conditions (lost
+/// connections, refused streams, `unavailable`, `cancelled` and 503). Written back, the
+/// export leaves `retryOn` unset so the same default applies, where it used to write
+/// `connect-failure,503`, which drops refused streams and gRPC's `unavailable`.
+#[test]
+fn istio_default_retries_are_exported_as_the_default() {
+    let text = r#"
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: { name: reviews }
+spec:
+  hosts: [reviews]
+  http:
+  - route: [{ destination: { host: reviews } }]
+    retries: { attempts: 3 }
+"#;
+    let out = exported("vs.yaml", text, TargetFormat::Istio, None);
+    assert!(!out.contains("retryOn"), "{out}");
+    assert!(out.contains("attempts: 3"), "{out}");
+    // And the same retry, imported from the export, is the default's again.
+    let (first, second, _) = round_trip(TargetFormat::Istio, "vs.yaml", text);
+    assert_eq!(first, second);
+}
+
+/// An Envoy cluster is complete: how its endpoints are found, its connect timeout, and
+/// endpoints, a placeholder address that resolves nowhere (`.invalid`), each said so in the
+/// table. It used to be a cluster Envoy refuses (no `connect_timeout` in static resources, no
+/// endpoints).
+#[test]
+fn an_envoy_cluster_is_complete_with_placeholders_said_so() {
+    let text = r#"{ "clusters": [{ "name": "db", "connect_timeout": "0.25s", "outlier_detection": { "consecutive_5xx": 3 } }] }"#;
+    let scenario = imported("envoy.json", text);
+    let out = export::export(&scenario, "imported.ron", CALL, TargetFormat::Envoy, None)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let doc: Value = serde_saphyr::from_str(&out.text).expect("YAML");
+    let cluster = &doc["resources"][0];
+    assert_eq!(cluster["type"], "STRICT_DNS", "{}", out.text);
+    assert_eq!(cluster["connect_timeout"], "5s");
+    let address = cluster
+        .pointer(
+            "/load_assignment/endpoints/0/lb_endpoints/0/endpoint/address/socket_address/address",
+        )
+        .and_then(Value::as_str)
+        .expect("an endpoint");
+    assert!(address.ends_with(".invalid"), "{address}");
+    assert!(
+        out.table.contains("placeholders, 3 values"),
+        "{}",
+        out.table
+    );
+    assert!(out.table.contains(address), "{}", out.table);
+}
+
+/// A resilience4j breaker that sets one property is exported with that property alone: the
+/// others are resilience4j's defaults, left unset (the table says so). It used to write every
+/// property, settings the original did not have.
+#[test]
+fn resilience4j_defaults_are_not_added() {
+    let text = r#"{ "resilience4j": { "circuitbreaker": { "instances": { "inventory": { "failureRateThreshold": 40 } } } } }"#;
+    let out = exported("application.json", text, TargetFormat::Resilience4j, None);
+    let doc: Value = serde_saphyr::from_str(&out).expect("YAML");
+    let instance = &doc["resilience4j"]["circuitbreaker"]["instances"]["inventory"];
+    assert_eq!(instance, &json!({ "failureRateThreshold": 40 }), "{out}");
+}
+
+/// `--service HOST/SUBSET` writes a subset of its host (the DestinationRule's `subsets` entry
+/// and the route's `destination.subset`), not a host named after the subset.
+#[test]
+fn an_istio_subset_is_written_as_a_subset_of_its_host() {
+    let path = workspace_root().join(FIXTURES).join("istio/list.json");
+    let text = std::fs::read_to_string(path).expect("the fixture");
+    let out = exported("list.json", &text, TargetFormat::Istio, Some("ratings/v1"));
+    let docs: Vec<Value> = out
+        .split("---\n")
+        .map(|d| serde_saphyr::from_str(d).expect("YAML"))
+        .collect();
+    assert_eq!(docs[0]["spec"]["host"], "ratings", "{out}");
+    assert_eq!(docs[0]["spec"]["subsets"][0]["name"], "v1", "{out}");
+    assert!(
+        docs[0]["spec"]["subsets"][0]["trafficPolicy"].is_object(),
+        "{out}"
+    );
+    assert_eq!(
+        docs[1]["spec"]["http"][0]["route"][0]["destination"],
+        json!({ "host": "ratings", "subset": "v1" })
+    );
+}
+
+/// `--service SERVICE/METHOD` scopes the gRPC methodConfig to the method.
+#[test]
+fn a_grpc_method_scope_is_kept() {
+    let text = r#"{ "methodConfig": [{ "name": [{ "service": "shop.Cart" }], "timeout": "2s" }] }"#;
+    let out = exported("sc.json", text, TargetFormat::Grpc, Some("shop.Cart/Get"));
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        doc["methodConfig"][0]["name"],
+        json!([{ "service": "shop.Cart", "method": "Get" }])
+    );
+}
+
+/// `--against`: a gRPC service config whose methodConfig names a method, hedges and throttles
+/// retries is written back as it was when the scenario changed nothing (the method scope and
+/// `retryThrottling`, which a plain export cannot know, kept), and with the timeout changed,
+/// only the timeout changes.
+#[test]
+fn a_grpc_config_written_back_keeps_its_method_scope_and_throttling() {
+    let original = r#"{
+  "methodConfig": [{
+    "name": [{ "service": "shop.Cart", "method": "Get" }],
+    "timeout": "2s",
+    "hedgingPolicy": { "maxAttempts": 3, "hedgingDelay": "0.1s" }
+  }],
+  "retryThrottling": { "maxTokens": 10, "tokenRatio": 0.1 }
+}
+"#;
+    let (text, scenario) = {
+        let input = Input {
+            file: "sc.json".into(),
+            text: original.into(),
+        };
+        let out = import::import(&[input], None, &Default::default(), &RunLimits::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let s = parse("imported.ron", &out.text).expect("loads");
+        (out.text, s)
+    };
+    let against = export::Against {
+        original: Input {
+            file: "sc.json".into(),
+            text: original.into(),
+        },
+        scenario: Input {
+            file: "imported.ron".into(),
+            text,
+        },
+    };
+    let export = |s: &Scenario| {
+        export::export_against(
+            s,
+            "imported.ron",
+            CALL,
+            TargetFormat::Grpc,
+            Some("shop.Cart"),
+            &against,
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let same = export(&scenario);
+    assert_eq!(same.text, original, "{}", same.table);
+    assert!(same.diff.is_empty());
+    let mut changed = scenario.clone();
+    changed.services.get_mut("app").unwrap().calls[0].deadline =
+        Some(sim_core::SimDuration::from_secs(3));
+    let out = export(&changed);
+    assert_eq!(
+        out.text,
+        original.replace("\"2s\"", "\"3s\""),
+        "{}",
+        out.table
+    );
+    assert!(
+        out.diff.contains("-    \"timeout\": \"2s\","),
+        "{}",
+        out.diff
+    );
+    assert!(
+        out.diff.contains("+    \"timeout\": \"3s\","),
+        "{}",
+        out.diff
+    );
+}
+
+/// `--call services.NAME` exports every call of the service at once: an Envoy front proxy's
+/// twelve routes are twelve clusters and twelve route configurations in one document.
+#[test]
+fn a_whole_service_exports_at_once() {
+    let path = workspace_root().join("scenarios/tests/import-corpus/front-proxy/envoy.yaml");
+    let text = std::fs::read_to_string(path).expect("the corpus file");
+    let scenario = imported("envoy.yaml", &text);
+    let out = export::export(
+        &scenario,
+        "imported.ron",
+        "services.front-proxy",
+        TargetFormat::Envoy,
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let doc: Value = serde_saphyr::from_str(&out.text).expect("YAML");
+    let resources = doc["resources"].as_array().expect("resources");
+    let calls = scenario.services["front-proxy"].calls.len();
+    assert_eq!(calls, 12);
+    assert_eq!(resources.len(), 2 * calls, "{}", out.text);
+    assert!(
+        out.table
+            .contains("resim export: services.front-proxy.calls[11] (envoy)")
+    );
+}

@@ -5,8 +5,8 @@
 //! `.properties` with exception lists and 0.x names), each case imported the way a user runs
 //! it (`resim import FILE…` from the corpus directory), its scenario and table a snapshot
 //! (`import_corpus__<case>`), what it is for checked in the output, the scenario checked and
-//! run briefly. Export and re-import join each case here once export writes back only what
-//! changed (issue 38, item 4).
+//! run briefly. Export and re-import of the corpus, each call written back into the file that
+//! configures it, are in `export_corpus.rs`.
 //!
 //! The behaviour test below shows what the corpus means when it runs: resilience4j's
 //! `retryExceptions` whitelist that leaves out the rate limiter's refusals does not retry them

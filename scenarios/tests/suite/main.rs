@@ -21,6 +21,7 @@ mod decisions;
 mod distributed;
 mod dotted_names;
 mod export;
+mod export_corpus;
 mod import;
 mod import_cli;
 mod import_corpus;
