@@ -33,7 +33,7 @@
 //! | [`shedder`] | load shedders: CoDel (RFC 8289), RPC-queue CoDel with adaptive LIFO, PID, priority, a queue by priority level, adaptive throttling |
 //! | [`retry`] | retry policy: attempts, classification, idempotency, deadline awareness |
 //! | [`backoff`] | backoff (constant, linear, exponential) and jitter (full, equal, decorrelated, proportional) |
-//! | [`budget`] | retry budgets: gRPC token bucket, percentage over a window, TPS budget |
+//! | [`budget`] | retry budgets: gRPC token bucket, percentage over a window, Envoy concurrency, TPS budget, Brooker's retry breaker |
 //! | [`timeout`] | per-attempt timeouts, propagated deadlines, adaptive timeouts |
 //! | [`hedge`] | hedged requests |
 //! | [`coalesce`] | request coalescing (single flight per key) |

@@ -665,6 +665,14 @@ fn budget() -> BoxedStrategy<String> {
                 format!("retry_ratio: {r}")
             ]
         )),
+        (float(0.0..100.0), duration(), count(0..20)).prop_flat_map(|(p, w, m)| struct_variant(
+            "RetryBreaker",
+            vec![
+                format!("failure_rate_threshold: {p}"),
+                format!("window: {w}"),
+                format!("minimum_number_of_calls: {m}")
+            ]
+        )),
     ]
     .boxed()
 }

@@ -16,6 +16,9 @@ pub enum BudgetConfig {
     Concurrency(ConcurrencyBudgetConfig),
     /// tower's / Finagle's TPS budget: deposits per request, a reserve per second, a TTL.
     Tps(TpsConfig),
+    /// Brooker's retry circuit breaker: no retries while the failure ratio over a window is
+    /// above a threshold.
+    RetryBreaker(RetryBreakerConfig),
 }
 
 /// gRPC retry throttling (gRFC A6). Defaults: the example of the gRFC, 10 tokens, ratio 0.1.
@@ -108,6 +111,62 @@ impl Default for TpsConfig {
     }
 }
 
+/// Marc Brooker's retry circuit breaker ("Fixing retries with token buckets and circuit
+/// breakers", 2022): while more than `failure_rate_threshold` percent of the attempts that
+/// ended in the last `window` failed, no retry is made; below it, retries are as the policy
+/// says. First attempts are never refused (a budget is asked only for retries and hedges).
+///
+/// Names are resilience4j's circuit-breaker names (`failure_rate_threshold` a percentage,
+/// `minimum_number_of_calls`) with the windowed budgets' `window`.
+///
+/// Defaults: a threshold of 10%, Brooker's (`breaker_10pct` in the simulation behind his
+/// post); a window of 10s, the Google SRE budget's window here, which is also the length of
+/// Brooker's simulated runs (his breaker counts over a client's whole life); at least 10
+/// attempts in the window before the ratio is judged, the fewest in which a single failure is
+/// not already above the default threshold.
+///
+/// # Differences from Brooker's simulation
+///
+/// - The ratio is failed attempts over ended attempts in a sliding window (successes and
+///   retryable failures; failures that say nothing about the dependency are not counted),
+///   where his divides every failure, retries' included, by first tries since the client
+///   started. Ours estimates the dependency's failure ratio whatever the retries; his runs
+///   slightly above it while retries are made.
+/// - `minimum_number_of_calls`: his breaker judges from the first call, so a client's first
+///   failure stops its retries (what his post calls tripping early, for small clients).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryBreakerConfig {
+    /// No retries while more than this percentage of the window's attempts failed, in
+    /// (0, 100]. Default 10.
+    pub failure_rate_threshold: f64,
+    /// Length of the sliding window, 10ms..1h. Default 10s.
+    pub window: SimDuration,
+    /// Below this many ended attempts in the window the ratio is not judged and retries are
+    /// allowed, 1..1,000,000. Default 10.
+    pub minimum_number_of_calls: u32,
+}
+
+impl Default for RetryBreakerConfig {
+    fn default() -> Self {
+        RetryBreakerConfig {
+            failure_rate_threshold: 10.0,
+            window: SimDuration::from_secs(10),
+            minimum_number_of_calls: 10,
+        }
+    }
+}
+
+fn check_window(window: SimDuration) -> Result<(), ConfigError> {
+    if window < SimDuration::from_millis(10) || window > SimDuration::from_secs(3600) {
+        return Err(ConfigError::new(
+            "window",
+            format!("must be in [10ms, 1h], got {window}"),
+        ));
+    }
+    Ok(())
+}
+
 fn check_percent(field: &str, x: f64) -> Result<(), ConfigError> {
     if !(x.is_finite() && (0.0..=100.0).contains(&x)) {
         return Err(ConfigError::new(
@@ -148,11 +207,29 @@ impl WindowBudgetConfig {
     /// Checks every field.
     pub fn validate(&self) -> Result<(), ConfigError> {
         check_percent("budget_percent", self.budget_percent)?;
-        if self.window < SimDuration::from_millis(10) || self.window > SimDuration::from_secs(3600)
-        {
+        check_window(self.window)
+    }
+}
+
+impl RetryBreakerConfig {
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let x = self.failure_rate_threshold;
+        if !(x.is_finite() && x > 0.0 && x <= 100.0) {
             return Err(ConfigError::new(
-                "window",
-                format!("must be in [10ms, 1h], got {}", self.window),
+                "failure_rate_threshold",
+                format!(
+                    "must be in (0, 100], got {x} (at 0 the failure being retried would refuse \
+                     its own retry: for no retries at all, say max_attempts: 1)"
+                ),
+            ));
+        }
+        check_window(self.window)?;
+        let m = self.minimum_number_of_calls;
+        if !(1..=1_000_000).contains(&m) {
+            return Err(ConfigError::new(
+                "minimum_number_of_calls",
+                format!("must be in [1, 1000000], got {m}"),
             ));
         }
         Ok(())
@@ -194,6 +271,7 @@ impl BudgetConfig {
             BudgetConfig::Window(c) => c.validate().map_err(|e| e.at("Window")),
             BudgetConfig::Concurrency(c) => c.validate().map_err(|e| e.at("Concurrency")),
             BudgetConfig::Tps(c) => c.validate().map_err(|e| e.at("Tps")),
+            BudgetConfig::RetryBreaker(c) => c.validate().map_err(|e| e.at("RetryBreaker")),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The retry-budget machine.
 
 use super::config::{
-    BudgetConfig, ConcurrencyBudgetConfig, ThrottlingConfig, TpsConfig, WindowBudgetConfig,
+    BudgetConfig, ConcurrencyBudgetConfig, RetryBreakerConfig, ThrottlingConfig, TpsConfig,
+    WindowBudgetConfig,
 };
 use super::ring::SlotRing;
 use crate::ConfigError;
@@ -61,9 +62,15 @@ enum State {
         // counter 0: deposits minus withdrawals in micro-retries
         ring: SlotRing,
     },
+    RetryBreaker {
+        threshold_ppm: i64,
+        minimum: i64,
+        // counters: [ended attempts, failed attempts]
+        ring: SlotRing,
+    },
 }
 
-/// A client's retry budget; see the [module docs](super) for the four kinds.
+/// A client's retry budget; see the [module docs](super) for the five kinds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryBudget {
     state: State,
@@ -123,6 +130,15 @@ impl RetryBudget {
                     ring: SlotRing::new(*ttl),
                 }
             }
+            BudgetConfig::RetryBreaker(RetryBreakerConfig {
+                failure_rate_threshold,
+                window,
+                minimum_number_of_calls,
+            }) => State::RetryBreaker {
+                threshold_ppm: ppm(*failure_rate_threshold),
+                minimum: i64::from(*minimum_number_of_calls),
+                ring: SlotRing::new(*window),
+            },
         };
         Ok(RetryBudget {
             state,
@@ -152,14 +168,14 @@ impl RetryBudget {
                 deposit_micro,
                 ..
             } => ring.add(now, 0, *deposit_micro),
-            State::Unlimited | State::Throttling { .. } => {}
+            State::Unlimited | State::Throttling { .. } | State::RetryBreaker { .. } => {}
         }
         self.check();
     }
 
     /// An attempt ended; `was_retry` says whether it was a retry or hedge granted by
     /// [`RetryBudget::try_retry`].
-    pub fn on_attempt_end(&mut self, _now: SimTime, result: AttemptResult, was_retry: bool) {
+    pub fn on_attempt_end(&mut self, now: SimTime, result: AttemptResult, was_retry: bool) {
         match &mut self.state {
             State::Throttling {
                 tokens_max_micro,
@@ -179,6 +195,14 @@ impl RetryBudget {
                     *active_retries = active_retries.saturating_sub(1);
                 }
             }
+            State::RetryBreaker { ring, .. } => match result {
+                AttemptResult::Success => ring.add(now, 0, 1),
+                AttemptResult::RetryableFailure => {
+                    ring.add(now, 0, 1);
+                    ring.add(now, 1, 1);
+                }
+                AttemptResult::OtherFailure => {}
+            },
             State::Unlimited | State::Window { .. } | State::Tps { .. } => {}
         }
         self.check();
@@ -241,6 +265,16 @@ impl RetryBudget {
                 }
                 ok
             }
+            State::RetryBreaker {
+                threshold_ppm,
+                minimum,
+                ring,
+            } => {
+                // Brooker's breaker refuses while the ratio is strictly above the threshold;
+                // the failure being retried is already in the window.
+                let [attempts, failures] = ring.sums(now);
+                attempts < *minimum || failures * MICRO <= *threshold_ppm * attempts
+            }
         };
         if allowed {
             self.retries_granted += 1;
@@ -282,16 +316,24 @@ impl RetryBudget {
     }
 
     fn check(&self) {
-        if let State::Throttling {
-            tokens_max_micro,
-            tokens_micro,
-            ..
-        } = &self.state
-        {
-            assert!(
+        match &self.state {
+            State::Throttling {
+                tokens_max_micro,
+                tokens_micro,
+                ..
+            } => assert!(
                 (0..=*tokens_max_micro).contains(tokens_micro),
                 "throttling tokens {tokens_micro} outside [0, {tokens_max_micro}] (micro)"
-            );
+            ),
+            State::RetryBreaker { ring, .. } => {
+                for [attempts, failures] in ring.counters() {
+                    assert!(
+                        (0..=attempts).contains(&failures),
+                        "retry breaker slot with {failures} failures of {attempts} attempts"
+                    );
+                }
+            }
+            _ => {}
         }
     }
 }

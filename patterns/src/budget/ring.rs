@@ -56,4 +56,12 @@ impl SlotRing {
         }
         total
     }
+
+    /// Every written slot's counters, current or expired, for invariant checks.
+    pub(crate) fn counters(&self) -> impl Iterator<Item = [i64; 2]> + '_ {
+        self.slots
+            .iter()
+            .filter(|(epoch, _)| *epoch != u64::MAX)
+            .map(|(_, counters)| *counters)
+    }
 }

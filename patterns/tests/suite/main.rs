@@ -18,5 +18,6 @@ mod recovery_fallback;
 mod recovery_hedge;
 mod recovery_idempotency;
 mod recovery_retry;
+mod recovery_retry_breaker;
 mod recovery_robustness;
 mod recovery_timeout;

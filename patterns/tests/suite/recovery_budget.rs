@@ -3,8 +3,8 @@
 
 use patterns::backoff::{BackoffConfig, Jitter, Strategy as Growth};
 use patterns::budget::{
-    AttemptResult, BudgetConfig, ConcurrencyBudgetConfig, RetryBudget, ThrottlingConfig, TpsConfig,
-    WindowBudgetConfig,
+    AttemptResult, BudgetConfig, ConcurrencyBudgetConfig, RetryBreakerConfig, RetryBudget,
+    ThrottlingConfig, TpsConfig, WindowBudgetConfig,
 };
 use patterns::retry::{Failure, RetryConfig, RetryDecision, RetryPolicy, Safety};
 use proptest::prelude::*;
@@ -14,11 +14,11 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// What a run of the real retry policy produced.
-#[derive(Debug, Default)]
-struct Totals {
-    requests: u64,
-    attempts: u64,
-    successes: u64,
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Totals {
+    pub(crate) requests: u64,
+    pub(crate) attempts: u64,
+    pub(crate) successes: u64,
 }
 
 impl Totals {
@@ -29,7 +29,7 @@ impl Totals {
 
 /// Drives the real policy: one request every `interarrival` for `duration`, each attempt
 /// takes `attempt_time` and fails with probability `failure_ratio`; retries wait 10ms.
-fn check(
+pub(crate) fn check(
     budget: Option<BudgetConfig>,
     max_attempts: u32,
     failure_ratio: f64,
@@ -91,7 +91,7 @@ fn check(
     (totals, policy)
 }
 
-const MS: SimDuration = SimDuration::from_millis(1);
+pub(crate) const MS: SimDuration = SimDuration::from_millis(1);
 
 #[test]
 fn window_budget_bounds_amplification_when_everything_fails() {
@@ -177,6 +177,7 @@ fn nothing_is_spent_when_nothing_fails() {
         BudgetConfig::Window(WindowBudgetConfig::default()),
         BudgetConfig::Concurrency(ConcurrencyBudgetConfig::default()),
         BudgetConfig::Tps(TpsConfig::default()),
+        BudgetConfig::RetryBreaker(RetryBreakerConfig::default()),
     ];
     for budget in budgets {
         let (totals, mut policy) = check(
@@ -295,12 +296,12 @@ fn ops() -> impl Strategy<Value = Vec<(u64, Op)>> {
 }
 
 /// The slot of a time, as the windowed budgets cut a window into ten slots.
-fn slot(t: u64, window_ms: u64) -> u64 {
+pub(crate) fn slot(t: u64, window_ms: u64) -> u64 {
     t * 1_000_000 / (window_ms * 1_000_000 / 10)
 }
 
 /// Proptest settings for this file: failures are kept in `proptest-regressions/`.
-fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+pub(crate) fn proptest_config(cases: u32) -> proptest::test_runner::Config {
     proptest::test_runner::Config {
         cases,
         failure_persistence: Some(Box::new(

@@ -2,8 +2,8 @@
 
 use patterns::backoff::{Backoff, BackoffConfig};
 use patterns::budget::{
-    BudgetConfig, ConcurrencyBudgetConfig, RetryBudget, ThrottlingConfig, TpsConfig,
-    WindowBudgetConfig,
+    BudgetConfig, ConcurrencyBudgetConfig, RetryBreakerConfig, RetryBudget, ThrottlingConfig,
+    TpsConfig, WindowBudgetConfig,
 };
 use patterns::coalesce::{CoalesceConfig, Coalescer};
 use patterns::fallback::{Fallback, FallbackConfig};
@@ -39,11 +39,13 @@ fn defaults_build_and_round_trip() {
     check(&WindowBudgetConfig::default(), "()");
     check(&ConcurrencyBudgetConfig::default(), "()");
     check(&TpsConfig::default(), "()");
+    check(&RetryBreakerConfig::default(), "()");
     for budget in [
         BudgetConfig::Throttling(ThrottlingConfig::default()),
         BudgetConfig::Window(WindowBudgetConfig::default()),
         BudgetConfig::Concurrency(ConcurrencyBudgetConfig::default()),
         BudgetConfig::Tps(TpsConfig::default()),
+        BudgetConfig::RetryBreaker(RetryBreakerConfig::default()),
     ] {
         RetryBudget::new(&budget).unwrap();
         let with_budget = RetryConfig {
@@ -84,6 +86,8 @@ fn defaults_are_the_ones_users_know() {
         (tps.ttl, tps.min_per_sec, tps.retry_ratio),
         (SimDuration::from_secs(10), 10, 0.2)
     );
+    // Brooker's retry breaker: 10% (`breaker_10pct` in the simulation behind his post).
+    assert_eq!(RetryBreakerConfig::default().failure_rate_threshold, 10.0);
     // Polly hedging: one hedge after 2s.
     let h = HedgeConfig::default();
     assert_eq!(h.max_hedged_attempts, 1);

@@ -699,16 +699,17 @@ proptest::proptest! {
     #[test]
     fn no_sequence_of_calls_panics_and_attempts_stay_bounded(
         calls in proptest::collection::vec((any_time(), any_call()), 1..100),
-        budget in proptest::sample::select(vec![0usize, 1, 2, 3, 4]),
+        budget in proptest::sample::select(vec![0usize, 1, 2, 3, 4, 5]),
         jitter in proptest::sample::select(vec![Jitter::None, Jitter::Full, Jitter::Equal, Jitter::Decorrelated, Jitter::Proportional { spread_percent: 100.0 }]),
     ) {
-        use patterns::budget::{BudgetConfig, ConcurrencyBudgetConfig, ThrottlingConfig, TpsConfig, WindowBudgetConfig};
+        use patterns::budget::{BudgetConfig, ConcurrencyBudgetConfig, RetryBreakerConfig, ThrottlingConfig, TpsConfig, WindowBudgetConfig};
         let budget = match budget {
             0 => None,
             1 => Some(BudgetConfig::Throttling(ThrottlingConfig::default())),
             2 => Some(BudgetConfig::Window(WindowBudgetConfig::default())),
             3 => Some(BudgetConfig::Concurrency(ConcurrencyBudgetConfig::default())),
-            _ => Some(BudgetConfig::Tps(TpsConfig::default())),
+            4 => Some(BudgetConfig::Tps(TpsConfig::default())),
+            _ => Some(BudgetConfig::RetryBreaker(RetryBreakerConfig::default())),
         };
         let config = RetryConfig {
             max_attempts: 5,

@@ -5,8 +5,8 @@
 use patterns::ConfigError;
 use patterns::backoff::{Backoff, BackoffConfig, Jitter, Strategy as Growth};
 use patterns::budget::{
-    AttemptResult, BudgetConfig, ConcurrencyBudgetConfig, RetryBudget, ThrottlingConfig, TpsConfig,
-    WindowBudgetConfig,
+    AttemptResult, BudgetConfig, ConcurrencyBudgetConfig, RetryBreakerConfig, RetryBudget,
+    ThrottlingConfig, TpsConfig, WindowBudgetConfig,
 };
 use patterns::coalesce::{CoalesceConfig, Coalescer};
 use patterns::fallback::{Fallback, FallbackConfig, PrimaryFailure};
@@ -116,7 +116,7 @@ proptest! {
 
     #[test]
     fn budget_configs_are_refused_with_a_field_or_never_panic(
-        kind in 0usize..4, x in float(), n in prop_oneof![Just(0u32), 1u32..2000, Just(u32::MAX)],
+        kind in 0usize..5, x in float(), n in prop_oneof![Just(0u32), 1u32..2000, Just(u32::MAX)],
         span in duration(),
         at in times(), ops in proptest::collection::vec(0u8..6, 60),
     ) {
@@ -124,10 +124,11 @@ proptest! {
             0 => BudgetConfig::Throttling(ThrottlingConfig { max_tokens: n, token_ratio: x }),
             1 => BudgetConfig::Window(WindowBudgetConfig { budget_percent: x, window: span, min_retries_per_window: n }),
             2 => BudgetConfig::Concurrency(ConcurrencyBudgetConfig { budget_percent: x, min_retry_concurrency: n }),
-            _ => BudgetConfig::Tps(TpsConfig { ttl: span, min_per_sec: n, retry_ratio: x }),
+            3 => BudgetConfig::Tps(TpsConfig { ttl: span, min_per_sec: n, retry_ratio: x }),
+            _ => BudgetConfig::RetryBreaker(RetryBreakerConfig { failure_rate_threshold: x, window: span, minimum_number_of_calls: n }),
         };
         match RetryBudget::new(&config) {
-            Err(e) => refused(&e, &["max_tokens", "token_ratio", "budget_percent", "window", "ttl", "retry_ratio"])?,
+            Err(e) => refused(&e, &["max_tokens", "token_ratio", "budget_percent", "window", "ttl", "retry_ratio", "failure_rate_threshold", "minimum_number_of_calls"])?,
             Ok(mut budget) => {
                 for (now, op) in at.into_iter().zip(ops) {
                     match op {

@@ -424,6 +424,7 @@ fn budget(
             sheet.put(at("budget.budget_percent"), format!("{CLUSTER}.circuit_breakers.thresholds[0].retry_budget.budget_percent.value"), b.budget_percent);
             sheet.put(at("budget.min_retry_concurrency"), format!("{CLUSTER}.circuit_breakers.thresholds[0].retry_budget.min_retry_concurrency"), b.min_retry_concurrency);
         }
+        Some(b @ BudgetConfig::RetryBreaker(_)) => sheet.leave(at("budget"), ron(b), "no counterpart: Envoy limits retries in flight (max_retries, retry_budget) and ejects failing hosts (outlier_detection), but never stops retries on a failure ratio; Envoy's default max_retries (3) applies"),
         Some(other) => sheet.leave(at("budget"), ron(other), "Envoy's retry limits are retries in flight (max_retries, retry_budget: resim's Concurrency budget); this budget has no counterpart, and Envoy's default max_retries (3) applies"),
         None => sheet.leave(at("budget"), "none", "Envoy always limits retries in flight: its default max_retries (3) applies"),
     }

@@ -202,6 +202,7 @@ fn throttling(
             sheet.put(at("budget.max_tokens"), "retryThrottling.maxTokens", b.max_tokens);
             sheet.put(at("budget.token_ratio"), "retryThrottling.tokenRatio", b.token_ratio);
         }
+        Some(b @ BudgetConfig::RetryBreaker(_)) => sheet.leave(at("budget"), ron(b), "no counterpart: gRPC's retryThrottling stops retries when failures drain a token bucket, not on a failure ratio over a window; Throttling(max_tokens, token_ratio), a budget gRPC has, is the nearest"),
         Some(other) => sheet.leave(at("budget"), ron(other), "gRPC's retry budget is retryThrottling, a token bucket (resim's Throttling); this budget has no counterpart"),
         None => {}
     }

@@ -276,6 +276,7 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
             sheet.put(at("budget.budget_percent"), format!("{RULE}.retryBudget.percent"), b.budget_percent);
             sheet.put(at("budget.min_retry_concurrency"), format!("{RULE}.retryBudget.minRetryConcurrency"), b.min_retry_concurrency);
         }
+        Some(b @ BudgetConfig::RetryBreaker(_)) => sheet.leave(at("budget"), ron(b), "no counterpart: Istio's outlierDetection ejects failing hosts and its maxRetries and retryBudget bound retries in flight; none stops retries on a failure ratio"),
         Some(other) => sheet.leave(at("budget"), ron(other), "Istio's retry limits are maxRetries and retryBudget, both on retries in flight at once (Concurrency); this budget has no counterpart"),
         None => {}
     }

@@ -14,6 +14,7 @@ use crate::format::schema::Layer;
 use crate::import::resilience4j::GATE_EXCEPTIONS;
 use patterns::backoff::{Jitter, Strategy};
 use patterns::breaker::{BreakerConfig, HalfOpenPolicy, SlidingWindowType, StateAfterWait};
+use patterns::budget::BudgetConfig;
 use patterns::bulkhead::{BULKHEAD_SIZE_MAX, BulkheadConfig};
 use patterns::limiter::LimiterConfig;
 use patterns::retry::RetryConfig;
@@ -216,12 +217,10 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Map<String
     if !every {
         sheet.leave(at("retry_on_*"), "some outcomes", "resilience4j retries every exception unless retryExceptions or ignoreExceptions name exception classes, which are the application's: list the ones your client throws for the outcomes this retry does not retry");
     }
-    if let Some(b) = &r.budget {
-        sheet.leave(
-            at("budget"),
-            ron(b),
-            "no counterpart: resilience4j's retry has no budget",
-        );
+    match &r.budget {
+        Some(b @ BudgetConfig::RetryBreaker(_)) => sheet.leave(at("budget"), ron(b), "no counterpart: resilience4j's CircuitBreaker opens on the failure rate but then refuses first attempts too, where this breaker stops only retries; its retry has no budget"),
+        Some(b) => sheet.leave(at("budget"), ron(b), "no counterpart: resilience4j's retry has no budget"),
+        None => {}
     }
     sheet.leave(
         at("retry_after_max"),

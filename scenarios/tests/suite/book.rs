@@ -888,6 +888,73 @@ fn the_retry_budgets_chapter_is_what_its_scenario_shows() {
     assert!(r.passed());
 }
 
+/// Brooker's published behaviour: below the threshold the retry breaker "behaves like N
+/// retries", above it "like no retries"; first attempts always go.
+#[test]
+fn the_retry_breaker_section_is_what_its_scenario_shows() {
+    let page = "patterns/retry-budgets.md";
+    let r = book_run("retry-breaker.ron");
+    let call = |client: &str| {
+        call_report(&r, &format!("clients.{client}.call"))
+            .counts
+            .clone()
+    };
+    let per_request = |c: &scenarios::figures::CallStats| c.retries as f64 / c.calls as f64;
+    let (plain_5, breaker_5) = (call("plain-5"), call("breaker-5"));
+    let (plain_30, breaker_30) = (call("plain-30"), call("breaker-30"));
+    // Below 10%: nothing refused, so as many retries per request as without it (0.05 + 0.05²,
+    // each client on its own draws: about 300 retries, a standard deviation near 6%).
+    assert_eq!(breaker_5.budget_exhausted, 0);
+    let (a, b) = (per_request(&plain_5), per_request(&breaker_5));
+    assert!(
+        (a - 0.0525).abs() < 0.01 && (b - a).abs() < 0.15 * a,
+        "{a} {b}"
+    );
+    claim(
+        page,
+        format!("{b:.3} retries per request behind it, {a:.3} without it"),
+    );
+    // Above: 0.3 + 0.09 retries per request without it, next to none with it.
+    let (a, b) = (per_request(&plain_30), per_request(&breaker_30));
+    assert!((a - 0.39).abs() < 0.03, "{a}");
+    assert!(b < 0.002, "{b}");
+    // First attempts are never refused: every request offered was sent.
+    for (client, c) in [("breaker-5", &breaker_5), ("breaker-30", &breaker_30)] {
+        assert_eq!(
+            client_report(&r, client).offered,
+            c.calls,
+            "{client}: {c:?}"
+        );
+    }
+    claim(
+        page,
+        format!(
+            "the plain client made {a:.2} retries per request and the one behind the breaker \
+             {b:.4} ({} retries,",
+            breaker_30.retries
+        ),
+    );
+    claim(
+        page,
+        format!(
+            "the breaker refused {} retries",
+            breaker_30.budget_exhausted
+        ),
+    );
+    // What a client without retries gets at 30% failures.
+    let ok = client_report(&r, "breaker-30");
+    let ratio = ok.successes as f64 / ok.offered as f64;
+    assert!((ratio - 0.7).abs() < 0.02, "{ratio}");
+    claim(
+        page,
+        format!(
+            "{} of its requests succeeded against {} of the plain client's",
+            client_percent(&r, "breaker-30"),
+            client_percent(&r, "plain-30")
+        ),
+    );
+}
+
 #[test]
 fn the_timeouts_chapter_is_what_its_scenario_shows() {
     let page = "patterns/timeouts.md";

@@ -69,6 +69,11 @@ fn types() -> Vec<(&'static str, Kind, Probe)> {
             probe::<budget::ConcurrencyBudgetConfig>,
         ),
         ("TpsBudget", Struct, probe::<budget::TpsConfig>),
+        (
+            "RetryBreakerBudget",
+            Struct,
+            probe::<budget::RetryBreakerConfig>,
+        ),
         ("Breaker", Struct, probe::<s::BreakerConfig>),
         (
             "SlidingWindowType",

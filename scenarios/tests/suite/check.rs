@@ -803,6 +803,21 @@ fn malformed_files_get_one_line_with_location_and_fix() {
     });
 }
 
+/// A retry breaker's threshold of 0 would refuse every retry: the error says where, the limits
+/// and what to write for no retries.
+#[test]
+fn a_retry_breaker_at_zero_says_where_and_what_to_write_instead() {
+    let e = check(
+        "backoff: (jitter: Full)))",
+        "backoff: (jitter: Full), budget: RetryBreaker(failure_rate_threshold: 0)))",
+    );
+    assert!(
+        e.starts_with("bad.ron: clients.web.call.stack[0].budget.RetryBreaker.failure_rate_threshold: must be in (0, 100], got 0")
+            && e.contains("say max_attempts: 1"),
+        "{e}"
+    );
+}
+
 #[test]
 fn pattern_layers_take_one_pair_of_parentheses_or_two() {
     let layers = [

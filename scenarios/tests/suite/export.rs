@@ -816,6 +816,31 @@ fn retrying_local_rejections_has_no_counterpart_in_the_mesh() {
     }
 }
 
+/// A retry breaker has no counterpart in any format: each export lists it with its own reason.
+#[test]
+fn a_retry_breaker_is_listed_with_why_each_format_has_none() {
+    let call = "clients.breaker-30.call";
+    for (to, reason) in [
+        ("envoy", "never stops retries on a failure ratio"),
+        ("istio", "none stops retries on a failure ratio"),
+        ("grpc", "not on a failure ratio over a window"),
+        ("resilience4j", "refuses first attempts too"),
+    ] {
+        let file = "book/src/scenarios/retry-breaker.ron";
+        let out = resim(&["export", file, "--call", call, "--to", to]);
+        assert_eq!(out.code, 0, "{to}: {}", out.stderr);
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.contains(&format!("{call}.stack[0].budget")))
+            .unwrap_or_else(|| panic!("{to}: the budget is not listed: {}", out.stderr));
+        assert!(
+            line.contains("RetryBreaker") && line.contains(reason),
+            "{to}: {line}"
+        );
+    }
+}
+
 /// Bad input: one message each (the place, what was expected), exit code 2.
 #[test]
 fn bad_input_gets_a_clear_error_and_exit_code_2() {
