@@ -113,6 +113,9 @@ impl AttemptWhy {
     fn decision_words(&self) -> Option<String> {
         let words = match self.decision.as_deref()? {
             "retry" => format!("retry after {}", ms(self.retry_after_ms.unwrap_or(0.0))),
+            "attempts_exhausted" if self.attempt == 1 => {
+                "no retry: the policy allows one attempt".to_string()
+            }
             "attempts_exhausted" => format!("no retry: all {} attempts made", self.attempt),
             "budget_exhausted" => "no retry: the retry budget refused it".to_string(),
             "deadline" => "no retry: another attempt could not end before the deadline".to_string(),
@@ -260,6 +263,30 @@ fn time(s: f64) -> String {
     format!("{s:>9.3}s")
 }
 
+/// Who made a call, as its path names it: `users` for `clients.users.call`, `api` for
+/// `services.api.calls[0]`.
+fn caller(path: &str) -> &str {
+    let mut parts = path.split('.');
+    match (parts.next(), parts.next()) {
+        (Some("clients" | "services"), Some(name)) => name,
+        _ => "the caller",
+    }
+}
+
+/// One line of the chain, before the lines are put in time order.
+struct Entry {
+    /// When, in seconds.
+    at: f64,
+    /// Its depth in the tree of calls (the indentation).
+    depth: usize,
+    /// The attempt it is about (call id and number), if any.
+    attempt: Option<(u64, u32)>,
+    /// It is the attempt's first line, which names it.
+    head: bool,
+    /// The line without its time and indentation.
+    text: String,
+}
+
 impl RequestWhy {
     /// The request as the text reports print it: the heading and the cause, then the chain.
     pub fn lines(&self) -> Vec<String> {
@@ -279,37 +306,59 @@ impl RequestWhy {
             format!("cause: {}", self.cause),
             String::new(),
         ];
-        out.extend(self.call.lines(0));
+        out.extend(chain(&self.call));
         out
     }
 }
 
+/// The lines of `call` and of everything made for it, in time order (lines at the same
+/// instant in the order of the tree). A line that does not follow a line of its own attempt
+/// names the attempt, so that a reply that came after the caller moved on reads as what it is.
+fn chain(call: &CallWhy) -> Vec<String> {
+    let mut entries = Vec::new();
+    call.entries(0, &mut entries);
+    // A stable sort keeps the tree's order among lines of the same instant.
+    entries.sort_by(|a, b| a.at.total_cmp(&b.at));
+    let mut previous: Option<(u64, u32)> = None;
+    let mut out = Vec::with_capacity(entries.len());
+    for e in entries {
+        let pad = "  ".repeat(e.depth);
+        let named = match e.attempt {
+            Some((c, n)) if !e.head && previous != e.attempt && c == call.call => {
+                format!("attempt {n}: ")
+            }
+            Some((c, n)) if !e.head && previous != e.attempt => format!("call #{c} attempt {n}: "),
+            _ => String::new(),
+        };
+        out.push(format!("{} {pad}{named}{}", time(e.at), e.text));
+        previous = e.attempt;
+    }
+    out
+}
+
 impl CallWhy {
-    /// The call's lines, indented by `depth`, its attempts and nested calls in time order.
-    fn lines(&self, depth: usize) -> Vec<String> {
-        let pad = "  ".repeat(depth);
+    /// The call's entries at `depth`: its start, its attempts' and nested calls', its end.
+    fn entries(&self, depth: usize, out: &mut Vec<Entry>) {
         let deadline = self
             .deadline_s
             .map_or(String::new(), |d| format!(", deadline {d:.3}s"));
-        let mut out = vec![format!(
-            "{} {pad}call #{} {} → {}{deadline}",
-            time(self.started_s),
-            self.call,
-            self.path,
-            self.target
-        )];
-        let mut timed: Vec<(f64, Vec<String>)> = Vec::new();
+        out.push(Entry {
+            at: self.started_s,
+            depth,
+            attempt: None,
+            head: false,
+            text: format!(
+                "call #{} {} → {}{deadline}",
+                self.call, self.path, self.target
+            ),
+        });
+        let who = caller(&self.path);
         for a in &self.attempts {
-            timed.push((
-                a.sent_s.or(a.ended_s).unwrap_or(self.started_s),
-                a.lines(depth + 1),
-            ));
+            a.entries(self, who, depth + 1, out);
         }
         for c in &self.calls {
-            timed.push((c.started_s, c.lines(depth + 1)));
+            c.entries(depth + 1, out);
         }
-        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
-        out.extend(timed.into_iter().flat_map(|(_, l)| l));
         if let (Some(at), Some(outcome)) = (self.ended_s, &self.outcome) {
             let fell = if self.fell_back {
                 " (its fallback answered)"
@@ -317,25 +366,49 @@ impl CallWhy {
                 ""
             };
             let took = ms(1e3 * (at - self.started_s));
-            out.push(format!(
-                "{} {pad}call #{} ended: {outcome}{fell} after {took}",
-                time(at),
-                self.call
-            ));
+            out.push(Entry {
+                at,
+                depth,
+                attempt: None,
+                head: false,
+                text: format!("call #{} ended: {outcome}{fell} after {took}", self.call),
+            });
         }
-        out
     }
 }
 
 impl AttemptWhy {
-    /// The attempt's lines, indented by `depth`: sent, at the replica, the caller's outcome
-    /// and decision, and the downstream calls its job made, in time order.
-    fn lines(&self, depth: usize) -> Vec<String> {
-        let pad = "  ".repeat(depth);
-        let inner = "  ".repeat(depth + 1);
-        let mut timed: Vec<(f64, Vec<String>)> = Vec::new();
-        let mut line =
-            |at: f64, text: String| timed.push((at, vec![format!("{} {inner}{text}", time(at))]));
+    /// The attempt's entries at `depth`: sent, at the replica, the outcome `who` (its
+    /// caller) got and decided on, and the downstream calls its job made.
+    fn entries(&self, call: &CallWhy, who: &str, depth: usize, out: &mut Vec<Entry>) {
+        let head = match (self.sent_s, &self.replica) {
+            (Some(at), Some(r)) => {
+                let timeout = self
+                    .timeout_ms
+                    .map_or(String::new(), |t| format!(", timeout {}", ms(t)));
+                (at, format!("attempt {} sent to {r}{timeout}", self.attempt))
+            }
+            _ => (
+                self.ended_s.unwrap_or(call.started_s),
+                format!("attempt {} not sent", self.attempt),
+            ),
+        };
+        out.push(Entry {
+            at: head.0,
+            depth,
+            attempt: Some((call.call, self.attempt)),
+            head: true,
+            text: head.1,
+        });
+        let mut line = |at: f64, text: String| {
+            out.push(Entry {
+                at,
+                depth: depth + 1,
+                attempt: Some((call.call, self.attempt)),
+                head: false,
+                text,
+            });
+        };
         let replica = self.replica.as_deref().unwrap_or("its target");
         if let Some(q) = &self.queued {
             line(
@@ -352,66 +425,47 @@ impl AttemptWhy {
             }
         }
         if let Some(end) = &self.at_replica {
-            line(end.at_s, replica_end_words(replica, end));
+            line(end.at_s, replica_end_words(replica, end, who, depth));
         }
         if let (Some(at), Some(outcome)) = (self.ended_s, &self.outcome) {
-            line(at, self.caller_words(outcome));
+            line(at, self.caller_words(who, outcome));
         }
         for c in &self.calls {
-            timed.push((c.started_s, c.lines(depth + 1)));
+            c.entries(depth + 1, out);
         }
-        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let head = match (self.sent_s, &self.replica) {
-            (Some(at), Some(r)) => {
-                let timeout = self
-                    .timeout_ms
-                    .map_or(String::new(), |t| format!(", timeout {}", ms(t)));
-                format!(
-                    "{} {pad}attempt {} sent to {r}{timeout}",
-                    time(at),
-                    self.attempt
-                )
-            }
-            _ => format!(
-                "{} {pad}attempt {} not sent",
-                time(self.ended_s.unwrap_or(0.0)),
-                self.attempt
-            ),
-        };
-        std::iter::once(head)
-            .chain(timed.into_iter().flat_map(|(_, l)| l))
-            .collect()
     }
 
-    /// The caller's view of its end: the outcome and the decision.
-    fn caller_words(&self, outcome: &str) -> String {
+    /// The caller's view of its end: the outcome `who` got, and the decision.
+    fn caller_words(&self, who: &str, outcome: &str) -> String {
         let decision = self
             .decision_words()
             .map_or(String::new(), |d| format!(" → {d}"));
         let what = match (outcome, self.sent_s) {
-            ("ok", _) => "the caller got ok".to_string(),
             ("timeout", _) => format!(
-                "the caller timed out after {}",
+                "{who} timed out after {}",
                 ms(self.timeout_ms.unwrap_or(0.0))
             ),
             (o, None) => format!(
-                "the caller's gates {}",
+                "{who}'s gates: {}",
                 reason(o).map_or(o.to_string(), |r| r.words().to_string())
             ),
-            (o, Some(_)) => format!("the caller got {o}"),
+            (o, Some(_)) => format!("{who} got {o}"),
         };
         format!("{what}{decision}")
     }
 }
 
-fn replica_end_words(replica: &str, end: &super::ReplicaEnd) -> String {
-    let gone = if end.caller_gone {
-        ", for a caller already gone"
-    } else {
-        ""
+/// How the job of an attempt `who` made ended at `replica`; `depth` tells a client's
+/// attempt (1) from a downstream one, whose caller may still wait when the request above it
+/// has been given up.
+fn replica_end_words(replica: &str, end: &super::ReplicaEnd, who: &str, depth: usize) -> String {
+    let gone = match (end.caller_gone, depth) {
+        (false, _) => String::new(),
+        (true, 1) => format!(", after {who} had given up on this attempt"),
+        (true, _) => ", for work already given up upstream".to_string(),
     };
     match (end.outcome.as_str(), end.worked_ms) {
-        ("cancelled", _) => format!("{replica} dropped it: its caller cancelled it"),
+        ("cancelled", _) => format!("{replica} dropped it: {who} cancelled it"),
         ("lost", _) => format!("lost on the way to {replica} or in its crash"),
         (o, Some(w)) => format!("{replica} answered {o} after {} of work{gone}", ms(w)),
         (o, None) => format!(
