@@ -374,40 +374,7 @@ fn anchors(format: TargetFormat, name: &str, root: &Value) -> Vec<Anchor> {
             .collect()
     };
     match format {
-        TargetFormat::Envoy => {
-            if let Some(at) = find(root, &mut Vec::new(), &|v, parent| {
-                v.get("name").and_then(Value::as_str) == Some(name)
-                    && (parent == Some("clusters")
-                        || v.get("@type")
-                            .and_then(Value::as_str)
-                            .is_some_and(|t| t.ends_with(".Cluster")))
-            }) {
-                out.push(Anchor {
-                    exported: doc0(&[f("resources"), Key::Index(0)]),
-                    original: at,
-                    skip: &[],
-                });
-            }
-            if let Some(at) = find(root, &mut Vec::new(), &|v, _| {
-                v.get("route")
-                    .and_then(|r| r.get("cluster"))
-                    .and_then(Value::as_str)
-                    == Some(name)
-            }) {
-                out.push(Anchor {
-                    exported: doc0(&[
-                        f("resources"),
-                        Key::Index(1),
-                        f("virtual_hosts"),
-                        Key::Index(0),
-                        f("routes"),
-                        Key::Index(0),
-                    ]),
-                    original: at,
-                    skip: &["match"],
-                });
-            }
-        }
+        TargetFormat::Envoy => envoy(name, root, &mut out),
         TargetFormat::Istio => istio(name, root, &mut out),
         TargetFormat::Resilience4j => out.push(Anchor {
             exported: vec![Key::Index(0)],
@@ -440,6 +407,47 @@ fn anchors(format: TargetFormat, name: &str, root: &Value) -> Vec<Anchor> {
         }
     }
     out
+}
+
+/// The Envoy anchors: the cluster named `name` and the route to it.
+fn envoy(name: &str, root: &Value, out: &mut Vec<Anchor>) {
+    let doc0 = |keys: &[Key]| -> Vec<Key> {
+        std::iter::once(Key::Index(0))
+            .chain(keys.iter().cloned())
+            .collect()
+    };
+    if let Some(at) = find(root, &mut Vec::new(), &|v, parent| {
+        v.get("name").and_then(Value::as_str) == Some(name)
+            && (parent == Some("clusters")
+                || v.get("@type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with(".Cluster")))
+    }) {
+        out.push(Anchor {
+            exported: doc0(&[f("resources"), Key::Index(0)]),
+            original: at,
+            skip: &[],
+        });
+    }
+    if let Some(at) = find(root, &mut Vec::new(), &|v, _| {
+        v.get("route")
+            .and_then(|r| r.get("cluster"))
+            .and_then(Value::as_str)
+            == Some(name)
+    }) {
+        out.push(Anchor {
+            exported: doc0(&[
+                f("resources"),
+                Key::Index(1),
+                f("virtual_hosts"),
+                Key::Index(0),
+                f("routes"),
+                Key::Index(0),
+            ]),
+            original: at,
+            skip: &["match"],
+        });
+    }
 }
 
 /// The Istio anchors: the DestinationRule of the host (or its subset's entry) and the

@@ -265,6 +265,22 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
         }
         _ => sheet.leave(at("backoff"), ron(&r.backoff), "Istio's back-off is Envoy's: from `backoff` doubling to ten times it, fully jittered (Exponential(multiplier: 2.0, delay_max: 10 × delay_initial), jitter: Full); Istio's default (25ms) applies"),
     }
+    retry_budget(&at, r, sheet, pool);
+    if r.retry_after_max == RetryConfig::default().retry_after_max {
+        sheet.leave(at("retry_after_max"), r.retry_after_max, "resim's default, not written: Istio's sidecar ignores a Retry-After, where resim waits for one up to this long");
+    } else {
+        sheet.leave(
+            at("retry_after_max"),
+            r.retry_after_max,
+            "no counterpart: Istio's sidecar ignores a Retry-After",
+        );
+    }
+    leave_retry_extras(t, i, r, sheet, true);
+    Value::Object(retries)
+}
+
+/// A retry's budget, into the DestinationRule's pool where Istio has a counterpart.
+fn retry_budget(at: &dyn Fn(&str) -> String, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Pool) {
     match &r.budget {
         Some(budget @ BudgetConfig::Concurrency(b)) if b.min_retry_concurrency == 0 => sheet.leave(at("budget"), ron(budget), "Istio reads 0 as unset in maxRetries (no limit) and in retryBudget.minRetryConcurrency (3): a budget with no floor has no counterpart"),
         Some(BudgetConfig::Concurrency(b)) if b.budget_percent == 0.0 => {
@@ -280,17 +296,6 @@ fn retry(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet, pool: &mut Po
         Some(other) => sheet.leave(at("budget"), ron(other), "Istio's retry limits are maxRetries and retryBudget, both on retries in flight at once (Concurrency); this budget has no counterpart"),
         None => {}
     }
-    if r.retry_after_max == RetryConfig::default().retry_after_max {
-        sheet.leave(at("retry_after_max"), r.retry_after_max, "resim's default, not written: Istio's sidecar ignores a Retry-After, where resim waits for one up to this long");
-    } else {
-        sheet.leave(
-            at("retry_after_max"),
-            r.retry_after_max,
-            "no counterpart: Istio's sidecar ignores a Retry-After",
-        );
-    }
-    leave_retry_extras(t, i, r, sheet, true);
-    Value::Object(retries)
 }
 
 /// Istio's default `retryOn` (with `retriable_status_codes` 503).

@@ -261,34 +261,7 @@ impl World {
             let precise = s.clients.len() <= client::CLIENTS_PRECISE_MAX;
             clients.push(Client::new(name, c, &s.faults, i as u32, seed, precise));
         }
-        let mut services = Vec::new();
-        for (i, (name, sv)) in s.services.iter().enumerate() {
-            let mut replica_sites =
-                vec![Vec::new(); crate::format::schema::scaling::slots(sv) as usize];
-            for (k, c) in sv.calls.iter().enumerate() {
-                let path = format!("services.{}.calls[{k}]", segment(name));
-                for (r, mine) in replica_sites.iter_mut().enumerate() {
-                    let caller = Caller::Replica(i as u32, r as u32);
-                    mine.push(sites.len() as u32);
-                    sites.push(CallSite::new(
-                        path.clone(),
-                        caller,
-                        target(&c.target),
-                        c,
-                        seed,
-                    ));
-                }
-            }
-            let node = (s.clients.len() + i) as u32;
-            services.push(Service::new(
-                name,
-                sv,
-                node,
-                replica_sites,
-                seed,
-                series_width,
-            ));
-        }
+        let mut services = build_services(s, seed, series_width, &target, &mut sites);
         sharding::install(s, seed, series_width, &mut services);
         // A service a rolling deploy aims at gets replica slots that can leave rotation.
         for f in &s.faults {
@@ -658,4 +631,44 @@ fn lost_at_nodes(net: &Net) -> Vec<u64> {
         }
     }
     lost_at
+}
+
+/// The services of `s`, in the order of their keys, each replica with its call sites (pushed
+/// onto `sites` after the clients' ones, in the order the pools expect them).
+fn build_services(
+    s: &Scenario,
+    seed: Seed,
+    series_width: SimDuration,
+    target: &dyn Fn(&str) -> u32,
+    sites: &mut Vec<CallSite>,
+) -> Vec<Service> {
+    let mut services = Vec::new();
+    for (i, (name, sv)) in s.services.iter().enumerate() {
+        let mut replica_sites =
+            vec![Vec::new(); crate::format::schema::scaling::slots(sv) as usize];
+        for (k, c) in sv.calls.iter().enumerate() {
+            let path = format!("services.{}.calls[{k}]", segment(name));
+            for (r, mine) in replica_sites.iter_mut().enumerate() {
+                let caller = Caller::Replica(i as u32, r as u32);
+                mine.push(sites.len() as u32);
+                sites.push(CallSite::new(
+                    path.clone(),
+                    caller,
+                    target(&c.target),
+                    c,
+                    seed,
+                ));
+            }
+        }
+        let node = (s.clients.len() + i) as u32;
+        services.push(Service::new(
+            name,
+            sv,
+            node,
+            replica_sites,
+            seed,
+            series_width,
+        ));
+    }
+    services
 }
