@@ -29,6 +29,11 @@ impl Buckets {
         }
     }
 
+    /// The buckets' width.
+    pub fn width(&self) -> SimDuration {
+        SimDuration::from_nanos(self.width)
+    }
+
     /// The index of the bucket that holds `t`: `t / width`.
     #[inline]
     pub fn of(&self, t: SimTime) -> usize {

@@ -207,6 +207,9 @@ pub struct World {
     /// Whether the run keeps every series per bucket (`Series::All`), or its clients' counts
     /// only: then nothing else is recorded per report bucket (`series_bucket_of`).
     series_kept: bool,
+    /// The buckets of what is not a client's count: the report's, or one bucket of the whole
+    /// run when only the clients' series are kept.
+    series_buckets: buckets::Buckets,
     /// Per report bucket (of the requests' offers), over all clients (empty unless
     /// `series_kept`).
     run_buckets: Vec<RunBucket>,
@@ -309,6 +312,7 @@ impl World {
             bucket,
             buckets: buckets::Buckets::new(bucket),
             series_kept,
+            series_buckets: buckets::Buckets::new(series_width),
             run_buckets: Vec::new(),
             next_call_id: 0,
             duplicates_ignored: 0,
@@ -429,11 +433,7 @@ impl World {
     /// kept.
     #[inline]
     fn series_bucket_of(&self, t: SimTime) -> usize {
-        if self.series_kept {
-            self.buckets.of(t)
-        } else {
-            0
-        }
+        self.series_buckets.of(t)
     }
 
     /// Asserts the world's bookkeeping (see the module docs); panics name what broke.
@@ -488,11 +488,7 @@ impl World {
     /// Ends the run's accounting at `end` and hands over its figures; the world is not used
     /// after this.
     pub fn figures(&mut self, end: SimTime, net: &Net) -> Figures {
-        let series_bucket = if self.series_kept {
-            self.bucket
-        } else {
-            SimDuration::MAX
-        };
+        let series_bucket = self.series_buckets.width();
         // The buckets of every figure but the clients' counts.
         let buckets = (end.as_nanos().div_ceil(series_bucket.as_nanos()) as usize).max(1);
         let lost_at = lost_at_nodes(net);

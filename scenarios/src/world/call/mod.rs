@@ -352,11 +352,7 @@ impl World {
         let attempt_deadline = sp.attempt_deadline(now, call.deadline);
         if sp.adapts() {
             // `series_bucket_of`, by fields: the call site is borrowed.
-            let bucket = if self.series_kept {
-                self.buckets.of(now)
-            } else {
-                0
-            };
+            let bucket = self.series_buckets.of(now);
             sp.note_timeout(bucket);
         }
         let svc = sp.target();
