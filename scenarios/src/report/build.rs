@@ -102,7 +102,8 @@ impl Report {
             warnings,
             why: Vec::new(),
         };
-        report.why = super::why::explain(scenario, figures, &report);
+        report.why = super::why::explain(scenario, &report, false);
+        super::why::add_examples(&mut report.why, &figures.failed_examples, report.bucket_s);
         report
     }
 }

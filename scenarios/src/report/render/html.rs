@@ -142,19 +142,23 @@ fn metastability(o: &mut String, report: &Report) {
     }
 }
 
-/// The "why" section: each failure, then its findings as a list (nothing when nothing
-/// failed).
+/// The "why" section: what failed, once, then each window that explains it, with its
+/// findings as lists (nothing when nothing failed).
 fn why(o: &mut String, report: &Report) {
     if report.why.is_empty() {
         return;
     }
     o.push_str("<h2 id=\"why\">Why</h2>\n");
     for w in &report.why {
-        let _ = writeln!(o, "<p class=\"fail\">{}</p>", esc(&w.heading()));
+        let _ = writeln!(o, "<div class=\"window\">\n<h3>{}</h3>", esc(&w.heading()));
+        if !w.failed.is_empty() {
+            let failed: Vec<String> = w.failed.iter().map(|f| esc(&f.text)).collect();
+            let _ = writeln!(o, "<p class=\"fail\">{}</p>", failed.join("<br>"));
+        }
         let context: Vec<String> = w.context().iter().map(|l| esc(l)).collect();
         let _ = writeln!(o, "<p>{}</p>", context.join("<br>"));
         for (title, findings) in w.sections() {
-            let _ = writeln!(o, "<h3>{}</h3>\n<ul>", esc(title));
+            let _ = writeln!(o, "<h4>{}</h4>\n<ul>", esc(title));
             for f in findings {
                 let _ = writeln!(o, "<li>{}</li>", esc(&f.text));
             }
@@ -163,6 +167,7 @@ fn why(o: &mut String, report: &Report) {
         if w.sections().is_empty() {
             let _ = writeln!(o, "<p>{}</p>", esc(super::super::why::Why::NO_FINDING));
         }
+        o.push_str("</div>\n");
     }
 }
 
