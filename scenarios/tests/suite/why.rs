@@ -188,6 +188,27 @@ fn the_human_and_html_reports_carry_the_same_explanation() {
     }
     let json = support::json(&report);
     assert_eq!(json["why"][0]["saturated"][0]["rule"], "workers_busy");
+    // The page shows each window's findings once: not again in its readable report.
+    for w in &report.why {
+        for f in w.saturated.iter().chain(&w.held_back) {
+            let text = f
+                .text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;");
+            assert_eq!(html.matches(&text).count(), 1, "{}", f.text);
+        }
+        assert_eq!(html.matches(&w.heading()).count(), 1, "{}", w.heading());
+    }
+    // Each chart's caption is above it, and the page is not held to a narrow column.
+    for figure in html.split("<figure").skip(1) {
+        let caption = figure.find("<figcaption>").expect("a caption");
+        assert!(
+            caption < figure.find("<svg").expect("a chart"),
+            "{figure:.200}"
+        );
+    }
+    assert!(!html.contains("max-width:1000px"));
 }
 
 #[test]
