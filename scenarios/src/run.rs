@@ -20,7 +20,7 @@
 //! figure reached it. The checks come at the same event counts however a run is advanced,
 //! so a run advanced in steps stops where the whole run would.
 
-use crate::figures::{Followed, RunMeta};
+use crate::figures::{FailedExample, Followed, RunMeta};
 use crate::format::error::ScenarioError;
 use crate::format::footprint::footprint;
 use crate::format::limits::Bytes;
@@ -128,6 +128,8 @@ pub struct RunOutput {
     pub requests_in_flight: u64,
     /// What the world recorded of the request `RunOptions::follow_request` asked for.
     pub followed: Option<Followed>,
+    /// The failed requests kept as examples when `RunOptions::failed_examples` asked.
+    pub failed_examples: Vec<FailedExample>,
 }
 
 /// The command-line words after `--seed N` that give a run `options`' duration and event
@@ -479,6 +481,7 @@ impl<'s> Running<'s> {
             in_flight,
             requests_in_flight,
             followed: figures.followed.take(),
+            failed_examples: std::mem::take(&mut figures.failed_examples),
         }
     }
 }

@@ -478,6 +478,11 @@ pub(super) struct WhyArgs {
     /// names); says every call and attempt made for it, and the cause of its outcome.
     #[arg(long, value_name = "ID", conflicts_with = "expectation")]
     pub(super) request: Option<u64>,
+    /// Explain one window of the run, e.g. "20s..32s": what failed in it and why, from what
+    /// happened in it (default: each trigger of the file and the recovery after it, or where
+    /// the failures concentrate).
+    #[arg(long, value_name = "FROM..TO", value_parser = parse_window, conflicts_with_all = ["expectation", "request"])]
+    pub(super) window: Option<(SimDuration, SimDuration)>,
     /// Print one JSON object instead of the text.
     #[arg(long)]
     pub(super) json: bool,

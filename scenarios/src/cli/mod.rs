@@ -556,13 +556,17 @@ fn why_file(args: &WhyArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         report.replay_flags = format!("{}{limit_flags}{}", report.replay_flags, o.command_line());
         match &out.followed {
             Some(f) => why::render_request(&report, f, &args.file, args.json),
-            None => why::render(
-                &s,
-                &report,
-                args.expectation.as_deref(),
-                &args.file,
-                args.json,
-            ),
+            None => {
+                let asked = match (&args.expectation, args.window) {
+                    (Some(e), _) => why::Asked::Expectation(e),
+                    (None, Some((from, to))) => {
+                        why::Asked::Window(from.as_secs_f64(), to.as_secs_f64())
+                    }
+                    (None, None) => why::Asked::All,
+                };
+                let examples = &out.failed_examples;
+                why::render(&s, &report, asked, examples, &args.file, args.json)
+            }
         }
     });
     printed(explained)

@@ -108,7 +108,8 @@ impl Report {
         };
         // The explanations read the rows.
         if figures.series_kept() {
-            report.why = super::why::explain(scenario, figures, &report);
+            report.why = super::why::explain(scenario, &report, false);
+            super::why::add_examples(&mut report.why, &figures.failed_examples, report.bucket_s);
         }
         report
     }

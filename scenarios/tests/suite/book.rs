@@ -1216,16 +1216,62 @@ fn the_replay_chapter_is_what_the_runs_show() {
         ),
     );
     // `resim why`: seed 19 is its queue alone; the retry storm is a loop of retries.
-    let why = &r.why[0];
+    let why = &same.why[0];
     assert!(why.held_back.is_empty(), "{why:?}");
-    claim(page, "Nothing was full and no worker pool saturated");
+    let busy = why
+        .saturated
+        .iter()
+        .find(|f| f.subject == "api" && f.evidence.contains_key("saturated_s"));
+    let busy = &busy
+        .expect("the worker was busy while the queue drained")
+        .evidence;
+    claim(
+        page,
+        format!(
+            "Nothing was full: the api's one worker was busy without a break from {}s to {}s",
+            busy["saturated_from_s"], busy["saturated_to_s"]
+        ),
+    );
     let storm = support::run_library("metastable-retry");
-    let attempts = storm.why[0].attempts_per_request.unwrap();
+    let after = storm.why.iter().find(|w| !w.failed.is_empty()).unwrap();
+    let attempts = after.attempts_per_request.unwrap();
     assert_eq!(libm::round(attempts), 3.0, "{attempts}");
     claim(
         page,
         "After the spike, the clients still make three attempts per request",
     );
+}
+
+#[test]
+fn the_window_by_window_section_is_what_the_slowdown_shows() {
+    let page = "replaying.md";
+    let path = src().join("scenarios/slowdown-window.ron");
+    let scenario = load(&path.display().to_string()).unwrap();
+    let r = book_run("slowdown-window.ron");
+    assert!(service_report(&r, "api").utilisation < 0.25);
+    claim(
+        page,
+        "the api is busy less than a quarter of the time on average",
+    );
+    let slowdown = scenarios::report::why::explain(&scenario, &r, true);
+    let fault = &slowdown[0];
+    assert_eq!((fault.from_s, fault.to_s), (20.0, 30.0));
+    assert_eq!(fault.failed_attempts[0].reason, "timeout");
+    claim(page, "the users' attempts timed out");
+    let busy = |service: &str| {
+        let f = fault.saturated.iter();
+        let mut f =
+            f.filter(|f| f.subject == service && f.evidence.contains_key("saturated_from_s"));
+        f.next().unwrap().evidence.clone()
+    };
+    let api = busy("api");
+    assert_eq!(api["saturated_to_s"], 30.0);
+    claim(
+        page,
+        format!("from {}s to the fault's end", api["saturated_from_s"]),
+    );
+    assert_eq!(busy("db")["saturated_from_s"], 20.0);
+    claim(page, "and the db's from its start");
 }
 
 #[test]

@@ -48,4 +48,5 @@ mod tune;
 mod tune_margin;
 mod warnings;
 mod why;
+mod why_window;
 mod world;

@@ -6,7 +6,7 @@ use crate::support;
 
 use scenarios::RunOptions;
 use scenarios::report::why::request::{self, RequestWhy};
-use scenarios::report::why::{Finding, Rule, Why};
+use scenarios::report::why::{Finding, Rule, SpanKind, Why};
 use scenarios::report::{Format, Report, render};
 use support::{resim, run_library, run_text};
 
@@ -54,21 +54,27 @@ fn finding<'a>(findings: &'a [Finding], rule: Rule, subject: &str) -> &'a Findin
         .unwrap_or_else(|| panic!("no {rule:?} about {subject} in {:?}", rules(findings)))
 }
 
-/// The one explanation of `report`.
-fn only(report: &Report) -> &Why {
-    assert_eq!(report.why.len(), 1, "{:#?}", report.why);
-    &report.why[0]
+/// The one window of `report` that explains the failure whose text starts with `failed`.
+fn explaining<'a>(report: &'a Report, failed: &str) -> &'a Why {
+    let windows: Vec<&Why> = report
+        .why
+        .iter()
+        .filter(|w| w.failed.iter().any(|f| f.text.starts_with(failed)))
+        .collect();
+    assert_eq!(windows.len(), 1, "{failed}: {:#?}", report.why);
+    windows[0]
 }
 
 #[test]
 fn the_metastable_retry_storm_is_waits_past_the_timeout_in_a_full_queue() {
     let report = run_library("metastable-retry");
-    let why = only(&report);
-    assert_eq!(
-        why.expectation, None,
-        "its expectation holds: the verdict is what failed"
-    );
-    assert!(why.failed.starts_with("metastability"), "{}", why.failed);
+    // Its expectation holds: the verdict is what failed, and the window after the spike
+    // explains it.
+    let why = explaining(&report, "metastability");
+    assert_eq!(why.failed.len(), 1, "{:?}", why.failed);
+    assert_eq!(why.failed[0].expectation, None);
+    assert_eq!(why.kind, SpanKind::Recovery);
+    assert_eq!(why.window, "after load spike users ×2");
     // After the spike ended at 15s, almost nothing succeeded.
     assert_eq!(why.from_s, 15.0);
     assert!(why.success_ratio.unwrap() < 0.05, "{why:?}");
@@ -83,9 +89,17 @@ fn the_metastable_retry_storm_is_waits_past_the_timeout_in_a_full_queue() {
         "{}",
         queue.text
     );
-    let waits = finding(&why.saturated, Rule::QueueWaitsPastTimeout, "api");
+    // The findings over the whole run's figures are shown once, in the spike's window, the
+    // first of the run.
+    let spike = &report.why[0];
+    assert_eq!(
+        (spike.kind, spike.from_s, spike.to_s),
+        (SpanKind::Trigger, 10.0, 15.0)
+    );
+    let waits = finding(&spike.saturated, Rule::QueueWaitsPastTimeout, "api");
     assert!(waits.evidence["wait_ms_p99"] >= 200.0, "{waits:?}");
-    finding(&why.saturated, Rule::WastedWork, "api");
+    finding(&spike.saturated, Rule::WastedWork, "api");
+    assert!(why.saturated.iter().all(|f| !f.text.contains("(whole run")));
     // What kept it down: three attempts per request, more than the workers serve.
     let retries = finding(&why.held_back, Rule::RetriesAmplify, "clients");
     assert!(
@@ -111,8 +125,9 @@ fn the_metastable_retry_storm_is_waits_past_the_timeout_in_a_full_queue() {
 fn a_db_slowdown_fails_at_the_frontend_queue_that_outlives_the_timeout() {
     let report = run_text(DB_SLOWDOWN);
     assert!(!report.passed());
-    let why = only(&report);
-    assert_eq!(why.expectation, Some(0));
+    // The expectation's window is the fault's: the trigger window explains it.
+    let why = explaining(&report, "expectations[0]");
+    assert_eq!(why.kind, SpanKind::Trigger);
     assert_eq!((why.from_s, why.to_s), (10.0, 20.0));
     assert!(why.success_ratio.unwrap() < 0.1, "{why:?}");
     let queue = finding(&why.saturated, Rule::FullQueueOutlivesTimeout, "frontend");
@@ -172,10 +187,28 @@ fn the_human_and_html_reports_carry_the_same_explanation() {
         assert!(human.contains(&f.text), "{}", f.text);
     }
     let json = support::json(&report);
-    assert_eq!(
-        json["why"][0]["saturated"][0]["rule"],
-        "queue_waits_past_timeout"
-    );
+    assert_eq!(json["why"][0]["saturated"][0]["rule"], "workers_busy");
+    // The page shows each window's findings once: not again in its readable report.
+    for w in &report.why {
+        for f in w.saturated.iter().chain(&w.held_back) {
+            let text = f
+                .text
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;");
+            assert_eq!(html.matches(&text).count(), 1, "{}", f.text);
+        }
+        assert_eq!(html.matches(&w.heading()).count(), 1, "{}", w.heading());
+    }
+    // Each chart's caption is above it, and the page is not held to a narrow column.
+    for figure in html.split("<figure").skip(1) {
+        let caption = figure.find("<figcaption>").expect("a caption");
+        assert!(
+            caption < figure.find("<svg").expect("a chart"),
+            "{figure:.200}"
+        );
+    }
+    assert!(!html.contains("max-width:1000px"));
 }
 
 #[test]
@@ -197,7 +230,7 @@ fn resim_why_refuses_what_it_cannot_explain() {
     };
     check(
         &["why", "metastable-retry", "--expectation", "3"],
-        "metastable-retry: --expectation 3: there are 1 expectations: [0] Metastable",
+        "metastable-retry: --expectation 3: there is 1 expectation: [0] Metastable",
     );
     check(
         &["why", "metastable-retry", "--expectation", "Recovers"],
@@ -232,9 +265,10 @@ fn resim_why_of_an_expectation_that_held_says_so() {
 }
 
 #[test]
-fn a_broken_latency_bound_at_an_unsaturated_api_is_its_queue_and_nothing_more() {
+fn a_broken_latency_bound_at_an_unsaturated_api_is_its_queue_and_a_short_saturation() {
     // The replay chapter's seed 19: an api at 80% load whose p99 goes past 250ms in a 10s
-    // run through a short run of close arrivals; no queue was full and nothing saturated.
+    // run through a short run of close arrivals; no queue was full, and its worker was busy
+    // without a break only while that queue drained (the window's buckets show it).
     let out = resim(&["why", "../book/src/scenarios/replay.ron", "--seed", "19"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
@@ -243,7 +277,13 @@ fn a_broken_latency_bound_at_an_unsaturated_api_is_its_queue_and_nothing_more() 
         "{}",
         out.stdout
     );
-    for rule in ["queue was full", "workers were busy", "retries", "breakers"] {
+    assert!(
+        out.stdout
+            .contains("api: its workers were busy 1.0 of 1 on average (96%) from 4s to 6s"),
+        "{}",
+        out.stdout
+    );
+    for rule in ["queue was full", "retries", "breakers"] {
         assert!(!out.stdout.contains(rule), "{rule}: {}", out.stdout);
     }
 }
@@ -381,7 +421,9 @@ fn following_a_request_does_not_change_the_run() {
 #[test]
 fn the_explanation_names_failed_requests_and_how_to_follow_one() {
     let json = why_json(&["metastable-retry", "--seed", "7"]);
-    let examples = json["why"][0]["examples"].as_array().unwrap();
+    let after = json["why"].as_array().unwrap().iter();
+    let after = after.clone().find(|w| w["kind"] == "recovery").unwrap();
+    let examples = after["examples"].as_array().unwrap();
     // The two reasons of the stretch after the spike, two requests each, all offered in it.
     let reasons: Vec<&str> = examples
         .iter()

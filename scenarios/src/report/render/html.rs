@@ -1,5 +1,6 @@
 //! One self-contained HTML page of a run: the report's tables (summary, clients, services,
-//! calls, expectations), every chart as inline SVG, and the readable report in full. No
+//! calls, expectations), why it failed (each window once), every chart as inline SVG under
+//! its caption, and the readable report (without the why it already showed). No
 //! script, no stylesheet or font from elsewhere: the file opens the same offline.
 
 use super::super::{LatencyMs, Report};
@@ -22,14 +23,19 @@ fn esc(text: &str) -> String {
     out
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em auto;max-width:1000px;color:#222}\
+// The page takes the window's width (charts side by side where they fit, two at 1400px);
+// each chart's caption is its heading, above it.
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em 2em;color:#222}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}h3{font-size:1em}\
+h4{font-size:.95em;margin:.6em 0 .2em}\
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
 th,td{padding:.25em .6em;border-bottom:1px solid #eee;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f5f5f5}\
 .pass{color:#00783c;font-weight:bold}.fail{color:#c81e1e;font-weight:bold}\
-figure{margin:1em 0}svg{max-width:100%;height:auto}pre{font-size:.8em;overflow-x:auto}\
-code{background:#f5f5f5;padding:.1em .3em}";
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,620px),1fr));gap:1.5em}\
+figure{margin:0}figcaption{font-weight:bold;margin:0 0 .4em}svg{width:100%;height:auto}\
+.window{margin:1em 0;padding:.2em 1em;border-left:4px solid #c81e1e;background:#fafafa}\
+pre{font-size:.8em;overflow-x:auto}code{background:#f5f5f5;padding:.1em .3em}";
 
 /// A table: a header row and rows of cells (already escaped).
 fn table(o: &mut String, header: &[&str], rows: &[Vec<String>]) {
@@ -96,20 +102,21 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
     metastability(&mut o, report);
     why(&mut o, report);
     components(&mut o, report);
-    o.push_str("<h2>Charts</h2>\n");
+    o.push_str("<h2>Charts</h2>\n<div class=\"charts\">\n");
     for c in charts {
         let _ = writeln!(
             o,
-            "<figure id=\"{}\">\n{}\n<figcaption>{}</figcaption></figure>",
+            "<figure id=\"{}\">\n<figcaption>{}</figcaption>\n{}\n</figure>",
             esc(&c.name),
-            c.svg.trim(),
-            esc(&c.title)
+            esc(&c.title),
+            c.svg.trim()
         );
     }
+    o.push_str("</div>\n");
     let _ = writeln!(
         o,
         "<h2>The readable report</h2>\n<pre>{}</pre>\n</body></html>",
-        esc(&super::Format::Human.render(report))
+        esc(&super::human::page(report, false))
     );
     o
 }
@@ -142,19 +149,23 @@ fn metastability(o: &mut String, report: &Report) {
     }
 }
 
-/// The "why" section: each failure, then its findings as a list (nothing when nothing
-/// failed).
+/// The "why" section: what failed, once, then each window that explains it, with its
+/// findings as lists (nothing when nothing failed).
 fn why(o: &mut String, report: &Report) {
     if report.why.is_empty() {
         return;
     }
     o.push_str("<h2 id=\"why\">Why</h2>\n");
     for w in &report.why {
-        let _ = writeln!(o, "<p class=\"fail\">{}</p>", esc(&w.heading()));
+        let _ = writeln!(o, "<div class=\"window\">\n<h3>{}</h3>", esc(&w.heading()));
+        if !w.failed.is_empty() {
+            let failed: Vec<String> = w.failed.iter().map(|f| esc(&f.text)).collect();
+            let _ = writeln!(o, "<p class=\"fail\">{}</p>", failed.join("<br>"));
+        }
         let context: Vec<String> = w.context().iter().map(|l| esc(l)).collect();
         let _ = writeln!(o, "<p>{}</p>", context.join("<br>"));
         for (title, findings) in w.sections() {
-            let _ = writeln!(o, "<h3>{}</h3>\n<ul>", esc(title));
+            let _ = writeln!(o, "<h4>{}</h4>\n<ul>", esc(title));
             for f in findings {
                 let _ = writeln!(o, "<li>{}</li>", esc(&f.text));
             }
@@ -163,6 +174,7 @@ fn why(o: &mut String, report: &Report) {
         if w.sections().is_empty() {
             let _ = writeln!(o, "<p>{}</p>", esc(super::super::why::Why::NO_FINDING));
         }
+        o.push_str("</div>\n");
     }
 }
 

@@ -9,6 +9,12 @@ use std::fmt::Write as _;
 
 /// The readable report of `report`.
 pub(super) fn render(report: &Report) -> String {
+    page(report, true)
+}
+
+/// The readable report of `report`, with its `why` section or without it (the HTML page
+/// shows the explanation once, in its own section).
+pub(super) fn page(report: &Report, with_why: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -38,7 +44,9 @@ pub(super) fn render(report: &Report) -> String {
     network(&mut o, report);
     limiters(&mut o, report);
     verdicts(&mut o, report);
-    why(&mut o, report);
+    if with_why {
+        why(&mut o, report);
+    }
     if !report.warnings.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "warnings");

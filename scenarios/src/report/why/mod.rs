@@ -1,35 +1,49 @@
-//! [`Why`]: why a run failed, in the report's words — for each expectation that failed, and
-//! for a metastability verdict that is not a recovery, the failure reasons that dominate, the
-//! resources that saturated (workers, queues, pools, limiters) and what held recovery back
-//! (retries that multiplied the load, breakers held open, a retry budget spent).
+//! [`Why`]: why a run failed, window by window — for each window that matters (a trigger of
+//! the file and the recovery after it, the stretch where failures concentrate, a failed
+//! expectation's window, or the window asked for), what failed in it, the resources that
+//! saturated in it (workers, queues, pools, limiters) and what held recovery back (retries
+//! that multiplied the load, breakers held open, a retry budget spent), each computed from
+//! what happened in the window.
 //!
 //! | module | what |
 //! |---|---|
-//! | `window` | the report's series summed over the stretch a failure is about |
-//! | `rules` | one function per finding: its condition on the figures, and its evidence |
+//! | `windows` | the windows of a run: triggers, recoveries, where failures concentrate |
+//! | `window` | the report's series summed over one window |
+//! | `rules` | one function per finding: its condition on the figures, its evidence, and what it explains |
 //! | [`request`] | one followed request (`--request ID`): its calls and attempts, and its cause |
+//! | `text` | what `resim why` prints, and a window's lines in the reports |
+//!
+//! [`window`] (the function) explains any window of a run from its report alone: `resim why
+//! --window`, and the explorer's selected window, call it.
 //!
 //! # Decisions
 //!
 //! Every finding is a rule over figures the run measured, printed only when its condition
 //! holds, with the numbers that made it hold ([`Finding::evidence`]): the analysis names no
-//! cause it cannot show. The stretch is the failure's own: an expectation's window, or, for
-//! the metastability verdict, the buckets after the trigger ended (what kept the run down).
-//! Figures that the series does not keep by bucket (queue waits, wasted work, pools) are the
-//! whole run's, and the finding says so. It is built with the report, from the same figures,
-//! so `resim why`, the human report and the HTML page say the same thing.
+//! cause it cannot show. Findings are computed from the window's buckets, so a failure
+//! concentrated in a few seconds is explained by what happened in them, not by whole-run
+//! averages; figures that the series does not keep by bucket (queue waits, wasted work,
+//! pools) are the whole run's, and the finding says so. Within a window, findings are ranked
+//! by what they explain there ([`Finding::explained`]: the failed attempts they account for).
+//! A failed expectation or verdict is listed once, with the windows that overlap it; a
+//! window is shown once, whatever number of failures it is part of. It is built with the
+//! report, from the same figures, so `resim why`, the human report and the HTML page say the
+//! same thing.
 
 pub mod request;
 mod rules;
+mod text;
 mod window;
+pub mod windows;
 
 use super::{ExpectationResult, Report, round3};
-use crate::figures::{FailedExample, Figures, Followed};
+use crate::figures::FailedExample;
 use crate::format::schema::Scenario;
-use request::RequestWhy;
 use serde::Serialize;
 use std::collections::BTreeMap;
+pub use text::{Asked, render, render_request, request_command};
 use window::Stretch;
+pub use windows::{Span, SpanKind};
 
 /// What a finding says, as a name tests and programs can match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -43,7 +57,7 @@ pub enum Rule {
     FullQueueOutlivesTimeout,
     /// A queue was full and refused attempts.
     QueueFull,
-    /// Nearly every worker was busy.
+    /// Nearly every worker was busy, for some of the window.
     WorkersBusy,
     /// A service refused or failed attempts for another reason (limiter, shedder, ...).
     Refused,
@@ -73,46 +87,64 @@ pub struct Finding {
     pub text: String,
     /// The figures that made the rule hold, by name.
     pub evidence: BTreeMap<String, f64>,
+    /// The failed attempts of the window it accounts for (timeouts, refusals and failures
+    /// at its subject while the rule held); findings are ranked by it.
+    pub explained: u64,
 }
 
-/// A failure reason and its share of the failed requests.
+/// A failure reason and how many requests or attempts failed with it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ReasonShare {
     /// The reason (`timeout`, `queue_full`, ...).
     pub reason: String,
-    /// Requests that failed with it, over the run.
-    pub requests: u64,
-    /// Its share of the failed requests.
+    /// Where: the call site whose attempts timed out (`users → api`), or the service that
+    /// refused or failed them (empty for the run's failed requests).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub at: String,
+    /// How many.
+    pub count: u64,
+    /// Its share of the failures listed with it.
     pub share_ratio: f64,
 }
 
-/// Why one thing failed: an expectation, or the run's metastability verdict.
+/// Something that failed: an expectation, or the run's metastability verdict.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Why {
-    /// What failed, as the report names it.
-    pub failed: String,
-    /// What was observed.
-    pub observed: String,
+pub struct Failed {
     /// The expectation's index in the file (absent for the metastability verdict).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expectation: Option<usize>,
-    /// Start of the stretch analysed, in seconds.
+    /// What failed and what was observed, as the report says it.
+    pub text: String,
+}
+
+/// Why a window of the run failed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Why {
+    /// What the window is (`trigger`, `recovery`, `concentrated`, `run`, `expectation`,
+    /// `verdict`, `asked`).
+    pub kind: SpanKind,
+    /// The window in words (`slowdown db ×5`, `after slowdown db ×5`).
+    pub window: String,
+    /// Its start, in seconds.
     pub from_s: f64,
     /// Its end, in seconds.
     pub to_s: f64,
+    /// What failed that the window overlaps: expectations and the metastability verdict.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<Failed>,
     /// Requests offered in it.
     pub offered: u64,
     /// Of those, the share that succeeded (`null` when none was offered).
     pub success_ratio: Option<f64>,
     /// Attempts the clients made per request offered in it (`null` when none was offered).
     pub attempts_per_request: Option<f64>,
-    /// The failure reasons of the whole run, the most frequent first.
-    pub reasons: Vec<ReasonShare>,
-    /// What saturated, and what it did to the requests.
+    /// Attempts that failed in it, by reason and where, the most first.
+    pub failed_attempts: Vec<ReasonShare>,
+    /// What saturated, and what it did to the requests, the finding that explains most first.
     pub saturated: Vec<Finding>,
     /// What held recovery back.
     pub held_back: Vec<Finding>,
-    /// Requests of the stretch that failed, the first of each of the most frequent reasons,
+    /// Requests of the window that failed, the first of each of the most frequent reasons,
     /// to follow with `resim why --request` (only `resim why` collects them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<Example>,
@@ -133,135 +165,238 @@ const EXAMPLE_REASONS_MAX: usize = 3;
 /// Examples per reason.
 const EXAMPLES_PER_REASON: usize = 2;
 
-/// The first failed requests offered in `[from_s, to_s)` for each of the first reasons of
-/// `reasons`, in the order they failed.
-fn examples(
-    failed: &[FailedExample],
-    bucket_s: f64,
-    (from_s, to_s): (f64, f64),
-    reasons: &[ReasonShare],
-) -> Vec<Example> {
-    let within = |e: &&FailedExample| {
-        let t = e.bucket as f64 * bucket_s;
-        t >= from_s && t < to_s
-    };
+/// The first failed requests offered in `[from_s, to_s)` for each of its most frequent
+/// reasons (by the examples the run kept in it), in the order they failed.
+fn examples(failed: &[FailedExample], bucket_s: f64, (from_s, to_s): (f64, f64)) -> Vec<Example> {
+    let within: Vec<&FailedExample> = failed
+        .iter()
+        .filter(|e| {
+            let t = e.bucket as f64 * bucket_s;
+            t >= from_s && t < to_s
+        })
+        .collect();
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for e in &within {
+        match counts.iter_mut().find(|(r, _)| *r == e.reason.name()) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((e.reason.name(), 1)),
+        }
+    }
+    // The most frequent first; ties in name order, as the run's reasons are listed.
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let mut out = Vec::new();
-    for r in reasons.iter().take(EXAMPLE_REASONS_MAX) {
-        let first = failed
+    for (reason, _) in counts.iter().take(EXAMPLE_REASONS_MAX) {
+        let first = within
             .iter()
-            .filter(within)
-            .filter(|e| e.reason.name() == r.reason)
+            .filter(|e| e.reason.name() == *reason)
             .take(EXAMPLES_PER_REASON);
         out.extend(first.map(|e| Example {
             request: e.request,
-            reason: r.reason.clone(),
+            reason: reason.to_string(),
         }));
     }
     out
 }
 
-/// The explanations of everything that failed in `report`: each failed expectation in file
-/// order, then a metastability verdict that is neither a recovery nor "never degraded".
-pub(super) fn explain(scenario: &Scenario, figures: &Figures, report: &Report) -> Vec<Why> {
-    let down = report
-        .metastability
-        .as_ref()
-        .filter(|m| matches!(m.verdict.as_str(), "metastable" | "collapsed"));
-    // Most runs (every seed of a sweep that holds) have nothing to explain: they do not pay
-    // for the rules' tables.
-    if down.is_none() && report.expectations.iter().all(|e| e.pass) {
-        return Vec::new();
-    }
-    let inputs = rules::Inputs::new(scenario, figures, report);
-    let mut out: Vec<Why> = report
+/// What failed in `report`: each failed expectation in file order (with its window), then a
+/// metastability verdict that is neither a recovery nor "never degraded" (with the stretch
+/// it reads: from the end of the trigger, or the whole run when it never was healthy).
+fn failures(report: &Report) -> Vec<(Failed, Span)> {
+    let mut out: Vec<(Failed, Span)> = report
         .expectations
         .iter()
         .enumerate()
         .filter(|(_, e)| !e.pass)
-        .map(|(i, e)| expectation(&inputs, i, e))
+        .map(|(i, e)| {
+            let (from, to) = (e.threshold.from_s, e.threshold.to_s);
+            let failed = Failed {
+                expectation: Some(i),
+                text: format!("expectations[{i}] {}: {}", e.expectation, e.observed),
+            };
+            let span = Span {
+                kind: SpanKind::Expectation,
+                label: format!("the window of expectations[{i}]"),
+                from_s: from,
+                to_s: to.unwrap_or(report.simulated_s),
+                before_s: from,
+            };
+            (failed, span)
+        })
         .collect();
+    let down = report
+        .metastability
+        .as_ref()
+        .filter(|m| matches!(m.verdict.as_str(), "metastable" | "collapsed"));
     if let Some(m) = down {
-        // What kept the run down is what happened after the trigger; a run that was never
-        // healthy is explained over all of it.
         let from = if m.verdict == "metastable" {
             m.trigger_end_s
         } else {
             0.0
         };
-        let stretch = Stretch::of(report, from, None, m.baseline_to_s);
-        let failed = format!("metastability: {}", m.trigger_words());
         let observed = m
             .clients
             .iter()
             .map(|c| format!("{}: {}", c.name, c.summary))
             .collect::<Vec<_>>()
             .join("; ");
-        out.push(analyse(&inputs, failed, observed, None, &stretch, false));
-    }
-    if !figures.failed_examples.is_empty() {
-        for w in &mut out {
-            let span = (w.from_s, w.to_s);
-            w.examples = examples(&figures.failed_examples, report.bucket_s, span, &w.reasons);
-        }
+        let failed = Failed {
+            expectation: None,
+            text: format!("metastability: {}: {observed}", m.trigger_words()),
+        };
+        let span = Span {
+            kind: SpanKind::Verdict,
+            label: "what the metastability verdict reads".to_string(),
+            from_s: from,
+            to_s: report.simulated_s,
+            before_s: m.baseline_to_s,
+        };
+        out.push((failed, span));
     }
     out
 }
 
-/// Why expectation `index` failed, over its window.
-fn expectation(inputs: &rules::Inputs, index: usize, e: &ExpectationResult) -> Why {
-    // An expectation counts the run's last bucket when its window runs to the end.
-    let (from, to) = (e.threshold.from_s, e.threshold.to_s);
-    let to = to.unwrap_or(inputs.report.simulated_s);
-    let stretch = Stretch::of(inputs.report, from, Some(to), from);
-    let latency = e.threshold.metric == "latency_ms_p99";
-    analyse(
-        inputs,
-        format!("expectations[{index}] {}", e.expectation),
-        e.observed.clone(),
-        Some(index),
-        &stretch,
-        latency,
-    )
+/// The explanations of `report`, window by window: when something failed (an expectation,
+/// the metastability verdict), or, with `always`, when requests failed at all. Empty when
+/// there is nothing to explain.
+pub fn explain(scenario: &Scenario, report: &Report, always: bool) -> Vec<Why> {
+    let failed = failures(report);
+    // Most runs (every seed of a sweep that holds) have nothing to explain: they do not pay
+    // for the rules' tables.
+    if failed.is_empty() && !(always && report.summary.failures > 0) {
+        return Vec::new();
+    }
+    let inputs = rules::Inputs::new(scenario, report);
+    let mut spans = windows::find(report);
+    // A failure that no window overlaps is explained over its own window.
+    for (_, span) in &failed {
+        if !spans.iter().any(|s| overlap(s, span)) {
+            spans.push(span.clone());
+        }
+    }
+    let mut out: Vec<Why> = Vec::new();
+    for span in spans {
+        let failed: Vec<Failed> = failed
+            .iter()
+            .filter(|(_, s)| overlap(s, &span))
+            .map(|(f, _)| f.clone())
+            .collect();
+        let (failures, _) = windows::failures_in(report, span.from_s, span.to_s);
+        // A window where nothing failed, and that no failure overlaps, is left out.
+        if failures == 0 && failed.is_empty() {
+            continue;
+        }
+        let mut why = analyse(&inputs, &span, latency(report, &failed));
+        why.failed = failed;
+        // A finding over the whole run's figures is the same in every window: it is shown
+        // once, in the first window that has it.
+        let shown = |f: &Finding| {
+            f.text.contains("(whole run")
+                && out
+                    .iter()
+                    .any(|w| w.saturated.iter().any(|g| g.text == f.text))
+        };
+        why.saturated.retain(|f| !shown(f));
+        out.push(why);
+    }
+    out
 }
 
-fn analyse(
-    inputs: &rules::Inputs,
-    failed: String,
-    observed: String,
-    expectation: Option<usize>,
-    stretch: &Stretch,
-    latency: bool,
-) -> Why {
-    let (saturated, held_back) = rules::findings(inputs, stretch, latency);
+/// The two windows share some time (an instant window shares its instant).
+fn overlap(a: &Span, b: &Span) -> bool {
+    a.from_s < b.to_s.max(b.from_s + 1e-9) && b.from_s < a.to_s.max(a.from_s + 1e-9)
+}
+
+/// Why the window `[from_s, to_s)` of the run of `report` went as it did, from what happened
+/// in its buckets: what any window of a run (`resim why --window`, the explorer's selection)
+/// is explained by. The window is whole buckets, those that start in it.
+pub fn window(scenario: &Scenario, report: &Report, from_s: f64, to_s: f64) -> Why {
+    let inputs = rules::Inputs::new(scenario, report);
+    let span = Span {
+        kind: SpanKind::Asked,
+        label: "the window asked for".to_string(),
+        from_s,
+        to_s,
+        before_s: from_s,
+    };
+    let failed: Vec<Failed> = failures(report)
+        .into_iter()
+        .filter(|(_, s)| overlap(s, &span))
+        .map(|(f, _)| f)
+        .collect();
+    let mut why = analyse(&inputs, &span, latency(report, &failed));
+    why.failed = failed;
+    why
+}
+
+/// Some of `failed` is a latency bound (the rules then look at what made the latency).
+fn latency(report: &Report, failed: &[Failed]) -> bool {
+    failed.iter().any(|f| {
+        f.expectation
+            .is_some_and(|i| report.expectations[i].threshold.metric == "latency_ms_p99")
+    })
+}
+
+/// Adds to each explanation the failed requests of its window among `failed` (the examples
+/// a run kept when asked).
+pub fn add_examples(why: &mut [Why], failed: &[FailedExample], bucket_s: f64) {
+    if failed.is_empty() {
+        return;
+    }
+    for w in why {
+        w.examples = examples(failed, bucket_s, (w.from_s, w.to_s));
+    }
+}
+
+fn analyse(inputs: &rules::Inputs, span: &Span, latency: bool) -> Why {
+    // The expectation's window runs to the run's end: it counts the run's last bucket, as
+    // the expectation does; the windows found leave it out (requests still in flight).
+    let to = match span.kind {
+        SpanKind::Verdict => None,
+        _ => Some(span.to_s),
+    };
+    let stretch = Stretch::of(inputs.report, span.from_s, to, span.before_s);
+    let (saturated, held_back) = rules::findings(inputs, &stretch, latency);
     Why {
-        failed,
-        observed,
-        expectation,
+        kind: span.kind,
+        window: span.label.clone(),
+        failed: Vec::new(),
         from_s: stretch.from_s,
         to_s: stretch.to_s,
         offered: stretch.offered,
         success_ratio: (stretch.offered > 0)
             .then(|| round3(stretch.successes as f64 / stretch.offered as f64)),
         attempts_per_request: stretch.attempts_per_request().map(round3),
-        reasons: reasons(&inputs.report.summary.failures_by_reason),
+        failed_attempts: stretch.failed_attempts(&inputs.report.calls),
         saturated,
         held_back,
         examples: Vec::new(),
     }
 }
 
-/// The reasons, the most frequent first (ties in name order).
+/// The reasons, the most frequent first (ties in name order), with their shares.
 fn reasons(by_reason: &BTreeMap<String, u64>) -> Vec<ReasonShare> {
-    let total: u64 = by_reason.values().sum();
-    let mut out: Vec<ReasonShare> = by_reason
-        .iter()
-        .map(|(reason, &n)| ReasonShare {
-            reason: reason.clone(),
-            requests: n,
-            share_ratio: round3(n as f64 / total.max(1) as f64),
+    shares(
+        by_reason
+            .iter()
+            .map(|(reason, &n)| (reason.clone(), String::new(), n))
+            .collect(),
+    )
+}
+
+/// `(reason, where, count)` as shares of their sum, the most first (ties in their order).
+fn shares(counts: Vec<(String, String, u64)>) -> Vec<ReasonShare> {
+    let total: u64 = counts.iter().map(|c| c.2).sum();
+    let mut out: Vec<ReasonShare> = counts
+        .into_iter()
+        .filter(|c| c.2 > 0)
+        .map(|(reason, at, count)| ReasonShare {
+            reason,
+            at,
+            count,
+            share_ratio: round3(count as f64 / total.max(1) as f64),
         })
         .collect();
-    out.sort_by_key(|r| std::cmp::Reverse(r.requests));
+    out.sort_by_key(|r| std::cmp::Reverse(r.count));
     out
 }
 
@@ -288,8 +423,11 @@ pub fn expectation_named(
         Ok(i) if i < verdicts.len() => i,
         Ok(i) => {
             return Err(format!(
-                "{file}: --expectation {i}: there are {} expectations: {}",
-                verdicts.len(),
+                "{file}: --expectation {i}: {}: {}",
+                match verdicts.len() {
+                    1 => "there is 1 expectation".to_string(),
+                    n => format!("there are {n} expectations"),
+                },
                 listed()
             ));
         }
@@ -319,223 +457,4 @@ pub fn expectation_named(
         }
     };
     Ok(index)
-}
-
-/// What `resim why` prints for `report`: the run, then the explanation of expectation
-/// `asked` (see [`expectation_named`]) or of everything that failed, or that nothing did;
-/// the replay command last. With `json`, the same as one JSON object. An error names an
-/// expectation that `asked` does not.
-pub fn render(
-    scenario: &Scenario,
-    report: &Report,
-    asked: Option<&str>,
-    file: &str,
-    json: bool,
-) -> Result<String, String> {
-    let mut out = vec![heading(report)];
-    let chosen: Vec<&Why> = match asked {
-        Some(asked) => {
-            let index = expectation_named(scenario, &report.expectations, asked, file)?;
-            let e = &report.expectations[index];
-            if e.pass {
-                out.push(format!(
-                    "expectations[{index}] {}: holds ({}): nothing failed to explain",
-                    e.expectation, e.observed
-                ));
-            }
-            report
-                .why
-                .iter()
-                .filter(|w| w.expectation == Some(index))
-                .collect()
-        }
-        None => report.why.iter().collect(),
-    };
-    if json {
-        return Ok(as_json(report, Some(chosen), None));
-    }
-    if asked.is_none() && chosen.is_empty() {
-        out.push(nothing_failed(report));
-    }
-    for w in chosen {
-        out.push(String::new());
-        let lines = w.lines();
-        out.push(lines[0].clone());
-        out.extend(lines[1..].iter().map(|l| format!("  {l}")));
-        out.extend(w.examples_lines(report).iter().map(|l| format!("  {l}")));
-    }
-    out.push(String::new());
-    out.push(format!("replay: {}", report.replay_command()));
-    Ok(out.join("\n") + "\n")
-}
-
-/// What `resim why --request ID` prints: the run, then the request's cause and chain, then
-/// the command that traces its events; with `json`, one JSON object. An error says that no
-/// request has the id.
-pub fn render_request(
-    report: &Report,
-    followed: &Followed,
-    file: &str,
-    json: bool,
-) -> Result<String, String> {
-    let why = request::explain(followed, file)?;
-    if json {
-        return Ok(as_json(report, None, Some(&why)));
-    }
-    let mut out = vec![heading(report), String::new()];
-    out.extend(why.lines());
-    let end = why.last_s;
-    let millis = |s: f64| libm::round(s * 1e3) as u64;
-    out.push(String::new());
-    out.push(format!(
-        "its events: resim run {} --seed {}{} --trace {}ms..{}ms",
-        report.file,
-        report.seed,
-        report.replay_flags,
-        millis(why.offered_s),
-        millis(end)
-    ));
-    Ok(out.join("\n") + "\n")
-}
-
-/// The first line of `resim why`: the run.
-fn heading(report: &Report) -> String {
-    format!(
-        "resim why · {} · seed {} · digest {}",
-        report.scenario, report.seed, report.digest
-    )
-}
-
-/// `resim why --json`: the run, and the explanations or the followed request.
-fn as_json(report: &Report, why: Option<Vec<&Why>>, request: Option<&RequestWhy>) -> String {
-    #[derive(Serialize)]
-    struct Out<'a> {
-        scenario: &'a str,
-        seed: u64,
-        digest: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        why: Option<Vec<&'a Why>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        request: Option<&'a RequestWhy>,
-        replay: String,
-    }
-    let out = Out {
-        scenario: &report.scenario,
-        seed: report.seed,
-        digest: &report.digest,
-        why,
-        request,
-        replay: report.replay_command(),
-    };
-    serde_json::to_string_pretty(&out).expect("the explanation serialises") + "\n"
-}
-
-/// The command that follows request `id` of the run of `report`.
-pub fn request_command(report: &Report, id: u64) -> String {
-    format!(
-        "resim why {} --seed {}{} --request {id}",
-        report.file, report.seed, report.replay_flags
-    )
-}
-
-/// The line of a run where nothing failed.
-fn nothing_failed(report: &Report) -> String {
-    let held = match report.expectations.len() {
-        0 => "the scenario has no expectation".to_string(),
-        1 => "its expectation held".to_string(),
-        n => format!("all {n} expectations held"),
-    };
-    let verdict = report.metastability.as_ref().map_or(String::new(), |m| {
-        format!("; metastability: {}", m.verdict.replace('_', " "))
-    });
-    format!("nothing failed: {held}{verdict}")
-}
-
-impl Why {
-    /// What failed and what was observed, in one line.
-    pub fn heading(&self) -> String {
-        format!("{}: {}", self.failed, self.observed)
-    }
-
-    /// The stretch in words, then the failure reasons of the run.
-    pub fn context(&self) -> Vec<String> {
-        let ratio = self
-            .success_ratio
-            .map_or("–".to_string(), |r| format!("{:.1}%", 100.0 * r));
-        let attempts = self
-            .attempts_per_request
-            .map_or(String::new(), |a| format!(", {a:.2} attempts per request"));
-        let mut out = vec![format!(
-            "from {}s to {}s: {} requests offered, {ratio} succeeded{attempts}",
-            self.from_s, self.to_s, self.offered
-        )];
-        if !self.reasons.is_empty() {
-            let reasons: Vec<String> = self
-                .reasons
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} {:.0}% ({})",
-                        r.reason,
-                        100.0 * r.share_ratio,
-                        r.requests
-                    )
-                })
-                .collect();
-            out.push(format!("failures over the run: {}", reasons.join(", ")));
-        }
-        out
-    }
-
-    /// The findings under their titles (`where it failed`: what saturated or queued;
-    /// `held recovery back`), those with any.
-    pub fn sections(&self) -> Vec<(&'static str, &[Finding])> {
-        [
-            ("where it failed", self.saturated.as_slice()),
-            ("held recovery back", self.held_back.as_slice()),
-        ]
-        .into_iter()
-        .filter(|(_, f)| !f.is_empty())
-        .collect()
-    }
-
-    /// The examples and the command that follows the first, when there are any.
-    pub fn examples_lines(&self, report: &Report) -> Vec<String> {
-        let Some(first) = self.examples.first() else {
-            return Vec::new();
-        };
-        let mut by_reason: Vec<(&str, Vec<String>)> = Vec::new();
-        for e in &self.examples {
-            match by_reason.iter_mut().find(|(r, _)| *r == e.reason) {
-                Some((_, ids)) => ids.push(format!("#{}", e.request)),
-                None => by_reason.push((&e.reason, vec![format!("#{}", e.request)])),
-            }
-        }
-        let listed: Vec<String> = by_reason
-            .iter()
-            .map(|(reason, ids)| format!("{reason} {}", ids.join(", ")))
-            .collect();
-        vec![
-            format!("failed requests, for example: {}", listed.join("; ")),
-            format!("follow one: {}", request_command(report, first.request)),
-        ]
-    }
-
-    /// What a report says when no rule held.
-    pub const NO_FINDING: &str =
-        "no resource saturated and nothing held recovery back by the rules `resim why` checks";
-
-    /// The explanation as the text reports print it: the heading, then lines indented under it.
-    pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![self.heading()];
-        out.extend(self.context());
-        for (title, findings) in self.sections() {
-            out.push(format!("{title}:"));
-            out.extend(findings.iter().map(|f| format!("  {}", f.text)));
-        }
-        if self.sections().is_empty() {
-            out.push(Self::NO_FINDING.to_string());
-        }
-        out
-    }
 }

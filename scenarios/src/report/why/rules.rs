@@ -4,15 +4,16 @@
 //! The thresholds are the constants below; a rule that needs a figure the run did not
 //! measure (a queue without a capacity, a service where no job started) says nothing.
 
-use super::super::{CallReport, Report, ServiceReport, round3};
+use super::super::{CallReport, Report, SeriesRow, ServiceReport, round3};
 use super::window::{ServiceSpan, Stretch};
 use super::{Finding, Rule};
-use crate::figures::Figures;
 use crate::format::schema::{Call, Scenario};
 use std::collections::BTreeMap;
 
-/// Workers count as saturated at this mean busy share of those up.
+/// Workers count as saturated in a bucket at this mean busy share of those up.
 const WORKERS_BUSY_RATIO: f64 = 0.9;
+/// Stretches of saturated buckets named in a finding; the rest are counted.
+const STRETCHES_NAMED: usize = 3;
 /// Wasted work is worth saying from this share of the workers' busy time.
 const WASTED_RATIO_MIN: f64 = 0.1;
 /// Retries amplify the load at this many attempts per request, and this many times more
@@ -41,12 +42,12 @@ pub(super) struct Inputs<'a> {
     /// Per service: its queue's capacity per replica (absent: unbounded).
     capacities: BTreeMap<String, u32>,
     /// Per service: the mean time a worker held a job (its work and its downstream calls)
-    /// over the whole run, in milliseconds, over the jobs that started.
+    /// over the whole run, in milliseconds, over the jobs that ended other than refused.
     holds_ms: BTreeMap<String, f64>,
 }
 
 impl<'a> Inputs<'a> {
-    pub fn new(scenario: &Scenario, figures: &Figures, report: &'a Report) -> Inputs<'a> {
+    pub fn new(scenario: &Scenario, report: &'a Report) -> Inputs<'a> {
         let mut timeouts: BTreeMap<String, CallerTimeout> = BTreeMap::new();
         let mut note = |caller: &str, call: &Call| {
             let Some(t) = call.timeout else { return };
@@ -74,13 +75,15 @@ impl<'a> Inputs<'a> {
             .iter()
             .filter_map(|(name, s)| Some((name.clone(), s.queue.capacity?)))
             .collect();
-        let holds_ms = figures
+        let holds_ms = report
             .services
             .iter()
-            .filter(|s| s.work.count() > 0)
-            .map(|s| {
-                let hold = s.counts.busy_ns as f64 / s.work.count() as f64;
-                (s.name.clone(), hold / 1e6)
+            .filter_map(|s| {
+                let refused = refusals(&s.failed_by_reason);
+                let failed: u64 = s.failed_by_reason.values().sum();
+                let ended = (s.ok + failed).checked_sub(refused).filter(|n| *n > 0)?;
+                let busy_s = s.busy_workers_mean * report.simulated_s;
+                Some((s.name.clone(), 1e3 * busy_s / ended as f64))
             })
             .collect();
         Inputs {
@@ -90,9 +93,69 @@ impl<'a> Inputs<'a> {
             holds_ms,
         }
     }
+
+    /// The timeouts of the attempts made to `service` over `[from_s, to_s)`, at every call
+    /// site that calls it.
+    fn timeouts_toward(&self, service: &str, from_s: f64, to_s: f64) -> u64 {
+        let paths: Vec<&str> = self
+            .report
+            .calls
+            .iter()
+            .filter(|c| c.target == service)
+            .map(|c| c.path.as_str())
+            .collect();
+        self.rows(from_s, to_s)
+            .flat_map(|r| &r.calls)
+            .filter(|p| paths.contains(&&*p.path))
+            .map(|p| p.timeouts)
+            .sum()
+    }
+
+    /// What `service` refused or failed over `[from_s, to_s)`.
+    fn failed_at(&self, service: &str, from_s: f64, to_s: f64) -> u64 {
+        self.rows(from_s, to_s)
+            .flat_map(|r| &r.services)
+            .filter(|p| p.name == service)
+            .map(|p| p.failed_by_reason.values().sum::<u64>())
+            .sum()
+    }
+
+    fn rows(&self, from_s: f64, to_s: f64) -> impl Iterator<Item = &SeriesRow> {
+        self.report
+            .series
+            .iter()
+            .filter(move |r| r.t_s >= from_s && r.t_s < to_s)
+    }
 }
 
-/// What saturated, then what held recovery back; `latency`: the failure is a latency bound.
+/// `service` and every service whose calls reach it, directly or through others.
+fn upstream<'a>(calls: &'a [CallReport], service: &'a str) -> Vec<&'a str> {
+    let mut out = vec![service];
+    let mut i = 0;
+    // Each service is added once: the walk ends even if calls made a cycle.
+    while let Some(&s) = out.get(i) {
+        for c in calls.iter().filter(|c| c.target == s) {
+            if !out.contains(&c.caller.as_str()) {
+                out.push(&c.caller);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The attempts refused at admission or by a full queue, of `by_reason`.
+fn refusals(by_reason: &BTreeMap<String, u64>) -> u64 {
+    by_reason
+        .iter()
+        .filter(|(r, _)| *r == "queue_full" || ADMISSION_REASONS.contains(&r.as_str()))
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// What saturated, ranked by what each finding explains in the stretch (ties in the order
+/// the rules are checked), then what held recovery back; `latency`: the failure is a
+/// latency bound.
 pub(super) fn findings(
     inputs: &Inputs,
     stretch: &Stretch,
@@ -104,20 +167,32 @@ pub(super) fn findings(
     // Load beyond what the workers serve holds recovery back when retries made it; without
     // them it is the offered load, and the service is what saturated.
     let amplified = !held_back.is_empty();
+    let failing = stretch.successes < stretch.offered;
     for v in &inputs.report.services {
         let Some(span) = stretch.services.get(&v.name) else {
             continue;
         };
-        let service = Service { inputs, v, span };
-        saturated.extend(service.waits_past_timeout());
+        let service = Service {
+            inputs,
+            v,
+            span,
+            stretch,
+        };
+        // The whole run's figures say something of a window only where something failed in
+        // it: a calm window is not blamed for the waits of another.
+        if failing {
+            saturated.extend(service.waits_past_timeout());
+        }
         if latency {
             saturated.extend(service.waits_make_latency());
         }
-        saturated.extend(service.queue());
         saturated.extend(service.workers_busy());
+        saturated.extend(service.queue());
         saturated.extend(service.refused());
-        saturated.extend(service.wasted_work());
-        let load = service.load_above_capacity(stretch);
+        if failing {
+            saturated.extend(service.wasted_work());
+        }
+        let load = service.load_above_capacity();
         if amplified {
             held_back.extend(load);
         } else {
@@ -130,10 +205,15 @@ pub(super) fn findings(
         .iter()
         .zip(call_names(&inputs.report.calls))
     {
-        saturated.extend(pool_exhausted(c, &name));
+        if failing {
+            saturated.extend(pool_exhausted(c, &name));
+        }
         held_back.extend(budget_refused(c, &name, stretch));
         held_back.extend(breaker_open(c, &name, stretch));
     }
+    // A stable sort: among findings that explain as much, the order the rules are checked.
+    // What held recovery back keeps the loop's order: the retries, then the load they made.
+    saturated.sort_by_key(|f| std::cmp::Reverse(f.explained));
     (saturated, held_back)
 }
 
@@ -154,7 +234,23 @@ fn finding(rule: Rule, subject: &str, text: String, evidence: &[(&str, f64)]) ->
             .iter()
             .map(|(k, v)| (k.to_string(), round3(*v)))
             .collect(),
+        explained: 0,
     }
+}
+
+impl Finding {
+    /// The same, accounting for `n` failed attempts.
+    fn explaining(self, n: u64) -> Finding {
+        Finding {
+            explained: n,
+            ..self
+        }
+    }
+}
+
+/// A time in seconds as the findings print it (`25s`, `25.5s`).
+fn secs(t: f64) -> String {
+    format!("{}s", round3(t))
 }
 
 /// A duration in milliseconds as the findings print it.
@@ -171,6 +267,7 @@ struct Service<'a> {
     inputs: &'a Inputs<'a>,
     v: &'a ServiceReport,
     span: &'a ServiceSpan,
+    stretch: &'a Stretch,
 }
 
 impl Service<'_> {
@@ -185,13 +282,7 @@ impl Service<'_> {
     /// The mean time a worker held a job in the stretch (its worker-seconds over the jobs
     /// that ended in it other than refusals), or over the run when none ended in it.
     fn hold_ms(&self) -> Option<f64> {
-        let refused: u64 = self
-            .span
-            .failed_by_reason
-            .iter()
-            .filter(|(r, _)| *r == "queue_full" || ADMISSION_REASONS.contains(&r.as_str()))
-            .map(|(_, n)| n)
-            .sum();
+        let refused = refusals(&self.span.failed_by_reason);
         let failed: u64 = self.span.failed_by_reason.values().sum();
         let ended = self.span.ok + failed - refused;
         if ended > 0 && self.span.busy_worker_s > 0.0 {
@@ -223,6 +314,11 @@ impl Service<'_> {
                     ("timeout_ms", t.timeout_ms),
                 ],
             )
+            .explaining(self.inputs.timeouts_toward(
+                self.name(),
+                self.stretch.from_s,
+                self.stretch.to_s,
+            ))
         })
     }
 
@@ -288,7 +384,8 @@ impl Service<'_> {
                     ("timeout_ms", t.timeout_ms),
                     ("refused", refused as f64),
                 ],
-            ));
+            )
+            .explaining(refused + self.inputs.timeouts_toward(self.name(), self.stretch.from_s, self.stretch.to_s)));
         }
         Some(finding(
             Rule::QueueFull,
@@ -301,24 +398,76 @@ impl Service<'_> {
                 ("queue_capacity", f64::from(capacity)),
                 ("refused", refused as f64),
             ],
-        ))
+        )
+        .explaining(refused))
     }
 
+    /// The attempts that failed over `[from_s, to_s)` at it and at every service that
+    /// calls it, directly or not (what its saturation can explain: a caller's workers wait
+    /// on it): what they refused or failed, and their callers' timeouts.
+    fn failures_while(&self, from_s: f64, to_s: f64) -> u64 {
+        upstream(&self.inputs.report.calls, self.name())
+            .iter()
+            .map(|s| {
+                self.inputs.failed_at(s, from_s, to_s)
+                    + self.inputs.timeouts_toward(s, from_s, to_s)
+            })
+            .sum()
+    }
+
+    /// The same over the whole stretch.
+    fn failures(&self) -> u64 {
+        self.failures_while(self.stretch.from_s, self.stretch.to_s)
+    }
+
+    /// The stretches of buckets in which the busy workers were at least 90% of those up:
+    /// when the service saturated, which a mean over a longer window hides.
     fn workers_busy(&self) -> Option<Finding> {
-        let (busy, up) = (self.span.busy_mean, self.span.capacity_mean);
-        (up > 0.0 && busy >= WORKERS_BUSY_RATIO * up).then(|| {
-            finding(
-                Rule::WorkersBusy,
-                self.name(),
-                format!(
-                    "{}: its workers were busy {busy:.1} of {} on average ({:.0}%)",
-                    self.name(),
-                    round3(up),
-                    100.0 * busy / up
-                ),
-                &[("busy_workers_mean", busy), ("capacity_workers_mean", up)],
-            )
-        })
+        let bucket = self.inputs.report.bucket_s;
+        // (from, to, busy summed, up summed, buckets)
+        let mut runs: Vec<(f64, f64, f64, f64, u32)> = Vec::new();
+        for &(t, busy, up) in &self.span.busy_by_bucket {
+            if up <= 0.0 || busy < WORKERS_BUSY_RATIO * up {
+                continue;
+            }
+            let end = (t + bucket).min(self.inputs.report.simulated_s);
+            match runs.last_mut() {
+                Some(r) if (r.1 - t).abs() < 1e-6 => {
+                    (r.1, r.2, r.3, r.4) = (end, r.2 + busy, r.3 + up, r.4 + 1);
+                }
+                _ => runs.push((t, end, busy, up, 1)),
+            }
+        }
+        let first = runs.first()?;
+        let n: u32 = runs.iter().map(|r| r.4).sum();
+        let busy = runs.iter().map(|r| r.2).sum::<f64>() / f64::from(n);
+        let up = runs.iter().map(|r| r.3).sum::<f64>() / f64::from(n);
+        let saturated_s: f64 = runs.iter().map(|r| r.1 - r.0).sum();
+        let mut when: Vec<String> = runs
+            .iter()
+            .take(STRETCHES_NAMED)
+            .map(|r| format!("from {} to {}", secs(r.0), secs(r.1)))
+            .collect();
+        if runs.len() > STRETCHES_NAMED {
+            when.push(format!("{} more stretches", runs.len() - STRETCHES_NAMED));
+        }
+        let explained = runs.iter().map(|r| self.failures_while(r.0, r.1)).sum();
+        let last = runs.last().expect("not empty");
+        let text = format!(
+            "{}: its workers were busy {busy:.1} of {} on average ({:.0}%) {}",
+            self.name(),
+            round3(up),
+            100.0 * busy / up,
+            when.join(", ")
+        );
+        let evidence = [
+            ("busy_workers_mean", busy),
+            ("capacity_workers_mean", up),
+            ("saturated_s", saturated_s),
+            ("saturated_from_s", first.0),
+            ("saturated_to_s", last.1),
+        ];
+        Some(finding(Rule::WorkersBusy, self.name(), text, &evidence).explaining(explained))
     }
 
     /// Refusals by an admission layer: a limiter, a shedder or a bulkhead was full.
@@ -342,6 +491,7 @@ impl Service<'_> {
                 ),
                 &evidence,
             )
+            .explaining(total)
         })
     }
 
@@ -369,9 +519,9 @@ impl Service<'_> {
     }
 
     /// More attempts arrived than the workers that were up could serve.
-    fn load_above_capacity(&self, stretch: &Stretch) -> Option<Finding> {
+    fn load_above_capacity(&self) -> Option<Finding> {
         let hold = self.hold_ms()?;
-        let seconds = stretch.seconds();
+        let seconds = self.stretch.seconds();
         if seconds <= 0.0 || hold <= 0.0 {
             return None;
         }
@@ -393,6 +543,7 @@ impl Service<'_> {
                     ("hold_ms_mean", hold),
                 ],
             )
+            .explaining(self.failures())
         })
     }
 }
@@ -452,6 +603,7 @@ fn budget_refused(c: &CallReport, name: &str, stretch: &Stretch) -> Option<Findi
                 ("retries", span.retries as f64),
             ],
         )
+        .explaining(span.budget_exhausted)
     })
 }
 

@@ -5,7 +5,8 @@
 //! before the run's last bucket, which holds the requests still in flight when the run
 //! stopped (they would count as failures), as the metastability verdict reads it.
 
-use super::super::{Report, SeriesRow, round3};
+use super::super::{CallReport, Report, SeriesRow, round3};
+use super::ReasonShare;
 use std::collections::BTreeMap;
 
 /// A service over the stretch.
@@ -23,6 +24,8 @@ pub(super) struct ServiceSpan {
     pub capacity_mean: f64,
     /// The longest queue of one replica.
     pub queue_replica_max: u64,
+    /// Per bucket: its start, mean busy workers and workers up.
+    pub busy_by_bucket: Vec<(f64, f64, f64)>,
     /// Attempts refused or failed, by reason.
     pub failed_by_reason: BTreeMap<String, u64>,
 }
@@ -34,6 +37,10 @@ pub(super) struct CallSpan {
     pub retries: u64,
     /// Retries the budget refused.
     pub budget_exhausted: u64,
+    /// Attempts started.
+    pub attempts: u64,
+    /// Attempts the caller stopped waiting for.
+    pub timeouts: u64,
 }
 
 /// The series over a stretch of the run.
@@ -108,6 +115,8 @@ impl Stretch {
             s.busy_mean += p.busy_workers_mean;
             s.capacity_mean += p.capacity_workers_mean;
             s.queue_replica_max = s.queue_replica_max.max(p.queue_replica_max);
+            s.busy_by_bucket
+                .push((r.t_s, p.busy_workers_mean, p.capacity_workers_mean));
             for (reason, n) in &p.failed_by_reason {
                 *s.failed_by_reason.entry(reason.clone()).or_default() += n;
             }
@@ -116,6 +125,8 @@ impl Stretch {
             let c = self.calls.entry(p.path.to_string()).or_default();
             c.retries += p.retries;
             c.budget_exhausted += p.budget_exhausted;
+            c.attempts += p.attempts;
+            c.timeouts += p.timeouts;
         }
     }
 
@@ -133,5 +144,23 @@ impl Stretch {
     pub fn attempts_per_request_before(&self) -> Option<f64> {
         let (offered, attempts) = self.before;
         (offered > 0).then(|| attempts as f64 / offered as f64)
+    }
+
+    /// The attempts that failed in it: the timeouts at each call site (`users → api`), and
+    /// what each service refused or failed, by reason; the most first.
+    pub fn failed_attempts(&self, calls: &[CallReport]) -> Vec<ReasonShare> {
+        let mut counts = Vec::new();
+        for c in calls {
+            if let Some(span) = self.calls.get(&c.path) {
+                let at = format!("{} → {}", c.caller, c.target);
+                counts.push(("timeout".to_string(), at, span.timeouts));
+            }
+        }
+        for (name, s) in &self.services {
+            for (reason, n) in &s.failed_by_reason {
+                counts.push((reason.clone(), name.clone(), *n));
+            }
+        }
+        super::shares(counts)
     }
 }
