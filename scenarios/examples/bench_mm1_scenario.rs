@@ -54,6 +54,7 @@ fn main() {
         trace_capacity: 0,
         trace_window: None,
         follow_request: None,
+        follow_requests: Vec::new(),
         failed_examples: false,
         branches: Vec::new(),
         series: scenarios::Series::All,

@@ -25,7 +25,8 @@
 mod followed;
 
 pub use followed::{
-    Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker, Step, What,
+    Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker,
+    SLOW_PER_BUCKET, SlowExample, Step, What,
 };
 
 use patterns::breaker::StateKind;
@@ -772,9 +773,13 @@ pub struct Figures {
     pub distributed: Vec<DistributedFigures>,
     /// The request the run followed, if it was asked to follow one.
     pub followed: Option<Followed>,
+    /// Every request the run followed (the one asked for alone and the others), by id.
+    pub followed_requests: Vec<Followed>,
     /// The first failed requests of each bucket by reason, if they were asked for, in the
     /// order they failed.
     pub failed_examples: Vec<FailedExample>,
+    /// The slowest successes of each bucket, when examples were asked for.
+    pub slow_examples: Vec<SlowExample>,
 }
 
 /// The figures of one distributed limiter (the world's `distributed` module fills them).

@@ -20,7 +20,7 @@
 //! figure reached it. The checks come at the same event counts however a run is advanced,
 //! so a run advanced in steps stops where the whole run would.
 
-use crate::figures::{FailedExample, Followed, RunMeta};
+use crate::figures::{FailedExample, Followed, RunMeta, SlowExample};
 use crate::format::error::ScenarioError;
 use crate::format::footprint::footprint;
 use crate::format::limits::Bytes;
@@ -56,6 +56,9 @@ pub struct RunOptions {
     /// Follow the client request with this id (`request #N` in a trace): its steps are in
     /// the output's `followed`.
     pub follow_request: Option<u64>,
+    /// Follow these client requests too (the explorer's samples): their steps are in the
+    /// output's `followed_requests`.
+    pub follow_requests: Vec<u64>,
     /// Keep the first failed requests of each bucket by reason, which the report's
     /// explanations name as examples.
     pub failed_examples: bool,
@@ -128,8 +131,12 @@ pub struct RunOutput {
     pub requests_in_flight: u64,
     /// What the world recorded of the request `RunOptions::follow_request` asked for.
     pub followed: Option<Followed>,
+    /// What the world recorded of every request it followed, by id.
+    pub followed_requests: Vec<Followed>,
     /// The failed requests kept as examples when `RunOptions::failed_examples` asked.
     pub failed_examples: Vec<FailedExample>,
+    /// The slowest successes of each bucket, kept with the failed examples.
+    pub slow_examples: Vec<SlowExample>,
 }
 
 /// The command-line words after `--seed N` that give a run `options`' duration and event
@@ -481,7 +488,9 @@ impl<'s> Running<'s> {
             in_flight,
             requests_in_flight,
             followed: figures.followed.take(),
+            followed_requests: std::mem::take(&mut figures.followed_requests),
             failed_examples: std::mem::take(&mut figures.failed_examples),
+            slow_examples: std::mem::take(&mut figures.slow_examples),
         }
     }
 }
@@ -534,8 +543,15 @@ fn world(s: &Scenario, seed: u64, options: &RunOptions) -> World {
     if let Some((from, to)) = options.trace_window {
         world.trace_window(SimTime::ZERO + from, SimTime::ZERO + to);
     }
-    if options.follow_request.is_some() || options.failed_examples {
-        world.follow(options.follow_request, options.failed_examples);
+    if options.follow_request.is_some()
+        || !options.follow_requests.is_empty()
+        || options.failed_examples
+    {
+        world.follow(
+            options.follow_request,
+            &options.follow_requests,
+            options.failed_examples,
+        );
     }
     world
 }

@@ -122,6 +122,12 @@ pub(super) enum Command {
     /// that dominate, what saturated (workers, queues, pools, limiters) and what held
     /// recovery back (retries, breakers, a retry budget).
     Why(WhyArgs),
+    /// Write one self-contained HTML page to explore a run: linked charts (hover, drag to
+    /// zoom), a timeline of faults, breakers and expectations, the topology at any instant,
+    /// the failed requests of a bucket and their stories, why by window, and with
+    /// `--compare` a second run on the same seed overlaid. Exit code 0 whatever the run's
+    /// expectations say; 2 on bad input.
+    Explore(ExploreArgs),
     /// Print the output of a sweep, a phase map or a tune from the `--out` files of all its
     /// partitions.
     Merge(MergeArgs),
@@ -191,6 +197,28 @@ pub(super) fn parse_sets(file: &str, sets: &[String]) -> Result<Vec<Override>, S
 /// An error about a flag: the file, the flag and its text as typed, and what is wrong.
 pub(super) fn flag_error(file: &str, flag: Flag, text: &str, message: &str) -> String {
     format!("{file}: {flag} {}: {message}", one_line(text))
+}
+
+/// What `resim explore` takes.
+#[derive(Args)]
+pub(super) struct ExploreArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// The seed (default: the scenario's own).
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
+    /// Simulated duration, e.g. "120s".
+    #[arg(long)]
+    pub(super) duration: Option<SimDuration>,
+    /// Also run the file with this variant of its `variants` (instead of `--variant`, with
+    /// the same `--set`s and seed) and overlay it, with the difference per bucket.
+    #[arg(long, value_name = "VARIANT")]
+    pub(super) compare: Option<String>,
+    /// The page to write.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    pub(super) out: String,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
 }
 
 /// What `resim sweep` takes.

@@ -4,6 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
+//! | `explore` | `resim explore`: the explorer's page of a run, and of a variant compared with it |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
@@ -15,6 +16,7 @@
 //! prints, and decides what a name means; the experiments get its [`library::open`].
 
 mod args;
+mod explore;
 pub mod library;
 
 use crate::experiment::command::{
@@ -36,6 +38,7 @@ use args::{
     parse_sets,
 };
 use clap::Parser as _;
+use explore::explore_file;
 use library::{DEFAULT_EXAMPLE, resolve};
 use std::process::ExitCode;
 
@@ -72,6 +75,7 @@ pub fn main() -> ExitCode {
         }
         Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Why(args) => why_file(&args, &limits, &cli.limits.command_line()),
+        Command::Explore(args) => explore_file(&args, &limits, &cli.limits.command_line()),
         Command::Compare {
             files,
             variants,

@@ -9,6 +9,7 @@
 //! | [`command`] | `resim sweep` and `resim merge` as the command line runs them |
 //! | [`compare`] | two scenarios on the same seeds, paired differences with t-intervals |
 //! | [`determinism`] | `--check-determinism`: a run made twice, the first divergent event |
+//! | [`explore`] | `resim explore`: a run, and a second of the same seed following its sampled requests, as the explorer's data |
 //! | [`phase`] | `resim phase`: stable, metastable or collapsed over two axes, as a table and an SVG |
 //! | [`part`] | the `--out` files of a split phase map or tune: a header naming the experiment and the share, then its runs; checked and joined for `resim merge` |
 //! | [`partition`] | `--partition K/N` and `--partition auto`: which share of a sweep's runs this process makes, from the flag or from a batch scheduler's array index |
@@ -32,6 +33,7 @@
 pub mod command;
 pub mod compare;
 pub mod determinism;
+pub mod explore;
 pub mod part;
 pub mod partition;
 pub mod phase;

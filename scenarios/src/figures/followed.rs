@@ -191,3 +191,18 @@ pub struct FailedExample {
 
 /// The most examples kept per report bucket and reason.
 pub const EXAMPLES_PER_BUCKET: usize = 2;
+
+/// A client request that succeeded slowly: one of the slowest of its bucket, for the
+/// explorer's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlowExample {
+    /// The report bucket of its offer.
+    pub bucket: usize,
+    /// Its id.
+    pub request: u64,
+    /// From its offer to its success.
+    pub latency: SimDuration,
+}
+
+/// The slowest successes kept per report bucket.
+pub const SLOW_PER_BUCKET: usize = 2;

@@ -10,6 +10,7 @@
 //! | `verdicts` | the verdicts on the scenario's expectations |
 //! | [`metastability`] | the metastability verdict of a run with a trigger that ends |
 //! | [`why`] | why a run failed: the reasons, what saturated, what held recovery back |
+//! | [`explore`] | the explorer's data of a run and its self-contained page (`resim explore`) |
 //! | [`render`] | one module per [`Format`]; a renderer sees only the [`Report`] |
 //!
 //! Every figure is a pure function of the run's figures, so two runs with the same digest
@@ -37,6 +38,7 @@
 //! `timeline`; each expectation's `threshold` (figure, bound, value, window, observed value).
 
 mod build;
+pub mod explore;
 pub mod metastability;
 pub mod render;
 mod types;

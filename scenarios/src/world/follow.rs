@@ -1,6 +1,8 @@
-//! Following one request: every call made for it, each attempt's journey and each caller's
-//! decision, recorded as [`Step`]s (`figures::Followed`) for `resim why --request`; and the
-//! first failed requests of each bucket by reason, the examples `resim why` names.
+//! Following requests: every call made for one, each attempt's journey and each caller's
+//! decision, recorded as [`Step`]s (`figures::Followed`) for `resim why --request` (one
+//! request) and the explorer (the requests it sampled, followed in a second run of the same
+//! seed); and the first failed requests of each bucket by reason, the examples `resim why`
+//! names and the explorer samples.
 //!
 //! The world records only when asked ([`World::follow`]): without it, each place that could
 //! record pays one `Option` check (`self.follow.is_some()`) and nothing else. Recording reads
@@ -13,10 +15,10 @@ use super::outcome::Outcome;
 use super::{CallKey, JobKey, World};
 use crate::figures::{
     Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker, REASONS,
-    Reason, Step, What,
+    Reason, SLOW_PER_BUCKET, SlowExample, Step, What,
 };
 use patterns::retry::{GiveUpReason, RetryDecision};
-use sim_core::SimTime;
+use sim_core::{SimDuration, SimTime};
 
 /// The most steps recorded for one request: a request fans out to at most a few thousand
 /// calls, and a recording past this is cut (`Followed::steps_left_out` counts what was left out).
@@ -25,9 +27,16 @@ pub const FOLLOW_STEPS_MAX: usize = 100_000;
 /// What the world records while it follows a request or collects examples.
 #[derive(Debug, Clone, Default)]
 pub struct Follow {
-    /// The request followed, if one is.
+    /// The request asked for alone (`why --request`), if one is.
     request: Option<u64>,
-    record: Followed,
+    /// Every request followed, in increasing order (the one asked for among them).
+    requests: Vec<u64>,
+    /// The record of each of `requests`, in the same order.
+    records: Vec<Followed>,
+    /// The index in `records` of the request the last `following` found.
+    current: usize,
+    /// Requests the clients offered, and the smallest and largest id, for every record.
+    offered: (u64, Option<(u64, u64)>),
     /// The followed request's jobs, with their attempts: a job outlives its call when the
     /// caller gives up, and the steps still name the call.
     jobs: Vec<(JobKey, Attempt)>,
@@ -36,6 +45,9 @@ pub struct Follow {
     /// Whether failed requests are kept as examples, and how many of each reason per bucket.
     examples: Option<Vec<[u8; REASONS.len()]>>,
     failed: Vec<FailedExample>,
+    /// With examples: the slowest successes of each bucket, the slowest first (the first
+    /// to succeed among equals).
+    slowest: Vec<[Option<(SimDuration, u64)>; SLOW_PER_BUCKET]>,
 }
 
 /// A followed job waiting in its replica's queue.
@@ -59,17 +71,51 @@ impl Follow {
             .1
     }
 
+    /// Records a step of the request `following` found last.
     fn push(&mut self, at: SimTime, call: u64, what: What) {
-        if self.record.steps.len() < FOLLOW_STEPS_MAX {
-            self.record.steps.push(Step { at, call, what });
+        let record = &mut self.records[self.current];
+        if record.steps.len() < FOLLOW_STEPS_MAX {
+            record.steps.push(Step { at, call, what });
         } else {
-            self.record.steps_left_out += 1;
+            record.steps_left_out += 1;
         }
     }
 
-    /// The followed request and the failed examples, for the figures.
-    pub fn finish(self) -> (Option<Followed>, Vec<FailedExample>) {
-        (self.request.map(|_| self.record), self.failed)
+    /// The request asked for alone, every followed request (in increasing id order), the
+    /// failed examples and the slowest successes, for the figures.
+    pub fn finish(
+        mut self,
+    ) -> (
+        Option<Followed>,
+        Vec<Followed>,
+        Vec<FailedExample>,
+        Vec<SlowExample>,
+    ) {
+        for r in &mut self.records {
+            (r.offered, r.ids) = self.offered;
+        }
+        let alone = self.request.map(|id| {
+            let i = self
+                .requests
+                .binary_search(&id)
+                .expect("asked for, so followed");
+            self.records[i].clone()
+        });
+        let slow = self
+            .slowest
+            .iter()
+            .enumerate()
+            .flat_map(|(bucket, kept)| {
+                kept.iter()
+                    .flatten()
+                    .map(move |&(latency, request)| SlowExample {
+                        bucket,
+                        request,
+                        latency,
+                    })
+            })
+            .collect();
+        (alone, self.records, self.failed, slow)
     }
 }
 
@@ -96,26 +142,35 @@ pub(super) fn decision_of(decision: &RetryDecision) -> Decision {
 }
 
 impl World {
-    /// Follows client request `request` (its id, `request #N` in a trace) and, with
-    /// `examples`, keeps the first failed requests of each bucket by reason.
-    pub fn follow(&mut self, request: Option<u64>, examples: bool) {
-        let record = Followed {
-            request: request.unwrap_or(0),
-            ..Followed::default()
-        };
+    /// Follows client request `request` (its id, `request #N` in a trace) and the requests
+    /// `more`, and, with `examples`, keeps the first failed requests of each bucket by
+    /// reason.
+    pub fn follow(&mut self, request: Option<u64>, more: &[u64], examples: bool) {
+        let mut requests: Vec<u64> = request.into_iter().chain(more.iter().copied()).collect();
+        requests.sort_unstable();
+        requests.dedup();
+        let records = requests
+            .iter()
+            .map(|&id| Followed {
+                request: id,
+                ..Followed::default()
+            })
+            .collect();
         self.follow = Some(Box::new(Follow {
             request,
-            record,
+            requests,
+            records,
             examples: examples.then(Vec::new),
             ..Follow::default()
         }));
     }
 
-    /// The follow record, when `request` is the one followed.
+    /// The follow record, when `request` is one of those followed (its record the one
+    /// `push` writes to).
     fn following(&mut self, request: u64) -> Option<&mut Follow> {
-        self.follow
-            .as_deref_mut()
-            .filter(|f| f.request == Some(request))
+        let f = self.follow.as_deref_mut()?;
+        f.current = f.requests.binary_search(&request).ok()?;
+        Some(f)
     }
 
     /// Call `key` started (counted among the offered requests when a client made it).
@@ -125,13 +180,13 @@ impl World {
         let deadline = (c.deadline != SimTime::MAX).then_some(c.deadline);
         let f = self.follow.as_deref_mut().expect("checked by the caller");
         if matches!(owner, Owner::Client { .. }) {
-            f.record.offered += 1;
-            let ids = f.record.ids.get_or_insert((id, id));
+            f.offered.0 += 1;
+            let ids = f.offered.1.get_or_insert((id, id));
             ids.1 = id;
-        } else if f.request == Some(id) {
-            f.record.call_of = Some(request);
+        } else if let Ok(i) = f.requests.binary_search(&id) {
+            f.records[i].call_of = Some(request);
         }
-        if f.request != Some(request) {
+        if self.following(request).is_none() {
             return;
         }
         let what = What::Call {
@@ -140,7 +195,7 @@ impl World {
             target: self.services[self.sites[site].target()].name().to_string(),
             deadline,
         };
-        let f = self.follow.as_deref_mut().expect("checked above");
+        let f = self.following(request).expect("checked above");
         f.push(now, id, what);
     }
 
@@ -208,11 +263,15 @@ impl World {
     /// A worker of its replica takes `job` from the queue, where it waited since `since`.
     pub(super) fn note_dequeued(&mut self, now: SimTime, job: JobKey, since: SimTime) {
         let j = &self.jobs[job];
-        let (service, replica) = (j.service(), j.replica());
+        let (service, replica, request) = (j.service(), j.replica(), j.request());
         let gone = self.nobody_waits(j);
         let f = self.follow.as_deref_mut().expect("checked by the caller");
         if let Some(i) = f.watches.iter().position(|w| w.job == job) {
             let w = f.watches.swap_remove(i);
+            f.current = f
+                .requests
+                .binary_search(&request)
+                .expect("a watched job's request is followed");
             let Attempt { call, attempt } = f.attempt_of(job);
             let what = What::Started {
                 attempt,
@@ -320,6 +379,33 @@ impl World {
                 reason,
                 request,
             });
+        }
+    }
+
+    /// Client request `request`, offered in `bucket`, succeeded after `latency`: kept when it
+    /// is among the slowest of its bucket.
+    pub(super) fn note_succeeded(&mut self, bucket: usize, request: u64, latency: SimDuration) {
+        let f = self.follow.as_deref_mut().expect("checked by the caller");
+        if f.examples.is_none() {
+            return;
+        }
+        if f.slowest.len() <= bucket {
+            f.slowest.resize(bucket + 1, [None; SLOW_PER_BUCKET]);
+        }
+        let kept = &mut f.slowest[bucket];
+        // Insertion into a list of two, the slowest first; a tie keeps the earlier one.
+        let mut new = Some((latency, request));
+        for slot in kept.iter_mut() {
+            match (*slot, new) {
+                (None, _) => {
+                    *slot = new.take();
+                    break;
+                }
+                (Some((l, _)), Some((n, _))) if n > l => {
+                    new = std::mem::replace(slot, new);
+                }
+                _ => {}
+            }
         }
     }
 }

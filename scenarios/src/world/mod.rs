@@ -48,7 +48,7 @@
 //! | `network` | the sim-net network of a scenario: nodes, links, network faults |
 //! | `buckets` | the report bucket of an instant, dividing only when time leaves the last one |
 //! | `trace` | the trace window |
-//! | `follow` | the steps of one followed request, and the first failed requests as examples |
+//! | `follow` | the steps of followed requests, and the first failed requests as examples |
 //! | `live` | what grows with traffic, for the run's memory check (`Live`) |
 //! | [`traffic`] | a request's attributes, a client's mix of classes, per-class and per-tenant figures |
 //! | `admission` | the admission layers that read the attributes: keyed, costed, shadow and composite rate limits, the priority shedder |
@@ -503,10 +503,10 @@ impl World {
             })
             .collect();
         let (trace, trace_left_out) = self.trace.take().map_or((Vec::new(), 0), Trace::finish);
-        let (followed, failed_examples) = self
+        let (followed, followed_requests, failed_examples, slow_examples) = self
             .follow
             .take()
-            .map_or((None, Vec::new()), |f| f.finish());
+            .map_or((None, Vec::new(), Vec::new(), Vec::new()), |f| f.finish());
         let mut call_sites = self.call_site_figures();
         if !self.pools.is_empty() {
             for (path, f) in self.pools.figures(end) {
@@ -544,7 +544,9 @@ impl World {
             trace_left_out,
             distributed,
             followed,
+            followed_requests,
             failed_examples,
+            slow_examples,
         }
     }
 }

@@ -182,6 +182,8 @@ fn the_html_page_is_self_contained() {
     assert!(page.contains("users stays down after the trigger ends"));
     assert!(page.contains("<h2>Metastability</h2>"));
     assert!(page.contains(&r.replay_command()));
+    // It points at what the explorer adds, with the command for the same run.
+    assert!(page.contains("<code>resim explore metastable-retry --seed 7 -o explore.html</code>"));
 }
 
 /// The numbers of a chart's y-axis tick labels (the right-aligned texts left of the plot).

@@ -20,6 +20,7 @@ mod contention;
 mod decisions;
 mod distributed;
 mod dotted_names;
+mod explore;
 mod export;
 mod export_corpus;
 mod import;

@@ -39,7 +39,9 @@ fn figures(bucket: SimDuration, buckets: Vec<ClientBucket>) -> Figures {
         trace_left_out: 0,
         distributed: Vec::new(),
         followed: None,
+        followed_requests: Vec::new(),
         failed_examples: Vec::new(),
+        slow_examples: Vec::new(),
     }
 }
 

@@ -1,7 +1,11 @@
 //! One self-contained HTML page of a run: the report's tables (summary, clients, services,
 //! calls, expectations), why it failed (each window once), every chart as inline SVG under
 //! its caption, and the readable report (without the why it already showed). No
-//! script, no stylesheet or font from elsewhere: the file opens the same offline.
+//! script, no stylesheet or font from elsewhere: the file opens the same offline. It names
+//! the `resim explore` command of the same run, whose page adds the hand on the run (hover,
+//! zoom, topology, requests, why by window, compare): the static page stays the small,
+//! script-free summary to print or mail, rather than becoming the explorer's default view,
+//! which needs a script, a second run and several times the size.
 
 use super::super::{LatencyMs, Report};
 use super::charts::Chart;
@@ -54,6 +58,23 @@ fn table(o: &mut String, header: &[&str], rows: &[Vec<String>]) {
     o.push_str("</table>\n");
 }
 
+/// The command that explores the same run. This page stays a static, script-free summary;
+/// the explorer is one command away.
+fn explore_link(o: &mut String, report: &Report) {
+    let command = format!(
+        "{} -o explore.html",
+        report
+            .replay_command()
+            .replacen("resim run ", "resim explore ", 1)
+    );
+    let _ = writeln!(
+        o,
+        "<p>To hover, zoom, scrub the topology and open the requests behind a bucket: \
+         <code>{}</code></p>",
+        esc(&command)
+    );
+}
+
 /// The page of `report` with `charts` (as [`super::charts`] draws them).
 pub fn html(report: &Report, charts: &[Chart]) -> String {
     let mut o = String::new();
@@ -75,6 +96,7 @@ pub fn html(report: &Report, charts: &[Chart]) -> String {
         esc(&report.digest),
         esc(&report.replay_command())
     );
+    explore_link(&mut o, report);
     summary(&mut o, report);
     if !report.expectations.is_empty() {
         o.push_str("<h2>Expectations</h2>\n");

@@ -176,8 +176,12 @@ impl World {
                 offered_at,
                 attrs,
             } => {
-                if let (Some((id, _)), Outcome::Fail(reason)) = (followed, outcome) {
-                    self.note_failed(self.bucket_of(offered_at), reason, id);
+                if let Some((id, _)) = followed {
+                    let bucket = self.bucket_of(offered_at);
+                    match outcome {
+                        Outcome::Fail(reason) => self.note_failed(bucket, reason, id),
+                        Outcome::Ok => self.note_succeeded(bucket, id, now - offered_at),
+                    }
                 }
                 self.client_done(ctx, client, requester, offered_at, attrs, outcome)
             }

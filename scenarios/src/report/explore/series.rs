@@ -1,0 +1,192 @@
+//! The report's series as columns: each figure the explorer charts is a [`Line`] of one value
+//! per bucket, keyed by what it is (`latency_ms_p99`, `service/api/queue`,
+//! `call/clients.users.call/timeouts`), in the chart ([`ChartSpec`]) that draws it. The
+//! topology view reads the same lines by key.
+
+use super::super::{CallPoint, Report, SeriesRow, ServicePoint, round3};
+use serde::Serialize;
+
+/// A chart of the page.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChartSpec {
+    /// Its id, which its lines name.
+    pub id: &'static str,
+    /// Its title.
+    pub title: &'static str,
+    /// The unit of its values.
+    pub unit: &'static str,
+}
+
+/// One figure by bucket.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Line {
+    /// What it is, unique in the page (`service/api/queue`).
+    pub key: String,
+    /// The chart that draws it.
+    pub chart: &'static str,
+    /// Its name in the chart's legend.
+    pub label: String,
+    /// Its value in each bucket (`null`: the report has none there).
+    pub values: Vec<Option<f64>>,
+}
+
+/// The charts of the page, in order.
+const CHARTS: [ChartSpec; 7] = [
+    ChartSpec {
+        id: "requests",
+        title: "Requests offered, attempts and outcomes per bucket (by bucket of offer)",
+        unit: "",
+    },
+    ChartSpec {
+        id: "success",
+        title: "Success ratio of the requests offered in each bucket",
+        unit: "",
+    },
+    ChartSpec {
+        id: "latency",
+        title: "Latency of the successes offered in each bucket",
+        unit: "ms",
+    },
+    ChartSpec {
+        id: "busy",
+        title: "Busy workers per service (mean over the bucket), and workers up",
+        unit: "",
+    },
+    ChartSpec {
+        id: "queue",
+        title: "Jobs waiting per service, summed over replicas (mean and most)",
+        unit: "",
+    },
+    ChartSpec {
+        id: "refused",
+        title: "Attempts refused or failed by each service",
+        unit: "",
+    },
+    ChartSpec {
+        id: "calls",
+        title: "Attempts, retries and timeouts per call site",
+        unit: "",
+    },
+];
+
+/// The charts and their lines of `report`. A chart with nothing to draw (no retries
+/// anywhere, say) keeps its lines: the topology reads them, and the page leaves the chart out.
+pub fn columns(report: &Report) -> (Vec<ChartSpec>, Vec<Line>) {
+    let mut lines = run_lines(&report.series);
+    lines.extend(service_lines(report));
+    lines.extend(call_lines(report));
+    (CHARTS.to_vec(), lines)
+}
+
+/// A line of `f` over `rows`, rounded for display.
+fn line(
+    rows: &[SeriesRow],
+    (key, chart, label): (String, &'static str, String),
+    f: impl Fn(&SeriesRow) -> Option<f64>,
+) -> Line {
+    Line {
+        key,
+        chart,
+        label,
+        values: rows.iter().map(|r| f(r).map(round3)).collect(),
+    }
+}
+
+/// The lines of all clients together: requests, success ratio, latency.
+fn run_lines(rows: &[SeriesRow]) -> Vec<Line> {
+    let named = |key: &str, chart, label: &str| (key.to_string(), chart, label.to_string());
+    let count = |f: fn(&SeriesRow) -> u64| move |r: &SeriesRow| Some(f(r) as f64);
+    vec![
+        line(
+            rows,
+            named("offered", "requests", "offered"),
+            count(|r| r.offered),
+        ),
+        line(
+            rows,
+            named("attempts", "requests", "attempts"),
+            count(|r| r.attempts),
+        ),
+        line(
+            rows,
+            named("successes", "requests", "successes"),
+            count(|r| r.successes),
+        ),
+        line(
+            rows,
+            named("failures", "requests", "failures"),
+            count(|r| r.failures),
+        ),
+        line(
+            rows,
+            named("goodput_ratio", "success", "success ratio"),
+            |r| Some(r.goodput_ratio),
+        ),
+        line(rows, named("latency_ms_p50", "latency", "p50"), |r| {
+            r.latency_ms_p50
+        }),
+        line(rows, named("latency_ms_p99", "latency", "p99"), |r| {
+            r.latency_ms_p99
+        }),
+        line(rows, named("latency_ms_max", "latency", "max"), |r| {
+            r.latency_ms_max
+        }),
+    ]
+}
+
+/// Each service's busy workers, workers up, queue (mean and most) and refusals.
+fn service_lines(report: &Report) -> Vec<Line> {
+    type Figure = fn(&ServicePoint) -> f64;
+    let figures: [(&str, &'static str, &str, Figure); 5] = [
+        ("busy", "busy", "busy", |p| p.busy_workers_mean),
+        ("capacity", "busy", "workers up", |p| {
+            p.capacity_workers_mean
+        }),
+        ("queue", "queue", "mean", |p| p.queue_total_mean),
+        ("queue_max", "queue", "most", |p| p.queue_total_max as f64),
+        ("refused", "refused", "refused", |p| {
+            p.failed_by_reason.values().sum::<u64>() as f64
+        }),
+    ];
+    let mut out = Vec::new();
+    for (i, s) in report.services.iter().enumerate() {
+        let name = s.name.as_str();
+        for (key, chart, label, f) in figures {
+            let named = (
+                format!("service/{name}/{key}"),
+                chart,
+                format!("{name} {label}"),
+            );
+            out.push(line(&report.series, named, |r| {
+                r.services.get(i).filter(|p| p.name == name).map(f)
+            }));
+        }
+    }
+    out
+}
+
+/// Each call site's attempts, retries and timeouts.
+fn call_lines(report: &Report) -> Vec<Line> {
+    type Figure = fn(&CallPoint) -> u64;
+    let figures: [(&str, Figure); 3] = [
+        ("attempts", |p| p.attempts),
+        ("retries", |p| p.retries),
+        ("timeouts", |p| p.timeouts),
+    ];
+    let mut out = Vec::new();
+    for (i, c) in report.calls.iter().enumerate() {
+        let path = c.path.as_str();
+        for (key, f) in figures {
+            let named = (
+                format!("call/{path}/{key}"),
+                "calls",
+                format!("{} → {} {key}", c.caller, c.target),
+            );
+            out.push(line(&report.series, named, |r| {
+                let p = r.calls.get(i).filter(|p| &*p.path == path);
+                p.map(|p| f(p) as f64)
+            }));
+        }
+    }
+    out
+}
