@@ -19,7 +19,8 @@ use scenarios::format::load::parse;
 use scenarios::format::schema::{Call, Layer};
 use scenarios::import::{self, Input};
 
-use crate::support::workspace_root;
+use crate::export_schemas::corpus_format;
+use crate::support::{schema, workspace_root};
 
 const CORPUS: &str = "scenarios/tests/import-corpus";
 
@@ -232,6 +233,15 @@ fn check(back: &Back) {
         out.table
     );
     assert!(!out.table.contains("not written back"), "{}", out.table);
+    // Written back, the file still conforms to its format's schema, as its reader reads it.
+    let (format, reader) = corpus_format(back.file);
+    let found = schema::problems(format, back.file, &out.text, reader);
+    assert!(
+        found.is_empty(),
+        "{}: {what}:\n{}",
+        back.file,
+        found.join("\n")
+    );
     // Imported again, the written-back file gives the changed call.
     let again: Vec<Input> = inputs
         .iter()

@@ -22,6 +22,7 @@ mod distributed;
 mod dotted_names;
 mod export;
 mod export_corpus;
+mod export_schemas;
 mod import;
 mod import_cli;
 mod import_corpus;
