@@ -11,12 +11,14 @@
 //! the service and the config's top), and a changed field is written at the same path under
 //! it: replaced where the original writes it, inserted beside its siblings where it does not.
 //! Keys are matched as the formats match them (Spring's relaxed names, grpc-go's any case,
-//! protobuf JSON's camelCase): case, `-` and `_` aside. A change that cannot be placed (a field
+//! protobuf JSON's camelCase): case, `-` and `_` aside; a Spring YAML key with dots
+//! (`resilience4j.retry:`, `retry.instances.backendA:`) stands for the keys it joins. A change that cannot be placed (a field
 //! the scenario no longer has, a list written as a block) is listed, never dropped.
 
 use super::edit::{self, Edit, Source};
 use super::text::Document;
 use super::{ExportError, TargetFormat};
+use crate::import::spring::key_steps;
 use crate::import::tree::{Doc, Spot, child, item_name};
 use crate::import::{Input, detect};
 use serde_json::{Map, Value};
@@ -147,6 +149,27 @@ fn field<'v>(v: &'v Value, k: &str) -> Option<(&'v str, &'v Value)> {
         .map(|(x, v)| (x.as_str(), v))
 }
 
+/// The dotted keys of `v` whose steps are the first keys of `keys` (`resilience4j.retry` for
+/// `resilience4j`, `retry`, …), as Spring reads a dotted YAML key: each key, how many steps it
+/// has, its value.
+fn dotted<'v>(v: &'v Value, keys: &[Key]) -> Vec<(&'v str, usize, &'v Value)> {
+    let Some(map) = v.as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter_map(|(k, n)| {
+            let steps = key_steps(k);
+            let matches = steps.len() > 1
+                && steps.len() <= keys.len()
+                && steps
+                    .iter()
+                    .zip(keys)
+                    .all(|(s, k)| matches!(k, Key::Field(f) if same_key(s, f)));
+            matches.then_some((k.as_str(), steps.len(), n))
+        })
+        .collect()
+}
+
 /// Changes of the original, placed as they come.
 struct Placer<'d> {
     doc: &'d Doc,
@@ -172,35 +195,61 @@ impl<'d> Placer<'d> {
         }
     }
 
-    /// The tree path of `keys` (as the tree's spots name it), and the value there, as far as
-    /// the original has it: how many keys it has, and the keys as it writes them.
-    fn walk(&self, keys: &[Key]) -> (Vec<Key>, String, &'d Value) {
-        let (mut path, mut v) = (String::new(), &self.doc.root);
-        let mut written = Vec::new();
-        for k in keys {
-            let next = match k {
-                Key::Field(f) => {
-                    field(v, f).map(|(x, n)| (Key::Field(x.into()), child(&path, x), n))
-                }
-                Key::Index(i) => v
-                    .get(i)
-                    .map(|n| (Key::Index(*i), format!("{path}[{}]", item_name(n, *i)), n)),
-            };
-            let Some((key, p, n)) = next else { break };
-            written.push(key);
-            (path, v) = (p, n);
+    /// How far the original has `keys`: the keys as it writes them (its tree path, as the
+    /// tree's spots name it), how many of `keys` they cover, and the value there. A dotted key
+    /// (Spring's `resilience4j.retry:`, or `retry.instances.backendA:` under `resilience4j:`)
+    /// covers as many keys as it has steps; where a plain key and dotted ones could each
+    /// start the path, the one that leads furthest into the original is taken.
+    fn walk(&self, keys: &[Key]) -> (Vec<Key>, usize, String, &'d Value) {
+        self.descend(&self.doc.root, String::new(), keys)
+    }
+
+    fn descend(
+        &self,
+        v: &'d Value,
+        path: String,
+        keys: &[Key],
+    ) -> (Vec<Key>, usize, String, &'d Value) {
+        let steps: Vec<(Key, usize, String, &'d Value)> = match keys.first() {
+            None => Vec::new(),
+            Some(Key::Field(f)) => field(v, f)
+                .map(|(x, n)| (x, 1, n))
+                .into_iter()
+                .chain(dotted(v, keys))
+                .map(|(x, steps, n)| (Key::Field(x.into()), steps, child(&path, x), n))
+                .collect(),
+            Some(Key::Index(i)) => v
+                .get(i)
+                .map(|n| {
+                    (
+                        Key::Index(*i),
+                        1,
+                        format!("{path}[{}]", item_name(n, *i)),
+                        n,
+                    )
+                })
+                .into_iter()
+                .collect(),
+        };
+        let mut best = (Vec::new(), 0, path, v);
+        for (key, steps, p, n) in steps {
+            let (mut written, covered, p, n) = self.descend(n, p, &keys[steps..]);
+            if steps + covered > best.1 {
+                written.insert(0, key);
+                best = (written, steps + covered, p, n);
+            }
         }
-        (written, path, v)
+        best
     }
 
     /// The field at `rel` under the original's `anchor` becomes `new` (`None`: the scenario
     /// has it no more).
     fn change(&mut self, anchor: &[Key], rel: &[Key], new: Option<&Value>) {
         let keys: Vec<Key> = anchor.iter().chain(rel).cloned().collect();
-        let (written, path, old) = self.walk(&keys);
+        let (written, covered, path, old) = self.walk(&keys);
         let shown = words(&keys);
         let Some(new) = new else {
-            if written.len() == keys.len() {
+            if covered == keys.len() {
                 self.left.push(format!(
                     "{}: {shown}: the scenario no longer sets it (the export has no {shown}): remove it by hand if the scenario's meaning is wanted",
                     self.doc.place(&path)
@@ -208,7 +257,7 @@ impl<'d> Placer<'d> {
             }
             return;
         };
-        if written.len() == keys.len() {
+        if covered == keys.len() {
             match self.replace(&path, old, new) {
                 Ok(e) => self.edits.push(e),
                 Err(why) => self.left.push(format!(
@@ -218,7 +267,7 @@ impl<'d> Placer<'d> {
             }
             return;
         }
-        let (Key::Field(missing), rest) = (&keys[written.len()], &keys[written.len() + 1..]) else {
+        let (Key::Field(missing), rest) = (&keys[covered], &keys[covered + 1..]) else {
             self.left.push(format!(
                 "{}: {shown} = {new}: not written: the original's list has no such entry; add it by hand",
                 self.doc.place(&path)
@@ -251,7 +300,7 @@ impl<'d> Placer<'d> {
     /// Every insertion made, the text edited, and its diff.
     fn finish(mut self) -> Result<Applied, ExportError> {
         for ((at, key), value) in std::mem::take(&mut self.inserts) {
-            let (_, path, node) = self.walk(&at);
+            let (_, _, path, node) = self.walk(&at);
             let made = if self.properties {
                 Ok(property_line(self.text, &child(&path, &key), &value))
             } else {

@@ -12,6 +12,7 @@ use super::text::{Document, number, unit_duration};
 use super::{Target, leave_layer, leave_service};
 use crate::format::schema::Layer;
 use crate::import::resilience4j::GATE_EXCEPTIONS;
+use crate::import::spring::map_key;
 use patterns::backoff::{Jitter, Strategy};
 use patterns::breaker::{BreakerConfig, HalfOpenPolicy, SlidingWindowType, StateAfterWait};
 use patterns::budget::BudgetConfig;
@@ -126,7 +127,7 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> Document {
             section.insert(module.order_property().into(), json!(n + 1));
         }
         let mut instances = Map::new();
-        instances.insert(t.name.clone(), Value::Object(props));
+        instances.insert(map_key(&t.name), Value::Object(props));
         section.insert("instances".into(), Value::Object(instances));
         top.insert(key.into(), Value::Object(section));
     }
@@ -135,7 +136,7 @@ pub fn write(t: &Target, sheet: &mut Sheet) -> Document {
 
 /// The property path of the instance in `module`.
 fn property(t: &Target, module: &str, p: &str) -> String {
-    format!("resilience4j.{module}.instances.{}.{p}", t.name)
+    format!("resilience4j.{module}.instances.{}.{p}", map_key(&t.name))
 }
 
 /// The modules in the stack's order (the TimeLimiter inside the Retry for a timeout, outside

@@ -51,7 +51,7 @@ pub mod node;
 mod properties;
 pub(crate) mod resilience4j;
 pub mod ron;
-mod spring;
+pub(crate) mod spring;
 pub mod tree;
 mod write;
 

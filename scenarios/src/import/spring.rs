@@ -25,16 +25,56 @@ pub fn key_of<'a>(object: &'a Value, property: &str) -> Option<&'a str> {
         .find(|k| relaxed(k) == property)
 }
 
+/// The steps of a dotted key: `a.b` is two; `[a.b]` is one, `a.b`, as Spring reads a map key
+/// in brackets (with its dots and every other character kept).
+pub fn key_steps(key: &str) -> Vec<&str> {
+    let mut steps = Vec::new();
+    let (mut start, mut depth) = (0, 0usize);
+    for (i, c) in key.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => {
+                steps.push(&key[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    steps.push(&key[start..]);
+    steps
+        .into_iter()
+        .map(
+            |s| match s.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+                Some(inner) if !inner.is_empty() => inner,
+                _ => s,
+            },
+        )
+        .collect()
+}
+
+/// `name` as a key of a Spring map whose values are objects (resilience4j's `instances`):
+/// as it is when Spring keeps it whole, else in brackets. Without them Spring splits a key at
+/// its dots (`reviews.prod` binds an instance `reviews`, and `prod.…` to nothing) and drops
+/// every character but letters, digits, `-` and `.`.
+pub fn map_key(name: &str) -> String {
+    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        name.to_string()
+    } else {
+        format!("[{name}]")
+    }
+}
+
 /// `root` with every dotted key of a map split into nested maps, as Spring reads YAML
-/// (`resilience4j.retry: {…}` is `resilience4j: {retry: {…}}`). A property given twice, or as
-/// a value and as a map, is an error naming its dotted path.
+/// (`resilience4j.retry: {…}` is `resilience4j: {retry: {…}}`; a step in brackets, `[a.b]`, is
+/// one key). A property given twice, or as a value and as a map, is an error naming its
+/// dotted path.
 pub fn nest(root: &Value) -> Result<Value, String> {
     match root {
         Value::Object(map) => {
             let mut out = Value::Object(Map::new());
             for (k, v) in map {
-                let steps: Vec<&str> = k.split('.').collect();
-                put(&mut out, &steps, nest(v)?, k)?;
+                put(&mut out, &key_steps(k), nest(v)?, k)?;
             }
             Ok(out)
         }
@@ -167,6 +207,19 @@ pub fn sim_duration(nanos: u128) -> Option<SimDuration> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn bracketed_map_keys_keep_their_dots() {
+        assert_eq!(key_steps("resilience4j.retry"), ["resilience4j", "retry"]);
+        assert_eq!(
+            key_steps("instances.[reviews.prod].x"),
+            ["instances", "reviews.prod", "x"]
+        );
+        assert_eq!(key_steps("[reviews.prod]"), ["reviews.prod"]);
+        assert_eq!(map_key("backendA"), "backendA");
+        assert_eq!(map_key("reviews.prod"), "[reviews.prod]");
+        assert_eq!(map_key("reviews/v1"), "[reviews/v1]");
+    }
 
     #[test]
     fn durations_in_springs_forms() {

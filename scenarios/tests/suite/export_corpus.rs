@@ -8,9 +8,12 @@
 //!   the original left to its default), and importing it gives the changed scenario:
 //!   import → change → export → import is the same scenario.
 //!
-//! Not yet here: `application.yml`, whose keys are Spring's dotted ones
-//! (`resilience4j.retry:`), which `--against` does not match yet (a change is inserted as a
-//! new `resilience4j:` block instead of edited in place); its `.properties` neighbour is.
+//! - Written back, the file conforms to its format's schema as well as the original did (no
+//!   problem the original does not have: the resilience4j 0.x names of `application.yml` are
+//!   the original's).
+//!
+//! `application.yml` writes Spring's dotted keys (`resilience4j.retry:`): a change is placed
+//! under the dotted key that covers its path, as Spring reads it.
 
 use scenarios::Scenario;
 use scenarios::export::{self, Against, TargetFormat};
@@ -19,7 +22,8 @@ use scenarios::format::load::parse;
 use scenarios::format::schema::{Call, Layer};
 use scenarios::import::{self, Input};
 
-use crate::support::workspace_root;
+use crate::export_schemas::corpus_format;
+use crate::support::{schema, workspace_root};
 
 const CORPUS: &str = "scenarios/tests/import-corpus";
 
@@ -78,6 +82,13 @@ const BACKS: &[Back] = &[
         service: "grpc.examples.echo.Echo",
         to: TargetFormat::Grpc,
         file: "grpc-go/service-config.json",
+    },
+    Back {
+        from: &["resilience4j/application.yml"],
+        target: "backendA",
+        service: "backendA",
+        to: TargetFormat::Resilience4j,
+        file: "resilience4j/application.yml",
     },
     Back {
         from: &["resilience4j/application.properties"],
@@ -232,6 +243,13 @@ fn check(back: &Back) {
         out.table
     );
     assert!(!out.table.contains("not written back"), "{}", out.table);
+    // Written back, the file conforms to its format's schema, as its reader reads it, as
+    // well as the original did.
+    let (format, reader) = corpus_format(back.file);
+    let was = schema::problems(format, back.file, &against.original.text, reader);
+    let found = schema::problems(format, back.file, &out.text, reader);
+    let added: Vec<&String> = found.iter().filter(|p| !was.contains(p)).collect();
+    assert!(added.is_empty(), "{}: {what}: {added:#?}", back.file);
     // Imported again, the written-back file gives the changed call.
     let again: Vec<Input> = inputs
         .iter()
@@ -261,4 +279,52 @@ fn a_call_exported_against_its_original_changes_only_what_the_scenario_changed()
     for back in BACKS {
         check(back);
     }
+}
+
+/// Spring's dotted keys at any depth, mixed with nesting (`resilience4j:` holding
+/// `retry.instances.backendA:`, and `resilience4j.circuitbreaker.instances.backendA.…` as one
+/// key): a change is written at the key that holds it, in place.
+#[test]
+fn a_change_is_written_under_springs_dotted_keys_in_place() {
+    let original = Input {
+        file: "application.yml".into(),
+        text: "resilience4j:\n  retry.instances.backendA:\n    maxAttempts: 3\n    waitDuration: 100ms\nresilience4j.circuitbreaker.instances.backendA.failureRateThreshold: 50\n".into(),
+    };
+    let (text, scenario) = imported(std::slice::from_ref(&original));
+    let call = call_to(&scenario, "backendA");
+    let against = Against {
+        original: original.clone(),
+        scenario: Input {
+            file: "imported.ron".into(),
+            text,
+        },
+    };
+    let mut changed = scenario.clone();
+    for layer in &mut call_mut(&mut changed, &call).stack {
+        match layer {
+            Layer::Retry(r) => r.max_attempts = 4,
+            Layer::Breaker(b) => b.failure_rate_threshold = 60.0,
+            _ => {}
+        }
+    }
+    let r4j = TargetFormat::Resilience4j;
+    let out = export::export_against(
+        &changed,
+        "imported.ron",
+        &call,
+        r4j,
+        Some("backendA"),
+        &against,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.text,
+        original
+            .text
+            .replace("maxAttempts: 3", "maxAttempts: 4")
+            .replace("Threshold: 50", "Threshold: 60"),
+        "{}\n{}",
+        out.diff,
+        out.table
+    );
 }

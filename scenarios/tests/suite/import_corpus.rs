@@ -16,17 +16,17 @@
 use crate::support::{self, call_report, resim_in, run_file_text, workspace_root};
 use scenarios::RunOptions;
 
-const CORPUS: &str = "scenarios/tests/import-corpus";
+pub(crate) const CORPUS: &str = "scenarios/tests/import-corpus";
 
 /// One case of the corpus: the files imported together, and what its output must show (each
 /// a piece of the scenario or the table, in the words a user reads).
-struct Case {
-    name: &'static str,
-    files: &'static [&'static str],
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) files: &'static [&'static str],
     shows: &'static [&'static str],
 }
 
-const CASES: &[Case] = &[
+pub(crate) const CASES: &[Case] = &[
     Case {
         name: "bookinfo_split",
         files: &[

@@ -23,6 +23,7 @@ mod dotted_names;
 mod explore;
 mod export;
 mod export_corpus;
+mod export_schemas;
 mod import;
 mod import_cli;
 mod import_corpus;

@@ -660,3 +660,25 @@ fn export_prints_the_recommended_call_in_the_format() {
         "--export envoy: book/src/scenarios/replay.ron: --call clients.nobody.call: no such call; the scenario has: clients.users.call"
     );
 }
+
+/// A quoted name with `=` in it (`services."a=b"`, as an import may name a service) is split
+/// where `--set` splits it, by `--stress`, `--margin-at-least` and `--param` alike.
+#[test]
+fn a_quoted_name_with_an_equals_sign_is_one_path_in_every_tune_flag() {
+    use scenarios::experiment::tune::{Stress, parse_param};
+    let path = r#"services."a=b".workers"#;
+    let stress = Stress::parse(&format!("{path}=1..4")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (stress.path.as_str(), stress.start, stress.steps),
+        (path, 1.0, 3)
+    );
+    let point = Stress::point(&format!("{path}=2")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((point.path.as_str(), point.start), (path, 2.0));
+    let axis = parse_param(&format!("{path}=1..3")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (axis.path.as_str(), axis.values.len()),
+        (path, 3),
+        "{:?}",
+        axis.values
+    );
+}

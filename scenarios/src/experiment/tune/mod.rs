@@ -63,7 +63,7 @@ use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::RunRecord;
 use crate::export::{self, TargetFormat};
 use crate::format::limits::RunLimits;
-use crate::format::overrides::{Flag, Override, Overrides, Source};
+use crate::format::overrides::{Flag, Override, Overrides, Source, split_override};
 use crate::format::schema::Scenario;
 use crate::{RunOptions, run};
 use rayon::prelude::*;
@@ -150,7 +150,7 @@ pub enum Objective {
 /// `--param PATH=V1,V2,…` or `PATH=START..END[:STEP]` (step 1 when left out); the error is
 /// the reason alone.
 pub fn parse_param(text: &str) -> Result<GridAxis, String> {
-    let ranged = text.split_once('=').and_then(|(_, v)| {
+    let ranged = split_override(text).and_then(|(_, v)| {
         let (a, b) = v.split_once("..")?;
         let numeric = |t: &str| t.trim().parse::<f64>().is_ok();
         (numeric(a) && numeric(b)).then_some(())

@@ -2,7 +2,7 @@
 //! `START + k × STEP`, or `--margin-at-least PATH=VALUE` as a grid of one; each level as a
 //! value for `--set` (with the range's unit) and as the override that sets it.
 
-use crate::format::overrides::{Flag, Override};
+use crate::format::overrides::{Flag, Override, split_override};
 use serde::{Deserialize, Serialize};
 
 /// `--stress PATH=START..END[:STEP]`: a numeric path, maybe with a unit (`1600/s..4000/s`,
@@ -32,7 +32,8 @@ impl Stress {
     /// `PATH=START..END[:STEP]`; the error is the reason alone.
     pub fn parse(text: &str) -> Result<Stress, String> {
         let example = "write the stress as PATH=START..END[:STEP], e.g. clients.users.load.rate.peak=1600/s..4000/s:100";
-        let (path, range) = text.split_once('=').ok_or_else(|| example.to_string())?;
+        // A quoted name may hold `=` (`services."a=b".workers`): split as `--set` splits.
+        let (path, range) = split_override(text).ok_or_else(|| example.to_string())?;
         let (range, step) = match range.split_once(':') {
             Some((r, s)) => (r, Some(s.trim())),
             None => (range, None),
@@ -96,7 +97,7 @@ impl Stress {
     pub fn point(text: &str) -> Result<Stress, String> {
         let example =
             "write the margin as PATH=VALUE, e.g. load=1.5 or clients.users.load.rate.base=1500/s";
-        let (path, value) = text.split_once('=').ok_or_else(|| example.to_string())?;
+        let (path, value) = split_override(text).ok_or_else(|| example.to_string())?;
         if value.contains("..") {
             return Err(format!("{example}: one level, not a range"));
         }

@@ -9,6 +9,8 @@
 //! compiles its own copy and uses only some of the helpers, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod schema;
+
 use scenarios::cli::library::find;
 use scenarios::format::limits::RunLimits;
 use scenarios::format::load::parse;
