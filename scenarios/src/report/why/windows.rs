@@ -70,23 +70,28 @@ fn rows(report: &Report) -> &[SeriesRow] {
     &report.series[..n]
 }
 
-/// A bucket's failures over its requests (0 without requests).
-fn ratio(r: &SeriesRow) -> f64 {
-    if r.offered == 0 {
-        0.0
-    } else {
-        r.failures as f64 / r.offered as f64
-    }
-}
-
-/// The failure ratio over `rows`.
-fn ratio_over<'a>(rows: impl Iterator<Item = &'a SeriesRow>) -> f64 {
-    let (failed, offered) = rows.fold((0, 0), |(f, o), r| (f + r.failures, o + r.offered));
+/// Failures over requests (0 without requests).
+fn failure_ratio((failed, offered): (u64, u64)) -> f64 {
     if offered == 0 {
         0.0
     } else {
         failed as f64 / offered as f64
     }
+}
+
+/// A bucket's failure ratio.
+fn ratio(r: &SeriesRow) -> f64 {
+    failure_ratio((r.failures, r.offered))
+}
+
+/// The failures and the requests offered in `rows`.
+fn counts<'a>(rows: impl Iterator<Item = &'a SeriesRow>) -> (u64, u64) {
+    rows.fold((0, 0), |(f, o), r| (f + r.failures, o + r.offered))
+}
+
+/// The failure ratio over `rows`.
+fn ratio_over<'a>(rows: impl Iterator<Item = &'a SeriesRow>) -> f64 {
+    failure_ratio(counts(rows))
 }
 
 /// The end of the buckets the rules read, in seconds.
@@ -214,8 +219,9 @@ fn concentrated(report: &Report) -> Vec<Span> {
 
 /// Failures (and requests) offered in `[from_s, to_s)`.
 pub fn failures_in(report: &Report, from_s: f64, to_s: f64) -> (u64, u64) {
-    rows(report)
-        .iter()
-        .filter(|r| r.t_s >= from_s && r.t_s < to_s)
-        .fold((0, 0), |(f, o), r| (f + r.failures, o + r.offered))
+    counts(
+        rows(report)
+            .iter()
+            .filter(|r| r.t_s >= from_s && r.t_s < to_s),
+    )
 }
