@@ -832,6 +832,12 @@ fn call(targets: Vec<String>, pooled: bool) -> BoxedStrategy<String> {
     } else {
         Just(String::new()).boxed()
     };
+    // A share of requests, on a service's calls (a client's call is made on every request).
+    let call_ratio = if pooled {
+        ratio()
+    } else {
+        Just(String::new()).boxed()
+    };
     let target = usual_or_extreme(
         prop::sample::select(targets).prop_map(|t| quoted(&t)),
         vec!["\"nowhere\"", "\"\"", "nowhere"],
@@ -842,6 +848,7 @@ fn call(targets: Vec<String>, pooled: bool) -> BoxedStrategy<String> {
             ("timeout", duration()),
             ("deadline", duration()),
             ("weight", float(0.0..2.0)),
+            ("call_ratio", call_ratio),
             (
                 "fan_out",
                 // A quorum of at most n, mostly: the extreme generator and the mutations
@@ -1143,6 +1150,19 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ("queue", queue.boxed()),
             ("work_per_in_flight", float(0.0..0.1)),
             ("call_mode", select(vec!["Sequential", "FanOut", "Pick"])),
+            (
+                "stages",
+                // Forms that fit one, two or three calls, and some that fit none.
+                select(vec![
+                    "[All([0])]",
+                    "[All([0, 1])]",
+                    "[All([0]), All([1])]",
+                    "[Pick([0, 1])]",
+                    "[All([1]), Pick([0, 2])]",
+                    "[Pick([2]), All([0, 1])]",
+                    "[]",
+                ]),
+            ),
             ("on_abandoned", select(vec!["Work", "DropExpired", "Cancel"])),
             ("balancer", select(vec!["RoundRobin", "Random", "LeastOutstanding", "PowerOfTwo"])),
             (

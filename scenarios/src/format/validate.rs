@@ -216,6 +216,15 @@ pub fn validate(s: &Scenario) -> Check {
                 "a client's call has no connection pool: put the pool on a service's call",
             ));
         }
+        if client.call.call_ratio != 1.0 {
+            return Err(err(
+                format!("{path}.call.call_ratio"),
+                format!(
+                    "a client's call is made on every request, got {}; lower the client's rate instead, or put the share on a service's call",
+                    client.call.call_ratio
+                ),
+            ));
+        }
         crate::format::schema::traffic::validate_classes(
             &format!("{path}.classes"),
             &client.classes,
@@ -537,8 +546,8 @@ fn queue(path: &str, q: &QueueConfig) -> Check {
     }
 }
 
-/// A service's calls downstream: how many, each call, its connection limit, and the weights
-/// a `Pick` chooses by.
+/// A service's calls downstream: how many, each call, its connection limit, and the stages
+/// they run in ([`crate::format::schema::stages`]).
 fn service_calls(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Check {
     if s.calls.len() > CALLS_MAX {
         return Err(err(
@@ -552,16 +561,7 @@ fn service_calls(path: &str, s: &Service, services: &BTreeMap<String, Service>) 
     if let Some(m) = s.max_connections {
         at_least_one(&format!("{path}.max_connections"), m)?;
     }
-    if s.call_mode == CallMode::Pick && !s.calls.is_empty() {
-        let total: f64 = s.calls.iter().map(|c| c.weight).sum();
-        if total <= 0.0 {
-            return Err(err(
-                format!("{path}.calls"),
-                "with call_mode Pick, at least one call needs a positive weight",
-            ));
-        }
-    }
-    Ok(())
+    crate::format::schema::stages::validate(path, s)
 }
 
 /// The service's `i`th admission layer `a` (`path` is the service's).
