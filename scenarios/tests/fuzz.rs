@@ -1150,19 +1150,6 @@ fn service(index: usize, names: Vec<String>, network: bool) -> BoxedStrategy<Str
             ("queue", queue.boxed()),
             ("work_per_in_flight", float(0.0..0.1)),
             ("call_mode", select(vec!["Sequential", "FanOut", "Pick"])),
-            (
-                "stages",
-                // Forms that fit one, two or three calls, and some that fit none.
-                select(vec![
-                    "[All([0])]",
-                    "[All([0, 1])]",
-                    "[All([0]), All([1])]",
-                    "[Pick([0, 1])]",
-                    "[All([1]), Pick([0, 2])]",
-                    "[Pick([2]), All([0, 1])]",
-                    "[]",
-                ]),
-            ),
             ("on_abandoned", select(vec!["Work", "DropExpired", "Cancel"])),
             ("balancer", select(vec!["RoundRobin", "Random", "LeastOutstanding", "PowerOfTwo"])),
             (
