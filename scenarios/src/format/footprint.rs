@@ -317,13 +317,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
         let part = Part::count(field, keys.saturating_mul(per_key), what, per_key, "keys");
         parts.push(part.or(", or fewer replicas"));
     }
-    let ratios = sv.calls.iter().filter(|c| c.call_ratio < 1.0).count() as u64;
-    if ratios > 0 {
-        let field = format!("services.{}.calls", segment(name));
-        let what = format!("{} made on a share of requests", plural(ratios, "call"));
-        let bytes = ratios.saturating_mul(RATIO_BYTES);
-        parts.push(Part::count(field, bytes, what, RATIO_BYTES, "calls"));
-    }
+    ratios_part(parts, name, sv);
     for (i, c) in sv.calls.iter().enumerate() {
         windows(
             parts,
@@ -331,6 +325,17 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
             &c.stack,
             replicas,
         );
+    }
+}
+
+/// The streams of a service's calls made on a share of requests, if any.
+fn ratios_part(parts: &mut Vec<Part>, name: &str, sv: &Service) {
+    let ratios = sv.calls.iter().filter(|c| c.call_ratio < 1.0).count() as u64;
+    if ratios > 0 {
+        let field = format!("services.{}.calls", segment(name));
+        let what = format!("{} made on a share of requests", plural(ratios, "call"));
+        let bytes = ratios.saturating_mul(RATIO_BYTES);
+        parts.push(Part::count(field, bytes, what, RATIO_BYTES, "calls"));
     }
 }
 

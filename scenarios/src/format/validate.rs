@@ -209,22 +209,7 @@ pub fn validate(s: &Scenario) -> Check {
     for (name, client) in &s.clients {
         let path = format!("clients.{}", segment(name));
         load(&format!("{path}.load"), &client.load)?;
-        call(&format!("{path}.call"), &client.call, &s.services)?;
-        if client.call.pool.is_some() {
-            return Err(err(
-                format!("{path}.call.pool"),
-                "a client's call has no connection pool: put the pool on a service's call",
-            ));
-        }
-        if client.call.call_ratio != 1.0 {
-            return Err(err(
-                format!("{path}.call.call_ratio"),
-                format!(
-                    "a client's call is made on every request, got {}; lower the client's rate instead, or put the share on a service's call",
-                    client.call.call_ratio
-                ),
-            ));
-        }
+        client_call(&format!("{path}.call"), &client.call, &s.services)?;
         crate::format::schema::traffic::validate_classes(
             &format!("{path}.classes"),
             &client.classes,
@@ -350,6 +335,27 @@ fn schedule(path: &str, s: &Schedule) -> Check {
             Ok(())
         }
     }
+}
+
+/// A client's call: a call, without a pool, made on every request.
+fn client_call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
+    call(path, c, services)?;
+    if c.pool.is_some() {
+        return Err(err(
+            format!("{path}.pool"),
+            "a client's call has no connection pool: put the pool on a service's call",
+        ));
+    }
+    if c.call_ratio != 1.0 {
+        return Err(err(
+            format!("{path}.call_ratio"),
+            format!(
+                "a client's call is made on every request, got {}; lower the client's rate instead, or put the share on a service's call",
+                c.call_ratio
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {

@@ -57,9 +57,11 @@ impl Plan {
         let mut width = 0;
         for stage in stages.iter() {
             let start = members.len() as u16;
+            // A `Pick` stage runs one call: every call of it takes slot 0.
+            let picks = matches!(stage, CallStage::Pick(_));
             for (slot, &c) in stage.calls().iter().enumerate() {
                 members.push(c as u16);
-                slots[c as usize] = slot as u16;
+                slots[c as usize] = if picks { 0 } else { slot as u16 };
             }
             let pick = match stage {
                 CallStage::All(calls) => {

@@ -159,54 +159,9 @@ pub fn validate(path: &str, s: &Service) -> Result<(), ConfigError> {
             ),
         ));
     }
-    let n = s.calls.len();
-    let mut stage_of: Vec<Option<usize>> = vec![None; n];
+    let mut stage_of: Vec<Option<usize>> = vec![None; s.calls.len()];
     for (k, st) in s.stages.iter().enumerate() {
-        let spath = format!("{path}.stages[{k}]");
-        if st.calls().is_empty() {
-            return Err(err(
-                spath,
-                format!(
-                    "a stage needs at least one call, e.g. {}([0]); remove the empty stage",
-                    st.kind()
-                ),
-            ));
-        }
-        for (j, &c) in st.calls().iter().enumerate() {
-            let at = format!("{spath}[{j}]");
-            let Some(seen) = stage_of.get_mut(c as usize) else {
-                return Err(err(
-                    at,
-                    match n {
-                        0 => format!(
-                            "the service has no calls, got call {c}; list its calls in calls"
-                        ),
-                        _ => format!(
-                            "must be the index of a call of the service (0 to {}), got {c}",
-                            n - 1
-                        ),
-                    },
-                ));
-            };
-            if let Some(other) = *seen {
-                return Err(err(
-                    at,
-                    format!(
-                        "call {c} is already in {path}.stages[{other}]; a call runs in one stage"
-                    ),
-                ));
-            }
-            *seen = Some(k);
-        }
-        if let CallStage::Pick(calls) = st {
-            let total: f64 = calls.iter().map(|&c| s.calls[c as usize].weight).sum();
-            if total <= 0.0 {
-                return Err(err(
-                    spath,
-                    "a Pick stage picks by weight: at least one of its calls needs a positive weight",
-                ));
-            }
-        }
+        stage(path, s, k, st, &mut stage_of)?;
     }
     if !s.stages.is_empty()
         && let Some(i) = stage_of.iter().position(Option::is_none)
@@ -224,6 +179,61 @@ pub fn validate(path: &str, s: &Service) -> Result<(), ConfigError> {
             return Err(err(
                 format!("{path}.calls"),
                 "with call_mode Pick, at least one call needs a positive weight",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Stage `k` of service `s` (`path` is the service's): not empty, naming calls that exist
+/// and are in no other stage (`stage_of` says which stage took each call so far), a `Pick`
+/// with a positive weight.
+fn stage(
+    path: &str,
+    s: &Service,
+    k: usize,
+    st: &CallStage,
+    stage_of: &mut [Option<usize>],
+) -> Result<(), ConfigError> {
+    let n = s.calls.len();
+    let spath = format!("{path}.stages[{k}]");
+    if st.calls().is_empty() {
+        return Err(err(
+            spath,
+            format!(
+                "a stage needs at least one call, e.g. {}([0]); remove the empty stage",
+                st.kind()
+            ),
+        ));
+    }
+    for (j, &c) in st.calls().iter().enumerate() {
+        let at = format!("{spath}[{j}]");
+        let Some(seen) = stage_of.get_mut(c as usize) else {
+            return Err(err(
+                at,
+                match n {
+                    0 => format!("the service has no calls, got call {c}; list its calls in calls"),
+                    _ => format!(
+                        "must be the index of a call of the service (0 to {}), got {c}",
+                        n - 1
+                    ),
+                },
+            ));
+        };
+        if let Some(other) = *seen {
+            return Err(err(
+                at,
+                format!("call {c} is already in {path}.stages[{other}]; a call runs in one stage"),
+            ));
+        }
+        *seen = Some(k);
+    }
+    if let CallStage::Pick(calls) = st {
+        let total: f64 = calls.iter().map(|&c| s.calls[c as usize].weight).sum();
+        if total <= 0.0 {
+            return Err(err(
+                spath,
+                "a Pick stage picks by weight: at least one of its calls needs a positive weight",
             ));
         }
     }
