@@ -144,6 +144,11 @@ pub(super) enum Command {
     /// source field with the scenario path it became, and every field not imported with the
     /// reason.
     Import(ImportArgs),
+    /// Explore a run in the browser. With `--serve`: what-if on this machine, a local server
+    /// (127.0.0.1 only, a random token in the URL it prints) gives the run's page with each
+    /// `--knob` as a control; changing one re-runs the scenario on the same seed and shows
+    /// the new run beside the previous one. Runs until Ctrl-C.
+    Explore(ExploreArgs),
     /// Write a call's pattern stack, and the settings of the service it calls, in a production
     /// configuration format (the inverse of `import`): the document on stdout, and a table on
     /// stderr of each scenario path with the field it became, then every setting not exported
@@ -642,6 +647,36 @@ pub(super) struct ExportArgs {
     /// Write the configuration to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub(super) out: Option<String>,
+    #[command(flatten)]
+    pub(super) overrides: OverrideArgs,
+}
+
+/// What `resim explore` takes.
+#[derive(Args)]
+pub(super) struct ExploreArgs {
+    /// A `.ron` file, or the name of a library scenario.
+    pub(super) file: String,
+    /// Serve the page from a local server on 127.0.0.1 (never another address), with the
+    /// knobs as controls: changing one re-runs the scenario and redraws. Prints the URL,
+    /// with its token; a request without the token, from another site (`Origin`) or to
+    /// another host name (`Host`) is refused.
+    #[arg(long)]
+    pub(super) serve: bool,
+    /// The port to listen on (default: a free one, printed).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "serve")]
+    pub(super) port: u16,
+    /// A control on the page: a `--set` path and the values it offers, `PATH=V1,V2,…` (a
+    /// list) or `PATH=START..END[:STEP]` (a slider; step 1 by default), e.g.
+    /// `services.api.workers=8..64:8`; repeatable. Every value is checked as `--set` checks
+    /// it, when the server starts and when the page sends it.
+    #[arg(long = "knob", value_name = "PATH=VALUES", requires = "serve")]
+    pub(super) knobs: Vec<String>,
+    /// The seed of every run (default: the scenario's own).
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
+    /// The event budget of every run.
+    #[arg(long)]
+    pub(super) max_events: Option<u64>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
+//! | `serve` | `resim explore --serve`: the local server of what-if runs (127.0.0.1, a token, Host and Origin checked) |
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
 //! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
@@ -16,6 +17,7 @@
 
 mod args;
 pub mod library;
+mod serve;
 
 use crate::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
@@ -130,6 +132,16 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
         Command::Import(args) => import_files(&args, &limits),
         Command::Export(args) => export_call(&args, &limits),
+        Command::Explore(args) if args.serve => {
+            serve::explore_serve(&args, &limits, &cli.limits.command_line())
+        }
+        Command::Explore(args) => {
+            eprintln!(
+                "{}: resim explore serves the page with --serve (the page as a file comes with the explorer)",
+                args.file
+            );
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -37,6 +37,7 @@ mod queues;
 mod report;
 mod risk;
 mod scaling;
+mod serve;
 mod shrink;
 mod swarm;
 mod sweep;
