@@ -132,16 +132,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run_file(args, &limits, &cli.limits.command_line()),
         Command::Import(args) => import_files(&args, &limits),
         Command::Export(args) => export_call(&args, &limits),
-        Command::Explore(args) if args.serve => {
-            serve::explore_serve(&args, &limits, &cli.limits.command_line())
-        }
-        Command::Explore(args) => {
-            eprintln!(
-                "{}: resim explore serves the page with --serve (the page as a file comes with the explorer)",
-                args.file
-            );
-            ExitCode::from(2)
-        }
+        Command::Explore(args) => serve::explore(&args, &limits, &cli.limits.command_line()),
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | this one | the command ([`explore_serve`]): the knobs parsed, the file read once, how one run is made and shown ([`Rerun`] → [`Served`]), the progress it reports ([`Progress`]) |
+//! | this one | the command ([`explore`]): the knobs parsed, the file read once, how one run is made and shown ([`Rerun`] → [`Served`]), the progress it reports ([`Progress`]) |
 //! | `server` | the server: bound to 127.0.0.1 only, its gate (Host, Origin, token), its routes, one run at a time |
 //! | `http` | one HTTP/1.1 request read within limits, one response written |
 //!
@@ -136,8 +136,16 @@ impl Progress {
 }
 
 /// `resim explore FILE --serve`: the knobs and the file checked (exit code 2 on bad input),
-/// the first run made, the URL printed, then the server answers until Ctrl-C.
-pub(super) fn explore_serve(args: &ExploreArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
+/// the first run made, the URL printed, then the server answers until Ctrl-C. Without
+/// `--serve`, exit code 2: the page as a file comes with the explorer.
+pub(super) fn explore(args: &ExploreArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
+    if !args.serve {
+        eprintln!(
+            "{}: resim explore serves the page with --serve (the page as a file comes with the explorer)",
+            args.file
+        );
+        return ExitCode::from(2);
+    }
     match serve_file(args, limits, limit_flags) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -122,23 +122,9 @@ fn reason(status: u16) -> &'static str {
 /// client went away (or stalled past the read timeout) before a whole request: nothing to
 /// answer. `Err` is the refusal to send.
 pub fn read_request(stream: &mut impl Read, body_max: usize) -> Result<Option<Request>, Response> {
-    let mut buffer = Vec::with_capacity(1024);
-    let head_end = loop {
-        if let Some(end) = find_head_end(&buffer) {
-            break end;
-        }
-        if buffer.len() >= HEAD_MAX {
-            return Err(too_large_head());
-        }
-        let mut chunk = [0u8; 2048];
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return Ok(None),
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
+    let Some((mut buffer, head_end)) = read_head(stream)? else {
+        return Ok(None);
     };
-    if head_end > HEAD_MAX {
-        return Err(too_large_head());
-    }
     let mut slots = [httparse::EMPTY_HEADER; HEADERS_MAX];
     let mut parsed = httparse::Request::new(&mut slots);
     match parsed.parse(&buffer[..head_end]) {
@@ -199,6 +185,28 @@ pub fn read_request(stream: &mut impl Read, body_max: usize) -> Result<Option<Re
     }
     request.body = body;
     Ok(Some(request))
+}
+
+/// The bytes read until the head's blank line (perhaps with the body's first bytes after it),
+/// and where the head ends; `None` when the client went away first.
+fn read_head(stream: &mut impl Read) -> Result<Option<(Vec<u8>, usize)>, Response> {
+    let mut buffer = Vec::with_capacity(1024);
+    loop {
+        if let Some(end) = find_head_end(&buffer) {
+            if end > HEAD_MAX {
+                return Err(too_large_head());
+            }
+            return Ok(Some((buffer, end)));
+        }
+        if buffer.len() >= HEAD_MAX {
+            return Err(too_large_head());
+        }
+        let mut chunk = [0u8; 2048];
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return Ok(None),
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    }
 }
 
 fn too_large_head() -> Response {
