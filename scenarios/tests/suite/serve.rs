@@ -60,15 +60,23 @@ fn serve(args: &[&str]) -> Server {
 
 /// `resim ARGS` (a server), once it has printed its URL; and the lines it printed.
 fn start(args: &[&str]) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_resim"))
+    let child = Command::new(env!("CARGO_BIN_EXE_resim"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("resim starts");
+    // Owned by the server from here: a failed check below kills it too.
+    let mut server = Server {
+        client: Client {
+            port: 0,
+            token: String::new(),
+        },
+        child,
+    };
     let mut line = String::new();
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let mut stdout = BufReader::new(server.child.stdout.take().expect("stdout is piped"));
     stdout.read_line(&mut line).expect("resim prints its URL");
     let mut printed = line.clone();
     stdout.read_line(&mut printed).expect("and a second line");
@@ -81,12 +89,9 @@ fn start(args: &[&str]) -> (Server, String) {
         .strip_prefix("http://127.0.0.1:")
         .unwrap_or_else(|| panic!("the URL is not on 127.0.0.1: {url}"));
     let (port, token) = rest.split_once("/?token=").expect("the URL has a token");
-    let server = Server {
-        client: Client {
-            port: port.parse().expect("a port"),
-            token: token.to_string(),
-        },
-        child,
+    server.client = Client {
+        port: port.parse().expect("a port"),
+        token: token.to_string(),
     };
     (server, printed)
 }
