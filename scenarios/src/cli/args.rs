@@ -125,8 +125,11 @@ pub(super) enum Command {
     /// Write one self-contained HTML page to explore a run: linked charts (hover, drag to
     /// zoom), a timeline of faults, breakers and expectations, the topology at any instant,
     /// the failed requests of a bucket and their stories, why by window, and with
-    /// `--compare` a second run on the same seed overlaid. Exit code 0 whatever the run's
-    /// expectations say; 2 on bad input.
+    /// `--compare` a second run on the same seed overlaid. With `--serve`, what-if on this
+    /// machine: a local server (127.0.0.1 only, a random token in the URL it prints) gives
+    /// the page with each `--knob` as a control; changing one re-runs the scenario on the same
+    /// seed and draws the new run over the previous one; it runs until Ctrl-C. Exit code 0
+    /// whatever the run's expectations say; 2 on bad input.
     Explore(ExploreArgs),
     /// Print the output of a sweep, a phase map or a tune from the `--out` files of all its
     /// partitions.
@@ -204,19 +207,47 @@ pub(super) fn flag_error(file: &str, flag: Flag, text: &str, message: &str) -> S
 pub(super) struct ExploreArgs {
     /// A `.ron` file, or the name of a library scenario.
     pub(super) file: String,
-    /// The seed (default: the scenario's own).
+    /// A second file (or library name) to compare with: run on the same seed with the same
+    /// `--set`s (not `--variant`) and overlaid, as `--compare` overlays a variant.
+    #[arg(value_name = "OTHER", conflicts_with_all = ["compare", "serve"])]
+    pub(super) other: Option<String>,
+    /// The seed (default: the scenario's own); with `--serve`, of every run.
     #[arg(long)]
     pub(super) seed: Option<u64>,
     /// Simulated duration, e.g. "120s".
     #[arg(long)]
     pub(super) duration: Option<SimDuration>,
+    /// The event budget of each run.
+    #[arg(long)]
+    pub(super) max_events: Option<u64>,
     /// Also run the file with this variant of its `variants` (instead of `--variant`, with
     /// the same `--set`s and seed) and overlay it, with the difference per bucket.
-    #[arg(long, value_name = "VARIANT")]
+    #[arg(long, value_name = "VARIANT", conflicts_with = "serve")]
     pub(super) compare: Option<String>,
     /// The page to write.
-    #[arg(short = 'o', long = "out", value_name = "FILE")]
-    pub(super) out: String,
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "FILE",
+        required_unless_present = "serve",
+        conflicts_with = "serve"
+    )]
+    pub(super) out: Option<String>,
+    /// Serve the page from a local server on 127.0.0.1 (never another address), with the
+    /// knobs as controls: changing one re-runs the scenario and redraws. Prints the URL,
+    /// with its token; a request without the token, from another site (`Origin`) or to
+    /// another host name (`Host`) is refused.
+    #[arg(long)]
+    pub(super) serve: bool,
+    /// The port to listen on (default: a free one, printed).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "serve")]
+    pub(super) port: u16,
+    /// A control on the page: a `--set` path and the values it offers, `PATH=V1,V2,…` (a
+    /// list) or `PATH=START..END[:STEP]` (a slider; step 1 by default), e.g.
+    /// `services.api.workers=8..64:8`; repeatable. Every value is checked as `--set` checks
+    /// it, when the server starts and when the page sends it.
+    #[arg(long = "knob", value_name = "PATH=VALUES", requires = "serve")]
+    pub(super) knobs: Vec<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }

@@ -6,6 +6,7 @@
 //! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
 //! | `explore` | `resim explore`: the explorer's page of a run, and of a variant compared with it |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
+//! | `serve` | `resim explore --serve`: the local server of what-if runs (127.0.0.1, a token, Host and Origin checked) |
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
 //! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
@@ -18,6 +19,7 @@
 mod args;
 mod explore;
 pub mod library;
+mod serve;
 
 use crate::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
@@ -75,6 +77,9 @@ pub fn main() -> ExitCode {
         }
         Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Why(args) => why_file(&args, &limits, &cli.limits.command_line()),
+        Command::Explore(args) if args.serve => {
+            serve::explore(&args, &limits, &cli.limits.command_line())
+        }
         Command::Explore(args) => explore_file(&args, &limits, &cli.limits.command_line()),
         Command::Compare {
             files,

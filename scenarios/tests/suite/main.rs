@@ -41,6 +41,7 @@ mod report;
 mod risk;
 mod scaling;
 mod series;
+mod serve;
 mod shrink;
 mod swarm;
 mod sweep;

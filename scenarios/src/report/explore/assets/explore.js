@@ -65,7 +65,8 @@
     if (S.prev) {
       meta.appendChild(el("br"));
       meta.appendChild(document.createTextNode("compared with (dashed lines): " +
-        (S.prev.variant ? "variant " + S.prev.variant : "the file as written") +
+        (S.prev.scenario !== c.scenario ? "scenario " + S.prev.scenario + (S.prev.variant ? ", variant " + S.prev.variant : "") :
+          S.prev.variant ? "variant " + S.prev.variant : "the file as written") +
         (S.prev.sets.length ? " --set " + S.prev.sets.join(" --set ") : "") +
         " · digest " + S.prev.digest + " · same seed, common random numbers"));
     }
