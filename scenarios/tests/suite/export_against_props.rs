@@ -71,14 +71,21 @@ fn change(call: &mut Call, what: &str) {
         }
         "timeout" => double(&mut call.timeout),
         _ => {
+            // Envoy's hedges on a per-try timeout are its retries (`num_retries` counts both):
+            // a Hedge beside the Retry moves with it.
+            let mut hedges = None;
             for layer in &mut call.stack {
                 match (what, layer) {
+                    ("retry", Layer::Hedge(h)) => hedges = Some(&mut h.max_hedged_attempts),
                     ("retry", Layer::Retry(r)) => {
                         r.max_attempts = if r.max_attempts < 5 {
                             r.max_attempts + 1
                         } else {
                             r.max_attempts - 1
                         };
+                        if let Some(h) = hedges.take() {
+                            *h = r.max_attempts - 1;
+                        }
                     }
                     ("breaker", Layer::Breaker(b)) => {
                         b.failure_rate_threshold = if b.failure_rate_threshold > 50.0 {
