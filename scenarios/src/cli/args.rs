@@ -705,14 +705,18 @@ pub(super) struct ExportArgs {
     /// an Istio subset, `SERVICE/METHOD` a gRPC method.
     #[arg(long, value_name = "NAME")]
     pub(super) service: Option<String>,
-    /// The configuration the call's configuration is in today: write it back with only the
-    /// fields the scenario changed changed, in its own text (its comments, order and
-    /// formatting kept), and print the unified diff on stderr. Without it, complete objects
-    /// are written, with placeholders (said so in the table) where the scenario has no value.
-    #[arg(long, value_name = "ORIGINAL")]
-    pub(super) against: Option<String>,
-    /// Write the configuration to this file instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    /// The configuration the call's configuration is in today, one file or several (`--against
+    /// A.yaml B.yaml`, or `--against` repeated; read together as `import` reads them): write
+    /// it back with only the fields the scenario changed changed, in its own text (its
+    /// comments, order and formatting kept), and print the unified diff on stderr. Several
+    /// files need `--out DIR`. Without it, complete objects are written, with placeholders
+    /// (said so in the table) where the scenario has no value.
+    #[arg(long, value_name = "ORIGINAL", num_args = 1..)]
+    pub(super) against: Vec<String>,
+    /// Write the configuration to this file instead of stdout; with several `--against`
+    /// files, a directory to write each of them into, under its own name (a file no change
+    /// reaches is written as it was, byte for byte).
+    #[arg(long, value_name = "FILE|DIR")]
     pub(super) out: Option<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,

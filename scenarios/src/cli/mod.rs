@@ -4,6 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
+//! | `convert` | `resim export`'s output: one configuration, or the files `--against` writes back into a directory |
 //! | `explore` | `resim explore`: the explorer's page of a run, and of a variant compared with it |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
 //! | `serve` | `resim explore --serve`: the local server of what-if runs (127.0.0.1, a token, Host and Origin checked) |
@@ -17,6 +18,7 @@
 //! prints, and decides what a name means; the experiments get its [`library::open`].
 
 mod args;
+mod convert;
 mod explore;
 pub mod library;
 mod serve;
@@ -26,7 +28,6 @@ use crate::experiment::command::{
 };
 use crate::experiment::determinism::{self, Verdict, check_determinism};
 use crate::experiment::{GridAxis, phase, risk, shrink, tune};
-use crate::export;
 use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
@@ -36,10 +37,10 @@ use crate::report::{Format, Report, render, why};
 use crate::run::{RunOptions, run};
 use anyhow::Context as _;
 use args::{
-    Cli, Command, ExportArgs, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error,
-    parse_sets,
+    Cli, Command, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error, parse_sets,
 };
 use clap::Parser as _;
+use convert::export_call;
 use explore::explore_file;
 use library::{DEFAULT_EXAMPLE, resolve};
 use std::process::ExitCode;
@@ -343,7 +344,7 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
 }
 
 /// A configuration file of `resim import`, `-` being stdin.
-fn import_input(file: &str) -> Result<import::Input, String> {
+pub(super) fn import_input(file: &str) -> Result<import::Input, String> {
     let text = if file == "-" {
         std::io::read_to_string(std::io::stdin()).map_err(|e| format!("stdin: cannot read: {e}"))
     } else {
@@ -356,7 +357,7 @@ fn import_input(file: &str) -> Result<import::Input, String> {
 }
 
 /// The scenario `--into` names: a file, else a library scenario, as `run` reads names.
-fn into_scenario(name: &str) -> Result<import::Input, String> {
+pub(super) fn into_scenario(name: &str) -> Result<import::Input, String> {
     if !std::path::Path::new(name).exists()
         && let Some(entry) = library::find(name)
     {
@@ -378,7 +379,7 @@ fn into_scenario(name: &str) -> Result<import::Input, String> {
 /// What `resim import` or `resim export` made of a configuration: on bad input its error and
 /// exit code 2; else its mapping table on stderr and its `text` into the file `out`, or on
 /// stdout without one (exit code 2 if the file cannot be written).
-fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitCode {
+pub(super) fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitCode {
     let (table, text) = match made {
         Ok(made) => made,
         Err(e) => {
@@ -399,32 +400,6 @@ fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitC
         }
     }
     ExitCode::SUCCESS
-}
-
-/// `resim export`: the configuration on stdout (or in `out`), the mapping table on stderr;
-/// exit code 2 on bad input.
-fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
-    let exported = (|| {
-        let overrides = args.overrides.overrides(&args.file)?;
-        let scenario = resolve(&args.file, limits, &overrides).map_err(|e| e.to_string())?;
-        let format: export::TargetFormat = args.to.parse()?;
-        let service = args.service.as_deref();
-        match &args.against {
-            None => export::export(&scenario, &args.file, &args.call, format, service),
-            Some(original) => {
-                let against = export::Against {
-                    original: import_input(original)?,
-                    scenario: into_scenario(&args.file)?,
-                };
-                export::export_against(&scenario, &args.file, &args.call, format, service, &against)
-            }
-        }
-        .map_err(|e| e.to_string())
-    })();
-    converted(
-        exported.map(|e| (e.table + &e.diff, e.text)),
-        args.out.as_deref(),
-    )
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the

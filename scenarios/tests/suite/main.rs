@@ -22,6 +22,7 @@ mod distributed;
 mod dotted_names;
 mod explore;
 mod export;
+mod export_against_props;
 mod export_corpus;
 mod export_schemas;
 mod import;
