@@ -42,6 +42,7 @@ mod risk;
 mod scaling;
 mod series;
 mod shrink;
+mod spans;
 mod swarm;
 mod sweep;
 mod tidy;
