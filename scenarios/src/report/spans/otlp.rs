@@ -139,11 +139,14 @@ fn span<'a>(trace_id: &'a str, s: &'a Span) -> OtlpSpan<'a> {
     }
 }
 
+/// A service and its replica, if the span is a job's.
+type Replica<'a> = (&'a str, Option<u32>);
+
 /// Writes `trace` as one line.
 pub(super) fn write(out: &mut impl Write, trace: &Trace) -> io::Result<()> {
     let trace_id = hex(trace.id, 32);
     // A resource per service replica, in the order of their first span.
-    let mut resources: Vec<((&str, Option<u32>), Vec<OtlpSpan>)> = Vec::new();
+    let mut resources: Vec<(Replica, Vec<OtlpSpan>)> = Vec::new();
     for s in &trace.spans {
         let key = (s.service.as_str(), s.replica);
         let i = match resources.iter().position(|(k, _)| *k == key) {
