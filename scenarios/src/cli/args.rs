@@ -596,12 +596,35 @@ pub(super) struct RunArgs {
     /// Also write one self-contained HTML page with the report's tables and every chart.
     #[arg(long, value_name = "FILE")]
     pub(super) html: Option<String>,
+    /// Also write the simulated requests as traces to FILE: a span per request, call,
+    /// attempt and job, written as each request ends (the run is the same: same digest).
+    #[arg(long, value_name = "FILE", conflicts_with = "check_determinism")]
+    pub(super) spans: Option<String>,
+    /// The format of `--spans`: OTLP JSON lines (the OpenTelemetry Collector's file
+    /// exporter), Jaeger JSON (the UI's upload), Zipkin v2 JSON, or Perfetto (Chrome trace
+    /// events, for ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT", value_parser = ["otlp", "jaeger", "zipkin", "perfetto"], default_value = "otlp", requires = "spans")]
+    pub(super) spans_format: String,
+    /// The share of the requests `--spans` writes, from 0 to 1, chosen by their trace ids
+    /// (whole requests, the same ones for the same seed).
+    #[arg(long, value_name = "RATIO", value_parser = parse_ratio, default_value = "1", requires = "spans")]
+    pub(super) spans_sample: f64,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
     /// Run twice and compare the digests; on a difference, show the first divergent event
     /// (exit code 1) instead of the report.
     #[arg(long)]
     pub(super) check_determinism: bool,
+}
+
+/// A ratio from 0 to 1.
+fn parse_ratio(text: &str) -> Result<f64, String> {
+    let usage = "write a ratio from 0 to 1, e.g. 0.1 for a tenth of the requests";
+    match text.trim().parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        Ok(_) => Err(format!("{text:?} is not between 0 and 1; {usage}")),
+        Err(_) => Err(format!("{text:?} is not a number; {usage}")),
+    }
 }
 
 /// The most seeds one sweep runs.

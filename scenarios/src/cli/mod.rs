@@ -8,6 +8,7 @@
 //! | `explore` | `resim explore`: the explorer's page of a run, and of a variant compared with it |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
 //! | `serve` | `resim explore --serve`: the local server of what-if runs (127.0.0.1, a token, Host and Origin checked) |
+//! | `spans` | `resim run --spans`: the run with its sampled requests streamed to a file as traces, nothing half-written |
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
 //! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
@@ -22,6 +23,7 @@ mod convert;
 mod explore;
 pub mod library;
 mod serve;
+mod spans;
 
 use crate::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
@@ -455,8 +457,15 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
             }
         };
     }
-    let mut report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options))
-    {
+    let flags = args.spans.as_deref().map(|path| spans::SpansFlags {
+        path,
+        format: &args.spans_format,
+        sample: args.spans_sample,
+    });
+    let ran = resolve(&file, limits, &overrides)
+        .map_err(|e| e.to_string())
+        .and_then(|s| spans::run_with_spans(&s, &file, &options, flags));
+    let mut report = match ran {
         Ok(o) => o.report,
         Err(e) => {
             eprintln!("{e}");

@@ -44,6 +44,7 @@ mod scaling;
 mod series;
 mod serve;
 mod shrink;
+mod spans;
 mod swarm;
 mod sweep;
 mod tidy;
