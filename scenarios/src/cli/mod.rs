@@ -438,24 +438,7 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         }
     };
     if args.check_determinism {
-        return match resolve(&file, limits, &overrides).and_then(|s| {
-            Ok((
-                check_determinism(&s, &file, &options)?,
-                options.seed.unwrap_or(s.seed),
-            ))
-        }) {
-            Ok((verdict, seed)) => {
-                emit(&determinism::render(&verdict, seed));
-                match verdict {
-                    Verdict::Same { .. } => ExitCode::SUCCESS,
-                    Verdict::Different { .. } => ExitCode::from(1),
-                }
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
-            }
-        };
+        return determinism_file(&file, limits, &overrides, &options);
     }
     let flags = args.spans.as_deref().map(|path| spans::SpansFlags {
         path,
@@ -505,6 +488,33 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
             report.replay_command(),
         );
         ExitCode::from(1)
+    }
+}
+
+/// `resim run --check-determinism`: the run twice, compared; exit code 1 when they differ.
+fn determinism_file(
+    file: &str,
+    limits: &RunLimits,
+    overrides: &Overrides,
+    options: &RunOptions,
+) -> ExitCode {
+    match resolve(file, limits, overrides).and_then(|s| {
+        Ok((
+            check_determinism(&s, file, options)?,
+            options.seed.unwrap_or(s.seed),
+        ))
+    }) {
+        Ok((verdict, seed)) => {
+            emit(&determinism::render(&verdict, seed));
+            match verdict {
+                Verdict::Same { .. } => ExitCode::SUCCESS,
+                Verdict::Different { .. } => ExitCode::from(1),
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 
 use super::{Event, Kind, Span, Trace, Value};
 use crate::figures::sampling::{SpanRole, span_id, trace_id};
-use crate::figures::{Decision, Followed, JobEnd, Maker, Step, What};
-use sim_core::SimTime;
+use crate::figures::{Decision, Followed, JobEnd, Maker, Reason, Step, What};
+use sim_core::{SimDuration, SimTime};
 use std::collections::BTreeMap;
 
 /// The spans of one call while its steps are read.
@@ -120,43 +120,13 @@ impl Builder {
                 replica,
                 timeout_at,
             } => self.sent(step.call, at, *attempt, service, *replica, *timeout_at),
-            What::Queued { attempt, depth } => {
-                let Some(job) = self.job(step.call, *attempt) else {
-                    return;
-                };
-                let s = &mut self.spans[job];
-                s.start = at;
-                let depth = Value::Int(i64::try_from(*depth).unwrap_or(i64::MAX));
-                s.attributes.push(("resim.queue.depth", depth.clone()));
-                s.events.push(Event {
-                    at,
-                    name: "queued",
-                    attributes: vec![("resim.queue.depth", depth)],
-                });
-                self.attempt_mut(step.call, *attempt).queued = true;
-            }
+            What::Queued { attempt, depth } => self.queued(step.call, at, *attempt, *depth),
             What::Started {
                 attempt,
                 waited,
                 taken,
                 gone,
-            } => {
-                let Some(job) = self.job(step.call, *attempt) else {
-                    return;
-                };
-                let s = &mut self.spans[job];
-                s.attributes.push(("resim.queue.wait_ns", ns(*waited)));
-                let count = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
-                s.events.push(Event {
-                    at,
-                    name: "started",
-                    attributes: vec![
-                        ("resim.queue.wait_ns", ns(*waited)),
-                        ("resim.queue.taken", count(*taken)),
-                        ("resim.queue.taken_gone", count(*gone)),
-                    ],
-                });
-            }
+            } => self.started(step.call, at, *attempt, *waited, (*taken, *gone)),
             What::Ended {
                 attempt,
                 end,
@@ -168,51 +138,8 @@ impl Builder {
                 outcome,
                 sent,
                 decision,
-            } => {
-                let client = match self.attempt_mut(step.call, *attempt).client {
-                    Some(c) => c,
-                    None => self.attempt_span(step.call, at, *attempt),
-                };
-                self.close(client, at);
-                let s = &mut self.spans[client];
-                if !*sent {
-                    s.attributes.push(("resim.sent", Value::Bool(false)));
-                }
-                s.set_outcome(*outcome);
-                if let Some(d) = decision {
-                    s.attributes
-                        .push(("resim.retry.decision", Value::Str(d.name().into())));
-                }
-                if let Some(Decision::Retry(after)) = decision {
-                    s.attributes.push(("resim.retry.backoff_ns", ns(*after)));
-                    self.spans[call_span].events.push(Event {
-                        at,
-                        name: "backoff",
-                        attributes: vec![
-                            ("resim.attempt", Value::Int(i64::from(*attempt))),
-                            ("resim.retry.backoff_ns", ns(*after)),
-                        ],
-                    });
-                }
-            }
-            What::Cancelled => {
-                self.close(call_span, at);
-                self.spans[call_span]
-                    .attributes
-                    .push(("resim.cancelled", Value::Bool(true)));
-                let open: Vec<usize> = self.calls[&step.call]
-                    .attempts
-                    .values()
-                    .filter_map(|a| a.client)
-                    .filter(|&c| self.open[c])
-                    .collect();
-                for c in open {
-                    self.close(c, at);
-                    self.spans[c]
-                        .attributes
-                        .push(("resim.cancelled", Value::Bool(true)));
-                }
-            }
+            } => self.attempted(step.call, at, *attempt, *outcome, *sent, *decision),
+            What::Cancelled => self.cancelled(step.call, call_span, at),
             What::Finished { outcome, fell_back } => {
                 self.close(call_span, at);
                 let s = &mut self.spans[call_span];
@@ -221,6 +148,109 @@ impl Builder {
                     s.attributes.push(("resim.fell_back", Value::Bool(true)));
                 }
             }
+        }
+    }
+
+    /// An attempt's job was queued at its replica, behind `depth` others.
+    fn queued(&mut self, call: u64, at: SimTime, attempt: u32, depth: u64) {
+        let Some(job) = self.job(call, attempt) else {
+            return;
+        };
+        let s = &mut self.spans[job];
+        s.start = at;
+        let depth = Value::Int(i64::try_from(depth).unwrap_or(i64::MAX));
+        s.attributes.push(("resim.queue.depth", depth.clone()));
+        s.events.push(Event {
+            at,
+            name: "queued",
+            attributes: vec![("resim.queue.depth", depth)],
+        });
+        self.attempt_mut(call, attempt).queued = true;
+    }
+
+    /// An attempt's job was taken by a worker after waiting `waited`, with `taken` jobs taken
+    /// from the queue and `gone` of them for callers already gone.
+    fn started(
+        &mut self,
+        call: u64,
+        at: SimTime,
+        attempt: u32,
+        waited: SimDuration,
+        (taken, gone): (u64, u64),
+    ) {
+        let Some(job) = self.job(call, attempt) else {
+            return;
+        };
+        let s = &mut self.spans[job];
+        s.attributes.push(("resim.queue.wait_ns", ns(waited)));
+        let count = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+        s.events.push(Event {
+            at,
+            name: "started",
+            attributes: vec![
+                ("resim.queue.wait_ns", ns(waited)),
+                ("resim.queue.taken", count(taken)),
+                ("resim.queue.taken_gone", count(gone)),
+            ],
+        });
+    }
+
+    /// The caller learnt an attempt's outcome, and decided (a retry's backoff is an event of the
+    /// call's span).
+    fn attempted(
+        &mut self,
+        call: u64,
+        at: SimTime,
+        attempt: u32,
+        outcome: Option<Reason>,
+        sent: bool,
+        decision: Option<Decision>,
+    ) {
+        let call_span = self.calls[&call].span;
+        let client = match self.attempt_mut(call, attempt).client {
+            Some(c) => c,
+            None => self.attempt_span(call, at, attempt),
+        };
+        self.close(client, at);
+        let s = &mut self.spans[client];
+        if !sent {
+            s.attributes.push(("resim.sent", Value::Bool(false)));
+        }
+        s.set_outcome(outcome);
+        if let Some(d) = decision {
+            s.attributes
+                .push(("resim.retry.decision", Value::Str(d.name().into())));
+        }
+        if let Some(Decision::Retry(after)) = decision {
+            s.attributes.push(("resim.retry.backoff_ns", ns(after)));
+            self.spans[call_span].events.push(Event {
+                at,
+                name: "backoff",
+                attributes: vec![
+                    ("resim.attempt", Value::Int(i64::from(attempt))),
+                    ("resim.retry.backoff_ns", ns(after)),
+                ],
+            });
+        }
+    }
+
+    /// The call was dropped with its open attempts.
+    fn cancelled(&mut self, call: u64, call_span: usize, at: SimTime) {
+        self.close(call_span, at);
+        self.spans[call_span]
+            .attributes
+            .push(("resim.cancelled", Value::Bool(true)));
+        let open: Vec<usize> = self.calls[&call]
+            .attempts
+            .values()
+            .filter_map(|a| a.client)
+            .filter(|&c| self.open[c])
+            .collect();
+        for c in open {
+            self.close(c, at);
+            self.spans[c]
+                .attributes
+                .push(("resim.cancelled", Value::Bool(true)));
         }
     }
 
@@ -234,33 +264,7 @@ impl Builder {
         target: &str,
         deadline: Option<SimTime>,
     ) {
-        let caller_of = |c: u64| self.calls.get(&c).map(|c| c.caller.clone());
-        let (caller, parent, made_by) = match maker {
-            Maker::Client => (Some(client_of(path)), None, "client"),
-            Maker::Job(a) | Maker::Limiter(a) => {
-                let made = self.calls.get(&a.call);
-                let parent = made.and_then(|c| {
-                    let att = c.attempts.get(&a.attempt);
-                    att.and_then(|x| x.job.or(x.client)).or(Some(c.span))
-                });
-                let by = if matches!(maker, Maker::Job(_)) {
-                    "job"
-                } else {
-                    "limiter"
-                };
-                (made.map(|c| c.target.clone()), parent, by)
-            }
-            Maker::Hedge(a) => (
-                caller_of(a.call),
-                self.calls.get(&a.call).map(|c| c.span),
-                "hedge",
-            ),
-            Maker::Leaf(shell) => (
-                caller_of(shell),
-                self.calls.get(&shell).map(|c| c.span),
-                "fan_out",
-            ),
-        };
+        let (caller, parent, made_by) = self.made_by(maker, path);
         let root = self.calls.get(&self.request).map(|c| c.span);
         let parent = parent.or(root).map(|p| self.spans[p].id);
         let caller = caller.unwrap_or_else(|| client_of(path));
@@ -300,6 +304,38 @@ impl Builder {
             attempts: BTreeMap::new(),
         };
         self.calls.insert(call, spans);
+    }
+
+    /// Who made a call: the caller's name, the span it goes under (`None`: the request's
+    /// root) and how it was made (`client`, `job`, `limiter`, `hedge`, `fan_out`).
+    fn made_by(&self, maker: Maker, path: &str) -> (Option<String>, Option<usize>, &'static str) {
+        let caller_of = |c: u64| self.calls.get(&c).map(|c| c.caller.clone());
+        match maker {
+            Maker::Client => (Some(client_of(path)), None, "client"),
+            Maker::Job(a) | Maker::Limiter(a) => {
+                let made = self.calls.get(&a.call);
+                let parent = made.and_then(|c| {
+                    let att = c.attempts.get(&a.attempt);
+                    att.and_then(|x| x.job.or(x.client)).or(Some(c.span))
+                });
+                let by = if matches!(maker, Maker::Job(_)) {
+                    "job"
+                } else {
+                    "limiter"
+                };
+                (made.map(|c| c.target.clone()), parent, by)
+            }
+            Maker::Hedge(a) => (
+                caller_of(a.call),
+                self.calls.get(&a.call).map(|c| c.span),
+                "hedge",
+            ),
+            Maker::Leaf(shell) => (
+                caller_of(shell),
+                self.calls.get(&shell).map(|c| c.span),
+                "fan_out",
+            ),
+        }
     }
 
     fn attempt_mut(&mut self, call: u64, attempt: u32) -> &mut AttemptSpans {

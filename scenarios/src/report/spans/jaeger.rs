@@ -4,7 +4,7 @@
 //! typed (`string`, `bool`, `int64`), the span kind as the `span.kind` tag and a failure as
 //! `error: true` with OpenTelemetry's `otel.status_code`.
 
-use super::{Kind, Trace, Value, hex, micros};
+use super::{Kind, Span, Trace, Value, hex, micros};
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
 
@@ -38,47 +38,7 @@ pub(super) fn write(out: &mut impl Write, trace: &Trace, first: bool) -> io::Res
                 keys.len() - 1
             }
         };
-        let kind = match s.kind {
-            Kind::Internal => "internal",
-            Kind::Client => "client",
-            Kind::Server => "server",
-        };
-        let mut tags = vec![tag("span.kind", &Value::Str(kind.into()))];
-        tags.extend(s.attributes.iter().map(|(k, v)| tag(k, v)));
-        if let Some(why) = &s.error {
-            tags.push(tag("error", &Value::Bool(true)));
-            tags.push(tag("otel.status_code", &Value::Str("ERROR".into())));
-            tags.push(tag("otel.status_description", &Value::Str(why.clone())));
-        }
-        let logs: Vec<Json> = s
-            .events
-            .iter()
-            .map(|e| {
-                let mut fields = vec![tag("event", &Value::Str(e.name.into()))];
-                fields.extend(e.attributes.iter().map(|(k, v)| tag(k, v)));
-                json!({ "timestamp": micros(e.at), "fields": fields })
-            })
-            .collect();
-        let references: Vec<Json> = s
-            .parent
-            .iter()
-            .map(|p| {
-                json!({ "refType": "CHILD_OF", "traceID": trace_id, "spanID": hex(u128::from(*p), 16) })
-            })
-            .collect();
-        spans.push(json!({
-            "traceID": trace_id,
-            "spanID": hex(u128::from(s.id), 16),
-            "operationName": s.name,
-            "references": references,
-            "flags": 1,
-            "startTime": micros(s.start),
-            "duration": micros(s.end) - micros(s.start),
-            "tags": tags,
-            "logs": logs,
-            "processID": format!("p{}", n + 1),
-            "warnings": null,
-        }));
+        spans.push(span(s, &trace_id, n));
     }
     if !first {
         out.write_all(b",\n")?;
@@ -91,4 +51,49 @@ pub(super) fn write(out: &mut impl Write, trace: &Trace, first: bool) -> io::Res
     });
     serde_json::to_writer(&mut *out, &doc)?;
     Ok(())
+}
+
+/// One span in Jaeger's model, under process `p{process + 1}`.
+fn span(s: &Span, trace_id: &str, process: usize) -> Json {
+    let kind = match s.kind {
+        Kind::Internal => "internal",
+        Kind::Client => "client",
+        Kind::Server => "server",
+    };
+    let mut tags = vec![tag("span.kind", &Value::Str(kind.into()))];
+    tags.extend(s.attributes.iter().map(|(k, v)| tag(k, v)));
+    if let Some(why) = &s.error {
+        tags.push(tag("error", &Value::Bool(true)));
+        tags.push(tag("otel.status_code", &Value::Str("ERROR".into())));
+        tags.push(tag("otel.status_description", &Value::Str(why.clone())));
+    }
+    let logs: Vec<Json> = s
+        .events
+        .iter()
+        .map(|e| {
+            let mut fields = vec![tag("event", &Value::Str(e.name.into()))];
+            fields.extend(e.attributes.iter().map(|(k, v)| tag(k, v)));
+            json!({ "timestamp": micros(e.at), "fields": fields })
+        })
+        .collect();
+    let references: Vec<Json> = s
+        .parent
+        .iter()
+        .map(|p| {
+            json!({ "refType": "CHILD_OF", "traceID": trace_id, "spanID": hex(u128::from(*p), 16) })
+        })
+        .collect();
+    json!({
+        "traceID": trace_id,
+        "spanID": hex(u128::from(s.id), 16),
+        "operationName": s.name,
+        "references": references,
+        "flags": 1,
+        "startTime": micros(s.start),
+        "duration": micros(s.end) - micros(s.start),
+        "tags": tags,
+        "logs": logs,
+        "processID": format!("p{}", process + 1),
+        "warnings": null,
+    })
 }
