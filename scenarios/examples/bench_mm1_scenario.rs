@@ -58,6 +58,7 @@ fn main() {
         failed_examples: false,
         branches: Vec::new(),
         series: scenarios::Series::All,
+        sample_requests: None,
     };
     let (mut scenario_rates, mut bare_rates) = (Vec::new(), Vec::new());
     let (mut scenario_events, mut bare_events) = (Vec::new(), Vec::new());

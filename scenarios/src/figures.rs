@@ -23,6 +23,7 @@
 //! the calling service while running). Nothing grows with the number of requests.
 
 mod followed;
+pub mod sampling;
 
 pub use followed::{
     Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker,
@@ -120,6 +121,54 @@ impl Reason {
             Reason::PoolTimeout => "pool_timeout",
             Reason::ConnectionRefused => "connection_refused",
             Reason::LockTimeout => "lock_timeout",
+        }
+    }
+}
+
+impl Reason {
+    /// The HTTP status a caller sees for it, as the reference's table of failure reasons
+    /// says (`None`: no answer, or a connection error). A local rejection has the status it
+    /// stands for.
+    pub fn http_status(self) -> Option<u16> {
+        match self {
+            Reason::Timeout
+            | Reason::Deadline
+            | Reason::Unavailable
+            | Reason::PoolTimeout
+            | Reason::ConnectionRefused => None,
+            Reason::RateLimited | Reason::ClientLimited => Some(429),
+            Reason::QueueFull
+            | Reason::ConcurrencyLimited
+            | Reason::Shed
+            | Reason::BreakerOpen
+            | Reason::BulkheadFull
+            | Reason::LockTimeout => Some(503),
+            Reason::Error => Some(500),
+            Reason::Dependency => Some(502),
+            Reason::Conflict | Reason::VersionConflict => Some(409),
+            Reason::ClientError => Some(400),
+        }
+    }
+
+    /// The gRPC status code a gRPC service would answer with, by name and number, as the
+    /// reference's table of failure reasons says.
+    pub fn grpc_code(self) -> (&'static str, u8) {
+        match self {
+            Reason::Timeout | Reason::Deadline => ("DEADLINE_EXCEEDED", 4),
+            Reason::QueueFull
+            | Reason::RateLimited
+            | Reason::ConcurrencyLimited
+            | Reason::BulkheadFull
+            | Reason::ClientLimited => ("RESOURCE_EXHAUSTED", 8),
+            Reason::Shed
+            | Reason::Unavailable
+            | Reason::Dependency
+            | Reason::BreakerOpen
+            | Reason::PoolTimeout
+            | Reason::ConnectionRefused => ("UNAVAILABLE", 14),
+            Reason::Error => ("INTERNAL", 13),
+            Reason::Conflict | Reason::VersionConflict | Reason::LockTimeout => ("ABORTED", 10),
+            Reason::ClientError => ("INVALID_ARGUMENT", 3),
         }
     }
 }

@@ -31,7 +31,7 @@
 //! | [`export`] | | `resim export` and `tune --export`: one call of a scenario written back as Envoy, Istio, resilience4j or gRPC configuration, with the table of what went where and what was not exported; above the format and the import |
 //! | [`figures`] | | the plain data a finished run hands over: the world's boundary |
 //! | [`world`] | [`world::msg`], [`world::stack`], [`world::traffic`] (and private modules, one per thing that owns state) | clients, balancers, services, calls, caches, faults on sim-core (and sim-net) |
-//! | [`report`] | [`report::metastability`], [`report::render`] ([`report::render::charts`](mod@report::render::charts), [`report::render::charts::heatmap`]) | the report built from the figures, verdicts on expectations, one renderer per format |
+//! | [`report`] | [`report::metastability`], [`report::render`] ([`report::render::charts`](mod@report::render::charts), [`report::render::charts::heatmap`]), [`report::spans`] | the report built from the figures, verdicts on expectations, one renderer per format; followed requests written as traces |
 //! | [`run`](mod@run) | | one run within its limits: the world built, run, and reported |
 //! | [`experiment`] | [`experiment::plan`], [`experiment::sweep`], [`experiment::stats`], [`experiment::command`], [`experiment::compare`], [`experiment::phase`], [`experiment::shrink`] ([`pretty`](experiment::shrink::pretty), [`reduce`](experiment::shrink::reduce)), [`experiment::determinism`] | many runs: sweeps over seeds and grids in parallel, their statistics, comparisons, phase maps, shrinking, a run made twice |
 //! | [`cli`] | [`cli::library`] | the `resim` command line: its arguments, the dispatch, the embedded library and what a name means (a file, else a library scenario) |

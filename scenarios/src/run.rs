@@ -20,6 +20,7 @@
 //! figure reached it. The checks come at the same event counts however a run is advanced,
 //! so a run advanced in steps stops where the whole run would.
 
+use crate::figures::sampling::Sampling;
 use crate::figures::{FailedExample, Followed, RunMeta, SlowExample};
 use crate::format::error::ScenarioError;
 use crate::format::footprint::footprint;
@@ -70,6 +71,10 @@ pub struct RunOptions {
     /// report then has no `series` rows (see [`Series`] for what is dropped). It never
     /// changes the run: the digest is the same.
     pub series: Series,
+    /// Follow, whole, about this share (0 to 1) of the client requests, chosen by their
+    /// trace ids ([`Sampling`]), and hand each to [`run_streaming`]'s `ended` as soon as
+    /// nothing of it is in flight (`resim run --spans`). It never changes the run.
+    pub sample_requests: Option<f64>,
 }
 
 /// A branch point of a run (`--branch AT:LEVEL:INDEX`): once `at` events have run, every
@@ -504,6 +509,23 @@ pub fn run(
     file: &str,
     options: &RunOptions,
 ) -> Result<RunOutput, ScenarioError> {
+    run_streaming(scenario, file, options, &mut |_, _| {})
+}
+
+/// Events between two hand-overs of the sampled requests that ended: what a run holds of
+/// them is the requests in flight and those that ended in the last few thousand events.
+const HAND_OVER_EVENTS: u64 = 4096;
+
+/// [`run`], handing each request `options.sample_requests` chose to `ended` as soon as
+/// nothing of it is in flight (every few thousand events), then, when the run stops, those
+/// still in flight, with the time it stopped at. The run is the one [`run`] runs: same
+/// events, same digest, same report (its `followed_requests` are empty: `ended` had them).
+pub fn run_streaming(
+    scenario: &Scenario,
+    file: &str,
+    options: &RunOptions,
+    ended: &mut dyn FnMut(Followed, Option<SimTime>),
+) -> Result<RunOutput, ScenarioError> {
     let mut running = Running::start(scenario, file, options)?;
     let branch_error = |b: &Branch, message: String| ScenarioError::Override {
         file: file.to_string(),
@@ -533,8 +555,27 @@ pub fn run(
         }
         running.branch(b.level, b.index);
     }
-    running.advance_to_end();
-    Ok(running.finish())
+    if options.sample_requests.is_none() {
+        running.advance_to_end();
+        return Ok(running.finish());
+    }
+    // Advancing in steps stops where the whole run stops (the memory checks come at the
+    // same event counts), so the hand-overs change nothing of the run.
+    loop {
+        let stopped = running.advance_events(HAND_OVER_EVENTS);
+        for f in running.sim.entity_mut(running.id).take_ended() {
+            ended(f, None);
+        }
+        if stopped.is_some() {
+            break;
+        }
+    }
+    let stopped_at = running.now();
+    let mut out = running.finish();
+    for f in std::mem::take(&mut out.followed_requests) {
+        ended(f, Some(stopped_at));
+    }
+    Ok(out)
 }
 
 /// The world of `s` at `seed`, describing and recording what `options` ask for.
@@ -552,6 +593,9 @@ fn world(s: &Scenario, seed: u64, options: &RunOptions) -> World {
             &options.follow_requests,
             options.failed_examples,
         );
+    }
+    if let Some(ratio) = options.sample_requests {
+        world.sample_requests(Sampling::new(seed, ratio));
     }
     world
 }

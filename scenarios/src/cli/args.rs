@@ -125,8 +125,11 @@ pub(super) enum Command {
     /// Write one self-contained HTML page to explore a run: linked charts (hover, drag to
     /// zoom), a timeline of faults, breakers and expectations, the topology at any instant,
     /// the failed requests of a bucket and their stories, why by window, and with
-    /// `--compare` a second run on the same seed overlaid. Exit code 0 whatever the run's
-    /// expectations say; 2 on bad input.
+    /// `--compare` a second run on the same seed overlaid. With `--serve`, what-if on this
+    /// machine: a local server (127.0.0.1 only, a random token in the URL it prints) gives
+    /// the page with each `--knob` as a control; changing one re-runs the scenario on the same
+    /// seed and draws the new run over the previous one; it runs until Ctrl-C. Exit code 0
+    /// whatever the run's expectations say; 2 on bad input.
     Explore(ExploreArgs),
     /// Print the output of a sweep, a phase map or a tune from the `--out` files of all its
     /// partitions.
@@ -204,19 +207,47 @@ pub(super) fn flag_error(file: &str, flag: Flag, text: &str, message: &str) -> S
 pub(super) struct ExploreArgs {
     /// A `.ron` file, or the name of a library scenario.
     pub(super) file: String,
-    /// The seed (default: the scenario's own).
+    /// A second file (or library name) to compare with: run on the same seed with the same
+    /// `--set`s (not `--variant`) and overlaid, as `--compare` overlays a variant.
+    #[arg(value_name = "OTHER", conflicts_with_all = ["compare", "serve"])]
+    pub(super) other: Option<String>,
+    /// The seed (default: the scenario's own); with `--serve`, of every run.
     #[arg(long)]
     pub(super) seed: Option<u64>,
     /// Simulated duration, e.g. "120s".
     #[arg(long)]
     pub(super) duration: Option<SimDuration>,
+    /// The event budget of each run.
+    #[arg(long)]
+    pub(super) max_events: Option<u64>,
     /// Also run the file with this variant of its `variants` (instead of `--variant`, with
     /// the same `--set`s and seed) and overlay it, with the difference per bucket.
-    #[arg(long, value_name = "VARIANT")]
+    #[arg(long, value_name = "VARIANT", conflicts_with = "serve")]
     pub(super) compare: Option<String>,
     /// The page to write.
-    #[arg(short = 'o', long = "out", value_name = "FILE")]
-    pub(super) out: String,
+    #[arg(
+        short = 'o',
+        long = "out",
+        value_name = "FILE",
+        required_unless_present = "serve",
+        conflicts_with = "serve"
+    )]
+    pub(super) out: Option<String>,
+    /// Serve the page from a local server on 127.0.0.1 (never another address), with the
+    /// knobs as controls: changing one re-runs the scenario and redraws. Prints the URL,
+    /// with its token; a request without the token, from another site (`Origin`) or to
+    /// another host name (`Host`) is refused.
+    #[arg(long)]
+    pub(super) serve: bool,
+    /// The port to listen on (default: a free one, printed).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "serve")]
+    pub(super) port: u16,
+    /// A control on the page: a `--set` path and the values it offers, `PATH=V1,V2,…` (a
+    /// list) or `PATH=START..END[:STEP]` (a slider; step 1 by default), e.g.
+    /// `services.api.workers=8..64:8`; repeatable. Every value is checked as `--set` checks
+    /// it, when the server starts and when the page sends it.
+    #[arg(long = "knob", value_name = "PATH=VALUES", requires = "serve")]
+    pub(super) knobs: Vec<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
 }
@@ -565,12 +596,35 @@ pub(super) struct RunArgs {
     /// Also write one self-contained HTML page with the report's tables and every chart.
     #[arg(long, value_name = "FILE")]
     pub(super) html: Option<String>,
+    /// Also write the simulated requests as traces to FILE: a span per request, call,
+    /// attempt and job, written as each request ends (the run is the same: same digest).
+    #[arg(long, value_name = "FILE", conflicts_with = "check_determinism")]
+    pub(super) spans: Option<String>,
+    /// The format of `--spans`: OTLP JSON lines (the OpenTelemetry Collector's file
+    /// exporter), Jaeger JSON (the UI's upload), Zipkin v2 JSON, or Perfetto (Chrome trace
+    /// events, for ui.perfetto.dev).
+    #[arg(long, value_name = "FORMAT", value_parser = ["otlp", "jaeger", "zipkin", "perfetto"], default_value = "otlp", requires = "spans")]
+    pub(super) spans_format: String,
+    /// The share of the requests `--spans` writes, from 0 to 1, chosen by their trace ids
+    /// (whole requests, the same ones for the same seed).
+    #[arg(long, value_name = "RATIO", value_parser = parse_ratio, default_value = "1", requires = "spans")]
+    pub(super) spans_sample: f64,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,
     /// Run twice and compare the digests; on a difference, show the first divergent event
     /// (exit code 1) instead of the report.
     #[arg(long)]
     pub(super) check_determinism: bool,
+}
+
+/// A ratio from 0 to 1.
+fn parse_ratio(text: &str) -> Result<f64, String> {
+    let usage = "write a ratio from 0 to 1, e.g. 0.1 for a tenth of the requests";
+    match text.trim().parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        Ok(_) => Err(format!("{text:?} is not between 0 and 1; {usage}")),
+        Err(_) => Err(format!("{text:?} is not a number; {usage}")),
+    }
 }
 
 /// The most seeds one sweep runs.
@@ -674,14 +728,18 @@ pub(super) struct ExportArgs {
     /// an Istio subset, `SERVICE/METHOD` a gRPC method.
     #[arg(long, value_name = "NAME")]
     pub(super) service: Option<String>,
-    /// The configuration the call's configuration is in today: write it back with only the
-    /// fields the scenario changed changed, in its own text (its comments, order and
-    /// formatting kept), and print the unified diff on stderr. Without it, complete objects
-    /// are written, with placeholders (said so in the table) where the scenario has no value.
-    #[arg(long, value_name = "ORIGINAL")]
-    pub(super) against: Option<String>,
-    /// Write the configuration to this file instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    /// The configuration the call's configuration is in today, one file or several (`--against
+    /// A.yaml B.yaml`, or `--against` repeated; read together as `import` reads them): write
+    /// it back with only the fields the scenario changed changed, in its own text (its
+    /// comments, order and formatting kept), and print the unified diff on stderr. Several
+    /// files need `--out DIR`. Without it, complete objects are written, with placeholders
+    /// (said so in the table) where the scenario has no value.
+    #[arg(long, value_name = "ORIGINAL", num_args = 1..)]
+    pub(super) against: Vec<String>,
+    /// Write the configuration to this file instead of stdout; with several `--against`
+    /// files, a directory to write each of them into, under its own name (a file no change
+    /// reaches is written as it was, byte for byte).
+    #[arg(long, value_name = "FILE|DIR")]
     pub(super) out: Option<String>,
     #[command(flatten)]
     pub(super) overrides: OverrideArgs,

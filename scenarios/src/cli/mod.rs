@@ -4,8 +4,11 @@
 //! | module | what |
 //! |---|---|
 //! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
+//! | `convert` | `resim export`'s output: one configuration, or the files `--against` writes back into a directory |
 //! | `explore` | `resim explore`: the explorer's page of a run, and of a variant compared with it |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
+//! | `serve` | `resim explore --serve`: the local server of what-if runs (127.0.0.1, a token, Host and Origin checked) |
+//! | `spans` | `resim run --spans`: the run with its sampled requests streamed to a file as traces, nothing half-written |
 //!
 //! Exit codes: 0 ok, 1 an expectation failed, 2 bad input (the error is one line on stderr).
 //! A reader that goes away (`resim list | head -1`) ends the output quietly, with the exit
@@ -16,15 +19,17 @@
 //! prints, and decides what a name means; the experiments get its [`library::open`].
 
 mod args;
+mod convert;
 mod explore;
 pub mod library;
+mod serve;
+mod spans;
 
 use crate::experiment::command::{
     CompareOutput, Outcome, Sweep, compare_command, merge_files, sweep,
 };
 use crate::experiment::determinism::{self, Verdict, check_determinism};
 use crate::experiment::{GridAxis, phase, risk, shrink, tune};
-use crate::export;
 use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Overrides};
@@ -34,10 +39,10 @@ use crate::report::{Format, Report, render, why};
 use crate::run::{RunOptions, run};
 use anyhow::Context as _;
 use args::{
-    Cli, Command, ExportArgs, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error,
-    parse_sets,
+    Cli, Command, ImportArgs, PhaseFormat, RunArgs, ShrinkArgs, WhyArgs, flag_error, parse_sets,
 };
 use clap::Parser as _;
+use convert::export_call;
 use explore::explore_file;
 use library::{DEFAULT_EXAMPLE, resolve};
 use std::process::ExitCode;
@@ -75,6 +80,9 @@ pub fn main() -> ExitCode {
         }
         Command::Shrink(args) => shrink_file(&args, &limits),
         Command::Why(args) => why_file(&args, &limits, &cli.limits.command_line()),
+        Command::Explore(args) if args.serve => {
+            serve::explore(&args, &limits, &cli.limits.command_line())
+        }
         Command::Explore(args) => explore_file(&args, &limits, &cli.limits.command_line()),
         Command::Compare {
             files,
@@ -338,7 +346,7 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
 }
 
 /// A configuration file of `resim import`, `-` being stdin.
-fn import_input(file: &str) -> Result<import::Input, String> {
+pub(super) fn import_input(file: &str) -> Result<import::Input, String> {
     let text = if file == "-" {
         std::io::read_to_string(std::io::stdin()).map_err(|e| format!("stdin: cannot read: {e}"))
     } else {
@@ -351,7 +359,7 @@ fn import_input(file: &str) -> Result<import::Input, String> {
 }
 
 /// The scenario `--into` names: a file, else a library scenario, as `run` reads names.
-fn into_scenario(name: &str) -> Result<import::Input, String> {
+pub(super) fn into_scenario(name: &str) -> Result<import::Input, String> {
     if !std::path::Path::new(name).exists()
         && let Some(entry) = library::find(name)
     {
@@ -373,7 +381,7 @@ fn into_scenario(name: &str) -> Result<import::Input, String> {
 /// What `resim import` or `resim export` made of a configuration: on bad input its error and
 /// exit code 2; else its mapping table on stderr and its `text` into the file `out`, or on
 /// stdout without one (exit code 2 if the file cannot be written).
-fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitCode {
+pub(super) fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitCode {
     let (table, text) = match made {
         Ok(made) => made,
         Err(e) => {
@@ -394,32 +402,6 @@ fn converted(made: Result<(String, String), String>, out: Option<&str>) -> ExitC
         }
     }
     ExitCode::SUCCESS
-}
-
-/// `resim export`: the configuration on stdout (or in `out`), the mapping table on stderr;
-/// exit code 2 on bad input.
-fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
-    let exported = (|| {
-        let overrides = args.overrides.overrides(&args.file)?;
-        let scenario = resolve(&args.file, limits, &overrides).map_err(|e| e.to_string())?;
-        let format: export::TargetFormat = args.to.parse()?;
-        let service = args.service.as_deref();
-        match &args.against {
-            None => export::export(&scenario, &args.file, &args.call, format, service),
-            Some(original) => {
-                let against = export::Against {
-                    original: import_input(original)?,
-                    scenario: into_scenario(&args.file)?,
-                };
-                export::export_against(&scenario, &args.file, &args.call, format, service, &against)
-            }
-        }
-        .map_err(|e| e.to_string())
-    })();
-    converted(
-        exported.map(|e| (e.table + &e.diff, e.text)),
-        args.out.as_deref(),
-    )
 }
 
 /// `resim check`: the file and each of its variants parse and validate, and so does what the
@@ -456,27 +438,17 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
         }
     };
     if args.check_determinism {
-        return match resolve(&file, limits, &overrides).and_then(|s| {
-            Ok((
-                check_determinism(&s, &file, &options)?,
-                options.seed.unwrap_or(s.seed),
-            ))
-        }) {
-            Ok((verdict, seed)) => {
-                emit(&determinism::render(&verdict, seed));
-                match verdict {
-                    Verdict::Same { .. } => ExitCode::SUCCESS,
-                    Verdict::Different { .. } => ExitCode::from(1),
-                }
-            }
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::from(2)
-            }
-        };
+        return determinism_file(&file, limits, &overrides, &options);
     }
-    let mut report = match resolve(&file, limits, &overrides).and_then(|s| run(&s, &file, &options))
-    {
+    let flags = args.spans.as_deref().map(|path| spans::SpansFlags {
+        path,
+        format: &args.spans_format,
+        sample: args.spans_sample,
+    });
+    let ran = resolve(&file, limits, &overrides)
+        .map_err(|e| e.to_string())
+        .and_then(|s| spans::run_with_spans(&s, &file, &options, flags));
+    let mut report = match ran {
         Ok(o) => o.report,
         Err(e) => {
             eprintln!("{e}");
@@ -516,6 +488,33 @@ fn run_file(args: RunArgs, limits: &RunLimits, limit_flags: &str) -> ExitCode {
             report.replay_command(),
         );
         ExitCode::from(1)
+    }
+}
+
+/// `resim run --check-determinism`: the run twice, compared; exit code 1 when they differ.
+fn determinism_file(
+    file: &str,
+    limits: &RunLimits,
+    overrides: &Overrides,
+    options: &RunOptions,
+) -> ExitCode {
+    match resolve(file, limits, overrides).and_then(|s| {
+        Ok((
+            check_determinism(&s, file, options)?,
+            options.seed.unwrap_or(s.seed),
+        ))
+    }) {
+        Ok((verdict, seed)) => {
+            emit(&determinism::render(&verdict, seed));
+            match verdict {
+                Verdict::Same { .. } => ExitCode::SUCCESS,
+                Verdict::Different { .. } => ExitCode::from(1),
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -11,8 +11,11 @@
 use crate::format::error::ScenarioError;
 use crate::format::schema::Scenario;
 use crate::report::explore::{ExploreData, Recorded, tree_requests};
-use crate::run::{RunOptions, run};
-use sim_core::SimDuration;
+use crate::run::{RunOptions, RunOutput, Running};
+use sim_core::{SimDuration, SimTime};
+
+/// Events simulated between two calls of [`build_reporting`]'s progress.
+pub const PROGRESS_EVENTS: u64 = 50_000;
 
 /// What an explored run is run with, and what it says it ran with.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +24,8 @@ pub struct ExploreOptions {
     pub seed: Option<u64>,
     /// The simulated duration (the scenario's own when `None`).
     pub duration: Option<SimDuration>,
+    /// The event budget of each run (the scenario's own when `None`).
+    pub max_events: Option<u64>,
     /// The variant the scenario was given, for the page to say.
     pub variant: Option<String>,
     /// The `--set`s the scenario was given, as typed, for the page to say.
@@ -37,13 +42,25 @@ pub fn build(
     file: &str,
     options: &ExploreOptions,
 ) -> Result<ExploreData, ScenarioError> {
+    build_reporting(scenario, file, options, &|_, _| {})
+}
+
+/// [`build`], calling `progress(events, now)` every [`PROGRESS_EVENTS`] events of each of its
+/// runs (`resim explore --serve` shows it); the runs are the same however they are advanced.
+pub fn build_reporting(
+    scenario: &Scenario,
+    file: &str,
+    options: &ExploreOptions,
+    progress: &dyn Fn(u64, SimTime),
+) -> Result<ExploreData, ScenarioError> {
     let plain = RunOptions {
         seed: options.seed,
         duration: options.duration,
+        max_events: options.max_events,
         failed_examples: true,
         ..RunOptions::default()
     };
-    let first = run(scenario, file, &plain)?;
+    let first = run_reporting(scenario, file, &plain, progress)?;
     let requests = tree_requests(&first.failed_examples, &first.slow_examples);
     let followed = if requests.is_empty() {
         Vec::new()
@@ -52,7 +69,7 @@ pub fn build(
             follow_requests: requests,
             ..plain
         };
-        let second = run(scenario, file, &following)?;
+        let second = run_reporting(scenario, file, &following, progress)?;
         assert_eq!(
             second.report.digest, first.report.digest,
             "following requests never changes a run (world/follow.rs)"
@@ -73,4 +90,20 @@ pub fn build(
         options.variant.clone(),
         options.sets.clone(),
     ))
+}
+
+/// One run to its end in slices of [`PROGRESS_EVENTS`] events, `progress` called after each: a
+/// run stops at the same event however it is advanced, so it is `run::run`'s (without
+/// branches, which an explored run has none of).
+fn run_reporting(
+    scenario: &Scenario,
+    file: &str,
+    options: &RunOptions,
+    progress: &dyn Fn(u64, SimTime),
+) -> Result<RunOutput, ScenarioError> {
+    let mut running = Running::start(scenario, file, options)?;
+    while running.advance_events(PROGRESS_EVENTS).is_none() {
+        progress(running.events(), running.now());
+    }
+    Ok(running.finish())
 }

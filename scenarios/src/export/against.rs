@@ -1,67 +1,67 @@
-//! `resim export --against ORIGINAL`: the original configuration with only what the scenario
-//! changed changed, edited in its own text ([`super::edit`]) so that its comments, order and
-//! formatting stay.
+//! `resim export --against ORIGINAL…`: the original configuration, one file or several, with
+//! only what the scenario changed changed, edited in its own text ([`super::edit`]) so that
+//! its comments, order and formatting stay.
 //!
 //! What changed is found in the target format's words: the call is exported twice, as the
 //! original configures it (the original imported into the scenario at the call, `before`) and
 //! as the scenario has it (`after`); the fields whose values differ are the changes. Each
-//! exported object stands for one object of the original ([`Anchor`]: the cluster and the
-//! route of an Envoy upstream, the DestinationRule (or its subset) and the VirtualService's
-//! route of an Istio host, the resilience4j configuration, the gRPC `methodConfig` that names
-//! the service and the config's top), and a changed field is written at the same path under
-//! it: replaced where the original writes it, inserted beside its siblings where it does not.
-//! Keys are matched as the formats match them (Spring's relaxed names, grpc-go's any case,
-//! protobuf JSON's camelCase): case, `-` and `_` aside; a Spring YAML key with dots
-//! (`resilience4j.retry:`, `retry.instances.backendA:`) stands for the keys it joins. A change that cannot be placed (a field
-//! the scenario no longer has, a list written as a block) is listed, never dropped.
+//! exported object stands for one object of the original ([`super::anchors`]), and a changed
+//! field is written at the same path under it: replaced where the original writes it,
+//! inserted beside its siblings where it does not. A Spring YAML key with dots
+//! (`resilience4j.retry:`, `retry.instances.backendA:`) stands for the keys it joins. A change
+//! that cannot be placed (a field the scenario no longer has, a list written as a block) is
+//! listed, never dropped.
+//!
+//! **Several files.** Each object is looked for in the files in the order given, and its
+//! changes go to the first file that has it (an Istio DestinationRule and a VirtualService in
+//! files of their own each get their own); a file no change reaches is left as it was, byte
+//! for byte. Spring's files are one environment: a change goes to the file whose value Spring
+//! reads, the one of highest precedence that sets the property (`.properties` over YAML, a
+//! profile's file over a plain one, a later file over an earlier one), said so when another
+//! file sets it too; a property no file sets goes where the most of its path is already
+//! written (the instance's own block), the higher precedence on a tie.
 
+use super::anchors::{Anchor, Key, anchors, field, same_key};
 use super::edit::{self, Edit, Source};
 use super::text::Document;
 use super::{ExportError, TargetFormat};
+use crate::import::resilience4j::sources;
 use crate::import::spring::key_steps;
 use crate::import::tree::{Doc, Spot, child, item_name};
 use crate::import::{Input, detect};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// One step of a path into a document.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
-    Field(String),
-    Index(usize),
-}
-
-/// An object of the exported document and the object of the original it stands for.
-struct Anchor {
-    exported: Vec<Key>,
-    original: Vec<Key>,
-    /// Fields of the exported object that are not the original's to change (names, matches).
-    skip: &'static [&'static str],
-}
-
-/// The original, edited: its new text, the diff, and the changes that could not be placed.
+/// One original file, edited: its new text, the diff, the changes that could not be placed,
+/// and notes on where a change went and why.
 #[derive(Debug, Clone, Default)]
 pub struct Applied {
     pub text: String,
     pub diff: String,
     pub left: Vec<String>,
+    pub notes: Vec<String>,
 }
 
-/// `original` with the fields where `after` differs from `before` changed; `name` is the
-/// upstream the call's configuration is in.
+/// Each of `originals` with the fields where `after` differs from `before` changed; `name` is
+/// the upstream the call's configuration is in.
 pub fn apply(
     format: TargetFormat,
     name: &str,
-    original: &Input,
+    originals: &[Input],
     before: &Document,
     after: &Document,
-) -> Result<Applied, ExportError> {
-    let (_, doc) = detect(original, Some(format)).map_err(|e| ExportError(e.0))?;
-    let anchors = anchors(format, name, &doc.root);
-    if anchors.is_empty() {
+) -> Result<Vec<Applied>, ExportError> {
+    let docs = originals
+        .iter()
+        .map(|o| detect(o, Some(format)).map(|(_, d)| d))
+        .collect::<Result<Vec<Doc>, _>>()
+        .map_err(|e| ExportError(e.0))?;
+    let anchored = anchored(format, name, &docs);
+    if anchored.is_empty() {
+        let files: Vec<&str> = originals.iter().map(|o| o.file.as_str()).collect();
         return Err(ExportError(format!(
             "{}: --against: the original configures no {} named {name:?}; name the one that configures the call with --service",
-            original.file,
+            files.join(", "),
             match format {
                 TargetFormat::Envoy => "cluster",
                 TargetFormat::Istio => "host",
@@ -70,8 +70,12 @@ pub fn apply(
             }
         )));
     }
-    let mut place = Placer::new(&doc, original);
-    for a in &anchors {
+    let mut placers: Vec<Placer> = docs
+        .iter()
+        .zip(originals)
+        .map(|(d, o)| Placer::new(d, o))
+        .collect();
+    for (file, a) in &anchored {
         let (Some(b), Some(x)) = (
             get_in(before.values(), &a.exported),
             get_in(after.values(), &a.exported),
@@ -82,14 +86,158 @@ pub fn apply(
         leaves(b, &mut Vec::new(), a.skip, &mut was);
         leaves(x, &mut Vec::new(), a.skip, &mut now);
         let paths: std::collections::BTreeSet<&Vec<Key>> = was.keys().chain(now.keys()).collect();
-        for path in paths {
-            let new = now.get(path);
-            if was.get(path) != new {
-                place.change(&a.original, path, new);
+        let mut changes: Vec<(Vec<Key>, Option<Value>)> = paths
+            .into_iter()
+            .filter(|p| was.get(*p) != now.get(*p))
+            .map(|p| (p.clone(), now.get(p).cloned()))
+            .collect();
+        if format == TargetFormat::Istio {
+            changes = whole_components(&docs[*file].root, a, changes, &mut placers[*file]);
+        }
+        for (path, new) in changes {
+            let at = match format {
+                TargetFormat::Resilience4j => spring_file(&mut placers, &a.original, &path),
+                _ => *file,
+            };
+            placers[at].change(&a.original, &path, new.as_ref());
+        }
+    }
+    placers.into_iter().map(Placer::finish).collect()
+}
+
+/// An Istio subset's changes to a component of its traffic policy (`outlierDetection`,
+/// `connectionPool`, …) that the subset does not have but its host does, as the host's
+/// component with the changes, written whole into the subset: Istio replaces a host's
+/// component with a subset's whole, so a subset's component of only the changed fields would
+/// reset the others, and a change to the host's would change its other subsets too.
+fn whole_components(
+    root: &Value,
+    anchor: &Anchor,
+    changes: Vec<(Vec<Key>, Option<Value>)>,
+    placer: &mut Placer,
+) -> Vec<(Vec<Key>, Option<Value>)> {
+    let at = |keys: &[Key]| {
+        keys.iter().try_fold(root, |v, k| match k {
+            Key::Field(x) => field(v, x).map(|(_, n)| n),
+            Key::Index(i) => v.get(i),
+        })
+    };
+    let n = anchor.original.len();
+    let is_subset = n >= 2 && anchor.original[n - 2] == Key::Field("subsets".into());
+    let host_policy = is_subset
+        .then(|| at(&anchor.original[..n - 2]))
+        .flatten()
+        .and_then(|spec| field(spec, "trafficPolicy"))
+        .map(|(_, p)| p);
+    let own = at(&anchor.original).and_then(|e| field(e, "trafficPolicy"));
+    let mut out = Vec::new();
+    let mut whole: BTreeMap<String, Value> = BTreeMap::new();
+    for (path, new) in changes {
+        let component = match path.as_slice() {
+            [Key::Field(tp), Key::Field(c), rest @ ..] if tp == "trafficPolicy" => host_policy
+                .and_then(|p| field(p, c))
+                .filter(|_| own.and_then(|(_, o)| field(o, c)).is_none())
+                .map(|(written, host)| (c.clone(), written, host, rest)),
+            _ => None,
+        };
+        let Some((c, written, host, rest)) = component else {
+            out.push((path, new));
+            continue;
+        };
+        let value = whole.entry(c).or_insert_with(|| host.clone());
+        let mut spelled = Vec::new();
+        let mut v: &Value = host;
+        for k in rest {
+            let Key::Field(x) = k else { break };
+            let name = field(v, x).map_or(x.as_str(), |(w, _)| w);
+            spelled.push(Key::Field(name.to_string()));
+            v = field(v, x).map_or(&Value::Null, |(_, n)| n);
+        }
+        match new {
+            Some(x) => nest(value, &spelled, x),
+            None => drop_at(value, &spelled),
+        }
+        let (_, _, subset, _) = placer.walk(&anchor.original);
+        placer.notes.push(format!(
+            "{} ({subset}): the subset has no {written} of its own, and Istio replaces the host's whole with a subset's: the host's, with the change, is written into the subset (the host and its other subsets keep theirs)",
+            placer.doc.place(&subset)
+        ));
+    }
+    placer.notes.dedup();
+    for (c, value) in whole {
+        out.push((
+            vec![Key::Field("trafficPolicy".into()), Key::Field(c)],
+            Some(value),
+        ));
+    }
+    out
+}
+
+/// `value` without the field at `path`.
+fn drop_at(value: &mut Value, path: &[Key]) {
+    match path {
+        [Key::Field(k)] => {
+            if let Some(m) = value.as_object_mut() {
+                m.remove(k);
+            }
+        }
+        [Key::Field(k), rest @ ..] => {
+            if let Some(v) = value.get_mut(k) {
+                drop_at(v, rest);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The anchors of the upstream `name` in the files `docs`, each with the first file (in the
+/// order given) that has it.
+fn anchored(format: TargetFormat, name: &str, docs: &[Doc]) -> Vec<(usize, Anchor)> {
+    let mut out: Vec<(usize, Anchor)> = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        for a in anchors(format, name, &doc.root) {
+            if !out.iter().any(|(_, b)| b.exported == a.exported) {
+                out.push((i, a));
             }
         }
     }
-    place.finish()
+    out
+}
+
+/// Which of Spring's files the change at `rel` under `anchor` goes to: the file of highest
+/// precedence that sets it (a note on the file that wins when several do), else the one that
+/// has the most of its path, the higher precedence on a tie.
+fn spring_file(placers: &mut [Placer], anchor: &[Key], rel: &[Key]) -> usize {
+    let keys: Vec<Key> = anchor.iter().chain(rel).cloned().collect();
+    let rank = |i: usize, p: &Placer| sources::precedence(p.file, i);
+    let covered: Vec<usize> = placers.iter().map(|p| p.walk(&keys).1).collect();
+    let setting: Vec<usize> = (0..placers.len())
+        .filter(|&i| covered[i] == keys.len())
+        .collect();
+    let best = |among: &[usize], by: &dyn Fn(usize) -> (usize, (bool, bool, usize))| {
+        among.iter().copied().max_by_key(|&i| by(i)).unwrap_or(0)
+    };
+    if setting.is_empty() {
+        let all: Vec<usize> = (0..placers.len()).collect();
+        return best(&all, &|i| (covered[i], rank(i, &placers[i])));
+    }
+    let won = best(&setting, &|i| (0, rank(i, &placers[i])));
+    let others: Vec<&str> = setting
+        .iter()
+        .filter(|&&i| i != won)
+        .map(|&i| placers[i].file)
+        .collect();
+    if let Some(&lower) = setting.iter().find(|&&i| i != won) {
+        let why = sources::why(placers[won].file, placers[lower].file, (won, lower));
+        let note = format!(
+            "{}: also set in {}; written into {}, whose value Spring reads: {why}",
+            words(&keys),
+            others.join(", "),
+            placers[won].file
+        );
+        placers[won].notes.push(note);
+    }
+    won
 }
 
 /// The value at `path` of `docs` (its first step the document's index).
@@ -130,25 +278,6 @@ fn leaves(v: &Value, at: &mut Vec<Key>, skip: &[&str], out: &mut BTreeMap<Vec<Ke
     }
 }
 
-/// A key as the formats compare them: case, `-` and `_` aside.
-fn same_key(a: &str, b: &str) -> bool {
-    let norm = |s: &str| {
-        s.chars()
-            .filter(|c| *c != '-' && *c != '_')
-            .flat_map(char::to_lowercase)
-            .collect::<String>()
-    };
-    norm(a) == norm(b)
-}
-
-/// The field of `v` that `k` names, as the original writes its key.
-fn field<'v>(v: &'v Value, k: &str) -> Option<(&'v str, &'v Value)> {
-    let map = v.as_object()?;
-    map.get_key_value(k)
-        .or_else(|| map.iter().find(|(x, _)| same_key(x, k)))
-        .map(|(x, v)| (x.as_str(), v))
-}
-
 /// The dotted keys of `v` whose steps are the first keys of `keys` (`resilience4j.retry` for
 /// `resilience4j`, `retry`, …), as Spring reads a dotted YAML key: each key, how many steps it
 /// has, its value.
@@ -180,6 +309,7 @@ struct Placer<'d> {
     /// Fields to insert: the tree path of the object, the field, its value (merged).
     inserts: BTreeMap<(Vec<Key>, String), Value>,
     left: Vec<String>,
+    notes: Vec<String>,
 }
 
 impl<'d> Placer<'d> {
@@ -190,6 +320,7 @@ impl<'d> Placer<'d> {
             text: &original.text,
             properties: original.file.ends_with(".properties"),
             edits: Vec::new(),
+            notes: Vec::new(),
             inserts: BTreeMap::new(),
             left: Vec::new(),
         }
@@ -332,6 +463,7 @@ impl<'d> Placer<'d> {
             diff: edit::diff(self.file, self.text, &text),
             text,
             left: self.left,
+            notes: self.notes,
         })
     }
 }
@@ -406,192 +538,4 @@ fn property_line(text: &str, key: &str, value: &Value) -> Edit {
         end: text.len(),
         text: format!("{lead}{}\n", lines.join("\n")),
     }
-}
-
-// ---- which object of the original each exported object stands for ----
-
-fn f(k: &str) -> Key {
-    Key::Field(k.to_string())
-}
-
-/// The anchors of the upstream `name` in the original `root`.
-fn anchors(format: TargetFormat, name: &str, root: &Value) -> Vec<Anchor> {
-    let mut out = Vec::new();
-    let doc0 = |keys: &[Key]| -> Vec<Key> {
-        std::iter::once(Key::Index(0))
-            .chain(keys.iter().cloned())
-            .collect()
-    };
-    match format {
-        TargetFormat::Envoy => envoy(name, root, &mut out),
-        TargetFormat::Istio => istio(name, root, &mut out),
-        TargetFormat::Resilience4j => out.push(Anchor {
-            exported: vec![Key::Index(0)],
-            original: Vec::new(),
-            skip: &[],
-        }),
-        TargetFormat::Grpc => {
-            let names_it = |v: &Value, _: Option<&str>| {
-                field(v, "name")
-                    .and_then(|(_, n)| n.as_array())
-                    .is_some_and(|entries| {
-                        entries.iter().any(|e| {
-                            field(e, "service").and_then(|(_, s)| s.as_str()) == Some(name)
-                                || name == "default" && e.as_object().is_some_and(Map::is_empty)
-                        })
-                    })
-            };
-            if let Some(at) = find(root, &mut Vec::new(), &names_it) {
-                out.push(Anchor {
-                    exported: doc0(&[f("methodConfig"), Key::Index(0)]),
-                    original: at,
-                    skip: &["name"],
-                });
-                out.push(Anchor {
-                    exported: vec![Key::Index(0)],
-                    original: Vec::new(),
-                    skip: &["methodConfig"],
-                });
-            }
-        }
-    }
-    out
-}
-
-/// The Envoy anchors: the cluster named `name` and the route to it.
-fn envoy(name: &str, root: &Value, out: &mut Vec<Anchor>) {
-    let doc0 = |keys: &[Key]| -> Vec<Key> {
-        std::iter::once(Key::Index(0))
-            .chain(keys.iter().cloned())
-            .collect()
-    };
-    if let Some(at) = find(root, &mut Vec::new(), &|v, parent| {
-        v.get("name").and_then(Value::as_str) == Some(name)
-            && (parent == Some("clusters")
-                || v.get("@type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.ends_with(".Cluster")))
-    }) {
-        out.push(Anchor {
-            exported: doc0(&[f("resources"), Key::Index(0)]),
-            original: at,
-            skip: &[],
-        });
-    }
-    if let Some(at) = find(root, &mut Vec::new(), &|v, _| {
-        v.get("route")
-            .and_then(|r| r.get("cluster"))
-            .and_then(Value::as_str)
-            == Some(name)
-    }) {
-        out.push(Anchor {
-            exported: doc0(&[
-                f("resources"),
-                Key::Index(1),
-                f("virtual_hosts"),
-                Key::Index(0),
-                f("routes"),
-                Key::Index(0),
-            ]),
-            original: at,
-            skip: &["match"],
-        });
-    }
-}
-
-/// The Istio anchors: the DestinationRule of the host (or its subset's entry) and the
-/// VirtualService route to it. `name` is `host` or `host/subset`.
-fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
-    let (host, subset) = match name.split_once('/') {
-        Some((h, s)) => (h, Some(s)),
-        None => (name, None),
-    };
-    let answers =
-        |h: Option<&str>| h.is_some_and(|h| h == host || h.starts_with(&format!("{host}.")));
-    let kind = |v: &Value, k: &str| v.get("kind").and_then(Value::as_str) == Some(k);
-    let rule = find(root, &mut Vec::new(), &|v, _| {
-        kind(v, "DestinationRule") && answers(v.pointer("/spec/host").and_then(Value::as_str))
-    });
-    if let Some(mut at) = rule {
-        at.push(f("spec"));
-        match subset {
-            None => out.push(Anchor {
-                exported: vec![Key::Index(0), f("spec")],
-                original: at,
-                skip: &["host", "subsets"],
-            }),
-            Some(s) => {
-                let spec = at.iter().try_fold(root, |v, k| match k {
-                    Key::Field(x) => v.get(x),
-                    Key::Index(i) => v.get(i),
-                });
-                let entry = spec
-                    .and_then(|v| v.get("subsets"))
-                    .and_then(Value::as_array)
-                    .and_then(|l| {
-                        l.iter()
-                            .position(|e| e.get("name").and_then(Value::as_str) == Some(s))
-                    });
-                if let Some(i) = entry {
-                    at.extend([f("subsets"), Key::Index(i)]);
-                    out.push(Anchor {
-                        exported: vec![Key::Index(0), f("spec"), f("subsets"), Key::Index(0)],
-                        original: at,
-                        skip: &["name", "labels"],
-                    });
-                }
-            }
-        }
-    }
-    let route = find(root, &mut Vec::new(), &|v, parent| {
-        parent == Some("http")
-            && v.get("route").and_then(Value::as_array).is_some_and(|ds| {
-                ds.iter().any(|d| {
-                    answers(d.pointer("/destination/host").and_then(Value::as_str))
-                        && d.pointer("/destination/subset").and_then(Value::as_str) == subset
-                })
-            })
-    });
-    if let Some(at) = route {
-        out.push(Anchor {
-            exported: vec![Key::Index(1), f("spec"), f("http"), Key::Index(0)],
-            original: at,
-            skip: &["route", "match"],
-        });
-    }
-}
-
-/// The path of the first value under `v` (depth first, in the file's order) that `pred`
-/// holds for, given the key of the field or list it is in.
-fn find(
-    v: &Value,
-    at: &mut Vec<Key>,
-    pred: &dyn Fn(&Value, Option<&str>) -> bool,
-) -> Option<Vec<Key>> {
-    fn go(
-        v: &Value,
-        parent: Option<&str>,
-        at: &mut Vec<Key>,
-        pred: &dyn Fn(&Value, Option<&str>) -> bool,
-    ) -> Option<Vec<Key>> {
-        if v.is_object() && pred(v, parent) {
-            return Some(at.clone());
-        }
-        match v {
-            Value::Object(map) => map.iter().find_map(|(k, x)| {
-                at.push(Key::Field(k.clone()));
-                let r = go(x, Some(k), at, pred);
-                at.pop();
-                r
-            }),
-            Value::Array(items) => items.iter().enumerate().find_map(|(i, x)| {
-                at.push(Key::Index(i));
-                let r = go(x, parent, at, pred);
-                at.pop();
-                r
-            }),
-            _ => None,
-        }
-    }
-    go(v, None, at, pred)
 }

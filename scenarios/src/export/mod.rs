@@ -18,7 +18,8 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | `against` | `--against ORIGINAL`: the changes found in the format's words, and the object of the original each exported object stands for |
+//! | `against` | `--against ORIGINAL…`: the changes found in the format's words, and the file of the original each goes to |
+//! | `anchors` | the object of the original each exported object stands for, and keys matched as the formats match them |
 //! | `edit` | edits of the original's own text at the places its tree records, and the unified diff |
 //! | `service` | a whole service (`--call services.NAME`): every call, the documents made one |
 //! | `sheet` | the mapping table: what was written where, what was not and why |
@@ -33,6 +34,7 @@
 //! names, a call's path); only the command line and the experiments use it.
 
 mod against;
+mod anchors;
 mod edit;
 mod envoy;
 mod grpc;
@@ -65,16 +67,32 @@ pub struct Exported {
     pub text: String,
     /// The mapping table (for stderr).
     pub table: String,
-    /// With `--against`, the unified diff of the original and `text` (for stderr); else empty.
+    /// With `--against`, the unified diff of each original file and what it becomes (for
+    /// stderr); else empty.
     pub diff: String,
+    /// With `--against`, every original file as written back, in the order given (`text` is
+    /// the first's when there is one file, and empty when there are several).
+    pub files: Vec<WrittenBack>,
 }
 
-/// `--against`: the original configuration to write back with the scenario's changes, and
-/// the scenario's own text, into which the original is imported to see what it says.
+/// One original file written back by `--against`.
+#[derive(Debug, Clone)]
+pub struct WrittenBack {
+    /// Its path, as given.
+    pub file: String,
+    /// Its new text: the original's, byte for byte, when no change reached it.
+    pub text: String,
+    /// Whether a change reached it.
+    pub changed: bool,
+}
+
+/// `--against`: the original configuration to write back with the scenario's changes (one
+/// file or several, read together as the import reads them), and the scenario's own text,
+/// into which the original is imported to see what it says.
 #[derive(Debug, Clone)]
 pub struct Against {
-    /// The original configuration file.
-    pub original: crate::import::Input,
+    /// The original configuration's files.
+    pub originals: Vec<crate::import::Input>,
     /// The scenario file the call is in (its text as written, before overrides).
     pub scenario: crate::import::Input,
 }
@@ -137,13 +155,14 @@ pub fn export(
         table: sheet.table(call_path, format),
         text: document.text(),
         diff: String::new(),
+        files: Vec::new(),
     })
 }
 
-/// `resim export --against ORIGINAL`: the original configuration with the fields the
-/// scenario's call changed changed (in its own text: its comments, order and formatting
-/// kept), the diff of the two, and the table of the call's export with what could not be
-/// written back.
+/// `resim export --against ORIGINAL…`: the original configuration (each of its files) with
+/// the fields the scenario's call changed changed (in its own text: its comments, order and
+/// formatting kept), the diff of each file, and the table of the call's export with which
+/// files changed and what could not be written back.
 pub fn export_against(
     scenario: &Scenario,
     file: &str,
@@ -162,34 +181,49 @@ pub fn export_against(
         table: crate::import::TableForm::default(),
     };
     let limits = crate::format::limits::RunLimits::default();
-    let imported = crate::import::import(
-        std::slice::from_ref(&against.original),
-        Some(format),
-        &target,
-        &limits,
-    )
-    .map_err(|e| ExportError(format!("--against {}: {e}", against.original.file)))?;
+    let files: Vec<&str> = against.originals.iter().map(|o| o.file.as_str()).collect();
+    let files = files.join(", ");
+    let imported = crate::import::import(&against.originals, Some(format), &target, &limits)
+        .map_err(|e| ExportError(format!("--against {files}: {e}")))?;
     let original = crate::format::load::parse(&against.scenario.file, &imported.text)
-        .map_err(|e| ExportError(format!("--against {}: the original imported into {} does not load, which is a bug of resim export: {e}", against.original.file, against.scenario.file)))?;
+        .map_err(|e| ExportError(format!("--against {files}: the original imported into {} does not load, which is a bug of resim export: {e}", against.scenario.file)))?;
     let (before, _) = document(&original, file, call_path, format, service)?;
-    let applied = against::apply(format, name, &against.original, &before, &after)?;
+    let applied = against::apply(format, name, &against.originals, &before, &after)?;
     let mut table = sheet.table(call_path, format);
-    table.push_str(&format!(
-        "written into {}: {} (the diff below)\n",
-        against.original.file,
-        if applied.diff.is_empty() {
-            "nothing changed"
-        } else {
-            "only the fields the scenario changed"
+    let mut diff = String::new();
+    let mut written = Vec::new();
+    for (input, a) in against.originals.iter().zip(applied) {
+        let changed = !a.diff.is_empty();
+        table.push_str(&format!(
+            "written into {}: {}\n",
+            input.file,
+            match (changed, against.originals.len()) {
+                (false, 1) => "nothing changed (the diff below)",
+                (false, _) => "nothing changed (left as it was, byte for byte)",
+                (true, _) => "only the fields the scenario changed (the diff below)",
+            }
+        ));
+        for note in &a.notes {
+            table.push_str(&format!("  {note}\n"));
         }
-    ));
-    for left in &applied.left {
-        table.push_str(&format!("  not written back: {left}\n"));
+        for left in &a.left {
+            table.push_str(&format!("  not written back: {left}\n"));
+        }
+        diff.push_str(&a.diff);
+        written.push(WrittenBack {
+            file: input.file.clone(),
+            text: a.text,
+            changed,
+        });
     }
     Ok(Exported {
         table,
-        text: applied.text,
-        diff: applied.diff,
+        text: match written.as_slice() {
+            [one] => one.text.clone(),
+            _ => String::new(),
+        },
+        diff,
+        files: written,
     })
 }
 

@@ -58,6 +58,7 @@ pub fn export(
         text: merged.text(),
         table,
         diff: String::new(),
+        files: Vec::new(),
     })
 }
 

@@ -84,6 +84,22 @@ pub enum Decision {
     BudgetExhausted,
 }
 
+impl Decision {
+    /// Its name in JSON and in spans (`retry`, `attempts_exhausted`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::NoPolicy => "no_retry_policy",
+            Decision::Retry(_) => "retry",
+            Decision::NotRetryable => "not_retryable",
+            Decision::NotIdempotent => "not_idempotent",
+            Decision::AttemptsExhausted(_) => "attempts_exhausted",
+            Decision::RetryAfterTooLong(_) => "retry_after_too_long",
+            Decision::Deadline => "deadline",
+            Decision::BudgetExhausted => "budget_exhausted",
+        }
+    }
+}
+
 /// One thing that happened to the followed request: when, to which call, and what.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {

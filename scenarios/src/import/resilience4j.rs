@@ -37,7 +37,7 @@ use std::collections::BTreeSet;
 
 mod exceptions;
 mod layers;
-mod sources;
+pub(crate) mod sources;
 
 /// How comments name Spring's paths: under `resilience4j`, from the module on.
 const NAMING: Naming = Naming {

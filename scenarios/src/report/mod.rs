@@ -12,6 +12,7 @@
 //! | [`why`] | why a run failed: the reasons, what saturated, what held recovery back |
 //! | [`explore`] | the explorer's data of a run and its self-contained page (`resim explore`) |
 //! | [`render`] | one module per [`Format`]; a renderer sees only the [`Report`] |
+//! | [`spans`] | followed requests as traces: OTLP, Jaeger, Zipkin and Perfetto JSON, streamed (`resim run --spans`) |
 //!
 //! Every figure is a pure function of the run's figures, so two runs with the same digest
 //! print the same report. Floats appear only here, rounded for display.
@@ -41,6 +42,7 @@ mod build;
 pub mod explore;
 pub mod metastability;
 pub mod render;
+pub mod spans;
 mod types;
 mod verdicts;
 pub mod why;

@@ -8,17 +8,26 @@
 //! record pays one `Option` check (`self.follow.is_some()`) and nothing else. Recording reads
 //! the world and never changes it: it schedules nothing, draws no random number and touches
 //! no figure, so a followed run has the digest of the same run unfollowed.
+//!
+//! Requests can also be followed as they come ([`World::sample_requests`], `resim run
+//! --spans`): a request is chosen when its client offers it, by its trace id
+//! ([`Sampling`]), and its record is handed over ([`World::take_ended`]) as soon as nothing
+//! of it is left in flight (every call ended, every job ended at its replica, which can be
+//! after the client gave up). What the world holds is then the records of the requests in
+//! flight, however long the run.
 
 use super::call::Owner;
 use super::job::{Ending, Job};
 use super::outcome::Outcome;
 use super::{CallKey, JobKey, World};
+use crate::figures::sampling::Sampling;
 use crate::figures::{
     Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker, REASONS,
     Reason, SLOW_PER_BUCKET, SlowExample, Step, What,
 };
 use patterns::retry::{GiveUpReason, RetryDecision};
 use sim_core::{SimDuration, SimTime};
+use std::collections::BTreeMap;
 
 /// The most steps recorded for one request: a request fans out to at most a few thousand
 /// calls, and a recording past this is cut (`Followed::steps_left_out` counts what was left out).
@@ -29,19 +38,27 @@ pub const FOLLOW_STEPS_MAX: usize = 100_000;
 pub struct Follow {
     /// The request asked for alone (`why --request`), if one is.
     request: Option<u64>,
-    /// Every request followed, in increasing order (the one asked for among them).
-    requests: Vec<u64>,
-    /// The record of each of `requests`, in the same order.
-    records: Vec<Followed>,
-    /// The index in `records` of the request the last `following` found.
-    current: usize,
+    /// Every request followed and its record, by id (the one asked for among them).
+    records: BTreeMap<u64, Record>,
+    /// Which requests to follow as their clients offer them, when sampling.
+    sampling: Option<Sampling>,
+    /// The records of sampled requests with nothing left in flight, for `take_ended`.
+    ended: Vec<Followed>,
+    /// The request the last `following` found.
+    current: u64,
     /// Requests the clients offered, and the smallest and largest id, for every record.
     offered: (u64, Option<(u64, u64)>),
     /// The followed request's jobs, with their attempts: a job outlives its call when the
     /// caller gives up, and the steps still name the call.
-    jobs: Vec<(JobKey, Attempt)>,
-    /// The followed request's jobs in a queue, with the jobs their replica took meanwhile.
-    watches: Vec<Watch>,
+    jobs: BTreeMap<JobKey, Attempt>,
+    /// The followed requests' jobs in a queue, with what their replica's counts were when
+    /// they arrived.
+    watches: BTreeMap<JobKey, Watch>,
+    /// Per replica that had a followed job queued (service, replica): the jobs its workers
+    /// took from its queue since, and of those the ones whose callers had already given up.
+    /// A watched job's counts are the difference, so a dequeue costs one look-up however
+    /// many followed jobs wait (a run following every request queues thousands).
+    taken: BTreeMap<(usize, usize), (u64, u64)>,
     /// Whether failed requests are kept as examples, and how many of each reason per bucket.
     examples: Option<Vec<[u8; REASONS.len()]>>,
     failed: Vec<FailedExample>,
@@ -50,30 +67,34 @@ pub struct Follow {
     slowest: Vec<[Option<(SimDuration, u64)>; SLOW_PER_BUCKET]>,
 }
 
-/// A followed job waiting in its replica's queue.
+/// A followed request's record, and its calls and jobs in flight.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    followed: Followed,
+    /// Calls started and not ended, jobs sent and not ended.
+    open: u32,
+}
+
+/// A followed job waiting in its replica's queue: its replica's counts of jobs taken (and
+/// of those whose callers were gone) when it arrived.
 #[derive(Debug, Clone)]
 struct Watch {
-    job: JobKey,
-    service: usize,
-    replica: usize,
-    /// Other jobs its replica's workers took from the queue since it arrived.
     taken: u64,
-    /// Of those, the ones whose callers had already given up.
     gone: u64,
 }
 
 impl Follow {
     /// The attempt of a job of the followed request.
     fn attempt_of(&self, job: JobKey) -> Attempt {
-        let found = self.jobs.iter().find(|(k, _)| *k == job);
-        found
+        *self
+            .jobs
+            .get(&job)
             .expect("the followed request's jobs are noted when sent")
-            .1
     }
 
     /// Records a step of the request `following` found last.
     fn push(&mut self, at: SimTime, call: u64, what: What) {
-        let record = &mut self.records[self.current];
+        let record = &mut self.record().followed;
         if record.steps.len() < FOLLOW_STEPS_MAX {
             record.steps.push(Step { at, call, what });
         } else {
@@ -81,25 +102,53 @@ impl Follow {
         }
     }
 
-    /// The request asked for alone, every followed request (in increasing id order), the
-    /// failed examples and the slowest successes, for the figures.
+    /// The record of the request `following` found last.
+    fn record(&mut self) -> &mut Record {
+        self.records
+            .get_mut(&self.current)
+            .expect("found by `following`")
+    }
+
+    /// A call or job of the request `following` found last started.
+    fn opened(&mut self) {
+        self.record().open += 1;
+    }
+
+    /// A call or job of the request `following` found last ended: a sampled request with
+    /// nothing left in flight is done.
+    fn closed(&mut self) {
+        let record = self.record();
+        assert!(record.open > 0, "a call or job ends once, after it started");
+        record.open -= 1;
+        if record.open == 0 && self.sampling.is_some() {
+            let done = self
+                .records
+                .remove(&self.current)
+                .expect("found by `following`");
+            self.ended.push(done.followed);
+        }
+    }
+
+    /// The request asked for alone, every followed request (in increasing id order; when
+    /// sampling, those still in flight), the failed examples and the slowest successes, for
+    /// the figures.
     pub fn finish(
-        mut self,
+        self,
     ) -> (
         Option<Followed>,
         Vec<Followed>,
         Vec<FailedExample>,
         Vec<SlowExample>,
     ) {
-        for r in &mut self.records {
+        let mut records: Vec<Followed> = self.records.into_values().map(|r| r.followed).collect();
+        for r in &mut records {
             (r.offered, r.ids) = self.offered;
         }
         let alone = self.request.map(|id| {
-            let i = self
-                .requests
-                .binary_search(&id)
+            let i = records
+                .binary_search_by_key(&id, |r| r.request)
                 .expect("asked for, so followed");
-            self.records[i].clone()
+            records[i].clone()
         });
         let slow = self
             .slowest
@@ -115,7 +164,7 @@ impl Follow {
                     })
             })
             .collect();
-        (alone, self.records, self.failed, slow)
+        (alone, records, self.failed, slow)
     }
 }
 
@@ -146,30 +195,50 @@ impl World {
     /// `more`, and, with `examples`, keeps the first failed requests of each bucket by
     /// reason.
     pub fn follow(&mut self, request: Option<u64>, more: &[u64], examples: bool) {
-        let mut requests: Vec<u64> = request.into_iter().chain(more.iter().copied()).collect();
-        requests.sort_unstable();
-        requests.dedup();
-        let records = requests
-            .iter()
-            .map(|&id| Followed {
-                request: id,
-                ..Followed::default()
+        let records = request
+            .into_iter()
+            .chain(more.iter().copied())
+            .map(|id| {
+                let followed = Followed {
+                    request: id,
+                    ..Followed::default()
+                };
+                (id, Record { followed, open: 0 })
             })
             .collect();
         self.follow = Some(Box::new(Follow {
             request,
-            requests,
             records,
             examples: examples.then(Vec::new),
             ..Follow::default()
         }));
     }
 
+    /// Follows, whole, the requests `sampling` keeps, as their clients offer them; each
+    /// request's record waits for [`World::take_ended`] once nothing of it is in flight.
+    pub fn sample_requests(&mut self, sampling: Sampling) {
+        if self.follow.is_none() {
+            self.follow(None, &[], false);
+        }
+        let f = self.follow.as_deref_mut().expect("just made");
+        f.sampling = Some(sampling);
+    }
+
+    /// The records of the sampled requests that ended since the last call, in the order
+    /// they ended.
+    pub fn take_ended(&mut self) -> Vec<Followed> {
+        self.follow
+            .as_deref_mut()
+            .map(|f| std::mem::take(&mut f.ended))
+            .unwrap_or_default()
+    }
+
     /// The follow record, when `request` is one of those followed (its record the one
     /// `push` writes to).
     fn following(&mut self, request: u64) -> Option<&mut Follow> {
         let f = self.follow.as_deref_mut()?;
-        f.current = f.requests.binary_search(&request).ok()?;
+        f.records.contains_key(&request).then_some(())?;
+        f.current = request;
         Some(f)
     }
 
@@ -183,8 +252,15 @@ impl World {
             f.offered.0 += 1;
             let ids = f.offered.1.get_or_insert((id, id));
             ids.1 = id;
-        } else if let Ok(i) = f.requests.binary_search(&id) {
-            f.records[i].call_of = Some(request);
+            if f.sampling.is_some_and(|s| s.keeps(id)) {
+                let followed = Followed {
+                    request: id,
+                    ..Followed::default()
+                };
+                f.records.insert(id, Record { followed, open: 0 });
+            }
+        } else if let Some(r) = f.records.get_mut(&id) {
+            r.followed.call_of = Some(request);
         }
         if self.following(request).is_none() {
             return;
@@ -197,6 +273,7 @@ impl World {
         };
         let f = self.following(request).expect("checked above");
         f.push(now, id, what);
+        f.opened();
     }
 
     /// Who made a call of `owner`.
@@ -231,7 +308,7 @@ impl World {
         let service = self.services[j.service()].name().to_string();
         let (replica, deadline) = (j.replica() as u32, j.deadline());
         if let Some(f) = self.following(request) {
-            f.jobs.push((job, Attempt { call, attempt }));
+            f.jobs.insert(job, Attempt { call, attempt });
             let what = What::Sent {
                 attempt,
                 service,
@@ -239,6 +316,7 @@ impl World {
                 timeout_at: (deadline != SimTime::MAX).then_some(deadline),
             };
             f.push(now, call, what);
+            f.opened();
         }
     }
 
@@ -248,13 +326,8 @@ impl World {
         let (service, replica) = (j.service(), j.replica());
         if let Some(f) = self.following(j.request()) {
             let Attempt { call, attempt } = f.attempt_of(job);
-            f.watches.push(Watch {
-                job,
-                service,
-                replica,
-                taken: 0,
-                gone: 0,
-            });
+            let (taken, gone) = *f.taken.entry((service, replica)).or_default();
+            f.watches.insert(job, Watch { taken, gone });
             let depth = depth as u64;
             f.push(now, call, What::Queued { attempt, depth });
         }
@@ -266,27 +339,29 @@ impl World {
         let (service, replica, request) = (j.service(), j.replica(), j.request());
         let gone = self.nobody_waits(j);
         let f = self.follow.as_deref_mut().expect("checked by the caller");
-        if let Some(i) = f.watches.iter().position(|w| w.job == job) {
-            let w = f.watches.swap_remove(i);
-            f.current = f
-                .requests
-                .binary_search(&request)
-                .expect("a watched job's request is followed");
+        let counts = f.taken.get_mut(&(service, replica));
+        let Some((taken, gone_taken)) = counts.map(|c| *c) else {
+            // No followed job ever queued here: nothing to count for.
+            return;
+        };
+        if let Some(w) = f.watches.remove(&job) {
+            assert!(
+                f.records.contains_key(&request),
+                "a watched job's request is followed"
+            );
+            f.current = request;
             let Attempt { call, attempt } = f.attempt_of(job);
             let what = What::Started {
                 attempt,
                 waited: now - since,
-                taken: w.taken,
-                gone: w.gone,
+                taken: taken - w.taken,
+                gone: gone_taken - w.gone,
             };
             f.push(now, call, what);
         }
-        for w in &mut f.watches {
-            if (w.service, w.replica) == (service, replica) {
-                w.taken += 1;
-                w.gone += u64::from(gone);
-            }
-        }
+        let c = f.taken.get_mut(&(service, replica)).expect("found above");
+        c.0 += 1;
+        c.1 += u64::from(gone);
     }
 
     /// Job `j` (removed from its table) ends at its replica.
@@ -297,8 +372,8 @@ impl World {
             return;
         };
         let Attempt { call, attempt } = f.attempt_of(key);
-        f.jobs.retain(|(k, _)| *k != key);
-        f.watches.retain(|w| w.job != key);
+        f.jobs.remove(&key);
+        f.watches.remove(&key);
         let end = match ending {
             Ending::Answered(o) => JobEnd::Answered(reason_of(o)),
             Ending::Cancelled => JobEnd::Cancelled,
@@ -311,6 +386,7 @@ impl World {
             gone,
         };
         f.push(now, call, what);
+        f.closed();
     }
 
     /// The current attempt of `key` ended with `outcome`, and its caller decided.
@@ -352,6 +428,7 @@ impl World {
         if let Some(f) = self.following(request) {
             let outcome = reason_of(outcome);
             f.push(now, call, What::Finished { outcome, fell_back });
+            f.closed();
         }
     }
 
@@ -359,6 +436,7 @@ impl World {
     pub(super) fn note_cancelled(&mut self, now: SimTime, (call, request): (u64, u64)) {
         if let Some(f) = self.following(request) {
             f.push(now, call, What::Cancelled);
+            f.closed();
         }
     }
 

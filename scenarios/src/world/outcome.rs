@@ -103,3 +103,22 @@ pub fn primary_failure(reason: Reason) -> PrimaryFailure {
         _ => PrimaryFailure::Error,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::figures::REASONS;
+
+    /// The status a retry policy sees is the one spans and the reference say.
+    #[test]
+    fn a_retry_policy_sees_the_status_of_the_reference() {
+        for r in REASONS {
+            let seen = match failure_of(r, None) {
+                Failure::Status { code, .. } | Failure::LocalRejection { code, .. } => Some(code),
+                Failure::Conflict => Some(409),
+                Failure::Timeout | Failure::ConnectionError => None,
+            };
+            assert_eq!(seen, r.http_status(), "{}", r.name());
+        }
+    }
+}

@@ -2,7 +2,8 @@
 //!
 //! - Every ```` ```text ```` block whose first line is `$ resim ...` is that command's real
 //!   output: the test runs the `resim` binary with those arguments from the workspace root and
-//!   compares stdout, then stderr, with the block. `UPDATE_BOOK=1 cargo test -p scenarios
+//!   compares stdout, then stderr, with the block. A server (`resim explore --serve`) does not
+//!   end: its ```` ```console ```` blocks are checked by `serve.rs`. `UPDATE_BOOK=1 cargo test -p scenarios
 //!   --test suite book::` rewrites every drifted block in place.
 //! - Every scenario shown is a real file under `book/src/scenarios/`, pulled in with
 //!   `{{#include}}` (a ```` ```ron ```` fence holds nothing else), and each one validates and
@@ -142,6 +143,11 @@ fn every_output_in_the_book_and_the_readme_is_what_resim_prints() {
                     body: f.body,
                     shown: body.to_string(),
                 });
+            } else if f.info == "console"
+                && body.lines().next().is_some_and(|l| l.contains(" --serve"))
+            {
+                // A server does not end: `serve.rs` starts the command of such a block and
+                // checks what it prints and answers.
             } else {
                 assert!(
                     !body.starts_with("$ resim"),

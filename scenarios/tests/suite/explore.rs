@@ -151,8 +151,13 @@ fn the_page_is_self_contained_and_carries_both_runs() {
     let (data, _, _) = explored();
     let html = page(&[data.clone(), data.clone()], None);
     assert!(html.contains("window.resimExplore"));
-    // The SVG namespace is a name, not a place the page goes to.
-    let elsewhere = html.replace("\"http://www.w3.org/2000/svg\"", "");
+    // The SVG namespace is a name, not a place the page goes to; the empty icon is a `data:`
+    // URL, which asks nothing (it keeps the browser from asking for `/favicon.ico`).
+    let elsewhere = html.replace("\"http://www.w3.org/2000/svg\"", "").replacen(
+        "<link rel=\"icon\" href=\"data:,\">",
+        "",
+        1,
+    );
     for outside in ["http://", "https://", "src=", "href=", "@import", "url("] {
         assert!(!elsewhere.contains(outside), "{outside}");
     }
@@ -162,6 +167,11 @@ fn the_page_is_self_contained_and_carries_both_runs() {
     assert_eq!(runs.as_array().unwrap().len(), 2);
     let served = page(&[data], Some("{\"token\":\"</script>\"}"));
     assert!(served.contains("window.RESIM_SERVE = {\"token\":\"\\u003c/script>\"};"));
+    // The serving script comes after the page's own, whose `show` it calls; a page written to
+    // a file has none.
+    let serving = served.find("\"resim-serve\"").expect("the serving script");
+    assert!(served.find("window.resimExplore = ").unwrap() < serving);
+    assert!(!html.contains("\"resim-serve\""));
 }
 
 #[test]
@@ -204,4 +214,56 @@ fn the_command_writes_the_page_and_says_what_it_holds() {
     ]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("nope"), "{}", r.stderr);
+}
+
+#[test]
+fn a_second_file_is_run_on_the_first_s_seed_and_compared() {
+    let dir = workspace_root().join("target/explore-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("two-files.html");
+    let file = workspace_root().join(SLOWDOWN);
+    let r = resim(&[
+        "explore",
+        file.to_str().unwrap(),
+        "retry-storm",
+        "--set",
+        "duration=30s",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seed = r.stdout.split(" · seed ").nth(1).unwrap();
+    let seed = seed.split(' ').next().unwrap();
+    // Common random numbers: the other file at this file's seed, with the same --set.
+    let alone = resim(&[
+        "run",
+        "retry-storm",
+        "--seed",
+        seed,
+        "--set",
+        "duration=30s",
+        "--format",
+        "json",
+    ]);
+    let alone: serde_json::Value = serde_json::from_str(&alone.stdout).unwrap();
+    let digest = alone["digest"].as_str().unwrap();
+    assert!(
+        r.stdout
+            .contains(&format!("compared with retry-storm (digest {digest})")),
+        "{}",
+        r.stdout
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains(&format!("\"digest\":\"{digest}\"")));
+    // Two things to compare with at once is refused, as bad input.
+    let r = resim(&[
+        "explore",
+        file.to_str().unwrap(),
+        "retry-storm",
+        "--compare",
+        "x",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
 }

@@ -173,7 +173,7 @@ fn grpc_retry() -> impl Strategy<Value = Value> {
         })
 }
 
-fn grpc_config() -> impl Strategy<Value = Value> {
+pub(crate) fn grpc_config() -> impl Strategy<Value = Value> {
     let hedging = (2u32..=5, 0u64..=2000)
         .prop_map(|(a, d)| json!({ "maxAttempts": a, "hedgingDelay": proto(d) }));
     let policy = prop_oneof![
@@ -353,7 +353,7 @@ fn envoy_cluster() -> impl Strategy<Value = Value> {
         })
 }
 
-fn envoy_config() -> impl Strategy<Value = Value> {
+pub(crate) fn envoy_config() -> impl Strategy<Value = Value> {
     let route = (
         maybe(prop_oneof![Just(0u64), 1u64..=60_000]),
         maybe(envoy_retry_policy()),
@@ -499,7 +499,7 @@ fn istio_route() -> impl Strategy<Value = Value> {
     })
 }
 
-fn istio_config() -> impl Strategy<Value = Value> {
+pub(crate) fn istio_config() -> impl Strategy<Value = Value> {
     (maybe(istio_rule()), istio_route()).prop_map(|(rule, route)| {
         json!({ "apiVersion": "v1", "kind": "List", "items": rule.into_iter().chain([route]).collect::<Vec<_>>() })
     })
@@ -628,7 +628,7 @@ fn r4j_breaker() -> impl Strategy<Value = Value> {
         )
 }
 
-fn r4j_config() -> impl Strategy<Value = Value> {
+pub(crate) fn r4j_config() -> impl Strategy<Value = Value> {
     let limiter = (1u32..=500, 1u64..=10_000, 0u64..=5000).prop_map(|(l, p, w)| json!({ "limitForPeriod": l, "limitRefreshPeriod": format!("{p}ms"), "timeoutDuration": format!("{w}ms") }));
     let bulkhead = prop_oneof![
         (1u32..=500, 0u64..=5000).prop_map(|(c, w)| (
@@ -1088,10 +1088,10 @@ fn a_grpc_config_written_back_keeps_its_method_scope_and_throttling() {
         (out.text, s)
     };
     let against = export::Against {
-        original: Input {
+        originals: vec![Input {
             file: "sc.json".into(),
             text: original.into(),
-        },
+        }],
         scenario: Input {
             file: "imported.ron".into(),
             text,

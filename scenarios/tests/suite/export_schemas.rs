@@ -244,6 +244,43 @@ fn a_misspelt_field_or_a_wrong_type_is_refused_in_every_format() {
         "name is required",
     );
 
+    // protoc-gen-validate's ranges, which Envoy applies at load.
+    for (from, to, path, what) in [
+        (
+            "connect_timeout: 5s",
+            "connect_timeout: 0s",
+            "resources[0].connect_timeout",
+            "must be more than 0s (protoc-gen-validate, envoy/config/cluster/v3/cluster.proto:883)",
+        ),
+        (
+            "max_ejection_percent: 10",
+            "max_ejection_percent: 101",
+            "outlier_detection.max_ejection_percent",
+            "must be at most 100",
+        ),
+        (
+            "base_interval: 0.025s",
+            "base_interval: 0s",
+            "retry_back_off.base_interval",
+            "must be more than 0s",
+        ),
+        (
+            "port_value: 80",
+            "port_value: 70000",
+            "socket_address.port_value",
+            "must be at most 65535",
+        ),
+    ] {
+        refused(&broken(e, &envoy, from, to), path, what);
+    }
+    let budget = r#"{"resources": [{"@type": "type.googleapis.com/envoy.config.cluster.v3.Cluster", "name": "db", "circuit_breakers": {"thresholds": [{"retry_budget": {"budget_percent": {"value": 20.0}}}]}}]}"#;
+    conforms(e, file_of(e), budget, Reader::Strict, "a retry budget");
+    refused(
+        &broken(e, budget, "20.0", "150.0"),
+        "budget_percent.value",
+        "must be within [0, 100]",
+    );
+
     let istio = exported("istio/retries.yaml", TargetFormat::Istio);
     let i = TargetFormat::Istio;
     refused(
@@ -275,6 +312,26 @@ fn a_misspelt_field_or_a_wrong_type_is_refused_in_every_format() {
         &broken(i, &istio, "  host: db\n", "  hots: db\n"),
         "spec",
         "host is required",
+    );
+
+    // Istio's CEL rules on a workload selector's labels.
+    let selector = "apiVersion: networking.istio.io/v1\nkind: DestinationRule\nmetadata:\n  name: db\nspec:\n  host: db\n  workloadSelector:\n    matchLabels:\n      app: web\n";
+    conforms(
+        i,
+        file_of(i),
+        selector,
+        Reader::Strict,
+        "a workload selector",
+    );
+    refused(
+        &broken(i, selector, "app: web", "app*: web"),
+        "matchLabels",
+        "\"app*\"",
+    );
+    refused(
+        &broken(i, selector, "app: web", "app: w*"),
+        "matchLabels",
+        "w*",
     );
 
     let grpc = exported("grpc/hedging.json", TargetFormat::Grpc);
@@ -395,4 +452,11 @@ fn a_dotted_instance_name_is_written_in_brackets_and_read_back() {
         t
     };
     assert_eq!(targets(&again), targets(&scenario));
+}
+
+/// Every field the range rules name is a field of Envoy's extract.
+#[test]
+fn the_envoy_range_rules_name_fields_of_the_schema() {
+    let missing = crate::support::schema::range_rules_name_fields_of_the_extract();
+    assert!(missing.is_empty(), "{missing:?}");
 }

@@ -237,3 +237,37 @@ fn a_retry_whitelist_without_the_limiters_refusals_does_not_retry_them() {
         "retrying the refusals amplifies: {everything}"
     );
 }
+
+/// bookinfo's reviews VirtualService: a route for jason's requests (a header `match`), then a
+/// 50/50 split of the rest. Istio takes the first route that matches and splits by weight
+/// only within a route, so the host's calls share what one host's call gets (weight 1, as
+/// productpage's), the split's two halves are equal shares of what the match leaves, and the
+/// matched share, which the configuration does not give, is a placeholder said so.
+#[test]
+fn a_matched_route_shares_its_hosts_requests_with_the_split_after_it() {
+    let out = import(CASES[1].files);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let scenario = scenarios::format::load::parse("imported.ron", &out.stdout).expect("loads");
+    let calls = &scenario.services["app"].calls;
+    let weight = |target: &str| {
+        calls
+            .iter()
+            .find(|c| c.target == target)
+            .unwrap_or_else(|| panic!("a call to {target}"))
+            .weight
+    };
+    let reviews = weight("reviews-v1") + weight("reviews-v2") + weight("reviews-v3");
+    assert_eq!(reviews, weight("productpage"), "{}", out.stdout);
+    assert_eq!(weight("reviews-v1"), weight("reviews-v3"));
+    assert_eq!(
+        weight("reviews-v1") + weight("reviews-v3"),
+        1.0 - weight("reviews-v2")
+    );
+    assert!(
+        out.stdout.contains(
+            "placeholder: the share of the host's requests that match headers end-user exact jason"
+        ),
+        "{}",
+        out.stdout
+    );
+}

@@ -51,7 +51,12 @@
 //! `weight`s are the calls' weights (each request of the calling service picks one call). A
 //! route's `match` is not modelled (resim's requests carry no paths or headers) but for
 //! `sourceLabels.app`, which names the calling service; without it the caller is the
-//! service whose sidecar the configuration is, `app`.
+//! service whose sidecar the configuration is, `app`. Istio takes the first route whose
+//! `match` a request meets, and a route's weights split only its own requests: where some of
+//! a host's routes have conditions, the host's requests are shared among its routes (the
+//! calls' weights sum to what one route's would), each route with conditions a placeholder
+//! share (an equal share of the routes: how many requests match is not in the
+//! configuration), the routes without conditions the rest, each split by its own weights.
 
 mod objects;
 mod policy;
@@ -219,10 +224,23 @@ pub(super) struct Destination<'a> {
     entry: Owned<'a>,
     /// Its `weight`, when the route splits its traffic.
     weight: Option<Found<u32>>,
+    /// The route's share of the host's requests, when some of its routes have conditions.
+    share: Option<Share>,
     /// The calling service `match.sourceLabels.app` names.
     caller: Option<String>,
     /// What the route matches, in Istio's words.
     matches: Option<String>,
+}
+
+/// A route's share of its host's requests, when routes of the host have conditions (Istio
+/// takes the first route that matches a request).
+#[derive(Debug, Clone)]
+pub(super) enum Share {
+    /// A route with conditions (in Istio's words): a placeholder share, as the configuration
+    /// does not say how many requests match.
+    Matched(f64, String),
+    /// A route without conditions: what the routes with conditions leave.
+    Rest(f64),
 }
 
 /// The destinations of the VirtualServices that stand (the oldest of each host), in file
@@ -425,15 +443,28 @@ fn upstream<'a>(t: &Target<'_, 'a>, system: &mut System) -> Result<Policy<'a>, I
     Ok(policy)
 }
 
-/// A split route's share of its requests, as the call's weight.
+/// A split route's share of its requests, as the call's weight, and the route's own share of
+/// its host's requests when routes of the host have conditions.
 fn weight(d: &Destination) -> Option<Field> {
-    let w = d.weight.as_ref()?;
-    Some(
-        Field::from(
-            "weight",
-            ron::float(f64::from(w.value) / 100.0),
-            d.entry.origin(&w.path),
-        )
-        .noted("the route's share of its requests: each request of the caller picks one call by weight"),
-    )
+    let split = d.weight.as_ref().map(|w| f64::from(w.value) / 100.0);
+    let field = |value: f64| match &d.weight {
+        Some(w) => Field::from("weight", ron::float(value), d.entry.origin(&w.path)),
+        None => Field::plain("weight", ron::float(value)),
+    };
+    match &d.share {
+        // A route that takes every request of its host (the only route, with a `match`) has
+        // the share it would have without one.
+        Some(Share::Matched(s, _) | Share::Rest(s)) if *s >= 1.0 => split.map(|w| field(w).noted("the route's share of its requests: each request of the caller picks one call by weight")),
+        None => split.map(|w| field(w).noted("the route's share of its requests: each request of the caller picks one call by weight")),
+        Some(Share::Matched(s, m)) => Some(field(s * split.unwrap_or(1.0)).noted(format!(
+            "placeholder: the share of the host's requests that match {m} ({}, an equal share of the host's routes), which the configuration does not say: set it to your traffic's; Istio takes the first route that matches{}",
+            ron::float(*s).one_line(),
+            if split.is_some() { ", and the route's weights split its share" } else { "" }
+        ))),
+        Some(Share::Rest(s)) => Some(field(s * split.unwrap_or(1.0)).noted(format!(
+            "the requests no route with conditions takes ({} of the host's){}: Istio takes the first route that matches, and weights split only within a route",
+            ron::float(*s).one_line(),
+            if split.is_some() { ", split by the route's weights" } else { "" }
+        ))),
+    }
 }

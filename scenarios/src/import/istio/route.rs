@@ -2,9 +2,9 @@
 //! (or Istio's default policy) with their conditions and back-off, and the connection pool's
 //! limits as a per-attempt bulkhead; and Istio's durations, as Go writes them.
 
-use super::Destination;
 use super::objects::resolve;
 use super::policy::{Limits, Sourced};
+use super::{Destination, Share};
 use crate::import::ImportError;
 use crate::import::envoy::{STATUS_5XX, jittered_backoff};
 use crate::import::ledger::Skip;
@@ -122,10 +122,21 @@ pub(super) fn destinations<'a>(
     namespace: &str,
 ) -> Result<Vec<Destination<'a>>, ImportError> {
     spec_skips(spec);
-    let mut out = Vec::new();
+    let mut https = Vec::new();
     for http in spec.list("http")? {
         route_skips(&http);
         let (caller, matches) = matched(&http)?;
+        https.push((http, caller, matches));
+    }
+    let conditional = https.iter().filter(|h| h.2.is_some()).count();
+    let (share_matched, share_rest) = shares(conditional, https.len() - conditional);
+    let mut out = Vec::new();
+    for (http, caller, matches) in https {
+        let share = match (&matches, share_matched) {
+            (_, None) => None,
+            (Some(m), Some(s)) => Some(Share::Matched(s, m.clone())),
+            (None, _) => share_rest.map(Share::Rest),
+        };
         let entries = http.list("route")?;
         let split = entries.len() > 1;
         for entry in entries {
@@ -165,6 +176,7 @@ pub(super) fn destinations<'a>(
                 subset: d.str("subset")?,
                 http: http.clone(),
                 weight: weight.filter(|_| split),
+                share: share.clone(),
                 entry,
                 caller: caller.clone(),
                 matches: matches.clone(),
@@ -172,6 +184,22 @@ pub(super) fn destinations<'a>(
         }
     }
     Ok(out)
+}
+
+/// The share of a host's requests each route with conditions takes, and each route without
+/// them, of `conditional` and `plain` routes (`None` when no route has conditions). Istio
+/// tries the routes in order and the first that matches takes the request; weights split a
+/// route's requests among its own destinations only. How many requests match a route's
+/// conditions is not in the configuration: each such route takes an equal share of the
+/// host's requests (a placeholder), the routes without conditions the rest.
+fn shares(conditional: usize, plain: usize) -> (Option<f64>, Option<f64>) {
+    let matched = match (conditional, plain) {
+        (0, _) => None,
+        (k, 0) => Some(1.0 / k as f64),
+        (k, _) => Some(1.0 / (k + 1) as f64),
+    };
+    let rest = matched.map(|s| (1.0 - s * conditional as f64) / plain.max(1) as f64);
+    (matched, rest)
 }
 
 /// The calling service a route's `match` names (`sourceLabels.app`), and what it matches,
@@ -198,7 +226,7 @@ fn matched(http: &Owned) -> Result<(Option<String>, Option<String>), ImportError
                 continue;
             }
             all.push(format!("{k} {}", words(v)));
-            m.skip(k, Skip::Simplification, "resim's requests carry no paths or headers: the route is a call of its own, its share of the caller's requests the call's weight");
+            m.skip(k, Skip::Simplification, "resim's requests carry no paths or headers: the route is a call of its own, and the share of the host's requests that match it is a placeholder weight (an equal share of the host's routes): set it to your traffic's");
         }
         if !all.is_empty() {
             any.push(all.join(" and "));

@@ -21,16 +21,16 @@ use crate::import::tree::{Doc, Spots, child, parent};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// How much a file counts: the higher wins.
-fn precedence(file: &str, index: usize) -> (bool, bool, usize) {
+/// How much a file counts: the higher wins (`index`: its place among the files given).
+pub(crate) fn precedence(file: &str, index: usize) -> (bool, bool, usize) {
     let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
     let stem = name.split('.').next().unwrap_or(name);
     let profile = stem.starts_with("application-") || stem.starts_with("bootstrap-");
     (profile, name.ends_with(".properties"), index)
 }
 
-/// Why `file` wins over `lower`, in Spring's words.
-fn why(file: &str, lower: &str, index: (usize, usize)) -> &'static str {
+/// Why `file` wins over `lower`, in Spring's words (`index`: their places among the files).
+pub(crate) fn why(file: &str, lower: &str, index: (usize, usize)) -> &'static str {
     match (precedence(file, index.0), precedence(lower, index.1)) {
         ((true, _, _), (false, _, _)) => "a profile-specific file wins over a plain one",
         ((_, true, _), (_, false, _)) => "Spring reads a .properties file over a YAML one",

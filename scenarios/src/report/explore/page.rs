@@ -19,6 +19,10 @@ const STYLE: &str = include_str!("assets/explore.css");
 /// The script: draws the runs and answers the reader's hand (`window.resimExplore.show`).
 const SCRIPT: &str = include_str!("assets/explore.js");
 
+/// The serving script of `resim explore --serve`: the knobs as controls, a re-run on a
+/// change, its progress, and the new run drawn with `window.resimExplore.show`.
+pub const SERVE_SCRIPT: &str = include_str!("serve.js");
+
 /// The page's body, which the script fills.
 const BODY: &str = include_str!("assets/body.html");
 
@@ -33,6 +37,9 @@ pub fn page(runs: &[ExploreData], serve: Option<&str>) -> String {
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
     o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     o.push_str(&format!("<title>{}</title>\n", escape(&title)));
+    // An empty icon: else the browser asks for `/favicon.ico`, which a served page's server
+    // refuses (no token), and a file page's console shows an error.
+    o.push_str("<link rel=\"icon\" href=\"data:,\">\n");
     o.push_str(&format!("<style>{STYLE}</style></head>\n<body>\n{BODY}\n"));
     // In a JSON string `<` may be written `\u003c`: the data cannot close its element.
     o.push_str("<script type=\"application/json\" id=\"resim-data\">");
@@ -45,8 +52,8 @@ pub fn page(runs: &[ExploreData], serve: Option<&str>) -> String {
     }
     o.push_str(&format!("<script>{SCRIPT}</script>\n"));
     if serve.is_some() {
-        // explore --serve (issue 39, item 2): its script, `serve.js`, goes here, after the
-        // page's (it calls `window.resimExplore.show` after a re-run).
+        // After the page's own script: it calls `window.resimExplore.show` after a re-run.
+        o.push_str(&format!("<script>{SERVE_SCRIPT}</script>\n"));
     }
     o.push_str("</body></html>\n");
     o

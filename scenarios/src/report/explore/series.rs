@@ -59,7 +59,7 @@ const CHARTS: [ChartSpec; 7] = [
     },
     ChartSpec {
         id: "refused",
-        title: "Attempts refused or failed by each service",
+        title: "Attempts refused or failed by each service, by reason",
         unit: "",
     },
     ChartSpec {
@@ -144,7 +144,8 @@ fn service_lines(report: &Report) -> Vec<Line> {
         }),
         ("queue", "queue", "mean", |p| p.queue_total_mean),
         ("queue_max", "queue", "most", |p| p.queue_total_max as f64),
-        ("refused", "refused", "refused", |p| {
+        // The total, for the topology and the table; the chart draws it by reason.
+        ("refused", "", "refused", |p| {
             p.failed_by_reason.values().sum::<u64>() as f64
         }),
     ];
@@ -161,8 +162,42 @@ fn service_lines(report: &Report) -> Vec<Line> {
                 r.services.get(i).filter(|p| p.name == name).map(f)
             }));
         }
+        out.extend(reason_lines(report, i, name));
     }
     out
+}
+
+/// A service's refusals and failures by reason (`queue_full`, `concurrency_limited`,
+/// `rate_limited`…), one line for each reason the run saw at it: what refused the attempts,
+/// its limiters' included, which the chart draws and the topology names.
+fn reason_lines(report: &Report, i: usize, name: &str) -> Vec<Line> {
+    fn point<'r>(r: &'r SeriesRow, i: usize, name: &str) -> Option<&'r ServicePoint> {
+        r.services.get(i).filter(|p| p.name == name)
+    }
+    let mut reasons: Vec<&str> = report
+        .series
+        .iter()
+        .filter_map(|r| point(r, i, name))
+        .flat_map(|p| p.failed_by_reason.iter())
+        .filter(|(_, n)| **n > 0)
+        .map(|(reason, _)| reason.as_str())
+        .collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    reasons
+        .into_iter()
+        .map(|reason| {
+            let named = (
+                format!("service/{name}/refused/{reason}"),
+                "refused",
+                format!("{name} {reason}"),
+            );
+            line(&report.series, named, |r| {
+                point(r, i, name)
+                    .map(|p| p.failed_by_reason.get(reason).copied().unwrap_or(0) as f64)
+            })
+        })
+        .collect()
 }
 
 /// Each call site's attempts, retries and timeouts.

@@ -349,23 +349,9 @@ impl AttemptWhy {
     fn decided(&mut self, at: f64, outcome: Option<Reason>, decision: Option<Decision>) {
         self.ended_s = Some(at);
         self.outcome = Some(outcome_name(outcome));
-        self.decision = decision.map(|d| decision_name(d).to_string());
+        self.decision = decision.map(|d| d.name().to_string());
         if let Some(Decision::Retry(after)) = decision {
             self.retry_after_ms = Some(millis(after));
         }
-    }
-}
-
-/// A decision's name in JSON.
-fn decision_name(d: Decision) -> &'static str {
-    match d {
-        Decision::NoPolicy => "no_retry_policy",
-        Decision::Retry(_) => "retry",
-        Decision::NotRetryable => "not_retryable",
-        Decision::NotIdempotent => "not_idempotent",
-        Decision::AttemptsExhausted(_) => "attempts_exhausted",
-        Decision::RetryAfterTooLong(_) => "retry_after_too_long",
-        Decision::Deadline => "deadline",
-        Decision::BudgetExhausted => "budget_exhausted",
     }
 }

@@ -65,7 +65,8 @@
     if (S.prev) {
       meta.appendChild(el("br"));
       meta.appendChild(document.createTextNode("compared with (dashed lines): " +
-        (S.prev.variant ? "variant " + S.prev.variant : "the file as written") +
+        (S.prev.scenario !== c.scenario ? "scenario " + S.prev.scenario + (S.prev.variant ? ", variant " + S.prev.variant : "") :
+          S.prev.variant ? "variant " + S.prev.variant : "the file as written") +
         (S.prev.sets.length ? " --set " + S.prev.sets.join(" --set ") : "") +
         " · digest " + S.prev.digest + " · same seed, common random numbers"));
     }
@@ -438,7 +439,7 @@
   // ---- topology at the cursor ----
   // Rows by depth (clients first, then each service below its deepest caller), so that the
   // view fits the narrow column beside the charts; edges go down, their figures beside them.
-  var NODE = { w: 170, h: 70, gapX: 30, gapY: 56 };
+  var NODE = { w: 170, h: 86, gapX: 30, gapY: 56 };
   function topology() {
     var host = $("topology-view"), c = S.cur, i = S.cursor;
     $("topology-t").textContent = secs(tOf(i)) + "–" + secs(endOf(i + 1));
@@ -499,6 +500,11 @@
       text(33, { "data-key": k + "busy", "data-value": String(busy) }, "busy " + fmt(busy) + " of " + fmt(up));
       text(49, { "data-key": k + "queue", "data-value": String(q) }, "queue " + fmt(q) + " (most " + fmt(qmax) + ")");
       text(65, { "data-key": k + "refused", "data-value": String(refused) }, "refused " + fmt(refused));
+      // What refused them, most first (a queue, a limiter, a shedder…), at most two.
+      var why = S.cur.lines.filter(function (l) { return l.key.indexOf(k + "refused/") === 0 && l.values[i]; })
+        .sort(function (a, b) { return b.values[i] - a.values[i]; }).slice(0, 2)
+        .map(function (l) { return l.key.slice((k + "refused/").length) + " " + fmt(l.values[i]); });
+      if (why.length) text(81, { "data-key": k + "refused-by", "font-size": "11" }, why.join(" · "));
     } else {
       text(36, {}, "offered " + fmt(value("offered", i)) + " (all clients)");
       text(54, {}, "failed " + fmt(value("failures", i)));

@@ -5,13 +5,17 @@
 //!
 //! - **Istio**: the OpenAPI v3 schemas of `DestinationRule` and `VirtualService` from Istio's
 //!   CRDs. An object with `properties` is closed, as `kubectl apply` (strict field
-//!   validation, its default) refuses an unknown field; of the CEL rules, the duration rule
-//!   (`duration(self) >= duration('1ms')`) is checked, the three rules on `*` in names are not.
+//!   validation, its default) refuses an unknown field; its CEL rules (the duration rule,
+//!   `duration(self) >= duration('1ms')`, and the three on a workload selector's labels: no
+//!   `*`, no empty key) are written here as checks, each by its rule's text (a CEL crate would
+//!   be a large dependency for four expressions), and a rule not among them is a panic.
 //! - **Envoy** and **gRPC**: schemas derived from the protos (`proto_schema.py`) as the
 //!   proto3 JSON mapping reads a message: closed objects, each field under its proto name or
 //!   its lowerCamelCase name, at most one field of a oneof, enums by name or number, `Any`
 //!   checked against the message its `@type` names. gRPC's [`Reader::GrpcGo`] matches names
-//!   case-insensitively, as grpc-go's `encoding/json` does.
+//!   case-insensitively, as grpc-go's `encoding/json` does. protoc-gen-validate's ranges on
+//!   the fields export writes (`gt {}` on durations, `lte: 100` on a percentage, …) are in
+//!   `ranges`, each with its proto file and line.
 //! - **resilience4j**: the setters Spring binds `resilience4j.<module>.…` to
 //!   (`spring_schema.py`), with Spring's relaxed names (`max-attempts` is `maxAttempts`),
 //!   dotted YAML keys and `.properties` files, and the values Spring converts (a `.properties`
@@ -28,6 +32,7 @@ use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
 mod document;
+mod ranges;
 mod values;
 
 use document::document;
@@ -221,6 +226,11 @@ impl Check {
         let schema = &self.root["definitions"][name];
         assert!(!schema.is_null(), "{name} is not in the schema's extract");
         self.value(schema, value, path);
+        if let Value::Object(o) = value {
+            for (key, what) in ranges::out_of_range(name, o) {
+                self.fail(&format!("{path}.{key}"), what);
+            }
+        }
     }
 
     /// `value` at `path` against `schema`.
@@ -345,9 +355,40 @@ impl Check {
                         ),
                     ),
                 },
-                "self.all(key, !key.contains(\"*\"))"
-                | "self.all(key, key.size() != 0)"
-                | "!self.contains(\"*\")" => {}
+                // workloadSelector.matchLabels: no key with `*`, no empty key, no value with `*`.
+                "self.all(key, !key.contains(\"*\"))" => {
+                    if let Some(k) = value
+                        .as_object()
+                        .and_then(|o| o.keys().find(|k| k.contains('*')))
+                    {
+                        self.fail(
+                            path,
+                            format!(
+                                "{k:?}: {}",
+                                rule["message"].as_str().unwrap_or("no key may contain *")
+                            ),
+                        );
+                    }
+                }
+                "self.all(key, key.size() != 0)" => {
+                    if value.as_object().is_some_and(|o| o.contains_key("")) {
+                        self.fail(
+                            path,
+                            rule["message"].as_str().unwrap_or("no key may be empty"),
+                        );
+                    }
+                }
+                "!self.contains(\"*\")" => {
+                    if value.as_str().is_some_and(|v| v.contains('*')) {
+                        self.fail(
+                            path,
+                            format!(
+                                "{value}: {}",
+                                rule["message"].as_str().unwrap_or("may not contain *")
+                            ),
+                        );
+                    }
+                }
                 other => panic!("CEL rule {other:?} is not understood by this check"),
             }
         }
@@ -560,4 +601,14 @@ impl Check {
             self.fail(path, format!("expected {expected}, got {value}"));
         }
     }
+}
+
+/// Every message and field the range rules name is in Envoy's extract (a rule under a wrong
+/// name would check nothing).
+pub fn range_rules_name_fields_of_the_extract() -> Vec<String> {
+    let defs = &schema(TargetFormat::Envoy)["definitions"];
+    ranges::messages()
+        .filter(|(m, f)| defs[*m]["properties"].get(*f).is_none())
+        .map(|(m, f)| format!("{m}.{f}"))
+        .collect()
 }
