@@ -323,8 +323,17 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         service,
         table,
         out,
+        sampling,
+        report,
     } = args;
     let imported = (|| {
+        if let Some(r) = sampling
+            && !(*r > 0.0 && *r <= 1.0)
+        {
+            return Err(format!(
+                "--sampling: must be the share of requests traced, above 0 and at most 1, got {r}"
+            ));
+        }
         let inputs = files
             .iter()
             .map(|f| import_input(f))
@@ -339,8 +348,19 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
             } else {
                 import::TableForm::Text
             },
+            sampling: *sampling,
         };
-        import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())
+        let imported = import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())?;
+        if let Some(path) = report {
+            let calibration = imported.calibration.as_ref().ok_or_else(|| {
+                format!(
+                    "--report {path}: the calibration report is of traces, and no file given is one"
+                )
+            })?;
+            let json = serde_json::to_string_pretty(calibration).map_err(|e| e.to_string())?;
+            std::fs::write(path, json + "\n").map_err(|e| format!("{path}: cannot write: {e}"))?;
+        }
+        Ok(imported)
     })();
     converted(imported.map(|i| (i.table, i.text)), out.as_deref())
 }
