@@ -832,6 +832,12 @@ fn call(targets: Vec<String>, pooled: bool) -> BoxedStrategy<String> {
     } else {
         Just(String::new()).boxed()
     };
+    // A share of requests, on a service's calls (a client's call is made on every request).
+    let call_ratio = if pooled {
+        ratio()
+    } else {
+        Just(String::new()).boxed()
+    };
     let target = usual_or_extreme(
         prop::sample::select(targets).prop_map(|t| quoted(&t)),
         vec!["\"nowhere\"", "\"\"", "nowhere"],
@@ -842,6 +848,7 @@ fn call(targets: Vec<String>, pooled: bool) -> BoxedStrategy<String> {
             ("timeout", duration()),
             ("deadline", duration()),
             ("weight", float(0.0..2.0)),
+            ("call_ratio", call_ratio),
             (
                 "fan_out",
                 // A quorum of at most n, mostly: the extreme generator and the mutations

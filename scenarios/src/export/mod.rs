@@ -44,7 +44,7 @@ mod service;
 mod sheet;
 mod text;
 
-use crate::format::schema::{Call, Layer, Scenario, Service};
+use crate::format::schema::{Call, CallStage, Layer, Scenario, Service};
 pub use crate::import::SourceFormat as TargetFormat;
 use crate::import::calls::{call_at, call_paths};
 use sheet::Sheet;
@@ -268,6 +268,7 @@ fn document(
         TargetFormat::Resilience4j => resilience4j::write(&target, &mut sheet),
         TargetFormat::Grpc => grpc::write(&target, &mut sheet),
     };
+    leave_stage(scenario, call_path, &mut sheet);
     if sheet.written() == 0 {
         return Err(ExportError(format!(
             "{file}: {call_path}: nothing to export to {}: the call has no timeout, deadline or layer the format can express, and its target no setting it has; the table of what was left out:\n{}",
@@ -276,6 +277,34 @@ fn document(
         )));
     }
     Ok((document, sheet))
+}
+
+/// Lists what a service's call says of when it is made, which no format configures: its
+/// `call_ratio` below 1, and a stage of `stages` that runs it beside others or picks it.
+fn leave_stage(scenario: &Scenario, call_path: &str, sheet: &mut Sheet) {
+    let Some((name, i)) = crate::import::calls::service_call(scenario, call_path) else {
+        return;
+    };
+    let service = &scenario.services[name];
+    let call = &service.calls[i];
+    if call.call_ratio < 1.0 {
+        sheet.leave(
+            format!("{call_path}.call_ratio"),
+            call.call_ratio.to_string(),
+            "no counterpart: which requests make a call is the calling application's code, not its proxy's or client library's configuration",
+        );
+    }
+    let stage = service.stages.iter().enumerate().find(|(_, st)| {
+        st.calls().contains(&(i as u32))
+            && (st.calls().len() > 1 || matches!(st, CallStage::Pick(_)))
+    });
+    if let Some((k, st)) = stage {
+        sheet.leave(
+            format!("services.{}.stages[{k}]", crate::format::overrides::segment(name)),
+            st.to_string(),
+            "no counterpart: which calls run together, or which one a request takes, is the calling application's code",
+        );
+    }
 }
 
 /// Lists layer `i` of the call as not exported, for `reason`.

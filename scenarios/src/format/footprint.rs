@@ -37,6 +37,9 @@ const USER_BYTES: u64 = 512;
 const REPLICA_BYTES: u64 = 5 << 10;
 /// One call site of one replica, without its layers (measured 2.2 KB).
 const CALL_SITE_BYTES: u64 = 5 << 9;
+/// A call made on a share of requests (`call_ratio` below 1), once per service: its stream
+/// (a ChaCha8 generator and its buffer, 320 bytes by `size_of`), boxed with its ratio.
+const RATIO_BYTES: u64 = 1 << 9;
 /// One layer of one call site, without its window (a bulkhead measured 750 bytes per replica
 /// with its share of the report, `bench_mesh --costs`).
 const LAYER_BYTES: u64 = 1 << 10;
@@ -314,6 +317,7 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
         let part = Part::count(field, keys.saturating_mul(per_key), what, per_key, "keys");
         parts.push(part.or(", or fewer replicas"));
     }
+    ratios_part(parts, name, sv);
     for (i, c) in sv.calls.iter().enumerate() {
         windows(
             parts,
@@ -321,6 +325,17 @@ fn service_parts(parts: &mut Vec<Part>, s: &Scenario, name: &str, sv: &Service) 
             &c.stack,
             replicas,
         );
+    }
+}
+
+/// The streams of a service's calls made on a share of requests, if any.
+fn ratios_part(parts: &mut Vec<Part>, name: &str, sv: &Service) {
+    let ratios = sv.calls.iter().filter(|c| c.call_ratio < 1.0).count() as u64;
+    if ratios > 0 {
+        let field = format!("services.{}.calls", segment(name));
+        let what = format!("{} made on a share of requests", plural(ratios, "call"));
+        let bytes = ratios.saturating_mul(RATIO_BYTES);
+        parts.push(Part::count(field, bytes, what, RATIO_BYTES, "calls"));
     }
 }
 

@@ -40,10 +40,11 @@ pub const DURATION_MAX: SimDuration = SimDuration::CONFIG_MAX;
 /// the memory estimate ([`footprint`](crate::format::footprint)).
 pub const REPLICAS_MAX: u32 = 10_000;
 
-/// The most downstream calls one service may make per request: more routes than a gateway
-/// gives one listener, numbered in 16 bits; a `Pick` scans their weights and a fan-out starts
-/// each of them per request. A job keeps a fan-out's first 8 running calls inline
-/// (`world/downstream.rs`). Was 8 until issue 38.
+/// The most downstream calls one service may make per request, and so the most `stages`
+/// (each call is in one stage, no stage is empty): more routes than a gateway gives one
+/// listener, numbered in 16 bits; a `Pick` stage scans its calls' weights and an `All` stage
+/// starts each of its calls per request. A job keeps the running calls of a stage of up to 8
+/// inline (`world/downstream.rs`). Was 8 until issue 38.
 pub const CALLS_MAX: usize = 1_000;
 
 /// The most layers in one call's pattern stack: every kind of layer, with room for gates a

@@ -4,8 +4,9 @@
 //!
 //! - **Offered.** Each open-loop client's mean rate over `[0, duration)` (a spike or a step
 //!   counts for the time it lasts) reaches its call's target, times the leaves of a fan-out.
-//!   A service passes on what reaches it to each of its calls (to one of them, in proportion
-//!   to the weights, when its `call_mode` is `Pick`), minus its warm cache's hits. These are
+//!   A service passes on what reaches it, minus its warm cache's hits, to each of its calls
+//!   times the call's `call_ratio` (and to one call of a `Pick` stage, in proportion to the
+//!   weights). These are
 //!   first attempts only: retries and hedges come on top. Closed-loop and one-shot clients
 //!   wait for their requests and cannot overload anything for long; they are left out.
 //! - **Capacity.** `replicas × workers / mean work` (the most replicas an autoscaler may run),
@@ -15,7 +16,7 @@
 //! Offered above capacity is then certain overload: the queue fills and stays full, whatever
 //! the seed. The reverse is not a promise of health (capacity is an upper bound).
 
-use crate::format::schema::{CallMode, Load, Scenario, Schedule};
+use crate::format::schema::{CallStage, Load, Scenario, Schedule, Service};
 use sim_core::SimDuration;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -113,17 +114,13 @@ fn offered(s: &Scenario) -> BTreeMap<String, Arriving> {
     // A stack of services whose callers have all been visited; at most one visit each.
     while let Some(name) = ready.pop() {
         let service = &s.services[name];
-        let weights: f64 = service.calls.iter().map(|c| c.weight).sum();
+        let shares = shares(service);
         let hits = service.cache.as_ref().map_or(0.0, |c| c.hit_ratio);
         let (rate, clients, through) = match reach.get(name) {
             Some(a) => (a.rate, a.clients.clone(), a.through.clone()),
             None => (0.0, BTreeSet::new(), BTreeSet::new()),
         };
-        for call in &service.calls {
-            let share = match service.call_mode {
-                CallMode::Pick if weights > 0.0 => call.weight / weights,
-                _ => 1.0,
-            };
+        for (call, share) in service.calls.iter().zip(shares) {
             let leaves = call.fan_out.as_ref().map_or(1, |f| f.n);
             if rate > 0.0 {
                 let a = reach.entry(call.target.clone()).or_default();
@@ -141,6 +138,30 @@ fn offered(s: &Scenario) -> BTreeMap<String, Arriving> {
         }
     }
     reach
+}
+
+/// The share of the requests a service serves that make each of its calls: its `call_ratio`,
+/// times its weight's share of a `Pick` stage's (a stage that runs on every request, since
+/// what fails before it is not counted: these are the offered first attempts).
+fn shares(service: &Service) -> Vec<f64> {
+    let mut shares: Vec<f64> = service.calls.iter().map(|c| c.call_ratio).collect();
+    for stage in service.call_stages().iter() {
+        if let CallStage::Pick(calls) = stage {
+            let weights: f64 = calls
+                .iter()
+                .map(|&c| service.calls[c as usize].weight)
+                .sum();
+            for &c in calls {
+                let c = c as usize;
+                shares[c] *= if weights > 0.0 {
+                    service.calls[c].weight / weights
+                } else {
+                    1.0
+                };
+            }
+        }
+    }
+    shares
 }
 
 /// A schedule's mean rate per second over `[0, duration)`.
@@ -237,5 +258,28 @@ mod tests {
             },
         ]);
         assert!((mean_rate(&steps, d) - (100.0 * 15.0 + 300.0 * 15.0) / 60.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_call_passes_on_its_ratio_and_a_pick_its_weight() {
+        let text = r#"Scenario(name: "t", duration: "10s",
+            clients: { "c": (load: Open(rate: Constant("1000/s")), call: (target: "api")) },
+            services: {
+                "api": (workers: 100, work: Constant(value: "1ms"),
+                        calls: [(target: "a", call_ratio: 0.3), (target: "b", weight: 3, call_ratio: 0.5),
+                                (target: "c", weight: 1), (target: "d")],
+                        stages: [All([0]), Pick([1, 2]), All([3])]),
+                "a": (workers: 1, work: Constant(value: "1ms")),
+                "b": (workers: 1, work: Constant(value: "1ms")),
+                "c": (workers: 1, work: Constant(value: "1ms")),
+                "d": (workers: 1, work: Constant(value: "1ms")),
+            })"#;
+        let s = crate::format::load::parse("t.ron", text).unwrap();
+        let reach = offered(&s);
+        let rate = |n: &str| reach[n].rate;
+        assert!((rate("a") - 300.0).abs() < 1e-9);
+        assert!((rate("b") - 375.0).abs() < 1e-9);
+        assert!((rate("c") - 250.0).abs() < 1e-9);
+        assert!((rate("d") - 1000.0).abs() < 1e-9);
     }
 }

@@ -819,6 +819,7 @@ fn thing(name: &str) -> String {
         "Layer" => "a pattern layer",
         "Discipline" => "a queue discipline",
         "CallMode" => "a call mode",
+        "CallStage" => "a call stage",
         "Abandoned" => "on_abandoned",
         "Admission" => "admission control",
         "Balancer" => "a balancer",

@@ -209,13 +209,7 @@ pub fn validate(s: &Scenario) -> Check {
     for (name, client) in &s.clients {
         let path = format!("clients.{}", segment(name));
         load(&format!("{path}.load"), &client.load)?;
-        call(&format!("{path}.call"), &client.call, &s.services)?;
-        if client.call.pool.is_some() {
-            return Err(err(
-                format!("{path}.call.pool"),
-                "a client's call has no connection pool: put the pool on a service's call",
-            ));
-        }
+        client_call(&format!("{path}.call"), &client.call, &s.services)?;
         crate::format::schema::traffic::validate_classes(
             &format!("{path}.classes"),
             &client.classes,
@@ -341,6 +335,27 @@ fn schedule(path: &str, s: &Schedule) -> Check {
             Ok(())
         }
     }
+}
+
+/// A client's call: a call, without a pool, made on every request.
+fn client_call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
+    call(path, c, services)?;
+    if c.pool.is_some() {
+        return Err(err(
+            format!("{path}.pool"),
+            "a client's call has no connection pool: put the pool on a service's call",
+        ));
+    }
+    if c.call_ratio != 1.0 {
+        return Err(err(
+            format!("{path}.call_ratio"),
+            format!(
+                "a client's call is made on every request, got {}; lower the client's rate instead, or put the share on a service's call",
+                c.call_ratio
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn call(path: &str, c: &Call, services: &BTreeMap<String, Service>) -> Check {
@@ -537,8 +552,8 @@ fn queue(path: &str, q: &QueueConfig) -> Check {
     }
 }
 
-/// A service's calls downstream: how many, each call, its connection limit, and the weights
-/// a `Pick` chooses by.
+/// A service's calls downstream: how many, each call, its connection limit, and the stages
+/// they run in ([`crate::format::schema::stages`]).
 fn service_calls(path: &str, s: &Service, services: &BTreeMap<String, Service>) -> Check {
     if s.calls.len() > CALLS_MAX {
         return Err(err(
@@ -552,16 +567,7 @@ fn service_calls(path: &str, s: &Service, services: &BTreeMap<String, Service>) 
     if let Some(m) = s.max_connections {
         at_least_one(&format!("{path}.max_connections"), m)?;
     }
-    if s.call_mode == CallMode::Pick && !s.calls.is_empty() {
-        let total: f64 = s.calls.iter().map(|c| c.weight).sum();
-        if total <= 0.0 {
-            return Err(err(
-                format!("{path}.calls"),
-                "with call_mode Pick, at least one call needs a positive weight",
-            ));
-        }
-    }
-    Ok(())
+    crate::format::schema::stages::validate(path, s)
 }
 
 /// The service's `i`th admission layer `a` (`path` is the service's).

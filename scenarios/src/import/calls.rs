@@ -16,10 +16,18 @@ pub fn call_at<'s>(scenario: &'s Scenario, path: &str) -> Option<&'s Call> {
             .get(name.trim_matches('"'))
             .map(|c| &c.call)
     } else {
-        let (name, index) = rest.strip_suffix(']')?.rsplit_once(".calls[")?;
-        let i: usize = index.parse().ok()?;
-        scenario.services.get(name.trim_matches('"'))?.calls.get(i)
+        let (name, i) = service_call(scenario, path)?;
+        scenario.services[name].calls.get(i)
     }
+}
+
+/// The service and the index of the call at `path`, when it is `services.NAME.calls[I]`.
+pub fn service_call<'s>(scenario: &'s Scenario, path: &str) -> Option<(&'s str, usize)> {
+    let rest = path.strip_prefix("services.")?;
+    let (name, index) = rest.strip_suffix(']')?.rsplit_once(".calls[")?;
+    let i: usize = index.parse().ok()?;
+    let (name, _) = scenario.services.get_key_value(name.trim_matches('"'))?;
+    Some((name, i))
 }
 
 /// The calls of a scenario, as `--call` names them.

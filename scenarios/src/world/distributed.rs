@@ -240,6 +240,7 @@ fn store_call(store: &str, d: &DistributedLimiter) -> Call {
         deadline: None,
         stack: d.breaker.iter().cloned().map(Layer::Breaker).collect(),
         weight: 1.0,
+        call_ratio: 1.0,
         safety: CallSafety::Unsafe,
         fan_out: None,
         pool: None,

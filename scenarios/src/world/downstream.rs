@@ -1,11 +1,20 @@
 //! What a job does after its work: an injected error, the cache (a hit, or a coalesced wait
-//! for another job's fetch of the same key), and its downstream calls, sequential, fanned
-//! out or picked by weight, each through its own call site's pattern stack.
+//! for another job's fetch of the same key), and its downstream calls, stage by stage
+//! ([`crate::format::schema::stages`]: a stage's calls at once, or one picked by weight, each
+//! made on its `call_ratio` of requests), each through its own call site's pattern stack.
+//!
+//! A stage draws which of its calls are made first, counts them as `pending`, then starts
+//! them in the order listed: a call that ends at once (refused by a gate, answered by a
+//! fallback) counts down like any other, so only the last call made can end the stage, as
+//! `call_mode: FanOut` always counted. The stage ends when its last call ends, and a failure
+//! among them fails the job then (`Dependency`), else the next stage starts. A stage that
+//! makes no call is passed over in the same loop. Old files run event for event as before:
+//! their stages draw nothing, and a stage's end comes where a call mode's did.
 //!
 //! A job keeps the call of each downstream call still running, to cancel them when it is
-//! abandoned or lost. Sequential and picked calls run one at a time and keep one slot; a
-//! fan-out keeps one per call, inline up to [`CHILDREN_INLINE`] (every fan-out the library
-//! has) and boxed beyond it, up to [`CALLS_MAX`]: the box is counted in
+//! abandoned or lost: one slot per place in a stage, as many as the widest stage
+//! ([`super::plan::Plan::width`]), inline up to [`CHILDREN_INLINE`] (every fan-out the
+//! library has) and boxed beyond it, up to [`CALLS_MAX`]: the box is counted in
 //! `World::carried_bytes` from the job's call stage until [`World::end_job`], so that a job
 //! stays its size whatever a service's calls, and the memory check still sees every byte.
 
@@ -16,7 +25,7 @@ use super::outcome::{Outcome, Reason};
 use super::refresh::Refresh;
 use super::{C, CallKey, JobKey, World};
 use crate::format::limits::CALLS_MAX;
-use crate::format::schema::{Abandoned, CallMode};
+use crate::format::schema::Abandoned;
 use patterns::coalesce::Join;
 use sim_core::SimTime;
 use sim_core::sample::{bernoulli, uniform_below};
@@ -38,14 +47,12 @@ enum Children {
 #[derive(Debug, Clone)]
 pub struct Downstream {
     children: Children,
-    /// Calls still running.
+    /// Calls of the stage still running (and one more while the stage starts them).
     pending: u16,
-    /// The next call to start (sequential mode).
-    next: u16,
-    /// Whether one of them failed.
+    /// The stage running.
+    stage: u16,
+    /// Whether one of the stage's calls failed.
     failed: bool,
-    /// Whether every call has a slot of its own (a fan-out), or they share slot 0.
-    fanned: bool,
 }
 
 const _: () = assert!(CALLS_MAX <= u16::MAX as usize, "call indices are u16");
@@ -54,19 +61,18 @@ const _: () =
     assert!(std::mem::size_of::<Children>() == std::mem::size_of::<[CallKey; CHILDREN_INLINE]>());
 
 impl Downstream {
-    /// Slots for the calls of a job that makes `n` calls, fanned out or one at a time.
-    fn new(n: usize, fanned: bool) -> Downstream {
-        let children = if fanned && n > CHILDREN_INLINE {
-            Children::Boxed(vec![CallKey::null(); n].into_boxed_slice())
+    /// Slots for the calls of a job whose widest stage runs `width` calls at once.
+    fn new(width: usize) -> Downstream {
+        let children = if width > CHILDREN_INLINE {
+            Children::Boxed(vec![CallKey::null(); width].into_boxed_slice())
         } else {
             Children::Inline([CallKey::null(); CHILDREN_INLINE])
         };
         Downstream {
             children,
-            pending: 1,
-            next: 0,
+            pending: 0,
+            stage: 0,
             failed: false,
-            fanned,
         }
     }
 
@@ -75,12 +81,6 @@ impl Downstream {
             Children::Inline(a) => a,
             Children::Boxed(b) => b,
         }
-    }
-
-    /// The slot of downstream call `index`.
-    fn slot(&mut self, index: usize) -> &mut CallKey {
-        let at = if self.fanned { index } else { 0 };
-        &mut self.slots()[at]
     }
 
     /// The downstream calls still running.
@@ -139,35 +139,51 @@ impl World {
         if self.services[svc].config().cache.is_some() && self.consult_cache(ctx, job, since) {
             return;
         }
-        let s = &mut self.services[svc];
-        let n = s.config().calls.len();
-        if n == 0 {
+        let plan = self.services[svc].plan();
+        if plan.stages() == 0 {
             self.finish_job(ctx, job, Outcome::Ok);
             return;
         }
-        let mode = s.config().call_mode;
-        let mut calls = Downstream::new(n, mode == CallMode::FanOut);
-        let first = match mode {
-            CallMode::Sequential => 0..1,
-            CallMode::FanOut => {
-                calls.pending = n as u16;
-                0..n
-            }
-            CallMode::Pick => {
-                let pick = s.pick_call();
-                // The request makes only this call: nothing follows it.
-                calls.next = n as u16;
-                pick..pick + 1
-            }
-        };
+        let calls = Downstream::new(plan.width());
         self.carried_bytes += calls.heap_bytes();
         self.jobs[job].set_stage(Stage::Calling { since, calls });
-        for i in first {
-            // A downstream call that fails at once may end the job before the others start.
-            if !self.jobs.contains_key(job) {
-                break;
+        self.run_stages(ctx, job, 0);
+    }
+
+    /// Runs the stages of `job` from `stage` on: the first whose draws make a call starts its
+    /// calls, and ends through [`World::child_done`]; stages that make none are passed over.
+    fn run_stages(&mut self, ctx: C, job: JobKey, mut stage: usize) {
+        let svc = self.jobs[job].service();
+        loop {
+            if stage == self.services[svc].plan().stages() {
+                self.finish_job(ctx, job, Outcome::Ok);
+                return;
             }
-            self.start_child(ctx, job, i);
+            let taken = self.services[svc].take_stage(stage);
+            let made = self.services[svc].plan().draw(taken.clone());
+            let count = made
+                .as_ref()
+                .map_or(taken.len(), |m| m.iter().filter(|&&b| b).count());
+            if count == 0 {
+                stage += 1;
+                continue;
+            }
+            let Some(calls) = self.jobs[job].downstream() else {
+                panic!("stages of a job that is not calling");
+            };
+            (calls.stage, calls.pending) = (stage as u16, count as u16);
+            for (n, k) in taken.enumerate() {
+                if made.as_ref().is_some_and(|m| !m[n]) {
+                    continue;
+                }
+                // A downstream call that ends the job at once leaves nothing to start.
+                if !self.jobs.contains_key(job) {
+                    return;
+                }
+                let index = self.services[svc].plan().member(k);
+                self.start_child(ctx, job, index);
+            }
+            return;
         }
     }
 
@@ -218,11 +234,7 @@ impl World {
 
     /// Starts downstream call `index` of `job`.
     fn start_child(&mut self, ctx: C, job: JobKey, index: usize) {
-        let j = &mut self.jobs[job];
-        let Some(calls) = j.downstream() else {
-            panic!("a downstream call of a job that is not calling");
-        };
-        calls.next = calls.next.max(index as u16 + 1);
+        let j = &self.jobs[job];
         let s = &self.services[j.service()];
         // A deadline-aware service passes its caller's deadline down; a naive one does not.
         let parent_deadline = if s.config().on_abandoned == Abandoned::Work {
@@ -231,6 +243,7 @@ impl World {
             j.deadline()
         };
         let site = s.site(j.replica(), index);
+        let svc = j.service();
         let owner = Owner::Job {
             job,
             index: index as u16,
@@ -239,41 +252,32 @@ impl World {
         if self.calls.contains_key(key)
             && let Some(calls) = self.jobs.get_mut(job).and_then(Job::downstream)
         {
-            *calls.slot(index) = key;
+            calls.slots()[self.services[svc].plan().slot(index)] = key;
         }
     }
 
-    /// Downstream call `index` of `job` ended.
+    /// Downstream call `index` of `job` ended: its stage ends with its last call.
     pub(super) fn child_done(&mut self, ctx: C, job: JobKey, index: u16, outcome: Outcome) {
         let Some(j) = self.jobs.get_mut(job) else {
             return;
         };
         let svc = j.service();
-        let Some(calls) = j.downstream() else {
+        let slot = self.services[svc].plan().slot(usize::from(index));
+        let Some(calls) = self.jobs[job].downstream() else {
             panic!("a downstream call ended for a job that is not calling");
         };
         assert!(calls.pending > 0, "a downstream call ends once");
-        *calls.slot(usize::from(index)) = CallKey::null();
+        calls.slots()[slot] = CallKey::null();
         calls.pending -= 1;
         calls.failed |= outcome != Outcome::Ok;
-        let (failed, pending, next) = (calls.failed, calls.pending, calls.next as usize);
-        let config = self.services[svc].config();
-        // Sequential calls stop at the first failure; the others wait for every call out.
-        let sequential = config.call_mode == CallMode::Sequential;
-        let done =
-            (failed && sequential) || (pending == 0 && (failed || next >= config.calls.len()));
-        if done {
-            let o = if failed {
-                Outcome::Fail(Reason::Dependency)
-            } else {
-                Outcome::Ok
-            };
-            self.finish_job(ctx, job, o);
-        } else if pending == 0 {
-            if let Some(calls) = self.jobs[job].downstream() {
-                calls.pending = 1;
-            }
-            self.start_child(ctx, job, next);
+        if calls.pending > 0 {
+            return;
+        }
+        if calls.failed {
+            self.finish_job(ctx, job, Outcome::Fail(Reason::Dependency));
+        } else {
+            let next = usize::from(calls.stage) + 1;
+            self.run_stages(ctx, job, next);
         }
     }
 }

@@ -34,7 +34,8 @@
 //! | `lifecycle` | a replica's slot (up, paused, down and why; in rotation, parked, starting, draining, redeploying, out) and the one way down and the one way up |
 //! | `scaling` | what moves slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
 //! | `job` | a job and its `Stage` (which carries its store read), its cache fetch: admission, queue, work; its end, answered, cancelled or lost, by one path (`job/end.rs`) |
-//! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls |
+//! | `downstream` | after the work: injected errors, the cache and coalescing, downstream calls stage by stage |
+//! | `plan` | a service's call stages as its jobs run them (compiled from `call_stages`), a `Pick` stage's draw and each `call_ratio` draw |
 //! | `distributed` | distributed rate limiters: local, central at a store service, leases |
 //! | `fanout` | fan-out calls: a shell and its leaves, gathered to a quorum |
 //! | `refresh` | cache entries with a time to live, refreshed on expiry or early (XFetch) |
@@ -121,6 +122,7 @@ pub mod msg;
 mod network;
 mod outcome;
 mod pace;
+mod plan;
 mod pool;
 mod probe;
 mod refresh;

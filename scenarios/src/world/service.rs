@@ -20,6 +20,7 @@ use super::gauges::Gauges;
 use super::lifecycle::Lifecycle;
 use super::outcome::Reason;
 use super::pace::Quota;
+use super::plan::Plan;
 use super::refresh::Refresh;
 use super::replica::Replica;
 use super::scaling::Scaling;
@@ -32,7 +33,7 @@ use patterns::concurrency::ConcurrencyToken;
 use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, RateLimiter};
 use sim_core::metrics::LatencyHistogram;
-use sim_core::sample::{SAMPLE_MAX, bernoulli, unit_f64};
+use sim_core::sample::{SAMPLE_MAX, bernoulli};
 use sim_core::{RngStream, Sampler, Seed, SimDuration, SimTime};
 use std::collections::BTreeMap;
 
@@ -46,6 +47,8 @@ pub struct Service {
     work: Sampler,
     /// Per replica, the call site of each downstream call.
     sites: Vec<Vec<u32>>,
+    /// The stages its calls run in, and their draws.
+    plan: Plan,
     replicas: Vec<Replica>,
     /// Its admission layers but those of each replica.
     layers: Layers,
@@ -100,6 +103,7 @@ impl Service {
             name: name.to_string(),
             work: config.work.compile().expect(built),
             sites,
+            plan: Plan::new(name, config, seed),
             replicas,
             layers: Layers::of(config),
             faults: ServiceFaults::none(config.workers),
@@ -133,7 +137,8 @@ impl Service {
     }
 
     /// Gives every stream it draws from fresh randomness from `seed` (a branch's): its
-    /// balancer's, work times, injected faults, admission, routes, store and cache refresh.
+    /// balancer's, work times, injected faults, admission, routes, call ratios, store and cache
+    /// refresh.
     pub fn reseed(&mut self, seed: Seed) {
         self.balance.reseed(seed);
         for rng in [
@@ -144,6 +149,7 @@ impl Service {
         ] {
             rng.reseed(seed);
         }
+        self.plan.reseed(seed);
         if let Some(store) = &mut self.store {
             store.reseed(seed);
         }
@@ -489,18 +495,15 @@ impl Service {
             && bernoulli(&mut self.rng_fault, self.faults.client_error_ratio)
     }
 
-    /// Which downstream call a request makes under `CallMode::Pick`, at random by weight.
-    pub fn pick_call(&mut self) -> usize {
-        let calls = &self.config.calls;
-        let total: f64 = calls.iter().map(|c| c.weight).sum();
-        let mut u = unit_f64(&mut self.rng_route) * total;
-        for (i, c) in calls.iter().enumerate() {
-            if u < c.weight {
-                return i;
-            }
-            u -= c.weight;
-        }
-        calls.len() - 1
+    /// The stages its calls run in.
+    pub fn plan(&mut self) -> &mut Plan {
+        &mut self.plan
+    }
+
+    /// Where in its plan's members the calls stage `stage` takes are: all of the stage's, or
+    /// the one a `Pick` stage draws from the service's route stream.
+    pub fn take_stage(&mut self, stage: usize) -> std::ops::Range<usize> {
+        self.plan.take(stage, &mut self.rng_route)
     }
 
     /// Registers `job` as waiting for the coalesced fetch of replica `r` numbered `waiter`.

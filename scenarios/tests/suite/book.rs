@@ -568,6 +568,28 @@ fn first_scenario_says_what_each_step_shows() {
     claim(page, format!("opening at {}s", first.t_s));
     assert_eq!(db.breakers[0].state, "closed");
     assert!(three.passed());
+
+    let four = book_run("first-4-stages.ron");
+    let api = service_report(&four, "api").arrivals;
+    let made = |i: usize| {
+        call_report(&four, &format!("services.api.calls[{i}]"))
+            .counts
+            .calls
+    };
+    // Requests still in their first stage when the run stops have made no call yet.
+    assert!(api - made(0) < 10 && made(0) == made(1));
+    claim(page, "Every request called `auth` and `catalog`");
+    claim(
+        page,
+        format!(
+            "`recs` was called on {:.0}% of them",
+            100.0 * made(2) as f64 / made(1) as f64
+        ),
+    );
+    let browse = made(3) as f64 / (made(3) + made(4)) as f64;
+    assert!((0.88..0.92).contains(&browse), "{browse}");
+    claim(page, "split the requests 9 to 1");
+    assert!(four.passed());
 }
 
 fn ratio_percent(r: &Report, from_s: f64, to_s: f64) -> String {

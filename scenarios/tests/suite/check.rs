@@ -773,6 +773,51 @@ fn malformed_files_get_one_line_with_location_and_fix() {
             "Exponential(mean: \"10ms\")",
             "Empirical(values: [\"1ms\"], file: \"tests/malformed/samples-bare.txt\")",
         ),
+        (
+            "call_mode and stages",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")],\n            call_mode: FanOut, stages: [All([0])],",
+        ),
+        (
+            "call_ratio above 1",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", call_ratio: 1.5)],",
+        ),
+        (
+            "call_ratio of a client's call",
+            "call: (target: \"api\",",
+            "call: (target: \"api\", call_ratio: 0.5,",
+        ),
+        (
+            "an empty stage",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], stages: [All([0]), Pick([])],",
+        ),
+        (
+            "a Pick stage without weight",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\", weight: 0)], stages: [Pick([0])],",
+        ),
+        (
+            "a stage names no call",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], stages: [All([0, 1])],",
+        ),
+        (
+            "a call in two stages",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], stages: [All([0]), All([0])],",
+        ),
+        (
+            "a call in no stage",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\"), (target: \"db\")], stages: [All([1])],",
+        ),
+        (
+            "a stage kind misspelt",
+            "calls: [(target: \"db\")],",
+            "calls: [(target: \"db\")], stages: [Any([0])],",
+        ),
     ];
     assert!(cases.len() >= 20);
     let mut all = String::new();

@@ -45,6 +45,7 @@ mod series;
 mod serve;
 mod shrink;
 mod spans;
+mod stages;
 mod swarm;
 mod sweep;
 mod tidy;

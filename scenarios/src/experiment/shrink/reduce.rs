@@ -169,7 +169,7 @@ fn service_calls(out: &mut Out) {
     for (name, service) in &s.services {
         for (i, call) in service.calls.iter().enumerate() {
             let mut c = s.clone();
-            c.services.get_mut(name).expect("listed").calls.remove(i);
+            c.services.get_mut(name).expect("listed").remove_call(i);
             out.push(
                 format!("dropped services.{name}.calls[{i}] (to {})", call.target),
                 c,

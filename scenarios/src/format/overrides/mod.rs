@@ -265,12 +265,33 @@ impl Source {
             None => &self.base,
         };
         let mut scenario = parse_text(&self.file, base)?;
+        self.said_once(&scenario)?;
         scenario = validate_with(&self.file, scenario, limits)?;
         for variant in &self.variants {
             self.check_variant(variant, limits)?;
         }
         scenario.variants = self.variant_names();
         Ok(scenario)
+    }
+
+    /// A service that says how its calls run twice (`call_mode` and `stages`) is an error at
+    /// its `call_mode` in the file ([`crate::format::schema::stages::mixed`]); validation
+    /// says it by path alone for a scenario made otherwise.
+    fn said_once(&self, scenario: &Scenario) -> Result<(), ScenarioError> {
+        let Some((path, message)) = crate::format::schema::stages::mixed(scenario) else {
+            return Ok(());
+        };
+        let build = Build::new(&self.base, self.cut);
+        let steps = parse_path(&path).expect("a path resim writes parses");
+        let (place, _) = build.walk(&steps);
+        let (byte, _) = build.bytes(place);
+        let (line, column) = line_column(&self.base.text, byte);
+        Err(ScenarioError::Syntax {
+            file: self.file.clone(),
+            line,
+            column,
+            message: format!("{path}: {message}"),
+        })
     }
 
     /// The scenarios of several sets of overrides (the points of a grid): the file and its

@@ -26,6 +26,7 @@ mod facts;
 pub mod isolation;
 pub mod pool;
 pub mod scaling;
+pub mod stages;
 pub mod traffic;
 
 use crate::format::limits::RunLimits;
@@ -51,6 +52,7 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use sim_core::{Dist, Rate, SimDuration};
 pub use sim_net::NetworkConfig;
+pub use stages::CallStage;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -299,9 +301,15 @@ pub struct Call {
     /// layers after it act on every attempt.
     #[serde(default)]
     pub stack: Vec<Layer>,
-    /// The share of requests that make this call when the service's `call_mode` is `Pick`.
+    /// Its weight among the calls of a `Pick` stage ([`CallStage::Pick`]): the stage picks
+    /// one of its calls at random in proportion to their weights.
     #[serde(default = "default_weight")]
     pub weight: f64,
+    /// The share of the requests reaching this call that make it, in 0–1: a service's call
+    /// whose stage runs (or, in a `Pick` stage, that was picked) is made with this
+    /// probability, else skipped ([`stages`]). A client's call is made on every request.
+    #[serde(default = "default_weight")]
+    pub call_ratio: f64,
     /// Whether running the operation twice is harmless: it decides whether retries and hedges
     /// may repeat it, and whether the target can deduplicate them.
     #[serde(default)]
@@ -398,9 +406,15 @@ pub struct Service {
     /// Downstream calls made after the work, each through its own pattern stack.
     #[serde(default)]
     pub calls: Vec<Call>,
-    /// Whether the downstream calls run one after the other or all at once.
-    #[serde(default)]
-    pub call_mode: CallMode,
+    /// How the calls run: in stages, one after the other, each stage making its calls at
+    /// once or picking one of them ([`CallStage`], [`stages`]). Without it (and without
+    /// `call_mode`), one call after the other.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<CallStage>,
+    /// The older way to say how the calls run, which stands for a form of `stages`
+    /// ([`Service::call_stages`]); a file says one or the other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_mode: Option<CallMode>,
     /// What happens to a request whose caller has already given up.
     #[serde(default)]
     pub on_abandoned: Abandoned,
@@ -559,16 +573,18 @@ fn default_true() -> bool {
     true
 }
 
-/// How multiple downstream calls run.
+/// How multiple downstream calls run, as files said before `stages`; each mode stands for
+/// a form of `stages` ([`Service::call_stages`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum CallMode {
-    /// One after the other; the first failure fails the request.
+    /// One after the other; the first failure fails the request: a stage per call,
+    /// `[All([0]), All([1]), …]`.
     #[default]
     Sequential,
-    /// All at once; the request succeeds when all do.
+    /// All at once; the request succeeds when all do: one stage of all, `[All([0, 1, …])]`.
     FanOut,
     /// One of them, picked at random in proportion to `weight` (request types: 90% reads go
-    /// to the catalog, 10% to payments).
+    /// to the catalog, 10% to payments): one stage picking one, `[Pick([0, 1, …])]`.
     Pick,
 }
 
