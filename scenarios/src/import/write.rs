@@ -394,7 +394,7 @@ fn kept_fields(call: &Call, imported: &[Field]) -> Vec<Field> {
     if let (Some(d), false) = (call.deadline, sets("deadline")) {
         kept.push(Field::plain("deadline", ron::duration(d)));
     }
-    if call.weight != 1.0 {
+    if call.weight != 1.0 && !sets("weight") {
         kept.push(Field::plain("weight", ron::float(call.weight)));
     }
     kept.push(Field::plain(
