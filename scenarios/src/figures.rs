@@ -30,6 +30,7 @@ pub use followed::{
     SLOW_PER_BUCKET, SlowExample, Step, What,
 };
 
+use crate::format::grpc_status::GrpcCode;
 use patterns::breaker::StateKind;
 use sim_core::metrics::{GaugeBucket, LatencyHistogram};
 use sim_core::{SimDuration, SimTime};
@@ -150,25 +151,25 @@ impl Reason {
         }
     }
 
-    /// The gRPC status code a gRPC service would answer with, by name and number, as the
-    /// reference's table of failure reasons says.
-    pub fn grpc_code(self) -> (&'static str, u8) {
+    /// The gRPC status code a gRPC service would answer with, as the reference's table of
+    /// failure reasons says.
+    pub fn grpc_code(self) -> GrpcCode {
         match self {
-            Reason::Timeout | Reason::Deadline => ("DEADLINE_EXCEEDED", 4),
+            Reason::Timeout | Reason::Deadline => GrpcCode::DEADLINE_EXCEEDED,
             Reason::QueueFull
             | Reason::RateLimited
             | Reason::ConcurrencyLimited
             | Reason::BulkheadFull
-            | Reason::ClientLimited => ("RESOURCE_EXHAUSTED", 8),
+            | Reason::ClientLimited => GrpcCode::RESOURCE_EXHAUSTED,
             Reason::Shed
             | Reason::Unavailable
             | Reason::Dependency
             | Reason::BreakerOpen
             | Reason::PoolTimeout
-            | Reason::ConnectionRefused => ("UNAVAILABLE", 14),
-            Reason::Error => ("INTERNAL", 13),
-            Reason::Conflict | Reason::VersionConflict | Reason::LockTimeout => ("ABORTED", 10),
-            Reason::ClientError => ("INVALID_ARGUMENT", 3),
+            | Reason::ConnectionRefused => GrpcCode::UNAVAILABLE,
+            Reason::Error => GrpcCode::INTERNAL,
+            Reason::Conflict | Reason::VersionConflict | Reason::LockTimeout => GrpcCode::ABORTED,
+            Reason::ClientError => GrpcCode::INVALID_ARGUMENT,
         }
     }
 }

@@ -25,6 +25,7 @@ mod export;
 mod export_against_props;
 mod export_corpus;
 mod export_schemas;
+mod export_split;
 mod import;
 mod import_cli;
 mod import_corpus;
