@@ -23,12 +23,14 @@
 //! the calling service while running). Nothing grows with the number of requests.
 
 mod followed;
+mod limits;
 pub mod sampling;
 
 pub use followed::{
     Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker,
     SLOW_PER_BUCKET, SlowExample, Step, What,
 };
+pub use limits::LimiterFigures;
 
 use crate::format::grpc_status::GrpcCode;
 use patterns::breaker::StateKind;
@@ -458,6 +460,8 @@ pub struct ServiceFigures {
     pub pid_drop_ratio_max: f64,
     /// One entry per report bucket, from zero to the end of the run.
     pub buckets: Vec<ServiceBucket>,
+    /// Its concurrency limit and PID shedder over time, if it has either.
+    pub limiters: Option<Box<LimiterFigures>>,
     /// Its keyed store's figures, if it has a store.
     pub store: Option<StoreFigures>,
     /// Its cache's expiring entries, if the cache has a `ttl`.

@@ -31,6 +31,7 @@ mod import_cli;
 mod import_corpus;
 mod library;
 mod lifecycle;
+mod limiter_series;
 mod limits;
 mod local_limiters;
 mod locks;
