@@ -625,10 +625,10 @@ mod tests {
             (bomb, "anchors and aliases"),
             (deep, "nests deeper than the YAML reader follows"),
         ] {
-            let message = Doc::parse("f.yaml", &text, Syntax::Yaml)
-                .err()
-                .expect("refused")
-                .to_string();
+            let Err(refusal) = Doc::parse("f.yaml", &text, Syntax::Yaml) else {
+                panic!("{says}: read as a configuration");
+            };
+            let message = refusal.to_string();
             assert!(message.starts_with("f.yaml"), "{message}");
             assert!(message.contains(says), "{message}");
             for internal in ["budget breached", "Nodes {", "recursion limit", "r#"] {
