@@ -10,6 +10,9 @@
 //!
 //! `cargo run --release -p scenarios --example bench_import`
 //! `cargo run --release -p scenarios --example bench_import -- --hosts 200 --rounds 1`
+//! `cargo run --release -p scenarios --example bench_import -- --hosts 5000 --write mesh.yaml`
+//! writes the mesh and times nothing, for `resim import mesh.yaml` (its wall time, or its
+//! instructions under callgrind with `--toggle-collect='scenarios::import::import'`).
 //!
 //! The last line: `hosts=.. routes=.. bytes=.. import_secs=.. us_per_route=..
 //! baseline_us_per_route=.. ratio=..`, the ratio being the mesh's time per route (medians over
@@ -36,6 +39,9 @@ struct Args {
     /// Rounds of mesh and baseline, alternating.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Write the mesh's rules to this file instead of timing its import.
+    #[arg(long)]
+    write: Option<std::path::PathBuf>,
 }
 
 /// The Istio rules of `hosts` hosts in `kind: List`: host `i` calls hosts `i+1 … i+routes`
@@ -105,6 +111,10 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let args = Args::parse();
     let big = mesh(args.hosts, args.routes);
+    if let Some(file) = &args.write {
+        std::fs::write(file, &big).expect("the mesh is written");
+        return;
+    }
     let small = mesh(BASELINE_HOSTS, args.routes);
     let routes_big = routes_of(args.hosts, args.routes) as f64;
     let routes_small = routes_of(BASELINE_HOSTS, args.routes) as f64;

@@ -23,13 +23,16 @@
 //! the calling service while running). Nothing grows with the number of requests.
 
 mod followed;
+mod limits;
 pub mod sampling;
 
 pub use followed::{
     Attempt, Decision, EXAMPLES_PER_BUCKET, FailedExample, Followed, JobEnd, Maker,
     SLOW_PER_BUCKET, SlowExample, Step, What,
 };
+pub use limits::LimiterFigures;
 
+use crate::format::grpc_status::GrpcCode;
 use patterns::breaker::StateKind;
 use sim_core::metrics::{GaugeBucket, LatencyHistogram};
 use sim_core::{SimDuration, SimTime};
@@ -150,25 +153,25 @@ impl Reason {
         }
     }
 
-    /// The gRPC status code a gRPC service would answer with, by name and number, as the
-    /// reference's table of failure reasons says.
-    pub fn grpc_code(self) -> (&'static str, u8) {
+    /// The gRPC status code a gRPC service would answer with, as the reference's table of
+    /// failure reasons says.
+    pub fn grpc_code(self) -> GrpcCode {
         match self {
-            Reason::Timeout | Reason::Deadline => ("DEADLINE_EXCEEDED", 4),
+            Reason::Timeout | Reason::Deadline => GrpcCode::DEADLINE_EXCEEDED,
             Reason::QueueFull
             | Reason::RateLimited
             | Reason::ConcurrencyLimited
             | Reason::BulkheadFull
-            | Reason::ClientLimited => ("RESOURCE_EXHAUSTED", 8),
+            | Reason::ClientLimited => GrpcCode::RESOURCE_EXHAUSTED,
             Reason::Shed
             | Reason::Unavailable
             | Reason::Dependency
             | Reason::BreakerOpen
             | Reason::PoolTimeout
-            | Reason::ConnectionRefused => ("UNAVAILABLE", 14),
-            Reason::Error => ("INTERNAL", 13),
-            Reason::Conflict | Reason::VersionConflict | Reason::LockTimeout => ("ABORTED", 10),
-            Reason::ClientError => ("INVALID_ARGUMENT", 3),
+            | Reason::ConnectionRefused => GrpcCode::UNAVAILABLE,
+            Reason::Error => GrpcCode::INTERNAL,
+            Reason::Conflict | Reason::VersionConflict | Reason::LockTimeout => GrpcCode::ABORTED,
+            Reason::ClientError => GrpcCode::INVALID_ARGUMENT,
         }
     }
 }
@@ -457,6 +460,8 @@ pub struct ServiceFigures {
     pub pid_drop_ratio_max: f64,
     /// One entry per report bucket, from zero to the end of the run.
     pub buckets: Vec<ServiceBucket>,
+    /// Its concurrency limit and PID shedder over time, if it has either.
+    pub limiters: Option<Box<LimiterFigures>>,
     /// Its keyed store's figures, if it has a store.
     pub store: Option<StoreFigures>,
     /// Its cache's expiring entries, if the cache has a `ttl`.

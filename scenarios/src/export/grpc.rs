@@ -5,6 +5,7 @@
 use super::sheet::{Sheet, ron};
 use super::text::{Document, number, proto_duration};
 use super::{Target, leave_layer, leave_retry_extras, leave_service};
+use crate::format::grpc_status::GrpcCode;
 use crate::format::schema::Layer;
 use patterns::backoff::{Jitter, Strategy};
 use patterns::budget::BudgetConfig;
@@ -215,7 +216,7 @@ fn codes(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Vec<&'stat
     let mut codes = Vec::new();
     let unavailable = r.retry_on_status.contains(&503);
     if unavailable || r.retry_on_connection_error {
-        codes.push("UNAVAILABLE");
+        codes.push(GrpcCode::UNAVAILABLE.name());
         if unavailable != r.retry_on_connection_error {
             let (k, v) = if unavailable {
                 ("retry_on_connection_error", "false")
@@ -229,15 +230,19 @@ fn codes(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Vec<&'stat
             );
         }
         if r.retry_on_connection_error {
-            sheet.put(at("retry_on_connection_error"), &field, "UNAVAILABLE");
+            sheet.put(
+                at("retry_on_connection_error"),
+                &field,
+                GrpcCode::UNAVAILABLE.name(),
+            );
         }
     }
     for status in &r.retry_on_status {
         let code = match status {
-            503 => "UNAVAILABLE",
-            500 => "INTERNAL",
-            501 => "UNIMPLEMENTED",
-            504 => "DEADLINE_EXCEEDED",
+            503 => GrpcCode::UNAVAILABLE.name(),
+            500 => GrpcCode::INTERNAL.name(),
+            501 => GrpcCode::UNIMPLEMENTED.name(),
+            504 => GrpcCode::DEADLINE_EXCEEDED.name(),
             other => {
                 sheet.leave(
                     at("retry_on_status"),
@@ -253,12 +258,16 @@ fn codes(t: &Target, i: usize, r: &RetryConfig, sheet: &mut Sheet) -> Vec<&'stat
         sheet.put(at("retry_on_status"), &field, format!("{status}: {code}"));
     }
     if r.retry_on_throttled {
-        codes.push("RESOURCE_EXHAUSTED");
-        sheet.put(at("retry_on_throttled"), &field, "RESOURCE_EXHAUSTED");
+        codes.push(GrpcCode::RESOURCE_EXHAUSTED.name());
+        sheet.put(
+            at("retry_on_throttled"),
+            &field,
+            GrpcCode::RESOURCE_EXHAUSTED.name(),
+        );
     }
     if r.retry_on_conflict {
-        codes.push("ABORTED");
-        sheet.put(at("retry_on_conflict"), &field, "ABORTED");
+        codes.push(GrpcCode::ABORTED.name());
+        sheet.put(at("retry_on_conflict"), &field, GrpcCode::ABORTED.name());
     }
     if r.retry_on_timeout {
         sheet.leave(

@@ -16,6 +16,7 @@
 //! | [`footprint`] | the memory a scenario fixes and its arrival rates, held to its limits |
 //! | [`series_bytes`] | what one report bucket costs, by what a run keeps (`Series`) and the requests a bucket holds |
 //! | [`offered`] | what the clients offer each service on average over the run, against the most it can serve |
+//! | [`grpc_status`] | gRPC's status codes, one table of names and numbers, for the gRPC import and the figures |
 //! | [`warnings`] | settings that are accepted but may not mean what their author meant (a percentage written as a ratio, a service offered more than it can serve) |
 //! | [`error`] | [`ScenarioError`](error::ScenarioError), and [`error::one_line`] for what a message quotes |
 //!
@@ -29,6 +30,7 @@
 
 pub mod error;
 pub mod footprint;
+pub mod grpc_status;
 pub mod limits;
 pub mod load;
 pub mod offered;

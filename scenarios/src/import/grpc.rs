@@ -21,6 +21,7 @@ use super::node::{Found, Node, Owned};
 use super::ron::{self, Field, Ron};
 use super::tree::{Doc, child};
 use super::{ImportError, SourceFormat};
+use crate::format::grpc_status::GrpcCode;
 use serde_json::Value;
 use sim_core::SimDuration;
 
@@ -238,27 +239,6 @@ fn retry_policy(r: &Owned, throttling: Option<&Field>) -> Result<Field, ImportEr
     Ok(Field::plain("", ron::named("Retry", fields)))
 }
 
-/// gRPC status codes by name and number.
-const CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
-
 /// `retryableStatusCodes` as the outcomes resim retries.
 fn retryable(n: &Node) -> Result<Vec<Field>, ImportError> {
     let at = n.path_of("retryableStatusCodes");
@@ -269,24 +249,24 @@ fn retryable(n: &Node) -> Result<Vec<Field>, ImportError> {
         (Vec::new(), false, false, false);
     for (i, code) in codes.iter().enumerate() {
         let path = format!("{at}[{i}]");
-        let name = match code {
-            Value::String(s) => CODES.iter().find(|c| c.eq_ignore_ascii_case(s.trim())).copied(),
-            Value::Number(x) => x.as_u64().and_then(|i| CODES.get(i as usize)).copied(),
+        let status = match code {
+            Value::String(s) => GrpcCode::from_name_ignoring_case(s.trim()),
+            Value::Number(x) => x.as_u64().and_then(GrpcCode::from_number),
             _ => None,
         }
         .ok_or_else(|| n.error(&path, format!("expected a gRPC status code (a name such as \"UNAVAILABLE\", or its number), got {code}")))?;
-        match name {
-            "UNAVAILABLE" => {
+        match status {
+            GrpcCode::UNAVAILABLE => {
                 statuses.push(503);
                 connection = true;
             }
-            "INTERNAL" | "UNKNOWN" | "DATA_LOSS" => statuses.push(500),
-            "UNIMPLEMENTED" => statuses.push(501),
-            "DEADLINE_EXCEEDED" => statuses.push(504),
-            "RESOURCE_EXHAUSTED" => throttled = true,
-            "ABORTED" => conflict = true,
+            GrpcCode::INTERNAL | GrpcCode::UNKNOWN | GrpcCode::DATA_LOSS => statuses.push(500),
+            GrpcCode::UNIMPLEMENTED => statuses.push(501),
+            GrpcCode::DEADLINE_EXCEEDED => statuses.push(504),
+            GrpcCode::RESOURCE_EXHAUSTED => throttled = true,
+            GrpcCode::ABORTED => conflict = true,
             other => {
-                n.ledger.skip(&path, Skip::OutOfRange, format!("resim's answers never carry {other}: a status, a timeout, a refused or lost connection, 429 or 409"));
+                n.ledger.skip(&path, Skip::OutOfRange, format!("resim's answers never carry {}: a status, a timeout, a refused or lost connection, 429 or 409", other.name()));
                 continue;
             }
         }

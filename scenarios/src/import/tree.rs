@@ -474,7 +474,7 @@ fn yaml_error(file: &str, e: &serde_saphyr::Error) -> ImportError {
                 .map_or("a key".to_string(), |k| format!("`{k}`"))
         ),
         serde_saphyr::Error::Budget { breach, .. } => budget_message(breach),
-        _ if format!("{e:?}").contains("Alias") => "its anchors and aliases (`&a`, `*a`) expand to more than a configuration holds; write the values out, or check for aliases that repeat each other".to_string(),
+        _ if format!("{e:?}").contains("Alias") => ALIASES.to_string(),
         _ => {
             let message = e.render_with_options(options);
             // The rendering may carry its own " at line L, column C"; the location comes first.
@@ -482,7 +482,17 @@ fn yaml_error(file: &str, e: &serde_saphyr::Error) -> ImportError {
                 Some(i) => message[..i].to_string(),
                 None => message,
             };
-            message.lines().next().unwrap_or_default().trim().to_string()
+            let message = message.lines().next().unwrap_or_default().trim();
+            // The reader also reports a breached budget, and its own nesting limit, as plain
+            // text (`budget breached: Nodes { nodes: 250001 }`): the parser's words, not the
+            // user's.
+            if message.contains("budget breached") && !message.contains("Depth") {
+                ALIASES.to_string()
+            } else if message.contains("budget breached") || message.contains("recursion limit") {
+                too_deep()
+            } else {
+                message.to_string()
+            }
         }
     };
     match e.location() {
@@ -495,21 +505,33 @@ fn yaml_error(file: &str, e: &serde_saphyr::Error) -> ImportError {
     }
 }
 
+/// Aliases that expand past the budget, in the user's words.
+const ALIASES: &str = "its anchors and aliases (`&a`, `*a`) expand to more values than the file has bytes; write the values out, or check for aliases that repeat each other";
+
+/// Nesting past what the reader follows, in the user's words (the reader's limit is its own,
+/// a few hundred levels, so no number is given).
+fn too_deep() -> String {
+    "nests deeper than the YAML reader follows, far deeper than any configuration; check the brackets and the indentation from here".to_string()
+}
+
 /// What a breached YAML budget means for a configuration file.
 fn budget_message(breach: &serde_saphyr::budget::BudgetBreach) -> String {
     use serde_saphyr::budget::BudgetBreach as B;
     match breach {
-        B::Depth { .. } => format!(
-            "nests deeper than {SPOT_DEPTH_MAX} levels, more than any configuration format the import reads; check the indentation"
-        ),
-        B::Documents { .. } => "holds more than 1,024 documents (`---`); split it into several files".to_string(),
+        B::Depth { .. } => too_deep(),
+        B::Documents { .. } => {
+            "holds more than 1,024 documents (`---`); split it into several files".to_string()
+        }
         B::Nodes { .. }
         | B::Events { .. }
         | B::Aliases { .. }
         | B::Anchors { .. }
         | B::AliasAnchorRatio { .. }
-        | B::RecordedAnchorEvents { .. } => "its anchors and aliases (`&a`, `*a`) expand to more values than the file has bytes; write the values out, or check for aliases that repeat each other".to_string(),
-        other => format!("is larger than a configuration the import reads ({}); split it", breach_name(other)),
+        | B::RecordedAnchorEvents { .. } => ALIASES.to_string(),
+        other => format!(
+            "is larger than a configuration the import reads ({}); split it",
+            breach_name(other)
+        ),
     }
 }
 
@@ -587,6 +609,32 @@ mod tests {
         assert_eq!(parent("a[x.y].z"), Some("a[x.y]"));
         assert_eq!(parent("a"), Some(""));
         assert_eq!(parent(""), None);
+    }
+
+    /// A hostile file gets the user's words: an alias bomb (9 levels of 9 aliases each, 9⁹
+    /// values from a few hundred bytes) and 200,000 levels of nesting.
+    #[test]
+    fn an_alias_bomb_and_deep_nesting_are_refused_in_the_users_words() {
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let aliases = vec![format!("*a{}", i - 1); 9].join(", ");
+            bomb.push_str(&format!("a{i}: &a{i} [{aliases}]\n"));
+        }
+        let deep = format!("a: {}{}\n", "[".repeat(200_000), "]".repeat(200_000));
+        for (text, says) in [
+            (bomb, "anchors and aliases"),
+            (deep, "nests deeper than the YAML reader follows"),
+        ] {
+            let Err(refusal) = Doc::parse("f.yaml", &text, Syntax::Yaml) else {
+                panic!("{says}: read as a configuration");
+            };
+            let message = refusal.to_string();
+            assert!(message.starts_with("f.yaml"), "{message}");
+            assert!(message.contains(says), "{message}");
+            for internal in ["budget breached", "Nodes {", "recursion limit", "r#"] {
+                assert!(!message.contains(internal), "{message}");
+            }
+        }
     }
 
     #[test]

@@ -7,13 +7,14 @@
 //! import never hands over a file `resim run` would refuse.
 
 use super::calls::{call_at, call_paths};
-use super::model::{System, table};
+use super::model::{Host, System, table};
 use super::ron::{self, Field, Ron, Row};
 use super::{ImportError, Imported, Target};
 use crate::format::limits::{CALLS_MAX, RunLimits};
 use crate::format::load::parse_with;
 use crate::format::overrides::{Override, Source, segment};
 use crate::format::schema::Call;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How the mapping table is written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -112,11 +113,16 @@ impl Topology {
         let names = service_names(system);
         let own = caller_name(&names);
         let mut callers: Vec<(String, Vec<usize>)> = Vec::new();
+        // Each caller's place in `callers`: a mesh has thousands.
+        let mut at: BTreeMap<String, usize> = BTreeMap::new();
         for (i, r) in system.routes.iter().enumerate() {
-            let caller = r.caller.clone().unwrap_or_else(|| own.clone());
-            match callers.iter_mut().find(|(c, _)| *c == caller) {
-                Some((_, routes)) => routes.push(i),
-                None => callers.push((caller, vec![i])),
+            let caller = r.caller.as_ref().unwrap_or(&own);
+            match at.get(caller) {
+                Some(&k) => callers[k].1.push(i),
+                None => {
+                    at.insert(caller.clone(), callers.len());
+                    callers.push((caller.clone(), vec![i]));
+                }
             }
         }
         Topology { names, callers }
@@ -127,10 +133,15 @@ impl Topology {
 /// namespaces have one of that name, and by its subset where a host has several.
 fn service_names(system: &System) -> Vec<String> {
     let hosts: Vec<_> = system.upstreams.iter().map(|u| &u.host).collect();
+    // The hosts of each name.
+    let mut named: BTreeMap<&str, Vec<&Host>> = BTreeMap::new();
+    for h in &hosts {
+        named.entry(h.name.as_str()).or_default().push(h);
+    }
     let mut names: Vec<String> = hosts
         .iter()
         .map(|h| {
-            let same: Vec<_> = hosts.iter().filter(|o| o.name == h.name).collect();
+            let same = &named[h.name.as_str()];
             let spaces = same.iter().any(|o| o.namespace != h.namespace);
             let subsets = same
                 .iter()
@@ -146,13 +157,15 @@ fn service_names(system: &System) -> Vec<String> {
         })
         .collect();
     // A qualified name another host already has: the host's full name tells them apart.
+    let mut given: BTreeSet<String> = BTreeSet::new();
     for i in 0..names.len() {
-        if names[..i].contains(&names[i]) {
+        if given.contains(&names[i]) {
             names[i] = match &hosts[i].subset {
                 Some(s) => format!("{}-{s}", hosts[i].qualified),
                 None => hosts[i].qualified.clone(),
             };
         }
+        given.insert(names[i].clone());
     }
     names
 }
@@ -178,14 +191,18 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
     let topology = Topology::of(system);
     let (calls_of, mut rows) = calls(system, &topology, files)?;
     let names = &topology.names;
+    let upstream_names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     let mut services = Vec::new();
     // The callers that are not upstreams come first, as the configuration's own service did.
     let mut roots = Vec::new();
-    for (caller, calls) in &calls_of {
-        if names.contains(caller) {
+    // Each caller's calls by its name (one entry a caller), each moved once into its service.
+    let order: Vec<String> = calls_of.iter().map(|(c, _)| c.clone()).collect();
+    let mut calls_of: BTreeMap<String, Vec<Field>> = calls_of.into_iter().collect();
+    for caller in order {
+        if upstream_names.contains(caller.as_str()) {
             continue;
         }
-        roots.push(caller.clone());
+        let calls = calls_of.remove(&caller).unwrap_or_default();
         let mut app = vec![
             placeholder("workers", ron::scalar(200)),
             placeholder(
@@ -194,8 +211,9 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
             ),
         ];
         app.extend(call_mode(calls.len()));
-        app.push(Field::plain("calls", Ron::List(calls.clone())));
-        services.push(Field::plain(caller, ron::fields(app)));
+        app.push(Field::plain("calls", Ron::List(calls)));
+        services.push(Field::plain(&caller, ron::fields(app)));
+        roots.push(caller);
     }
     if roots.is_empty() && system.entries.is_empty() {
         return Err(ImportError::new(format!(
@@ -217,11 +235,11 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
         .filter(|f| !sets(&f.name))
         .collect();
         service.extend(u.service.iter().cloned());
-        if let Some((_, calls)) = calls_of.iter().find(|(c, _)| *c == names[i]) {
+        if let Some(calls) = calls_of.remove(&names[i]) {
             if !sets("stages") {
                 service.extend(call_mode(calls.len()));
             }
-            service.push(Field::plain("calls", Ron::List(calls.clone())));
+            service.push(Field::plain("calls", Ron::List(calls)));
         }
         services.push(Field::plain(&names[i], ron::fields(service)));
     }
@@ -416,7 +434,7 @@ fn kept_fields(call: &Call, imported: &[Field]) -> Vec<Field> {
     if let (Some(d), false) = (call.deadline, sets("deadline")) {
         kept.push(Field::plain("deadline", ron::duration(d)));
     }
-    if call.weight != 1.0 {
+    if call.weight != 1.0 && !sets("weight") {
         kept.push(Field::plain("weight", ron::float(call.weight)));
     }
     kept.push(Field::plain(

@@ -4,12 +4,12 @@
 use super::types::*;
 use super::{ratio, reasons, round3, verdicts};
 use crate::figures::{
-    BreakerFigures, CallSiteFigures, ClientBucket, ClientFigures, Figures, ReasonCounts, RunMeta,
-    ServiceBucket, ServiceFigures,
+    BreakerFigures, CallSiteFigures, ClientBucket, ClientFigures, Figures, LimiterFigures,
+    ReasonCounts, RunMeta, ServiceBucket, ServiceFigures,
 };
 use crate::figures::{ClassFigures, TrafficFigures};
 use crate::format::schema::{FaultKind, Load, Scenario, Schedule, times};
-use sim_core::metrics::LatencyHistogram;
+use sim_core::metrics::{GaugeBucket, LatencyHistogram};
 use sim_core::{SimDuration, SimTime};
 use std::sync::Arc;
 
@@ -578,7 +578,27 @@ fn service_point(sv: &ServiceFigures, i: usize) -> ServicePoint {
             .connections
             .as_ref()
             .map(|c| c.open_by_bucket.get(i).copied().unwrap_or_default()),
+        limiters: sv.limiters.as_ref().map(|f| limiter_point(f, i)),
     }
+}
+
+/// A service's limiters in report bucket `i`.
+fn limiter_point(f: &LimiterFigures, i: usize) -> Box<LimiterPoint> {
+    let at = |series: &[GaugeBucket]| {
+        let b = (!series.is_empty()).then(|| series.get(i).copied().unwrap_or_default());
+        (b.map(|b| round3(b.mean)), b.map(|b| round3(b.max)))
+    };
+    let (concurrency_limit_mean, concurrency_limit_max) = at(&f.concurrency_limit);
+    let (concurrency_in_flight_mean, concurrency_in_flight_max) = at(&f.concurrency_in_flight);
+    let (pid_drop_ratio_mean, pid_drop_ratio_max) = at(&f.pid_drop_ratio);
+    Box::new(LimiterPoint {
+        concurrency_limit_mean,
+        concurrency_limit_max,
+        concurrency_in_flight_mean,
+        concurrency_in_flight_max,
+        pid_drop_ratio_mean,
+        pid_drop_ratio_max,
+    })
 }
 
 /// Report bucket `i`, over all clients and per service.

@@ -51,9 +51,9 @@ pub use render::Format;
 pub use types::{
     BlastReport, BreakerReport, CallPoint, CallReport, CapacityEventsReport, ClassPoint,
     ClassReport, ClientPoint, ClientReport, ConnectionsReport, ExpectationResult, LatencyMs,
-    LockReport, PoolReport, RefreshReport, Report, ScalingReport, SeriesRow, ServicePoint,
-    ServiceReport, StateSpan, StoreReport, Summary, TenantReport, Threshold, TimelineWindow,
-    TrafficReport, Transition,
+    LimiterPoint, LockReport, PoolReport, RefreshReport, Report, ScalingReport, SeriesRow,
+    ServicePoint, ServiceReport, StateSpan, StoreReport, Summary, TenantReport, Threshold,
+    TimelineWindow, TrafficReport, Transition,
 };
 
 use crate::figures::ReasonCounts;

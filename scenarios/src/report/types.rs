@@ -540,6 +540,35 @@ pub struct ServicePoint {
     /// (absent unless it reports its connections).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections_open_max: Option<u32>,
+    /// Its concurrency limit and PID shedder in the bucket (absent unless it has either).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limiters: Option<Box<LimiterPoint>>,
+}
+
+/// A service's limiters in one bucket: each figure is absent unless the service has that
+/// limiter. Time-weighted over the bucket, as the queue and busy workers are.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct LimiterPoint {
+    /// Its concurrency limit (`admission: [Concurrency(…)]`), summed over the replicas up and
+    /// in rotation: the time-weighted mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit_mean: Option<f64>,
+    /// The highest it reached in the bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit_max: Option<f64>,
+    /// Requests its concurrency limiters held (admitted and not yet answered), summed over
+    /// the replicas: the time-weighted mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency_in_flight_mean: Option<f64>,
+    /// The most they held at once in the bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency_in_flight_max: Option<f64>,
+    /// Its PID shedder's drop probability (0 to 1), time-weighted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid_drop_ratio_mean: Option<f64>,
+    /// The highest it set in the bucket.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid_drop_ratio_max: Option<f64>,
 }
 
 /// Per-client values of one bucket (by bucket of offer).

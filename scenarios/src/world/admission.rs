@@ -176,6 +176,11 @@ impl PidShedding {
         self.interval
     }
 
+    /// The drop ratio it set last.
+    pub fn drop_ratio(&self) -> f64 {
+        self.shedder.drop_ratio()
+    }
+
     /// The highest drop ratio it has set.
     pub fn drop_ratio_max(&self) -> f64 {
         self.drop_ratio_max

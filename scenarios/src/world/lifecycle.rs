@@ -236,8 +236,13 @@ impl Lifecycle {
 
     /// Replicas up and in rotation: the ones whose workers count as capacity.
     pub fn serving(&self) -> usize {
-        let serving = |s: &&Slot| s.rotation == Rotation::In && !matches!(s.run, Run::Down(_));
-        self.slots.iter().filter(serving).count()
+        (0..self.slots.len()).filter(|&r| self.serves(r)).count()
+    }
+
+    /// Whether replica `r` is up and in rotation: one that [`Lifecycle::serving`] counts.
+    pub fn serves(&self, r: usize) -> bool {
+        let s = &self.slots[r];
+        s.rotation == Rotation::In && !matches!(s.run, Run::Down(_))
     }
 
     /// Slots planned to serve: in rotation, starting, and back from a deploy soon.

@@ -30,6 +30,7 @@
 //! | `service` | a service: its replicas and the parts below, admission, work, controllers |
 //! | `balance` | the balancer's pick among the replicas in rotation or a unit's shard, outlier ejection, active health checks |
 //! | `gauges` | a service's counts and gauges while it runs, and the figures they make |
+//! | `limits` | a service's concurrency limit, the requests its limiters hold and its PID shedder's drop probability over time, and the figures they make |
 //! | `replica` | a replica: workers, queue and discipline (including the `Priority` and RFC 8289 `CoDelRfc` queues), per-tenant bulkhead, health, cache state |
 //! | `lifecycle` | a replica's slot (up, paused, down and why; in rotation, parked, starting, draining, redeploying, out) and the one way down and the one way up |
 //! | `scaling` | what moves slots in and out of rotation: the autoscaler, cold starts, rolling deploys |
@@ -116,6 +117,7 @@ mod gauges;
 mod hedge;
 mod job;
 mod lifecycle;
+mod limits;
 mod live;
 mod locks;
 pub mod msg;

@@ -22,6 +22,11 @@ pub enum Probe {
     ClientEnded(usize),
     /// Requests of a client that succeeded, so far.
     ClientSucceeded(usize),
+    /// A service's concurrency limit now, summed over its replicas up and in rotation (0
+    /// without one), read from the limiters themselves (in time linear in its replicas).
+    ConcurrencyLimit(usize),
+    /// Requests a service's concurrency limiters hold now, summed over its replicas.
+    ConcurrencyInFlight(usize),
 }
 
 impl World {
@@ -38,6 +43,8 @@ impl World {
                 f.latency.count() + f.failed.total()
             }
             Probe::ClientSucceeded(c) => self.clients[c].figures().latency.count(),
+            Probe::ConcurrencyLimit(s) => self.services[s].concurrency_totals().0,
+            Probe::ConcurrencyInFlight(s) => self.services[s].concurrency_totals().1,
         }
     }
 

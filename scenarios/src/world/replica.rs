@@ -354,6 +354,11 @@ impl Replica {
         self.coalescer.as_mut()
     }
 
+    /// Its concurrency limit, if admission has one (to read).
+    pub fn concurrency_ref(&self) -> Option<&ConcurrencyLimiter> {
+        self.concurrency.as_ref()
+    }
+
     /// Its concurrency limit, if admission has one.
     pub fn concurrency(&mut self) -> Option<&mut ConcurrencyLimiter> {
         self.concurrency.as_mut()

@@ -18,6 +18,7 @@ use super::capacity::Capacity;
 use super::faults::ServiceFaults;
 use super::gauges::Gauges;
 use super::lifecycle::Lifecycle;
+use super::limits::{LimiterGauges, Reading, reading};
 use super::outcome::Reason;
 use super::pace::Quota;
 use super::plan::Plan;
@@ -29,7 +30,7 @@ use super::store::StoreState;
 use super::traffic::Attrs;
 use crate::figures::{ServiceCounts, ServiceFigures};
 use crate::format::schema::{FaultKind, Service as Config};
-use patterns::concurrency::ConcurrencyToken;
+use patterns::concurrency::{ConcurrencyRejection, ConcurrencyToken};
 use patterns::idempotency::IdempotencyStore;
 use patterns::limiter::{Cost, RateLimiter};
 use sim_core::metrics::LatencyHistogram;
@@ -81,6 +82,9 @@ pub struct Service {
     scaling: Option<Box<Scaling>>,
     /// Its pauses, zones and liveness probes, if any ([`super::capacity`]).
     capacity: Option<Box<Capacity>>,
+    /// Its concurrency limit and PID shedder over time, if it has either
+    /// ([`super::limits`]).
+    limits: Option<Box<LimiterGauges>>,
 }
 
 impl Service {
@@ -99,13 +103,16 @@ impl Service {
         let slots = crate::format::schema::scaling::slots(config);
         let scaling = Scaling::new(config, slots as usize, false, bucket).map(Box::new);
         let replicas: Vec<Replica> = (0..slots).map(|_| Replica::new(config)).collect();
+        let life = Lifecycle::new(slots as usize, config.replicas as usize);
+        let layers = Layers::of(config);
+        let limits = LimiterGauges::new(bucket, &replicas, &life, layers.pid.is_some());
         Service {
             name: name.to_string(),
             work: config.work.compile().expect(built),
             sites,
             plan: Plan::new(name, config, seed),
             replicas,
-            layers: Layers::of(config),
+            layers,
             faults: ServiceFaults::none(config.workers),
             balance: Balance::new(config.balancer, stream("balancer")),
             rng_work: stream("work"),
@@ -128,9 +135,10 @@ impl Service {
             gauges: Gauges::new(bucket, slots as usize, capacity),
             work_given: LatencyHistogram::compact(),
             sharding: None,
-            life: Lifecycle::new(slots as usize, config.replicas as usize),
+            life,
             scaling,
             capacity: None,
+            limits: limits.map(Box::new),
             node,
             config: config.clone(),
         }
@@ -404,23 +412,50 @@ impl Service {
             },
             None => false,
         };
-        let token = match self.replicas[r].concurrency() {
-            Some(limiter) => match limiter.try_acquire(now) {
-                Ok(token) => Some(token),
-                Err(_) => {
-                    if held {
-                        self.release_tenant(r, attrs);
-                    }
-                    return Admit::No(Reason::ConcurrencyLimited, self.config.retry_after);
+        let token = match self.acquire_slot(now, r) {
+            Ok(token) => token,
+            Err(_) => {
+                if held {
+                    self.release_tenant(r, attrs);
                 }
-            },
-            None => None,
+                return Admit::No(Reason::ConcurrencyLimited, self.config.retry_after);
+            }
         };
         if delay.is_zero() {
             Admit::Yes(token)
         } else {
             self.gauges.counts().shaped += 1;
             Admit::After(now.saturating_add(delay), token)
+        }
+    }
+
+    /// A slot of replica `r`'s concurrency limit at `now` (`Ok(None)`: it has no limit), its
+    /// limiter's gauges told.
+    fn acquire_slot(
+        &mut self,
+        now: SimTime,
+        r: usize,
+    ) -> Result<Option<ConcurrencyToken>, ConcurrencyRejection> {
+        let Some(limiter) = self.replicas[r].concurrency() else {
+            return Ok(None);
+        };
+        let before = reading(limiter);
+        let acquired = limiter.try_acquire(now);
+        let after = reading(limiter);
+        self.limiter_moved(now, r, before, after);
+        acquired.map(Some)
+    }
+
+    /// Its concurrency limit summed over the replicas up and in rotation, and the requests
+    /// its limiters hold, as the limiters say (0 and 0 without a limit).
+    pub fn concurrency_totals(&self) -> (u64, u64) {
+        super::limits::totals(&self.replicas, &self.life)
+    }
+
+    /// Replica `r`'s concurrency limiter read `before` a call into it at `now` reads `after`.
+    fn limiter_moved(&mut self, now: SimTime, r: usize, before: Reading, after: Reading) {
+        if let Some(g) = &mut self.limits {
+            g.changed(now, self.life.serves(r), before, after);
         }
     }
 
@@ -450,11 +485,14 @@ impl Service {
         let limiter = self.replicas[r]
             .concurrency()
             .expect("a token comes from the replica's limiter");
+        let before = reading(limiter);
         match ok {
             Some(true) => limiter.on_success(now, token, &mut self.rng_admission),
             Some(false) => limiter.on_dropped(now, token, &mut self.rng_admission),
             None => limiter.on_ignored(now, token),
         }
+        let after = reading(limiter);
+        self.limiter_moved(now, r, before, after);
     }
 
     /// The work time of a job starting now at replica `r`: a draw from the work
@@ -637,7 +675,11 @@ impl Service {
             .pid
             .as_mut()
             .expect("ticks are for services with a PID shedder");
-        p.tick(now, oldest)
+        let next = p.tick(now, oldest);
+        if let Some(g) = &mut self.limits {
+            g.drop_ratio(now, p.drop_ratio());
+        }
+        next
     }
 
     // ---- gauges and figures -----------------------------------------------------------
@@ -670,6 +712,9 @@ impl Service {
         let up = self.life.serving() as f64;
         self.gauges
             .capacity(now, up * f64::from(self.faults.workers));
+        if let Some(g) = &mut self.limits {
+            g.recount(now, &self.replicas, &self.life);
+        }
     }
 
     /// Asserts that the gauges count what the replicas hold.
@@ -677,6 +722,9 @@ impl Service {
         let busy: u32 = self.replicas.iter().map(Replica::busy).sum();
         let queued: usize = self.replicas.iter().map(Replica::queue_len).sum();
         self.gauges.check(&self.name, busy, queued);
+        if let Some(g) = &self.limits {
+            g.check(&self.name, &self.replicas, &self.life);
+        }
     }
 
     /// Its figures at `end`; `messages_lost` comes from the network.
@@ -697,6 +745,7 @@ impl Service {
                 .as_ref()
                 .map_or(0.0, PidShedding::drop_ratio_max),
             buckets: series,
+            limiters: self.limits.as_mut().map(|g| Box::new(g.finish(end))),
             store: self.store.as_ref().map(StoreState::figures),
             blast: self.sharding.as_mut().map(|s| s.figures(end, buckets)),
             refresh: self.refresh.as_ref().map(Refresh::figures),

@@ -3,7 +3,8 @@
 //!
 //! - Unchanged, the export is the original, byte for byte (every field of the original equal,
 //!   its comments and order kept), and the diff is empty.
-//! - Changed (the call's retry allows one more attempt, or else its deadline doubles), the
+//! - Changed (the call's retry allows one more attempt, or else its deadline doubles; a lone
+//!   DestinationRule's connection pool doubles), the
 //!   export differs from the original in that field alone (its line, or the lines of a field
 //!   the original left to its default), and importing it gives the changed scenario:
 //!   import → change → export → import is the same scenario.
@@ -12,10 +13,8 @@
 //!   problem the original does not have: the resilience4j 0.x names of `application.yml` are
 //!   the original's).
 //!
-//! - Against an original split across files (bookinfo's DestinationRules and VirtualServices;
-//!   resilience4j's YAML and `.properties`), each change goes into the file that configures
-//!   it, a file no change reaches stays byte for byte, and a property both Spring files set is
-//!   written where Spring reads it (the `.properties` file), said so.
+//! - Every file of the corpus is written back in a test (`BACKS`, one call into one file, each
+//!   with its change; `export_split.rs`'s `SPLITS`, originals split across files).
 //!
 //! `application.yml` writes Spring's dotted keys (`resilience4j.retry:`): a change is placed
 //! under the dotted key that covers its path, as Spring reads it.
@@ -28,18 +27,20 @@ use scenarios::format::schema::{Call, Layer};
 use scenarios::import::{self, Input};
 
 use crate::export_schemas::corpus_format;
-use crate::support::{resim_in, schema, workspace_root};
-
-const CORPUS: &str = "scenarios/tests/import-corpus";
+use crate::export_split::SPLITS;
+use crate::import_corpus::{CORPUS, corpus_files};
+use crate::support::{schema, workspace_root};
 
 /// A call of a corpus scenario written back into one file: the scenario imported from
-/// `from`, its call to `target` exported to `to` as the upstream `service`, against `file`.
+/// `from`, its call to `target` exported to `to` as the upstream `service`, against `file`,
+/// after `change` (a setting the file writes, or its default for the object the file has).
 struct Back {
     from: &'static [&'static str],
     target: &'static str,
     service: &'static str,
     to: TargetFormat,
     file: &'static str,
+    change: fn(&mut Call) -> String,
 }
 
 const BACKS: &[Back] = &[
@@ -49,6 +50,7 @@ const BACKS: &[Back] = &[
         service: "search",
         to: TargetFormat::Envoy,
         file: "front-proxy/envoy.yaml",
+        change,
     },
     Back {
         from: &["front-proxy/envoy.yaml"],
@@ -56,6 +58,7 @@ const BACKS: &[Back] = &[
         service: "cart",
         to: TargetFormat::Envoy,
         file: "front-proxy/envoy.yaml",
+        change,
     },
     Back {
         from: &["envoy-runtime/filters-off.yaml"],
@@ -63,6 +66,7 @@ const BACKS: &[Back] = &[
         service: "db",
         to: TargetFormat::Envoy,
         file: "envoy-runtime/filters-off.yaml",
+        change,
     },
     Back {
         from: &[
@@ -73,6 +77,7 @@ const BACKS: &[Back] = &[
         service: "reviews/v1",
         to: TargetFormat::Istio,
         file: "bookinfo/virtual-service-all-v1.yaml",
+        change,
     },
     Back {
         from: &["namespaces/reviews-prod.yaml"],
@@ -80,6 +85,7 @@ const BACKS: &[Back] = &[
         service: "reviews",
         to: TargetFormat::Istio,
         file: "namespaces/reviews-prod.yaml",
+        change,
     },
     Back {
         from: &["grpc-go/service-config.json"],
@@ -87,6 +93,7 @@ const BACKS: &[Back] = &[
         service: "grpc.examples.echo.Echo",
         to: TargetFormat::Grpc,
         file: "grpc-go/service-config.json",
+        change,
     },
     Back {
         from: &["resilience4j/application.yml"],
@@ -94,6 +101,7 @@ const BACKS: &[Back] = &[
         service: "backendA",
         to: TargetFormat::Resilience4j,
         file: "resilience4j/application.yml",
+        change,
     },
     Back {
         from: &["resilience4j/application.properties"],
@@ -101,10 +109,42 @@ const BACKS: &[Back] = &[
         service: "backendA",
         to: TargetFormat::Resilience4j,
         file: "resilience4j/application.properties",
+        change,
+    },
+    // A weighted split after a matched route: the call to v1 has a weight of its own.
+    Back {
+        from: &[
+            "bookinfo/destination-rule-all.yaml",
+            "bookinfo/virtual-service-reviews-50-v3.yaml",
+        ],
+        target: "reviews-v1",
+        service: "reviews/v1",
+        to: TargetFormat::Istio,
+        file: "bookinfo/virtual-service-reviews-50-v3.yaml",
+        change,
+    },
+    // The later rule of prod's reviews, on its own: its canary subset's route.
+    Back {
+        from: &["namespaces/reviews-prod-later.yaml"],
+        target: "reviews",
+        service: "reviews/canary",
+        to: TargetFormat::Istio,
+        file: "namespaces/reviews-prod-later.yaml",
+        change,
+    },
+    // A DestinationRule alone (Istio's default route, which has no place in the file): its
+    // connection pool.
+    Back {
+        from: &["namespaces/reviews-staging.yaml"],
+        target: "reviews",
+        service: "reviews",
+        to: TargetFormat::Istio,
+        file: "namespaces/reviews-staging.yaml",
+        change: twice_the_connections,
     },
 ];
 
-fn input(file: &str) -> Input {
+pub(crate) fn input(file: &str) -> Input {
     let path = workspace_root().join(CORPUS).join(file);
     Input {
         file: file.to_string(),
@@ -121,7 +161,7 @@ pub(crate) fn imported(inputs: &[Input]) -> (String, Scenario) {
 }
 
 /// The path of the call to `target` (the first, among the services' calls).
-fn call_to(s: &Scenario, target: &str) -> String {
+pub(crate) fn call_to(s: &Scenario, target: &str) -> String {
     s.services
         .iter()
         .flat_map(|(name, service)| {
@@ -136,7 +176,7 @@ fn call_to(s: &Scenario, target: &str) -> String {
         .unwrap_or_else(|| panic!("no call to {target}"))
 }
 
-fn call_mut<'s>(s: &'s mut Scenario, path: &str) -> &'s mut Call {
+pub(crate) fn call_mut<'s>(s: &'s mut Scenario, path: &str) -> &'s mut Call {
     let (name, i) = path
         .strip_prefix("services.")
         .and_then(|p| p.strip_suffix(']'))
@@ -191,6 +231,17 @@ fn change(call: &mut Call) -> String {
     format!("deadline {longer}")
 }
 
+/// Twice the connections of the call's bulkhead (a connection pool's limit).
+fn twice_the_connections(call: &mut Call) -> String {
+    for layer in &mut call.stack {
+        if let Layer::Bulkhead(b) = layer {
+            b.max_concurrent_calls *= 2;
+            return format!("max_concurrent_calls {}", b.max_concurrent_calls);
+        }
+    }
+    panic!("a call with a bulkhead")
+}
+
 /// The lines of `a` that `b` drops and the lines it adds.
 pub(crate) fn changed_lines(a: &str, b: &str) -> (Vec<String>, Vec<String>) {
     let (mut dropped, mut added) = (Vec::new(), Vec::new());
@@ -235,7 +286,7 @@ fn check(back: &Back) {
     assert!(unchanged.diff.is_empty(), "{}", unchanged.diff);
 
     let mut changed = scenario.clone();
-    let what = change(call_mut(&mut changed, &call));
+    let what = (back.change)(call_mut(&mut changed, &call));
     let out = export(&changed);
     // One value replaced is one line; a field the original left to its default, inserted,
     // is its line and those of the objects it is in.
@@ -286,6 +337,23 @@ fn a_call_exported_against_its_original_changes_only_what_the_scenario_changed()
     }
 }
 
+/// Every file of the corpus is written back in a test: a call exported against it (`BACKS`),
+/// or a change sent to it among the files of a split original (`SPLITS`).
+#[test]
+fn every_corpus_file_is_exported_against() {
+    let tested: Vec<&str> = BACKS
+        .iter()
+        .map(|b| b.file)
+        .chain(SPLITS.iter().flat_map(|s| s.files.iter().copied()))
+        .collect();
+    for name in corpus_files() {
+        assert!(
+            tested.contains(&name.as_str()),
+            "{name} is exported against in no test of export_corpus.rs"
+        );
+    }
+}
+
 /// Spring's dotted keys at any depth, mixed with nesting (`resilience4j:` holding
 /// `retry.instances.backendA:`, and `resilience4j.circuitbreaker.instances.backendA.…` as one
 /// key): a change is written at the key that holds it, in place.
@@ -332,333 +400,4 @@ fn a_change_is_written_under_springs_dotted_keys_in_place() {
         out.diff,
         out.table
     );
-}
-
-/// The files `files` of the corpus imported together, the call to `target` changed by
-/// `edit`, and exported as `service` against all of them: the export, the changed scenario
-/// and the inputs.
-fn split(
-    files: &[&str],
-    target: &str,
-    service: &str,
-    to: TargetFormat,
-    edit: &dyn Fn(&mut Scenario, &str),
-) -> (export::Exported, Scenario, Vec<Input>, String) {
-    let inputs: Vec<Input> = files.iter().map(|f| input(f)).collect();
-    let (text, scenario) = imported(&inputs);
-    let call = call_to(&scenario, target);
-    let against = Against {
-        originals: inputs.clone(),
-        scenario: Input {
-            file: "imported.ron".into(),
-            text,
-        },
-    };
-    let export = |s: &Scenario| {
-        export::export_against(s, "imported.ron", &call, to, Some(service), &against)
-            .unwrap_or_else(|e| panic!("{files:?}: {e}"))
-    };
-    let unchanged = export(&scenario);
-    for (w, i) in unchanged.files.iter().zip(&inputs) {
-        assert_eq!(
-            w.text, i.text,
-            "{}: unchanged:\n{}",
-            i.file, unchanged.table
-        );
-        assert!(!w.changed);
-    }
-    let mut changed = scenario.clone();
-    edit(&mut changed, &call);
-    let out = export(&changed);
-    // Imported again, the files written back give the changed call.
-    let again: Vec<Input> = out
-        .files
-        .iter()
-        .map(|w| Input {
-            file: w.file.clone(),
-            text: w.text.clone(),
-        })
-        .collect();
-    let (_, reimported) = imported(&again);
-    assert_eq!(
-        call_and_target(&reimported, &call),
-        call_and_target(&changed, &call),
-        "{files:?}, written back and imported again:\n{}\n{}",
-        out.table,
-        out.diff
-    );
-    for (w, i) in out.files.iter().zip(&inputs) {
-        let (format, reader) = corpus_format(&i.file);
-        let was = schema::problems(format, &i.file, &i.text, reader);
-        let found = schema::problems(format, &i.file, &w.text, reader);
-        let added: Vec<&String> = found.iter().filter(|p| !was.contains(p)).collect();
-        assert!(added.is_empty(), "{}: {added:#?}", i.file);
-    }
-    (out, changed, inputs, call)
-}
-
-/// The lines of the written-back `file` of `out` that differ from its original, dropped and
-/// added.
-fn file_lines(out: &export::Exported, inputs: &[Input], file: &str) -> (Vec<String>, Vec<String>) {
-    let i = inputs
-        .iter()
-        .position(|i| i.file.ends_with(file))
-        .expect("the file");
-    changed_lines(&inputs[i].text, &out.files[i].text)
-}
-
-/// One more attempt for the call's retry.
-fn one_more_attempt(s: &mut Scenario, call: &str) {
-    for layer in &mut call_mut(s, call).stack {
-        if let Layer::Retry(r) = layer {
-            r.max_attempts += 1;
-        }
-    }
-}
-
-/// The first of two files left byte for byte, the second changed.
-fn only_the_second_changed(out: &export::Exported, inputs: &[Input]) {
-    assert!(
-        !out.files[0].changed && out.files[1].changed,
-        "{}",
-        out.table
-    );
-    assert_eq!(out.files[0].text, inputs[0].text);
-}
-
-const BOOKINFO: [&str; 2] = [
-    "bookinfo/destination-rule-all.yaml",
-    "bookinfo/virtual-service-all-v1.yaml",
-];
-
-/// Istio's split layout: a change of the route goes into the VirtualService's file and leaves
-/// the DestinationRules' byte for byte; a change of the host's outlier ejection goes into the
-/// DestinationRule's, into the subset the call is routed to (which has no outlierDetection of
-/// its own, so the host's is written there whole with the change, as Istio replaces a
-/// component whole), and both files change when both are changed.
-#[test]
-fn against_split_istio_files_each_change_goes_to_its_own_file() {
-    let (out, _, inputs, _) = split(
-        &BOOKINFO,
-        "reviews",
-        "reviews/v1",
-        TargetFormat::Istio,
-        &one_more_attempt,
-    );
-    only_the_second_changed(&out, &inputs);
-    assert!(
-        out.table.contains("written into bookinfo/destination-rule-all.yaml: nothing changed (left as it was, byte for byte)"),
-        "{}",
-        out.table
-    );
-    assert!(
-        out.diff
-            .contains("+++ bookinfo/virtual-service-all-v1.yaml (exported)"),
-        "{}",
-        out.diff
-    );
-
-    let both = |s: &mut Scenario, call: &str| {
-        one_more_attempt(s, call);
-        let target = call_mut(s, call).target.clone();
-        let outlier = s
-            .services
-            .get_mut(&target)
-            .unwrap()
-            .outlier
-            .as_mut()
-            .expect("an outlier");
-        outlier.consecutive_failures += 1;
-    };
-    let (out, _, inputs, _) = split(
-        &BOOKINFO,
-        "reviews",
-        "reviews/v1",
-        TargetFormat::Istio,
-        &both,
-    );
-    assert!(out.files.iter().all(|w| w.changed), "{}", out.table);
-    let (dropped, added) = file_lines(&out, &inputs, "destination-rule-all.yaml");
-    // The subset's first key moves to the line after the block inserted before it.
-    assert_eq!(dropped, ["  - name: v1\n"], "{}", out.diff);
-    assert!(
-        added.contains(&"    name: v1\n".to_string()),
-        "{}",
-        out.diff
-    );
-    // The subset's entry gains the host's outlierDetection, with consecutive5xxErrors 4.
-    assert!(
-        added.iter().any(|l| l.contains("outlierDetection:"))
-            && added.iter().any(|l| l.contains("consecutive5xxErrors: 4"))
-            && added.iter().any(|l| l.contains("interval: 10s")),
-        "{added:?}\n{}",
-        out.diff
-    );
-    assert!(
-        out.table
-            .contains("replaces the host's whole with a subset's"),
-        "{}",
-        out.table
-    );
-    let (dropped, added) = file_lines(&out, &inputs, "virtual-service-all-v1.yaml");
-    assert!(
-        dropped.len() <= 1 && (1..=3).contains(&added.len()),
-        "{}",
-        out.diff
-    );
-}
-
-const SPRING: [&str; 2] = [
-    "resilience4j/application.yml",
-    "resilience4j/application.properties",
-];
-
-/// Spring's YAML and `.properties`: a property the `.properties` file sets is changed there
-/// (the YAML untouched, byte for byte), one the YAML alone sets in the YAML; one neither sets
-/// at the instance goes to the `.properties` file when both write the instance's block (the
-/// higher precedence); one both set is written into the `.properties` file, whose value
-/// Spring reads, and the table says so.
-#[test]
-fn against_spring_yaml_and_properties_each_change_goes_where_spring_reads_it() {
-    let (out, _, inputs, _) = split(
-        &SPRING,
-        "backendA",
-        "backendA",
-        TargetFormat::Resilience4j,
-        &one_more_attempt,
-    );
-    only_the_second_changed(&out, &inputs);
-    assert_eq!(
-        file_lines(&out, &inputs, "application.properties"),
-        (
-            vec!["resilience4j.retry.instances.backendA.max-attempts=4\n".to_string()],
-            vec!["resilience4j.retry.instances.backendA.max-attempts=5\n".to_string()]
-        ),
-        "{}",
-        out.diff
-    );
-
-    let delay = |s: &mut Scenario, call: &str| {
-        for layer in &mut call_mut(s, call).stack {
-            if let Layer::Retry(r) = layer
-                && let patterns::backoff::Strategy::Constant { delay } = &mut r.backoff.strategy
-            {
-                *delay = delay.saturating_mul(3);
-            }
-        }
-    };
-    // The limiter is set in the YAML alone (its instance's block), the attempts in the
-    // `.properties` file: each is changed where it is.
-    let both = |s: &mut Scenario, call: &str| {
-        one_more_attempt(s, call);
-        for layer in &mut call_mut(s, call).stack {
-            if let Layer::Limiter(patterns::limiter::LimiterConfig::FixedWindow(l)) = layer {
-                l.limit *= 2;
-            }
-        }
-    };
-    let (out, _, inputs, _) = split(
-        &SPRING,
-        "backendA",
-        "backendA",
-        TargetFormat::Resilience4j,
-        &both,
-    );
-    assert!(out.files.iter().all(|w| w.changed), "{}", out.table);
-    let (dropped, added) = file_lines(&out, &inputs, "application.yml");
-    assert_eq!(
-        (dropped, added),
-        (
-            vec!["      limitForPeriod: 10\n".to_string()],
-            vec!["      limitForPeriod: 20\n".to_string()]
-        ),
-        "{}",
-        out.diff
-    );
-    // A property no file sets for the instance (its wait, from the YAML's `configs.default`)
-    // goes to the file of higher precedence when both write the instance's block.
-    let (out, _, inputs, _) = split(
-        &SPRING,
-        "backendA",
-        "backendA",
-        TargetFormat::Resilience4j,
-        &delay,
-    );
-    assert!(!out.files[0].changed, "{}", out.table);
-    let (dropped, added) = file_lines(&out, &inputs, "application.properties");
-    assert!(
-        dropped.is_empty()
-            && added == ["resilience4j.retry.instances.backendA.waitDuration=300ms\n"],
-        "{}",
-        out.diff
-    );
-
-    let (out, _, inputs, _) = split(
-        &SPRING,
-        "backendB",
-        "backendB",
-        TargetFormat::Resilience4j,
-        &delay,
-    );
-    only_the_second_changed(&out, &inputs);
-    assert!(
-        out.table.contains("also set in resilience4j/application.yml; written into resilience4j/application.properties, whose value Spring reads: Spring reads a .properties file over a YAML one"),
-        "{}",
-        out.table
-    );
-}
-
-/// The command line: `--against A B` writes both files back into `--out DIR`, under their own
-/// names (the one no change reaches byte for byte), with the table and each file's diff on
-/// stderr; without `--out` it says to give a directory (exit code 2).
-#[test]
-fn against_several_files_writes_each_into_the_out_directory() {
-    let root = workspace_root();
-    let dir = std::env::temp_dir().join(format!("resim-against-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ron = dir.join("bookinfo.ron").to_string_lossy().into_owned();
-    let files = BOOKINFO.map(|f| format!("{CORPUS}/{f}"));
-    let out = resim_in(&root, &["import", &files[0], &files[1], "--out", &ron]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let mut args = vec![
-        "export",
-        &ron,
-        "--call",
-        "services.app.calls[1]",
-        "--to",
-        "istio",
-        "--service",
-        "reviews/v1",
-        "--set",
-        "services.app.calls[1].stack[0].max_retries=3",
-        "--against",
-        &files[0],
-        &files[1],
-    ];
-    let out = resim_in(&root, &args);
-    assert_eq!(out.code, 2, "{}", out.stderr);
-    assert!(out.stderr.contains("give --out DIR"), "{}", out.stderr);
-    let written = dir.join("written").to_string_lossy().into_owned();
-    args.extend(["--out", &written]);
-    let out = resim_in(&root, &args);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let read = |f: &str| std::fs::read_to_string(std::path::Path::new(f)).unwrap();
-    let rule = read(&format!("{written}/destination-rule-all.yaml"));
-    assert_eq!(rule, read(&root.join(&files[0]).to_string_lossy()));
-    let routes = read(&format!("{written}/virtual-service-all-v1.yaml"));
-    let (dropped, added) = changed_lines(&read(&root.join(&files[1]).to_string_lossy()), &routes);
-    // The retries inserted before the route's first key, which moves to the next line.
-    assert_eq!(dropped, ["  - route:\n"]);
-    assert_eq!(
-        added,
-        ["  - retries:\n", "      attempts: 3\n", "    route:\n"]
-    );
-    for shown in [
-        "destination-rule-all.yaml: nothing changed (left as it was, byte for byte)",
-        "virtual-service-all-v1.yaml: only the fields the scenario changed (the diff below)",
-        "+++ scenarios/tests/import-corpus/bookinfo/virtual-service-all-v1.yaml (exported)",
-    ] {
-        assert!(out.stderr.contains(shown), "{shown}:\n{}", out.stderr);
-    }
-    std::fs::remove_dir_all(&dir).ok();
 }

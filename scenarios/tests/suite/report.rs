@@ -432,6 +432,7 @@ fn service(name: &str, arrivals: u64) -> ServiceFigures {
         work: LatencyHistogram::compact(),
         pid_drop_ratio_max: 0.0,
         buckets: Vec::new(),
+        limiters: None,
         store: None,
         refresh: None,
         blast: None,

@@ -301,7 +301,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("scenarios/src/report/render/human.rs", "service", 130),
     ("scenarios/src/world/distributed.rs", "build", 89),
     ("scenarios/src/world/mod.rs", "new", 103),
-    ("scenarios/src/world/service.rs", "admit", 71),
     ("scenarios/src/world/sharding.rs", "of", 76),
 ];
 

@@ -71,6 +71,7 @@ use super::{ImportError, SourceFormat};
 use objects::{HostName, Object, resolve};
 use policy::{Limits, Policy};
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How comments name Istio's paths: by the object (`DestinationRule[reviews].spec.host`).
 const NAMING: Naming = Naming {
@@ -157,6 +158,8 @@ fn conflict(at: &Owned, path: &str, what: &str, stands: &Object) {
 /// The DestinationRules merged by host, oldest first within a host, hosts in file order.
 fn rules<'a>(all: &[Object<'a>]) -> Result<Vec<Rule<'a>>, ImportError> {
     let mut rules: Vec<(Rule<'a>, &Object<'a>)> = Vec::new();
+    // Each host's rule in `rules`, by its full name.
+    let mut of_host: BTreeMap<String, usize> = BTreeMap::new();
     let mut drs: Vec<&Object> = all.iter().filter(|o| o.kind == "DestinationRule").collect();
     drs.sort_by(|a, b| a.pilot_order(b));
     for o in drs {
@@ -170,7 +173,8 @@ fn rules<'a>(all: &[Object<'a>]) -> Result<Vec<Rule<'a>>, ImportError> {
         let host = resolve(&spec, &host, &o.namespace)?;
         let policy = spec.object("trafficPolicy")?;
         let subsets = spec.list("subsets")?;
-        let Some((rule, first)) = rules.iter_mut().find(|(r, _)| r.host.fqdn == host.fqdn) else {
+        let Some(&i) = of_host.get(&host.fqdn) else {
+            of_host.insert(host.fqdn.clone(), rules.len());
             rules.push((
                 Rule {
                     host,
@@ -184,6 +188,7 @@ fn rules<'a>(all: &[Object<'a>]) -> Result<Vec<Rule<'a>>, ImportError> {
             continue;
         };
         // A later rule of the host: its new subsets join, the rest is the older one's.
+        let (rule, first) = &mut rules[i];
         spec.take("host");
         if let Some(p) = policy {
             match &rule.policy {
@@ -248,7 +253,8 @@ pub(super) enum Share {
 fn routes<'a>(all: &[Object<'a>]) -> Result<Vec<Destination<'a>>, ImportError> {
     let mut vss: Vec<&Object> = all.iter().filter(|o| o.kind == "VirtualService").collect();
     vss.sort_by(|a, b| a.pilot_order(b));
-    let mut claimed: Vec<(String, &Object)> = Vec::new();
+    // The object that claims each host first, by its full name.
+    let mut claimed: BTreeMap<String, &Object> = BTreeMap::new();
     let mut standing: Vec<(&Object, Owned)> = Vec::new();
     for o in vss {
         let spec = spec(o)?;
@@ -268,11 +274,11 @@ fn routes<'a>(all: &[Object<'a>]) -> Result<Vec<Destination<'a>>, ImportError> {
                 new = true;
                 continue;
             };
-            match claimed.iter().find(|(f, _)| *f == host.fqdn) {
-                Some((_, first)) => conflict(&h, &h.path, &format!("the host {written:?}"), first),
+            match claimed.get(&host.fqdn) {
+                Some(first) => conflict(&h, &h.path, &format!("the host {written:?}"), first),
                 None => {
                     h.ledger.take(&h.path);
-                    claimed.push((host.fqdn, o));
+                    claimed.insert(host.fqdn, o);
                     new = true;
                 }
             }
@@ -305,48 +311,10 @@ struct Target<'r, 'a> {
 
 /// The upstreams and calls of `rules` and `routes`, into `system`.
 fn build(rules: &[Rule], routes: &[Destination], system: &mut System) -> Result<(), ImportError> {
-    let mut targets: Vec<Target> = Vec::new();
-    // The hosts of the rules first, as the files give them, then those only routes name.
-    for rule in rules {
-        targets.push(Target {
-            host: rule.host.clone(),
-            subset: None,
-            rule: Some(rule),
-            routes: Vec::new(),
-        });
-    }
-    for d in routes {
-        let subset = d.subset.as_ref().map(|s| s.value.clone());
-        let rule = rules.iter().find(|r| r.host.fqdn == d.host.fqdn);
-        if let (Some(r), Some(s)) = (rule, &d.subset) {
-            policy::check_subset(r, &d.entry, s)?;
-        }
-        let at = targets
-            .iter()
-            .position(|t| t.host.fqdn == d.host.fqdn && t.subset == subset);
-        match at {
-            Some(i) => targets[i].routes.push(d),
-            None => {
-                // A rule's host routed to a subset only: the subset takes the host's place.
-                let bare = targets.iter().position(|t| {
-                    t.host.fqdn == d.host.fqdn && t.subset.is_none() && t.routes.is_empty()
-                });
-                let target = Target {
-                    host: d.host.clone(),
-                    subset,
-                    rule,
-                    routes: vec![d],
-                };
-                match bare {
-                    Some(i) if !routes_to_bare_host(routes, &d.host) => targets[i] = target,
-                    _ => targets.push(target),
-                }
-            }
-        }
-    }
+    let targets = targets(rules, routes)?;
     // A host's component a subset's replaces is listed, unless another upstream of the host
     // (the host itself, another subset) uses it.
-    let mut used: Vec<String> = Vec::new();
+    let mut used: BTreeSet<String> = BTreeSet::new();
     let mut replaced: Vec<Owned> = Vec::new();
     for t in &targets {
         let policy = upstream(t, system)?;
@@ -361,17 +329,89 @@ fn build(rules: &[Rule], routes: &[Destination], system: &mut System) -> Result<
             format!("the subset's {what} replaces it whole, as Istio merges policies"),
         );
     }
+    let routed: BTreeSet<(&str, Option<&str>)> = routes
+        .iter()
+        .map(|d| {
+            (
+                d.host.fqdn.as_str(),
+                d.subset.as_ref().map(|s| s.value.as_str()),
+            )
+        })
+        .collect();
     for rule in rules {
-        policy::unrouted_subsets(rule, routes);
+        policy::unrouted_subsets(rule, &routed);
     }
     Ok(())
 }
 
-/// Whether a route sends to `host` without naming a subset.
-fn routes_to_bare_host(routes: &[Destination], host: &HostName) -> bool {
-    routes
+/// The upstreams of `rules` and `routes`, each with its routes: the hosts of the rules first,
+/// as the files give them, then those only routes name. The rules, the targets and the hosts
+/// routed without a subset are looked up by name, so that a mesh of thousands of hosts and
+/// tens of thousands of routes costs its size, not their product.
+fn targets<'r, 'a>(
+    rules: &'r [Rule<'a>],
+    routes: &'r [Destination<'a>],
+) -> Result<Vec<Target<'r, 'a>>, ImportError> {
+    let rule_of: BTreeMap<&str, &Rule> = rules
         .iter()
-        .any(|d| d.host.fqdn == host.fqdn && d.subset.is_none())
+        .rev()
+        .map(|r| (r.host.fqdn.as_str(), r))
+        .collect();
+    // The hosts some route sends to without naming a subset.
+    let bare_routed: BTreeSet<&str> = routes
+        .iter()
+        .filter(|d| d.subset.is_none())
+        .map(|d| d.host.fqdn.as_str())
+        .collect();
+    let mut targets: Vec<Target> = Vec::new();
+    // Each target's place by host and subset.
+    let mut at: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
+    for rule in rules {
+        at.entry((rule.host.fqdn.clone(), None))
+            .or_insert(targets.len());
+        targets.push(Target {
+            host: rule.host.clone(),
+            subset: None,
+            rule: Some(rule),
+            routes: Vec::new(),
+        });
+    }
+    for d in routes {
+        let subset = d.subset.as_ref().map(|s| s.value.clone());
+        let rule = rule_of.get(d.host.fqdn.as_str()).copied();
+        if let (Some(r), Some(s)) = (rule, &d.subset) {
+            policy::check_subset(r, &d.entry, s)?;
+        }
+        let key = (d.host.fqdn.clone(), subset.clone());
+        if let Some(&i) = at.get(&key) {
+            targets[i].routes.push(d);
+            continue;
+        }
+        // A rule's host routed to a subset only: the subset takes the host's place.
+        let bare_key = (d.host.fqdn.clone(), None);
+        let bare = at
+            .get(&bare_key)
+            .copied()
+            .filter(|&i| targets[i].routes.is_empty());
+        let target = Target {
+            host: d.host.clone(),
+            subset,
+            rule,
+            routes: vec![d],
+        };
+        match bare {
+            Some(i) if !bare_routed.contains(d.host.fqdn.as_str()) => {
+                at.remove(&bare_key);
+                at.insert(key, i);
+                targets[i] = target;
+            }
+            _ => {
+                at.insert(key, targets.len());
+                targets.push(target);
+            }
+        }
+    }
+    Ok(targets)
 }
 
 /// One upstream and its calls, into `system`; the policy it has.

@@ -2,8 +2,8 @@
 //! breakers), outlier detection, the load balancer and the retry budget, each component a
 //! subset sets replacing the host's whole, as pilot merges them.
 
+use super::Rule;
 use super::route::duration;
-use super::{Destination, Rule};
 use crate::import::ImportError;
 use crate::import::ledger::Skip;
 use crate::import::model::Origin;
@@ -13,6 +13,7 @@ use crate::import::tree::child;
 use patterns::bulkhead::BULKHEAD_SIZE_MAX;
 use serde_json::Value;
 use sim_core::SimDuration;
+use std::collections::BTreeSet;
 
 /// A traffic policy's components after the subset's replaced the host's.
 #[derive(Default)]
@@ -65,13 +66,11 @@ pub(super) fn subset_origin(rule: &Rule, name: &str) -> Origin {
 }
 
 /// Lists the subsets of `rule` no route names (their policy acts only on traffic routed to
-/// them), and the labels of those routes name.
-pub(super) fn unrouted_subsets(rule: &Rule, routes: &[Destination]) {
+/// them), and the labels of those routes name; `routed` holds each host and subset a route
+/// names.
+pub(super) fn unrouted_subsets(rule: &Rule, routed: &BTreeSet<(&str, Option<&str>)>) {
     for s in &rule.subsets {
-        let routed = routes.iter().any(|d| {
-            d.host.fqdn == rule.host.fqdn
-                && d.subset.as_ref().map(|f| f.value.as_str()) == subset_name(s)
-        });
+        let routed = routed.contains(&(rule.host.fqdn.as_str(), subset_name(s)));
         if routed {
             s.skip(
                 "labels",

@@ -3,7 +3,7 @@
 //! `call/clients.users.call/timeouts`), in the chart ([`ChartSpec`]) that draws it. The
 //! topology view reads the same lines by key.
 
-use super::super::{CallPoint, Report, SeriesRow, ServicePoint, round3};
+use super::super::{CallPoint, LimiterPoint, Report, SeriesRow, ServicePoint, round3};
 use serde::Serialize;
 
 /// A chart of the page.
@@ -69,13 +69,40 @@ const CHARTS: [ChartSpec; 7] = [
     },
 ];
 
+/// The charts of a service's limiters, beside the refusals; a page has them only when a
+/// service has such a limiter.
+const LIMITER_CHARTS: [ChartSpec; 2] = [
+    ChartSpec {
+        id: "limits",
+        title: "Concurrency limit per service and the requests its limiters hold (mean over the bucket)",
+        unit: "",
+    },
+    ChartSpec {
+        id: "shed",
+        title: "Drop probability of each service's PID shedder (mean over the bucket)",
+        unit: "",
+    },
+];
+
 /// The charts and their lines of `report`. A chart with nothing to draw (no retries
 /// anywhere, say) keeps its lines: the topology reads them, and the page leaves the chart out.
 pub fn columns(report: &Report) -> (Vec<ChartSpec>, Vec<Line>) {
     let mut lines = run_lines(&report.series);
     lines.extend(service_lines(report));
     lines.extend(call_lines(report));
-    (CHARTS.to_vec(), lines)
+    let mut charts = CHARTS.to_vec();
+    for spec in LIMITER_CHARTS {
+        if lines.iter().any(|l| l.chart == spec.id) {
+            // Beside the refusals, which say what the limiters refused.
+            let at = charts
+                .iter()
+                .position(|c| c.id == "refused")
+                .map_or(0, |i| i + 1);
+            let at = at + usize::from(spec.id == "shed" && charts.iter().any(|c| c.id == "limits"));
+            charts.insert(at, spec);
+        }
+    }
+    (charts, lines)
 }
 
 /// A line of `f` over `rows`, rounded for display.
@@ -163,8 +190,43 @@ fn service_lines(report: &Report) -> Vec<Line> {
             }));
         }
         out.extend(reason_lines(report, i, name));
+        out.extend(limiter_lines(report, i, name));
     }
     out
+}
+
+/// A service's limiters: its concurrency limit and the requests its limiters hold, its PID
+/// shedder's drop probability; only those it has.
+fn limiter_lines(report: &Report, i: usize, name: &str) -> Vec<Line> {
+    type Figure = fn(&LimiterPoint) -> Option<f64>;
+    let figures: [(&str, &'static str, &str, Figure); 3] = [
+        ("limit", "limits", "limit", |p| p.concurrency_limit_mean),
+        ("in_flight", "limits", "in flight", |p| {
+            p.concurrency_in_flight_mean
+        }),
+        ("drop_ratio", "shed", "drop probability", |p| {
+            p.pid_drop_ratio_mean
+        }),
+    ];
+    fn point<'r>(r: &'r SeriesRow, i: usize, name: &str) -> Option<&'r LimiterPoint> {
+        let p = r.services.get(i).filter(|p| p.name == name)?;
+        p.limiters.as_deref()
+    }
+    let Some(first) = report.series.iter().find_map(|r| point(r, i, name)) else {
+        return Vec::new();
+    };
+    figures
+        .into_iter()
+        .filter(|(_, _, _, f)| f(first).is_some())
+        .map(|(key, chart, label, f)| {
+            let named = (
+                format!("service/{name}/{key}"),
+                chart,
+                format!("{name} {label}"),
+            );
+            line(&report.series, named, |r| point(r, i, name).and_then(f))
+        })
+        .collect()
 }
 
 /// A service's refusals and failures by reason (`queue_full`, `concurrency_limited`,

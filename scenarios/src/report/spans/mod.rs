@@ -149,7 +149,7 @@ impl Span {
                     self.attributes
                         .push(("http.response.status_code", Value::Int(i64::from(status))));
                 }
-                let (_, code) = reason.grpc_code();
+                let code = reason.grpc_code().number();
                 self.attributes
                     .push(("rpc.grpc.status_code", Value::Int(i64::from(code))));
                 self.fail(reason.name());

@@ -439,10 +439,21 @@
   // ---- topology at the cursor ----
   // Rows by depth (clients first, then each service below its deepest caller), so that the
   // view fits the narrow column beside the charts; edges go down, their figures beside them.
+  // The view is built once per window (S.topology) and a cursor move only changes its texts,
+  // widths and colours in place: no element is made or laid out again on hover or scrub.
   var NODE = { w: 170, h: 86, gapX: 30, gapY: 56 };
   function topology() {
-    var host = $("topology-view"), c = S.cur, i = S.cursor;
+    var i = S.cursor;
     $("topology-t").textContent = secs(tOf(i)) + "–" + secs(endOf(i + 1));
+    if (!S.topology) S.topology = buildTopology();
+    S.topology.forEach(function (update) { update(i); });
+  }
+
+  function buildTopology() {
+    var host = $("topology-view"), c = S.cur;
+    // A service with a limiter's state (a concurrency limit, a PID shedder) gets a fifth line.
+    var limited = c.lines.some(function (l) { return l.chart === "limits" || l.chart === "shed"; });
+    var h = limited ? NODE.h + 16 : NODE.h;
     var depth = {};
     c.topology.nodes.forEach(function (node) { depth[node.name] = node.kind === "client" ? 0 : 1; });
     for (var pass = 0; pass < c.topology.nodes.length; pass++) {
@@ -453,32 +464,48 @@
     rows = rows.filter(function (r) { return r; });
     var wide = Math.max.apply(null, rows.map(function (r) { return r.length; }));
     // Room on the right for the figures of the last edge.
-    var inner = wide * (NODE.w + NODE.gapX), W = inner + 170, H = rows.length * (NODE.h + NODE.gapY), at = {};
+    var inner = wide * (NODE.w + NODE.gapX), W = inner + 170, H = rows.length * (h + NODE.gapY), at = {};
     rows.forEach(function (row, d) {
       var left = (inner - row.length * (NODE.w + NODE.gapX)) / 2;
-      row.forEach(function (node, k) { at[node.name] = { x: left + k * (NODE.w + NODE.gapX) + NODE.gapX / 2, y: d * (NODE.h + NODE.gapY) + 4 }; });
+      row.forEach(function (node, k) { at[node.name] = { x: left + k * (NODE.w + NODE.gapX) + NODE.gapX / 2, y: d * (h + NODE.gapY) + 4, h: h }; });
     });
     var view = svg("svg", { viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "the topology at the cursor: its figures are the texts of its boxes and edges" });
     view.style.maxWidth = (W * 1.15) + "px";
-    c.topology.edges.forEach(function (e) { edge(view, e, at, i); });
-    c.topology.nodes.forEach(function (node) { box(view, node, at[node.name], i); });
+    var updates = [];
+    c.topology.edges.forEach(function (e) { var u = edge(view, e, at); if (u) updates.push(u); });
+    c.topology.nodes.forEach(function (node) { updates.push(box(view, node, at[node.name])); });
     host.textContent = "";
     host.appendChild(view);
+    return updates;
   }
 
-  function edge(view, e, at, i) {
+  // Sets an element's text and its data-value (what the browser test reads), if they changed.
+  function put(e, words, v) {
+    if (e.textContent !== words) e.textContent = words;
+    if (v !== undefined) { var s = String(v); if (e.getAttribute("data-value") !== s) e.setAttribute("data-value", s); }
+  }
+  function attrs(e, a) {
+    for (var k in a) { var s = String(a[k]); if (e.getAttribute(k) !== s) e.setAttribute(k, s); }
+  }
+
+  function edge(view, e, at) {
     var a = at[e.source], b = at[e.target];
-    if (!a || !b) return;
-    var k = "call/" + e.path + "/", attempts = value(k + "attempts", i) || 0, timeouts = value(k + "timeouts", i) || 0;
-    var x1 = a.x + NODE.w / 2, y1 = a.y + NODE.h, x2 = b.x + NODE.w / 2, y2 = b.y;
-    if (b.y <= a.y) { y1 = a.y + NODE.h / 2; y2 = b.y + NODE.h / 2; x1 = a.x + NODE.w; x2 = b.x; }
-    var width = 1 + Math.min(Math.log(1 + attempts) / Math.LN10 * 2, 8);
+    if (!a || !b) return null;
+    var k = "call/" + e.path + "/";
+    var x1 = a.x + NODE.w / 2, y1 = a.y + a.h, x2 = b.x + NODE.w / 2, y2 = b.y;
+    if (b.y <= a.y) { y1 = a.y + a.h / 2; y2 = b.y + b.h / 2; x1 = a.x + NODE.w; x2 = b.x; }
     var g = svg("g", { "data-path": e.path });
-    g.appendChild(svg("line", { x1: x1, y1: y1, x2: x2, y2: y2, stroke: timeouts > 0 ? "#d55e00" : "#0072b2", "stroke-width": width }));
-    var state = breakerAt(e, tOf(i));
-    g.appendChild(svg("text", { x: (x1 + x2) / 2 + 8, y: (y1 + y2) / 2 + 4, "data-key": k + "attempts", "data-value": String(attempts) },
-      fmt(attempts) + " attempts · " + fmt(timeouts) + " timeouts" + (state ? " · " + state : "")));
+    var line = svg("line", { x1: x1, y1: y1, x2: x2, y2: y2 });
+    var label = svg("text", { x: (x1 + x2) / 2 + 8, y: (y1 + y2) / 2 + 4, "data-key": k + "attempts" });
+    g.appendChild(line); g.appendChild(label);
     view.appendChild(g);
+    return function (i) {
+      var attempts = value(k + "attempts", i) || 0, timeouts = value(k + "timeouts", i) || 0;
+      var width = 1 + Math.min(Math.log(1 + attempts) / Math.LN10 * 2, 8);
+      attrs(line, { stroke: timeouts > 0 ? "#d55e00" : "#0072b2", "stroke-width": width });
+      var state = breakerAt(e, tOf(i));
+      put(label, fmt(attempts) + " attempts · " + fmt(timeouts) + " timeouts" + (state ? " · " + state : ""), attempts);
+    };
   }
 
   function breakerAt(e, t) {
@@ -489,27 +516,45 @@
     return states.length ? "breaker " + states.join(", ") : "";
   }
 
-  function box(view, node, p, i) {
+  function box(view, node, p) {
     var g = svg("g", { "data-node": node.name }), k = "service/" + node.name + "/";
-    var busy = value(k + "busy", i), up = value(k + "capacity", i), q = value(k + "queue", i), qmax = value(k + "queue_max", i), refused = value(k + "refused", i);
-    var hot = node.kind === "service" && up && busy !== null && busy >= 0.9 * up;
-    g.appendChild(svg("rect", { x: p.x, y: p.y, width: NODE.w, height: NODE.h, rx: 6, fill: hot ? "#fde3cf" : "#f4f8fb", stroke: hot ? "#d55e00" : "#0072b2", "stroke-width": hot ? 2 : 1 }));
+    var rect = svg("rect", { x: p.x, y: p.y, width: NODE.w, height: p.h, rx: 6 });
+    g.appendChild(rect);
     g.appendChild(svg("text", { x: p.x + 8, y: p.y + 16, "font-weight": "bold" }, node.name + (node.kind === "client" ? " (client)" : "")));
-    var text = function (y, attrs, words) { attrs.x = p.x + 8; attrs.y = p.y + y; g.appendChild(svg("text", attrs, words)); };
-    if (node.kind === "service") {
-      text(33, { "data-key": k + "busy", "data-value": String(busy) }, "busy " + fmt(busy) + " of " + fmt(up));
-      text(49, { "data-key": k + "queue", "data-value": String(q) }, "queue " + fmt(q) + " (most " + fmt(qmax) + ")");
-      text(65, { "data-key": k + "refused", "data-value": String(refused) }, "refused " + fmt(refused));
-      // What refused them, most first (a queue, a limiter, a shedder…), at most two.
-      var why = S.cur.lines.filter(function (l) { return l.key.indexOf(k + "refused/") === 0 && l.values[i]; })
-        .sort(function (a, b) { return b.values[i] - a.values[i]; }).slice(0, 2)
-        .map(function (l) { return l.key.slice((k + "refused/").length) + " " + fmt(l.values[i]); });
-      if (why.length) text(81, { "data-key": k + "refused-by", "font-size": "11" }, why.join(" · "));
-    } else {
-      text(36, {}, "offered " + fmt(value("offered", i)) + " (all clients)");
-      text(54, {}, "failed " + fmt(value("failures", i)));
-    }
+    var text = function (y, a) { a.x = p.x + 8; a.y = p.y + y; var t = svg("text", a); g.appendChild(t); return t; };
     view.appendChild(g);
+    if (node.kind !== "service") {
+      var offered = text(36, {}), failed = text(54, {});
+      attrs(rect, { fill: "#f4f8fb", stroke: "#0072b2", "stroke-width": 1 });
+      return function (i) {
+        put(offered, "offered " + fmt(value("offered", i)) + " (all clients)");
+        put(failed, "failed " + fmt(value("failures", i)));
+      };
+    }
+    var busyT = text(33, { "data-key": k + "busy" }), queueT = text(49, { "data-key": k + "queue" });
+    var refusedT = text(65, { "data-key": k + "refused" }), byT = text(81, { "data-key": k + "refused-by", "font-size": "11" });
+    // What refused them (a queue, a limiter, a shedder…), and the limiters' state, if any.
+    var reasons = S.cur.lines.filter(function (l) { return l.key.indexOf(k + "refused/") === 0; });
+    var limit = S.byKey[k + "limit"], inFlight = S.byKey[k + "in_flight"], drop = S.byKey[k + "drop_ratio"];
+    var limitT = limit || drop ? text(97, { "data-key": k + (limit ? "limit" : "drop_ratio"), "font-size": "11" }) : null;
+    return function (i) {
+      var busy = value(k + "busy", i), up = value(k + "capacity", i), q = value(k + "queue", i), qmax = value(k + "queue_max", i), refused = value(k + "refused", i);
+      var hot = up && busy !== null && busy >= 0.9 * up;
+      attrs(rect, { fill: hot ? "#fde3cf" : "#f4f8fb", stroke: hot ? "#d55e00" : "#0072b2", "stroke-width": hot ? 2 : 1 });
+      put(busyT, "busy " + fmt(busy) + " of " + fmt(up), busy);
+      put(queueT, "queue " + fmt(q) + " (most " + fmt(qmax) + ")", q);
+      put(refusedT, "refused " + fmt(refused), refused);
+      // The two largest reasons in the cursor's bucket, most first.
+      put(byT, reasons.filter(function (l) { return l.values[i]; })
+        .sort(function (a, b) { return b.values[i] - a.values[i]; }).slice(0, 2)
+        .map(function (l) { return l.key.slice((k + "refused/").length) + " " + fmt(l.values[i]); }).join(" · "));
+      if (!limitT) return;
+      var parts = [];
+      if (limit) parts.push("limit " + fmt(value(k + "in_flight", i)) + "/" + fmt(value(k + "limit", i)) + " in flight");
+      if (drop) parts.push("dropping " + fmt(100 * (value(k + "drop_ratio", i) || 0)) + "%");
+      put(limitT, parts.join(" · "), limit ? value(k + "limit", i) : value(k + "drop_ratio", i));
+      if (inFlight) limitT.setAttribute("data-in-flight", String(value(k + "in_flight", i)));
+    };
   }
 
   // ---- wiring ----

@@ -8,6 +8,7 @@
 //! | `latency` | client latency p50, p99 and max per bucket (log scale when it spans decades) |
 //! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason; caller units without a replica (when it reports its blast radius) |
 //! | `service-NAME` | per service: queue depth; busy workers against capacity; refusals by reason; replicas in rotation (when they join and leave it) |
+//! | `service-NAME` | per service: its concurrency limit beside the requests it holds, its PID shedder's drop probability (when it has them) |
 //! | `breakers` | each breaker's state as coloured bands, one row per breaker (when there are breakers) |
 //! | `calls` | retries, budget refusals and timeouts per call site |
 //! | `expectations` | each expectation's figure against its bound over its window, green or red (when there are expectations) |
@@ -22,6 +23,7 @@
 //! | `data` | the columns a chart plots, from the report's series |
 //! | `panel` | axes, ticks, shaded windows, lines, legends |
 //! | `marks` | the breaker bands and the expectation panels |
+//! | `limiters` | a service's panels of its limiters' state |
 //! | [`heatmap`] | a grid of cells split by class (the phase map of `resim phase`), from its own data |
 //!
 //! # Decisions
@@ -40,6 +42,7 @@
 
 mod data;
 pub mod heatmap;
+mod limiters;
 mod marks;
 mod panel;
 
@@ -497,7 +500,7 @@ fn service<'r>(title: &str, report: &Report, frame: &'r Frame, i: usize) -> Draw
             note: None,
         });
     }
-    stacked(frame, panels)
+    stacked(frame, limiters::with(panels, title, report, frame, i))
 }
 
 /// The most call sites the `calls` chart draws a panel for.

@@ -1,0 +1,342 @@
+//! `resim export --against` over an original split across files of the import corpus
+//! (`scenarios/tests/import-corpus/`): bookinfo's DestinationRules and VirtualServices,
+//! resilience4j's YAML and `.properties`. Each change goes into the file that configures it, a
+//! file no change reaches stays byte for byte, a property both Spring files set is written
+//! where Spring reads it (the `.properties` file), said so, and the command line writes each
+//! file into `--out DIR`. The files written back import to the changed scenario and conform
+//! to their format's schema as well as the originals did. One file at a time is
+//! `export_corpus.rs`, whose helpers these tests share.
+
+use scenarios::Scenario;
+use scenarios::export::{self, Against, TargetFormat};
+use scenarios::format::schema::Layer;
+use scenarios::import::Input;
+
+use crate::export_corpus::{call_and_target, call_mut, call_to, changed_lines, imported, input};
+use crate::export_schemas::corpus_format;
+use crate::import_corpus::CORPUS;
+use crate::support::{resim_in, schema, workspace_root};
+
+/// An original split across files of the corpus: the files imported together and exported
+/// against, the call's target and the upstream that configures it.
+pub(crate) struct Split {
+    pub(crate) files: &'static [&'static str],
+    target: &'static str,
+    service: &'static str,
+    to: TargetFormat,
+}
+
+/// bookinfo's DestinationRules and VirtualServices, the call to reviews' v1.
+const BOOKINFO: Split = Split {
+    files: &[
+        "bookinfo/destination-rule-all.yaml",
+        "bookinfo/virtual-service-all-v1.yaml",
+    ],
+    target: "reviews",
+    service: "reviews/v1",
+    to: TargetFormat::Istio,
+};
+
+/// resilience4j's YAML and `.properties`, the call to backendA.
+const SPRING_A: Split = Split {
+    files: &[
+        "resilience4j/application.yml",
+        "resilience4j/application.properties",
+    ],
+    target: "backendA",
+    service: "backendA",
+    to: TargetFormat::Resilience4j,
+};
+
+/// The same files, the call to backendB.
+const SPRING_B: Split = Split {
+    target: "backendB",
+    service: "backendB",
+    ..SPRING_A
+};
+
+pub(crate) const SPLITS: [&Split; 3] = [&BOOKINFO, &SPRING_A, &SPRING_B];
+
+/// The files of `split` imported together, its call changed by `edit`, and exported against
+/// all of them: the export, the changed scenario and the inputs.
+fn split(
+    split: &Split,
+    edit: &dyn Fn(&mut Scenario, &str),
+) -> (export::Exported, Scenario, Vec<Input>, String) {
+    let (files, target, service, to) = (split.files, split.target, split.service, split.to);
+    let inputs: Vec<Input> = files.iter().map(|f| input(f)).collect();
+    let (text, scenario) = imported(&inputs);
+    let call = call_to(&scenario, target);
+    let against = Against {
+        originals: inputs.clone(),
+        scenario: Input {
+            file: "imported.ron".into(),
+            text,
+        },
+    };
+    let export = |s: &Scenario| {
+        export::export_against(s, "imported.ron", &call, to, Some(service), &against)
+            .unwrap_or_else(|e| panic!("{files:?}: {e}"))
+    };
+    let unchanged = export(&scenario);
+    for (w, i) in unchanged.files.iter().zip(&inputs) {
+        assert_eq!(
+            w.text, i.text,
+            "{}: unchanged:\n{}",
+            i.file, unchanged.table
+        );
+        assert!(!w.changed);
+    }
+    let mut changed = scenario.clone();
+    edit(&mut changed, &call);
+    let out = export(&changed);
+    // Imported again, the files written back give the changed call.
+    let again: Vec<Input> = out
+        .files
+        .iter()
+        .map(|w| Input {
+            file: w.file.clone(),
+            text: w.text.clone(),
+        })
+        .collect();
+    let (_, reimported) = imported(&again);
+    assert_eq!(
+        call_and_target(&reimported, &call),
+        call_and_target(&changed, &call),
+        "{files:?}, written back and imported again:\n{}\n{}",
+        out.table,
+        out.diff
+    );
+    for (w, i) in out.files.iter().zip(&inputs) {
+        let (format, reader) = corpus_format(&i.file);
+        let was = schema::problems(format, &i.file, &i.text, reader);
+        let found = schema::problems(format, &i.file, &w.text, reader);
+        let added: Vec<&String> = found.iter().filter(|p| !was.contains(p)).collect();
+        assert!(added.is_empty(), "{}: {added:#?}", i.file);
+    }
+    (out, changed, inputs, call)
+}
+
+/// The lines of the written-back `file` of `out` that differ from its original, dropped and
+/// added.
+fn file_lines(out: &export::Exported, inputs: &[Input], file: &str) -> (Vec<String>, Vec<String>) {
+    let i = inputs
+        .iter()
+        .position(|i| i.file.ends_with(file))
+        .expect("the file");
+    changed_lines(&inputs[i].text, &out.files[i].text)
+}
+
+/// One more attempt for the call's retry.
+fn one_more_attempt(s: &mut Scenario, call: &str) {
+    for layer in &mut call_mut(s, call).stack {
+        if let Layer::Retry(r) = layer {
+            r.max_attempts += 1;
+        }
+    }
+}
+
+/// The first of two files left byte for byte, the second changed.
+fn only_the_second_changed(out: &export::Exported, inputs: &[Input]) {
+    assert!(
+        !out.files[0].changed && out.files[1].changed,
+        "{}",
+        out.table
+    );
+    assert_eq!(out.files[0].text, inputs[0].text);
+}
+
+/// Istio's split layout: a change of the route goes into the VirtualService's file and leaves
+/// the DestinationRules' byte for byte; a change of the host's outlier ejection goes into the
+/// DestinationRule's, into the subset the call is routed to (which has no outlierDetection of
+/// its own, so the host's is written there whole with the change, as Istio replaces a
+/// component whole), and both files change when both are changed.
+#[test]
+fn against_split_istio_files_each_change_goes_to_its_own_file() {
+    let (out, _, inputs, _) = split(&BOOKINFO, &one_more_attempt);
+    only_the_second_changed(&out, &inputs);
+    assert!(
+        out.table.contains("written into bookinfo/destination-rule-all.yaml: nothing changed (left as it was, byte for byte)"),
+        "{}",
+        out.table
+    );
+    assert!(
+        out.diff
+            .contains("+++ bookinfo/virtual-service-all-v1.yaml (exported)"),
+        "{}",
+        out.diff
+    );
+
+    let both = |s: &mut Scenario, call: &str| {
+        one_more_attempt(s, call);
+        let target = call_mut(s, call).target.clone();
+        let outlier = s
+            .services
+            .get_mut(&target)
+            .unwrap()
+            .outlier
+            .as_mut()
+            .expect("an outlier");
+        outlier.consecutive_failures += 1;
+    };
+    let (out, _, inputs, _) = split(&BOOKINFO, &both);
+    assert!(out.files.iter().all(|w| w.changed), "{}", out.table);
+    let (dropped, added) = file_lines(&out, &inputs, "destination-rule-all.yaml");
+    // The subset's first key moves to the line after the block inserted before it.
+    assert_eq!(dropped, ["  - name: v1\n"], "{}", out.diff);
+    assert!(
+        added.contains(&"    name: v1\n".to_string()),
+        "{}",
+        out.diff
+    );
+    // The subset's entry gains the host's outlierDetection, with consecutive5xxErrors 4.
+    assert!(
+        added.iter().any(|l| l.contains("outlierDetection:"))
+            && added.iter().any(|l| l.contains("consecutive5xxErrors: 4"))
+            && added.iter().any(|l| l.contains("interval: 10s")),
+        "{added:?}\n{}",
+        out.diff
+    );
+    assert!(
+        out.table
+            .contains("replaces the host's whole with a subset's"),
+        "{}",
+        out.table
+    );
+    let (dropped, added) = file_lines(&out, &inputs, "virtual-service-all-v1.yaml");
+    assert!(
+        dropped.len() <= 1 && (1..=3).contains(&added.len()),
+        "{}",
+        out.diff
+    );
+}
+
+/// Spring's YAML and `.properties`: a property the `.properties` file sets is changed there
+/// (the YAML untouched, byte for byte), one the YAML alone sets in the YAML; one neither sets
+/// at the instance goes to the `.properties` file when both write the instance's block (the
+/// higher precedence); one both set is written into the `.properties` file, whose value
+/// Spring reads, and the table says so.
+#[test]
+fn against_spring_yaml_and_properties_each_change_goes_where_spring_reads_it() {
+    let (out, _, inputs, _) = split(&SPRING_A, &one_more_attempt);
+    only_the_second_changed(&out, &inputs);
+    assert_eq!(
+        file_lines(&out, &inputs, "application.properties"),
+        (
+            vec!["resilience4j.retry.instances.backendA.max-attempts=4\n".to_string()],
+            vec!["resilience4j.retry.instances.backendA.max-attempts=5\n".to_string()]
+        ),
+        "{}",
+        out.diff
+    );
+
+    let delay = |s: &mut Scenario, call: &str| {
+        for layer in &mut call_mut(s, call).stack {
+            if let Layer::Retry(r) = layer
+                && let patterns::backoff::Strategy::Constant { delay } = &mut r.backoff.strategy
+            {
+                *delay = delay.saturating_mul(3);
+            }
+        }
+    };
+    // The limiter is set in the YAML alone (its instance's block), the attempts in the
+    // `.properties` file: each is changed where it is.
+    let both = |s: &mut Scenario, call: &str| {
+        one_more_attempt(s, call);
+        for layer in &mut call_mut(s, call).stack {
+            if let Layer::Limiter(patterns::limiter::LimiterConfig::FixedWindow(l)) = layer {
+                l.limit *= 2;
+            }
+        }
+    };
+    let (out, _, inputs, _) = split(&SPRING_A, &both);
+    assert!(out.files.iter().all(|w| w.changed), "{}", out.table);
+    let (dropped, added) = file_lines(&out, &inputs, "application.yml");
+    assert_eq!(
+        (dropped, added),
+        (
+            vec!["      limitForPeriod: 10\n".to_string()],
+            vec!["      limitForPeriod: 20\n".to_string()]
+        ),
+        "{}",
+        out.diff
+    );
+    // A property no file sets for the instance (its wait, from the YAML's `configs.default`)
+    // goes to the file of higher precedence when both write the instance's block.
+    let (out, _, inputs, _) = split(&SPRING_A, &delay);
+    assert!(!out.files[0].changed, "{}", out.table);
+    let (dropped, added) = file_lines(&out, &inputs, "application.properties");
+    assert!(
+        dropped.is_empty()
+            && added == ["resilience4j.retry.instances.backendA.waitDuration=300ms\n"],
+        "{}",
+        out.diff
+    );
+
+    let (out, _, inputs, _) = split(&SPRING_B, &delay);
+    only_the_second_changed(&out, &inputs);
+    assert!(
+        out.table.contains("also set in resilience4j/application.yml; written into resilience4j/application.properties, whose value Spring reads: Spring reads a .properties file over a YAML one"),
+        "{}",
+        out.table
+    );
+}
+
+/// The command line: `--against A B` writes both files back into `--out DIR`, under their own
+/// names (the one no change reaches byte for byte), with the table and each file's diff on
+/// stderr; without `--out` it says to give a directory (exit code 2).
+#[test]
+fn against_several_files_writes_each_into_the_out_directory() {
+    let root = workspace_root();
+    let dir = std::env::temp_dir().join(format!("resim-against-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ron = dir.join("bookinfo.ron").to_string_lossy().into_owned();
+    let files: Vec<String> = BOOKINFO
+        .files
+        .iter()
+        .map(|f| format!("{CORPUS}/{f}"))
+        .collect();
+    let out = resim_in(&root, &["import", &files[0], &files[1], "--out", &ron]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut args = vec![
+        "export",
+        &ron,
+        "--call",
+        "services.app.calls[1]",
+        "--to",
+        "istio",
+        "--service",
+        "reviews/v1",
+        "--set",
+        "services.app.calls[1].stack[0].max_retries=3",
+        "--against",
+        &files[0],
+        &files[1],
+    ];
+    let out = resim_in(&root, &args);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("give --out DIR"), "{}", out.stderr);
+    let written = dir.join("written").to_string_lossy().into_owned();
+    args.extend(["--out", &written]);
+    let out = resim_in(&root, &args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = |f: &str| std::fs::read_to_string(std::path::Path::new(f)).unwrap();
+    let rule = read(&format!("{written}/destination-rule-all.yaml"));
+    assert_eq!(rule, read(&root.join(&files[0]).to_string_lossy()));
+    let routes = read(&format!("{written}/virtual-service-all-v1.yaml"));
+    let (dropped, added) = changed_lines(&read(&root.join(&files[1]).to_string_lossy()), &routes);
+    // The retries inserted before the route's first key, which moves to the next line.
+    assert_eq!(dropped, ["  - route:\n"]);
+    assert_eq!(
+        added,
+        ["  - retries:\n", "      attempts: 3\n", "    route:\n"]
+    );
+    for shown in [
+        "destination-rule-all.yaml: nothing changed (left as it was, byte for byte)",
+        "virtual-service-all-v1.yaml: only the fields the scenario changed (the diff below)",
+        "+++ scenarios/tests/import-corpus/bookinfo/virtual-service-all-v1.yaml (exported)",
+    ] {
+        assert!(out.stderr.contains(shown), "{shown}:\n{}", out.stderr);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
