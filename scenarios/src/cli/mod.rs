@@ -334,10 +334,19 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
                 "--sampling: must be the share of requests traced, above 0 and at most 1, got {r}"
             ));
         }
-        let inputs = files
-            .iter()
-            .map(|f| import_input(f))
-            .collect::<Result<Vec<_>, _>>()?;
+        // A trace file is read from disk as the import goes; a configuration whole.
+        let (mut inputs, mut streamed) = (Vec::new(), Vec::new());
+        for f in files {
+            match (f != "-")
+                .then(|| import::traces::TraceFile::sniff(f))
+                .transpose()
+                .map_err(|e| format!("{f}: cannot read: {e}"))?
+                .flatten()
+            {
+                Some(t) => streamed.push(t),
+                None => inputs.push(import_input(f)?),
+            }
+        }
         let from = from.as_deref().map(str::parse).transpose()?;
         let target = import::Target {
             into: into.as_deref().map(into_scenario).transpose()?,
@@ -350,7 +359,8 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
             },
             sampling: *sampling,
         };
-        let imported = import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())?;
+        let imported = import::import_streamed(&inputs, &streamed, from, &target, limits)
+            .map_err(|e| e.to_string())?;
         if let Some(path) = report {
             let calibration = imported.calibration.as_ref().ok_or_else(|| {
                 format!(

@@ -221,12 +221,18 @@ pub fn detect(
 /// requests the traces kept where their spans do not say it.
 pub fn read(
     inputs: &[Input],
+    streamed: &[traces::TraceFile],
     from: Option<SourceFormat>,
     sampling: Option<f64>,
 ) -> Result<(System, Option<traces::Calibration>), ImportError> {
-    let traced: Vec<(&Input, traces::TraceFormat)> = inputs
+    let traced: Vec<traces::Source> = streamed
         .iter()
-        .filter_map(|i| traces::detect(&i.text).map(|f| (i, f)))
+        .map(traces::Source::File)
+        .chain(
+            inputs
+                .iter()
+                .filter_map(|i| traces::detect(&i.text).map(|f| traces::Source::Text(i, f))),
+        )
         .collect();
     let mut by_format: Vec<(SourceFormat, Vec<Doc>)> = Vec::new();
     let mut systems = Vec::new();
@@ -237,7 +243,10 @@ pub fn read(
         calibration = Some(report);
     }
     for input in inputs {
-        if traced.iter().any(|(t, _)| std::ptr::eq(*t, input)) {
+        if traced
+            .iter()
+            .any(|t| matches!(t, traces::Source::Text(i, _) if std::ptr::eq(*i, input)))
+        {
             continue;
         }
         let (format, doc) = detect(input, from)?;
@@ -265,10 +274,31 @@ pub fn import(
     target: &Target,
     limits: &RunLimits,
 ) -> Result<Imported, ImportError> {
-    let (system, calibration) = read(inputs, from, target.sampling)?;
-    let files: Vec<&str> = inputs.iter().map(|i| i.file.as_str()).collect();
+    import_streamed(inputs, &[], from, target, limits)
+}
+
+/// [`import`] with trace files read from disk as they go (`streamed`), before `inputs`.
+pub fn import_streamed(
+    inputs: &[Input],
+    streamed: &[traces::TraceFile],
+    from: Option<SourceFormat>,
+    target: &Target,
+    limits: &RunLimits,
+) -> Result<Imported, ImportError> {
+    let (system, calibration) = read(inputs, streamed, from, target.sampling)?;
+    let files: Vec<&str> = streamed
+        .iter()
+        .map(|t| t.file.as_str())
+        .chain(inputs.iter().map(|i| i.file.as_str()))
+        .collect();
     let mut imported = write::write(&system, &files, target, limits)?;
-    if let Some(c) = calibration {
+    if let Some(mut c) = calibration {
+        // The scenario written reads back (the writer checked it); a new one, not `--into`'s.
+        if target.into.is_none()
+            && let Ok(scenario) = crate::format::load::parse("imported.ron", &imported.text)
+        {
+            c.disagreements = traces::policies::disagreements(&c, &scenario);
+        }
         imported.table = format!("{}{}", c.text(), imported.table);
         imported.calibration = Some(c);
     }

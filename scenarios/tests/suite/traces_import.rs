@@ -173,8 +173,11 @@ fn round_trip(format: SpanFormat, file: &str) {
         100.0,
         100.0 * (0.02f64).max(4.0 / requests.sqrt()),
     );
-    // Two samples: the work times the import measured (as many as it measured, drawn from
-    // the distribution it wrote) and 4,000 draws of the original's.
+    // The imported distribution is the import's estimate from the `n` work times it
+    // measured, so it carries those `n` values' sampling error and no more: it is drawn
+    // 20,000 times (close to the distribution itself), the original 4,000 times, and the
+    // critical value at 1% counts all three samples (n measured, 20,000 and 4,000 draws).
+    // Drawing only `n` from the import would count the measured sample's error twice.
     for (name, sv) in &original.services {
         let path = format!("services.{name}.work");
         let row = calibration
@@ -182,17 +185,23 @@ fn round_trip(format: SpanFormat, file: &str) {
             .iter()
             .find(|d| d.path == path)
             .expect("measured");
-        let (n, m) = (row.values.min(20_000) as usize, 4000);
+        let (n, big, m) = (row.values as f64, 20_000, 4000);
         let d = ks(
-            draws(&imported.services[name].work, n, name),
+            draws(&imported.services[name].work, big, name),
             draws(&sv.work, m, name),
         );
-        let critical = 1.628 * ((n + m) as f64 / (n * m) as f64).sqrt();
+        let critical = 1.628 * (1.0 / n + 1.0 / big as f64 + 1.0 / m as f64).sqrt();
         assert!(
             d <= critical,
             "{file}: {name}'s work: KS D = {d:.4} > {critical:.4} (1%)\n{text}"
         );
     }
+    // The shop's work is its own at any load, and its one rate is one rate.
+    assert!(
+        calibration.load.iter().all(|r| !r.warned),
+        "{file}: {:?}",
+        calibration.load
+    );
     // Run again, long enough for a p99, at the same seed.
     let longer = |mut s: Scenario| {
         s.duration = "60s".parse().unwrap();
@@ -222,6 +231,86 @@ fn jaeger_spans_import_back_to_the_system_that_wrote_them() {
 #[test]
 fn zipkin_spans_import_back_to_the_system_that_wrote_them() {
     round_trip(SpanFormat::Zipkin, "shop.zipkin.json");
+}
+
+/// Traces of a load that steps up to near saturation, on one worker whose spans start when a
+/// request arrives: the rate comes back as its four steps, each within four standard errors
+/// of the declared rate, and the self time, which holds the queue, is said to grow with load.
+#[test]
+fn a_stepped_load_comes_back_as_steps_and_queueing_measured_as_work_is_warned() {
+    let text = r#"Scenario(
+        name: "ramp", duration: "20s", seed: 3,
+        clients: { "users": (
+            load: Open(rate: Steps([(at: "0s", rate: "100/s"), (at: "5s", rate: "300/s"),
+                (at: "10s", rate: "600/s"), (at: "15s", rate: "800/s")])),
+            call: (target: "api"),
+        ) },
+        services: { "api": (replicas: 1, workers: 1, work: Exponential(mean: "1ms")) },
+    )"#;
+    let original = parse("ramp.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    let (imported, calibration, text) = imported("ramp.jsonl", spans(&original, SpanFormat::Otlp));
+    let Load::Open {
+        rate: Schedule::Steps(steps),
+    } = &imported.clients["users"].load
+    else {
+        panic!("a stepped rate:\n{text}");
+    };
+    let declared = [100.0, 300.0, 600.0, 800.0];
+    assert_eq!(steps.len(), declared.len(), "{text}");
+    for (i, (step, want)) in steps.iter().zip(declared).enumerate() {
+        let got = step.rate.as_per_second();
+        // Five seconds of a Poisson count: its standard error √(5·rate)/5.
+        within(
+            &format!("step {i}"),
+            got,
+            want,
+            4.0 * (5.0 * want).sqrt() / 5.0,
+        );
+        let at = step.at.as_secs_f64();
+        within(&format!("step {i} starts"), at, 5.0 * i as f64, 0.1);
+    }
+    let api = calibration
+        .load
+        .iter()
+        .find(|r| r.path == "services.api.work")
+        .expect("judged");
+    assert!(api.warned && api.growth > 2.0, "{api:?}");
+}
+
+/// A call retried in the traced system: the edge's retried share is in the report, and
+/// imported without the configuration that retries it, a line says the scenario has no
+/// retry for the call the spans show sent again.
+#[test]
+fn retries_the_spans_show_and_no_policy_gives_are_a_line() {
+    let text = r#"Scenario(
+        name: "retried", duration: "10s", seed: 5,
+        clients: { "users": (load: Open(rate: Constant("100/s")), call: (target: "api")) },
+        services: {
+            "api": (workers: 16, work: Exponential(mean: "1ms"), calls: [(target: "db",
+                stack: [Retry(max_attempts: 3, backoff: (strategy: Constant(delay: "1ms")))])]),
+            "db": (workers: 16, work: Exponential(mean: "1ms")),
+        },
+        faults: [(at: "0s", kind: ErrorRate(service: "db", error_ratio: 0.2))],
+    )"#;
+    let original = parse("retried.ron", text).unwrap_or_else(|e| panic!("{e}"));
+    let (_, calibration, _) = imported("retried.jsonl", spans(&original, SpanFormat::Otlp));
+    let edge = calibration
+        .edges
+        .iter()
+        .find(|e| e.caller == "api" && e.callee == "db")
+        .expect("the edge");
+    // A second attempt after a 20% failure, a third after two: 20% of calls retried.
+    within("retried", edge.retried, 0.2, 0.04);
+    assert_eq!(edge.attempts_max, 3);
+    assert!(
+        calibration
+            .disagreements
+            .iter()
+            .any(|l| l.contains("api -> db was sent more than once in")
+                && l.contains("the scenario gives services.api.calls[0] no retry")),
+        "{:?}",
+        calibration.disagreements
+    );
 }
 
 /// `resim import FILE` of the traces corpus: its exit code, its scenario and its table.

@@ -69,6 +69,11 @@ pub struct Edge {
     pub asynchronous: bool,
     /// The sum of its first call's start after the job's start, nanoseconds.
     pub offset_sum: f64,
+    /// Jobs whose call to it was sent more than once (more client spans than leaves): a
+    /// retry, or the same callee called again.
+    pub retried: u64,
+    /// The most attempts one job's call to it took.
+    pub attempts_max: u64,
 }
 
 /// What a service's spans showed.
@@ -78,6 +83,8 @@ pub struct Service {
     pub jobs: u64,
     /// Each job's self time.
     pub work: Reservoir,
+    /// Its jobs and their self times per second, to tell whether the work grows with load.
+    pub load: super::load::Seconds,
     /// One-way network time to it, from its callers' client spans and its server spans.
     pub network: Reservoir,
     /// Client span durations toward it where it recorded no server span (an uninstrumented
@@ -99,6 +106,8 @@ pub struct Arrivals {
     pub first: u64,
     /// The last one's start.
     pub last: u64,
+    /// How many started in each second (Unix seconds), to tell a rate that changes.
+    pub per_second: BTreeMap<u64, u64>,
 }
 
 /// Every trace's figures, summed.
@@ -298,6 +307,7 @@ impl Figures {
         }
         a.last = a.last.max(start);
         a.count += 1;
+        *a.per_second.entry(start / 1_000_000_000).or_default() += 1;
     }
 
     /// One job of a service and the calls it made.
@@ -319,6 +329,7 @@ impl Figures {
         let service = self.services.entry(job.service.clone()).or_default();
         service.jobs += 1;
         service.work.add(job.duration() - busy);
+        service.load.add(job.start, job.duration() - busy);
         // Each callee's client spans in this job: those overlapping the first are a fan-out's
         // leaves (one call), the later ones its retries; with their hull.
         let mut sends_to: BTreeMap<&str, Vec<&Span>> = BTreeMap::new();
@@ -327,6 +338,7 @@ impl Figures {
             spans.extend(call.sends.iter().map(|&c| &trace.spans[c]));
         }
         let mut by_callee: BTreeMap<&str, (u64, u64, u64, u64)> = BTreeMap::new();
+        let mut attempts: BTreeMap<&str, u64> = BTreeMap::new();
         for (callee, spans) in &sends_to {
             let first = spans
                 .iter()
@@ -336,6 +348,7 @@ impl Figures {
             let start = first.start;
             let end = spans.iter().map(|s| s.end).max().unwrap_or(first.end);
             by_callee.insert(callee, (1, leaves.max(1), start, end));
+            attempts.insert(callee, (spans.len() as u64).div_ceil(leaves.max(1)));
         }
         for call in &calls {
             let edge = service.callees.entry(call.callee.clone()).or_default();
@@ -358,6 +371,9 @@ impl Figures {
             edge.calls += n;
             edge.leaves += leaves;
             edge.offset_sum += start.saturating_sub(job.start) as f64;
+            let tries = attempts[callee];
+            edge.retried += u64::from(tries > 1);
+            edge.attempts_max = edge.attempts_max.max(tries);
         }
         pairs(service, &by_callee);
         self.network(trace, &calls);

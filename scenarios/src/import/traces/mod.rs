@@ -12,6 +12,8 @@
 //! | `zipkin` | Zipkin v2 JSON, one list of spans |
 //! | `assemble` | spans grouped by trace, each trace handed over when it is complete or too old |
 //! | `graph` | one trace's figures: each server span's calls, self time, network time, errors |
+//! | `policies` | the retries the spans show against the imported scenario's policies |
+//! | `load` | whether a service's self time grows with its load (queueing measured as work) |
 //! | `system` | the figures of every trace as services, calls, stages, work and arrival rates |
 //!
 //! # Decisions
@@ -24,8 +26,9 @@
 //!   span of Zipkin, through a serde visitor over the top-level list), and the spans are held
 //!   per trace only until the trace is complete (Jaeger), or until [`assemble::OPEN_MAX`]
 //!   traces are open (the oldest is then taken as complete), so the spans held are bounded
-//!   by the traces open at once. The readers take any `io::Read`; the command line still
-//!   hands them the file's text, read whole like a configuration's.
+//!   by the traces open at once. The readers take any `io::Read`: the command line hands
+//!   them a trace file as a [`TraceFile`], read from disk through a buffer as it goes (its
+//!   first kilobytes read once to tell its format), so a 100 MB file is never held whole.
 //! - **Only what a span says about its own service's clock** orders things: a server span's
 //!   calls are placed by their client spans (the same process's clock), and another service's
 //!   spans give durations only, so clock skew between services (a child starting before its
@@ -34,7 +37,9 @@
 mod assemble;
 mod graph;
 mod jaeger;
+pub mod load;
 mod otlp;
+pub mod policies;
 mod system;
 mod zipkin;
 
@@ -42,6 +47,68 @@ pub use system::Calibration;
 
 use super::{ImportError, Input};
 use crate::import::model::System;
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+
+/// A trace file read from disk as it goes, not held whole: its path and its format.
+#[derive(Debug, Clone)]
+pub struct TraceFile {
+    /// The path as given.
+    pub file: String,
+    /// Where it is read from.
+    pub path: PathBuf,
+    /// Its format, from its first kilobytes.
+    pub format: TraceFormat,
+}
+
+impl TraceFile {
+    /// `file` as a trace file when its first kilobytes say it is one (`None` when they do
+    /// not: it is a configuration, read whole).
+    pub fn sniff(file: &str) -> std::io::Result<Option<TraceFile>> {
+        let mut head = Vec::with_capacity(HEAD);
+        std::fs::File::open(file)?
+            .take(HEAD as u64)
+            .read_to_end(&mut head)?;
+        Ok(
+            detect(&String::from_utf8_lossy(&head)).map(|format| TraceFile {
+                file: file.to_string(),
+                path: PathBuf::from(file),
+                format,
+            }),
+        )
+    }
+}
+
+/// How much of a file says its format.
+const HEAD: usize = 4096;
+
+/// A trace file to read: one given as text, or one read from disk as it goes.
+pub enum Source<'a> {
+    /// A file's text, and its format.
+    Text(&'a Input, TraceFormat),
+    /// A file read from disk.
+    File(&'a TraceFile),
+}
+
+impl Source<'_> {
+    fn file(&self) -> &str {
+        match self {
+            Source::Text(input, _) => &input.file,
+            Source::File(t) => &t.file,
+        }
+    }
+
+    fn open(&self) -> Result<(TraceFormat, Box<dyn BufRead + '_>), ImportError> {
+        Ok(match self {
+            Source::Text(input, format) => (*format, Box::new(input.text.as_bytes())),
+            Source::File(t) => {
+                let f = std::fs::File::open(&t.path)
+                    .map_err(|e| ImportError::new(format!("{}: cannot read: {e}", t.file)))?;
+                (t.format, Box::new(BufReader::with_capacity(1 << 20, f)))
+            }
+        })
+    }
+}
 
 /// What a span stands for, as OpenTelemetry's span kinds (and Jaeger's and Zipkin's
 /// `span.kind`/`kind`) say it.
@@ -161,7 +228,7 @@ impl TraceFormat {
 /// `traceID`s (Jaeger), a list of objects with `traceId` (Zipkin); `None` for anything else.
 pub fn detect(text: &str) -> Option<TraceFormat> {
     // The first few kilobytes say it; a 100 MB file is not scanned for a configuration key.
-    let mut end = text.len().min(4096);
+    let mut end = text.len().min(HEAD);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -209,20 +276,21 @@ pub(crate) fn span_error(
 /// each file read in its format, its spans grouped by trace, every trace's figures summed.
 /// `sampling` is the share of requests traced where the spans do not say it.
 pub fn read(
-    inputs: &[(&Input, TraceFormat)],
+    inputs: &[Source<'_>],
     sampling: Option<f64>,
 ) -> Result<(System, Calibration), ImportError> {
     let mut figures = graph::Figures::default();
-    for (input, format) in inputs {
+    for input in inputs {
         let mut traces = assemble::Assembler::new(|trace: Vec<Span>| figures.add(&trace));
-        let bytes = input.text.as_bytes();
+        let file = input.file();
+        let (format, reader) = input.open()?;
         match format {
-            TraceFormat::Otlp => otlp::read(&input.file, bytes, &mut |s| traces.push(s))?,
-            TraceFormat::Jaeger => jaeger::read(&input.file, bytes, &mut traces)?,
-            TraceFormat::Zipkin => zipkin::read(&input.file, bytes, &mut |s| traces.push(s))?,
+            TraceFormat::Otlp => otlp::read(file, reader, &mut |s| traces.push(s))?,
+            TraceFormat::Jaeger => jaeger::read(file, reader, &mut traces)?,
+            TraceFormat::Zipkin => zipkin::read(file, reader, &mut |s| traces.push(s))?,
         }
         traces.finish();
     }
-    let files: Vec<&str> = inputs.iter().map(|(i, _)| i.file.as_str()).collect();
+    let files: Vec<&str> = inputs.iter().map(Source::file).collect();
     system::system(&figures, &files, sampling)
 }

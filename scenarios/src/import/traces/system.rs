@@ -30,8 +30,32 @@ use crate::import::ron::{self, Field, Ron};
 use serde::Serialize;
 use sim_core::SimDuration;
 
-/// Histogram buckets a measured distribution is written with (at most).
-const BUCKETS: usize = 50;
+/// Histogram buckets a measured distribution is written with (about): the bounds at which
+/// quantiles, in parts per 100,000. Every 2% up to the 90th percentile, then closer towards
+/// the largest value, so that a long tail is drawn from where its values are: the last
+/// bucket holds 0.1% of them, where one of 2% would spread the top 2% evenly up to the
+/// largest value and put the drawn p99 far above the measured one.
+const LEVELS: [usize; 53] = {
+    let mut levels = [0; 53];
+    let mut k = 0;
+    while k < 45 {
+        levels[k] = (k + 1) * 2_000;
+        k += 1;
+    }
+    let tail = [
+        93_000, 96_000, 98_000, 99_000, 99_500, 99_800, 99_900, 100_000,
+    ];
+    let mut t = 0;
+    while t < tail.len() {
+        levels[45 + t] = tail[t];
+        t += 1;
+    }
+    levels
+};
+
+/// A bucket that holds more than this share of the values (in parts per 100,000) at its
+/// upper bound alone is split, that value a bucket of its own.
+const SHARED: usize = 1_000;
 
 /// What the import rests on: span counts per edge, spans it could not pair, and how each
 /// distribution was written.
@@ -55,6 +79,10 @@ pub struct Calibration {
     pub edges: Vec<EdgeRow>,
     /// Each measured distribution.
     pub distributions: Vec<DistributionRow>,
+    /// Each service's self time at its quietest and busiest, where the traces tell.
+    pub load: Vec<super::load::LoadRow>,
+    /// Where the retries the spans show disagree with the scenario's policies, a line each.
+    pub disagreements: Vec<String>,
 }
 
 /// One edge of the calibration report.
@@ -78,6 +106,10 @@ pub struct EdgeRow {
     pub asynchronous: bool,
     /// The callee recorded no spans.
     pub virtual_callee: bool,
+    /// The share of the caller's jobs making it that sent it more than once (retried).
+    pub retried: f64,
+    /// The most attempts one job's call took.
+    pub attempts_max: u64,
 }
 
 /// One measured distribution of the calibration report.
@@ -180,19 +212,41 @@ fn load(
     } else {
         arrivals.count as f64 / sampling
     };
+    let (schedule, how) = match super::load::steps(&arrivals.per_second, arrivals.first) {
+        Some(steps) => {
+            let written: Vec<String> = steps
+                .iter()
+                .map(|&(at, r)| {
+                    let at = SimDuration::from_nanos(at / 1_000_000 * 1_000_000);
+                    format!(
+                        "(at: \"{at}\", rate: \"{}/s\")",
+                        rounded(r / sampling, 1000.0)
+                    )
+                })
+                .collect();
+            (
+                format!("Steps([{}])", written.join(", ")),
+                format!(
+                    "{} steps: the arrivals a second vary more than one rate's would",
+                    steps.len()
+                ),
+            )
+        }
+        None => (
+            format!("Constant(\"{}/s\")", rounded(rate, 1000.0)),
+            "one rate: the arrivals a second vary as one rate's would".to_string(),
+        ),
+    };
     Field::from(
         "load",
-        Ron::Scalar(format!(
-            "Open(rate: Constant(\"{}/s\"))",
-            rounded(rate, 1000.0)
-        )),
+        Ron::Scalar(format!("Open(rate: {schedule})")),
         origin(format!(
             "traces: {} requests from {client} to {service}",
             arrivals.count
         )),
     )
     .noted(format!(
-        "over {seconds:.3}s, scaled by the sampling ratio {sampling}"
+        "over {seconds:.3}s, {how}, scaled by the sampling ratio {sampling}"
     ))
 }
 
@@ -216,6 +270,9 @@ fn upstream(
             });
             fields.push(Field::from(field, value, origin(label)).noted(note.to_string()));
         };
+    if let Some(row) = super::load::growth(&format!("services.{name}.work"), &service.load) {
+        calibration.load.push(row);
+    }
     if virtual_peer {
         measured(
             "work",
@@ -275,6 +332,8 @@ fn route(
         error_ratio,
         asynchronous: edge.asynchronous,
         virtual_callee: false,
+        retried: edge.retried as f64 / edge.jobs.max(1) as f64,
+        attempts_max: edge.attempts_max,
     });
     let said = format!(
         "{label} ({} spans, {:.2}% failed{})",
@@ -433,25 +492,7 @@ fn measured(values: &[u64]) -> (Ron, &'static str, f64) {
         let value = format!("Constant(value: \"{}\")", SimDuration::from_nanos(low));
         return (Ron::Scalar(value), "Constant", 0.0);
     }
-    let n = sorted.len();
-    // The first bound just below the least value, with no observation: draws start there.
-    let mut bounds: Vec<(u64, usize)> = vec![(low.saturating_sub(1), 0)];
-    for k in 1..=BUCKETS {
-        let at = sorted[(k * n).div_ceil(BUCKETS) - 1];
-        let count = sorted.partition_point(|&v| v <= at);
-        if bounds.last().is_some_and(|&(b, _)| b >= at) {
-            continue;
-        }
-        // A value many share (a constant part, a clock's resolution) is a bucket of its own,
-        // which draws it exactly, instead of spread over the bucket below.
-        let below = sorted.partition_point(|&v| v < at);
-        if (count - below) * BUCKETS * 2 > n
-            && bounds.last().is_some_and(|&(b, c)| b < at - 1 && c < below)
-        {
-            bounds.push((at - 1, below));
-        }
-        bounds.push((at, count));
-    }
+    let bounds = bounds(&sorted);
     let written: Vec<String> = bounds
         .iter()
         .map(|(le, count)| format!("(\"{}\", {count})", SimDuration::from_nanos(*le)))
@@ -462,6 +503,32 @@ fn measured(values: &[u64]) -> (Ron, &'static str, f64) {
         "Histogram",
         distance,
     )
+}
+
+/// The histogram's bounds for `sorted` (at least two distinct values): each an upper bound
+/// and the count of values at or below it, at the quantiles `LEVELS` names.
+fn bounds(sorted: &[u64]) -> Vec<(u64, usize)> {
+    let low = sorted[0];
+    let n = sorted.len();
+    // The first bound just below the least value, with no observation: draws start there.
+    let mut bounds: Vec<(u64, usize)> = vec![(low.saturating_sub(1), 0)];
+    for level in LEVELS {
+        let at = sorted[(level * n).div_ceil(100_000) - 1];
+        let count = sorted.partition_point(|&v| v <= at);
+        if bounds.last().is_some_and(|&(b, _)| b >= at) {
+            continue;
+        }
+        // A value many share (a constant part, a clock's resolution) is a bucket of its own,
+        // which draws it exactly, instead of spread over the bucket below.
+        let below = sorted.partition_point(|&v| v < at);
+        if (count - below) * 100_000 > SHARED * n
+            && bounds.last().is_some_and(|&(b, c)| b < at - 1 && c < below)
+        {
+            bounds.push((at - 1, below));
+        }
+        bounds.push((at, count));
+    }
+    bounds
 }
 
 /// The largest distance between the CDF of `sorted` and that of the histogram `bounds`
@@ -522,7 +589,9 @@ impl Calibration {
             self.self_calls,
             self.sampling
         );
-        out.push_str("  edge                                   spans   ratio  fan-out  errors\n");
+        out.push_str(
+            "  edge                                   spans   ratio  fan-out  errors  retried\n",
+        );
         for e in &self.edges {
             let edge = format!(
                 "{} -> {}{}",
@@ -531,11 +600,12 @@ impl Calibration {
                 if e.asynchronous { " (async)" } else { "" }
             );
             out.push_str(&format!(
-                "  {edge:<38} {:>6}  {:>6.4}  {:>7.2}  {:>5.2}%\n",
+                "  {edge:<38} {:>6}  {:>6.4}  {:>7.2}  {:>5.2}%  {:>6.2}%\n",
                 e.spans,
                 e.call_ratio,
                 e.fan_out,
-                100.0 * e.error_ratio
+                100.0 * e.error_ratio,
+                100.0 * e.retried
             ));
         }
         out.push_str("  distribution                           values  form       D\n");
@@ -544,6 +614,14 @@ impl Calibration {
                 "  {:<38} {:>6}  {:<9}  {:.4}\n",
                 d.path, d.values, d.form, d.distance
             ));
+        }
+        for line in &self.disagreements {
+            out.push_str(line);
+            out.push('\n');
+        }
+        for row in self.load.iter().filter(|r| r.warned) {
+            out.push_str(&row.warning());
+            out.push('\n');
         }
         out
     }
@@ -569,5 +647,32 @@ mod tests {
         atom.extend((1..=10).map(|i| i * 100_000));
         let (_, _, d) = measured(&atom);
         assert!(d < 0.025, "an atom is drawn exactly: D = {d}");
+    }
+
+    /// The histogram's quantile `p`: the bound below it and the uniform share of its bucket.
+    fn quantile(bounds: &[(u64, usize)], p: f64) -> f64 {
+        let total = bounds.last().expect("bounds").1 as f64;
+        let k = bounds.partition_point(|&(_, c)| (c as f64) < p * total);
+        let ((lo, clo), (hi, chi)) = (bounds[k - 1], bounds[k]);
+        let within = (p * total - clo as f64) / (chi - clo) as f64;
+        lo as f64 + within * (hi - lo) as f64
+    }
+
+    #[test]
+    fn a_long_tail_is_drawn_where_its_values_are() {
+        // 2,000 exponential values (mean 1ms), at their expected quantiles.
+        let n = 2000;
+        let values: Vec<u64> = (0..n)
+            .map(|i| (-libm::log(1.0 - (i as f64 + 0.5) / n as f64) * 1e6) as u64)
+            .collect();
+        let bounds = bounds(&values);
+        for p in [0.5, 0.9, 0.99, 0.999] {
+            let measured = values[(p * n as f64).ceil() as usize - 1] as f64;
+            let drawn = quantile(&bounds, p);
+            assert!(
+                (drawn / measured - 1.0).abs() < 0.02,
+                "p{p}: drawn {drawn}, measured {measured}"
+            );
+        }
     }
 }
