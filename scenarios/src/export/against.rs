@@ -482,17 +482,30 @@ impl<'d> Placer<'d> {
     }
 }
 
-/// `value` placed at `rest` under `entry`, objects made on the way.
+/// `value` placed at `rest` under `entry`, objects and lists made on the way (an Envoy
+/// cluster's `circuit_breakers.thresholds[0]` is a list's entry, not the list).
 fn nest(entry: &mut Value, rest: &[Key], value: Value) {
-    let Some((Key::Field(k), more)) = rest.split_first() else {
-        *entry = value;
-        return;
-    };
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    if let Some(map) = entry.as_object_mut() {
-        nest(map.entry(k.clone()).or_insert(Value::Null), more, value);
+    match rest.split_first() {
+        None => *entry = value,
+        Some((Key::Field(k), more)) => {
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Some(map) = entry.as_object_mut() {
+                nest(map.entry(k.clone()).or_insert(Value::Null), more, value);
+            }
+        }
+        Some((Key::Index(i), more)) => {
+            if !entry.is_array() {
+                *entry = Value::Array(Vec::new());
+            }
+            if let Some(items) = entry.as_array_mut() {
+                if items.len() <= *i {
+                    items.resize(*i + 1, Value::Null);
+                }
+                nest(&mut items[*i], more, value);
+            }
+        }
     }
 }
 

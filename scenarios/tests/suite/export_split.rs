@@ -528,3 +528,62 @@ fn resim_export_exits_1_when_a_change_is_not_written_back() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An Envoy configuration split as xDS serves it, clusters (CDS) apart from routes (RDS):
+/// exported against the front proxy's clusters alone, a retry change of the call to search is
+/// listed (the route that holds it is not given), and the cluster gains the retry's circuit
+/// breaker as Envoy's schema has it, `thresholds` a list of one entry (written in flow style,
+/// as the edits write a list; it was `thresholds: 3`, a number where a list goes), the file
+/// conforming as the original does.
+#[test]
+fn against_envoy_clusters_alone_the_routes_changes_are_listed_and_the_clusters_conform() {
+    let full = input("front-proxy/envoy.yaml");
+    let (text, scenario) = imported(std::slice::from_ref(&full));
+    let at = full.text.find("\n  clusters:").expect("the clusters") + 1;
+    let clusters = Input {
+        file: "front-proxy/clusters.yaml".into(),
+        text: format!("static_resources:\n{}", &full.text[at..]),
+    };
+    let call = call_to(&scenario, "search");
+    let mut changed = scenario.clone();
+    one_more_attempt(&mut changed, &call);
+    let against = Against {
+        originals: vec![clusters.clone()],
+        scenario: Input {
+            file: "imported.ron".into(),
+            text,
+        },
+    };
+    let out = export::export_against(
+        &changed,
+        "imported.ron",
+        &call,
+        TargetFormat::Envoy,
+        Some("search"),
+        &against,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (_, lines) = no_object(&out.table);
+    let shown = format!(
+        "{call} (search): RouteConfiguration[search].virtual_hosts[search].routes[0].route.retry_policy.num_retries = 3: no object of the --against files holds it"
+    );
+    assert!(lines.contains(&shown.as_str()), "{shown}:\n{}", out.table);
+    assert_eq!(out.unwritten, lines.len(), "{}", out.table);
+    let (dropped, added) = changed_lines(&clusters.text, &out.text);
+    assert_eq!(dropped, ["  - name: search\n"], "{}", out.diff);
+    assert_eq!(
+        added,
+        [
+            "  - circuit_breakers:\n",
+            "      thresholds: [{\"max_retries\":3}]\n",
+            "    name: search\n"
+        ],
+        "{}",
+        out.diff
+    );
+    let (format, reader) = corpus_format("front-proxy/envoy.yaml");
+    let was = schema::problems(format, &clusters.file, &clusters.text, reader);
+    let found = schema::problems(format, &clusters.file, &out.text, reader);
+    let more: Vec<&String> = found.iter().filter(|p| !was.contains(p)).collect();
+    assert!(more.is_empty(), "{more:#?}\n{}", out.diff);
+}
