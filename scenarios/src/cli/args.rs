@@ -742,8 +742,11 @@ pub(super) struct ExportArgs {
     /// A.yaml B.yaml`, or `--against` repeated; read together as `import` reads them): write
     /// it back with only the fields the scenario changed changed, in its own text (its
     /// comments, order and formatting kept), and print the unified diff on stderr. Several
-    /// files need `--out DIR`. Without it, complete objects are written, with placeholders
-    /// (said so in the table) where the scenario has no value.
+    /// files need `--out DIR`. A change no object of the files holds (a host's
+    /// DestinationRule when only its VirtualServices are given) is listed under `not written
+    /// back`, and the command exits 1 after writing the rest. Without `--against`, complete
+    /// objects are written, with placeholders (said so in the table) where the scenario has no
+    /// value.
     #[arg(long, value_name = "ORIGINAL", num_args = 1..)]
     pub(super) against: Vec<String>,
     /// Write the configuration to this file instead of stdout; with several `--against`

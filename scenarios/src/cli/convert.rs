@@ -1,6 +1,7 @@
 //! `resim export`'s output: the configuration on stdout or in `--out FILE`, or, with several
 //! `--against` files, each of them written back into `--out DIR`; the mapping table and the
-//! diffs on stderr.
+//! diffs on stderr. Exit code 1 when a change of the scenario could not be written back (after
+//! writing the rest), 2 on bad input.
 
 use super::args::ExportArgs;
 use super::library::resolve;
@@ -10,7 +11,7 @@ use crate::format::limits::RunLimits;
 use std::process::ExitCode;
 
 /// `resim export`: the configuration on stdout (or in `out`), the mapping table on stderr;
-/// exit code 2 on bad input.
+/// exit code 1 when a change is not written back, 2 on bad input.
 pub(super) fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
     let exported = (|| {
         let overrides = args.overrides.overrides(&args.file)?;
@@ -39,10 +40,20 @@ pub(super) fn export_call(args: &ExportArgs, limits: &RunLimits) -> ExitCode {
         export::export_against(&scenario, &args.file, &args.call, format, service, &against)
             .map_err(|e| e.to_string())
     })();
-    match (exported, args.out.as_deref()) {
+    let unwritten = exported.as_ref().map_or(0, |e| e.unwritten);
+    let code = match (exported, args.out.as_deref()) {
         (Ok(e), Some(dir)) if e.files.len() > 1 => written_back(&e, dir),
         (exported, out) => converted(exported.map(|e| (e.table + &e.diff, e.text)), out),
+    };
+    // What was written back is written; a change that was not must not pass for success in
+    // a script (`resim export … && kubectl apply …`).
+    if code == ExitCode::SUCCESS && unwritten > 0 {
+        eprintln!(
+            "resim export: {unwritten} changes of the scenario not written back (listed above under `not written back`); the others are written; exit code 1"
+        );
+        return ExitCode::from(1);
     }
+    code
 }
 
 /// `resim export --against A B --out DIR`: the table and each file's diff on stderr, every

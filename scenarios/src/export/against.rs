@@ -3,14 +3,16 @@
 //! its comments, order and formatting stay.
 //!
 //! What changed is found in the target format's words: the call is exported twice, as the
-//! original configures it (the original imported into the scenario at the call, `before`) and
-//! as the scenario has it (`after`); the fields whose values differ are the changes. Each
+//! original configures it (the original alone imported into the scenario at the call,
+//! [`super::unwritten::alone`], `before`) and as the scenario has it (`after`); the fields
+//! whose values differ are the changes. Each
 //! exported object stands for one object of the original ([`super::anchors`]), and a changed
 //! field is written at the same path under it: replaced where the original writes it,
 //! inserted beside its siblings where it does not. A Spring YAML key with dots
 //! (`resilience4j.retry:`, `retry.instances.backendA:`) stands for the keys it joins. A change
 //! that cannot be placed (a field the scenario no longer has, a list written as a block) is
-//! listed, never dropped.
+//! listed, never dropped; so is a change under an object the original does not have (a
+//! host's DestinationRule when only its VirtualServices are given: [`super::unwritten`]).
 //!
 //! **Several files.** Each object is looked for in the files in the order given, and its
 //! changes go to the first file that has it (an Istio DestinationRule and a VirtualService in
@@ -24,6 +26,7 @@
 use super::anchors::{Anchor, Key, anchors, field, same_key};
 use super::edit::{self, Edit, Source};
 use super::text::Document;
+use super::unwritten;
 use super::{ExportError, TargetFormat};
 use crate::import::resilience4j::sources;
 use crate::import::spring::key_steps;
@@ -43,14 +46,15 @@ pub struct Applied {
 }
 
 /// Each of `originals` with the fields where `after` differs from `before` changed; `name` is
-/// the upstream the call's configuration is in.
+/// the upstream the call's configuration is in. And the changes no object of the originals
+/// holds, each a line for the table ([`super::unwritten`]).
 pub fn apply(
     format: TargetFormat,
     name: &str,
     originals: &[Input],
     before: &Document,
     after: &Document,
-) -> Result<Vec<Applied>, ExportError> {
+) -> Result<(Vec<Applied>, Vec<String>), ExportError> {
     let docs = originals
         .iter()
         .map(|o| detect(o, Some(format)).map(|(_, d)| d))
@@ -102,7 +106,12 @@ pub fn apply(
             placers[at].change(&a.original, &path, new.as_ref());
         }
     }
-    placers.into_iter().map(Placer::finish).collect()
+    let held: Vec<&[Key]> = anchored.iter().map(|(_, a)| &a.exported[..]).collect();
+    let applied = placers.into_iter().map(Placer::finish);
+    Ok((
+        applied.collect::<Result<_, _>>()?,
+        unwritten::lines(before, after, &held),
+    ))
 }
 
 /// An Istio subset's changes to a component of its traffic policy (`outlierDetection`,
@@ -253,7 +262,12 @@ fn get_in<'v>(docs: &'v [Value], path: &[Key]) -> Option<&'v Value> {
 
 /// The leaves of `v` by path: scalars and lists of scalars; objects and lists of objects are
 /// walked into. `skip` names fields of the top to leave out.
-fn leaves(v: &Value, at: &mut Vec<Key>, skip: &[&str], out: &mut BTreeMap<Vec<Key>, Value>) {
+pub(super) fn leaves(
+    v: &Value,
+    at: &mut Vec<Key>,
+    skip: &[&str],
+    out: &mut BTreeMap<Vec<Key>, Value>,
+) {
     match v {
         Value::Object(map) => {
             for (k, v) in map {
@@ -468,17 +482,30 @@ impl<'d> Placer<'d> {
     }
 }
 
-/// `value` placed at `rest` under `entry`, objects made on the way.
+/// `value` placed at `rest` under `entry`, objects and lists made on the way (an Envoy
+/// cluster's `circuit_breakers.thresholds[0]` is a list's entry, not the list).
 fn nest(entry: &mut Value, rest: &[Key], value: Value) {
-    let Some((Key::Field(k), more)) = rest.split_first() else {
-        *entry = value;
-        return;
-    };
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    if let Some(map) = entry.as_object_mut() {
-        nest(map.entry(k.clone()).or_insert(Value::Null), more, value);
+    match rest.split_first() {
+        None => *entry = value,
+        Some((Key::Field(k), more)) => {
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Some(map) = entry.as_object_mut() {
+                nest(map.entry(k.clone()).or_insert(Value::Null), more, value);
+            }
+        }
+        Some((Key::Index(i), more)) => {
+            if !entry.is_array() {
+                *entry = Value::Array(Vec::new());
+            }
+            if let Some(items) = entry.as_array_mut() {
+                if items.len() <= *i {
+                    items.resize(*i + 1, Value::Null);
+                }
+                nest(&mut items[*i], more, value);
+            }
+        }
     }
 }
 

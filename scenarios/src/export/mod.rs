@@ -19,6 +19,7 @@
 //! | module | what |
 //! |---|---|
 //! | `against` | `--against ORIGINAL…`: the changes found in the format's words, and the file of the original each goes to |
+//! | `unwritten` | `--against`: the original's files alone as the baseline, and the changes no object of them holds, listed |
 //! | `anchors` | the object of the original each exported object stands for, and keys matched as the formats match them |
 //! | `edit` | edits of the original's own text at the places its tree records, and the unified diff |
 //! | `service` | a whole service (`--call services.NAME`): every call, the documents made one |
@@ -43,6 +44,7 @@ mod resilience4j;
 mod service;
 mod sheet;
 mod text;
+mod unwritten;
 
 use crate::format::schema::{Call, CallStage, Layer, Scenario, Service};
 pub use crate::import::SourceFormat as TargetFormat;
@@ -73,6 +75,9 @@ pub struct Exported {
     /// With `--against`, every original file as written back, in the order given (`text` is
     /// the first's when there is one file, and empty when there are several).
     pub files: Vec<WrittenBack>,
+    /// With `--against`, how many changes of the scenario were not written back (each listed
+    /// in the table): the command line exits 1 when there are any.
+    pub unwritten: usize,
 }
 
 /// One original file written back by `--against`.
@@ -156,6 +161,7 @@ pub fn export(
         text: document.text(),
         diff: String::new(),
         files: Vec::new(),
+        unwritten: 0,
     })
 }
 
@@ -175,7 +181,7 @@ pub fn export_against(
     let name =
         service.unwrap_or_else(|| call_at(scenario, call_path).map_or("", |c| c.target.as_str()));
     let target = crate::import::Target {
-        into: Some(against.scenario.clone()),
+        into: Some(unwritten::alone(&against.scenario, call_path)?),
         call: Some(call_path.to_string()),
         service: Some(name.to_string()),
         table: crate::import::TableForm::default(),
@@ -189,11 +195,13 @@ pub fn export_against(
     let original = crate::format::load::parse(&against.scenario.file, &imported.text)
         .map_err(|e| ExportError(format!("--against {files}: the original imported into {} does not load, which is a bug of resim export: {e}", against.scenario.file)))?;
     let (before, _) = document(&original, file, call_path, format, service)?;
-    let applied = against::apply(format, name, &against.originals, &before, &after)?;
+    let (applied, no_object) = against::apply(format, name, &against.originals, &before, &after)?;
     let mut table = sheet.table(call_path, format);
     let mut diff = String::new();
     let mut written = Vec::new();
+    let mut unwritten = no_object.len();
     for (input, a) in against.originals.iter().zip(applied) {
+        unwritten += a.left.len();
         let changed = !a.diff.is_empty();
         table.push_str(&format!(
             "written into {}: {}\n",
@@ -217,6 +225,7 @@ pub fn export_against(
             changed,
         });
     }
+    table.push_str(&unwritten::section(call_path, name, &no_object));
     Ok(Exported {
         table,
         text: match written.as_slice() {
@@ -225,6 +234,7 @@ pub fn export_against(
         },
         diff,
         files: written,
+        unwritten,
     })
 }
 

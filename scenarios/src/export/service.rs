@@ -59,6 +59,7 @@ pub fn export(
         table,
         diff: String::new(),
         files: Vec::new(),
+        unwritten: 0,
     })
 }
 

@@ -68,11 +68,11 @@ const BACKS: &[Back] = &[
         file: "envoy-runtime/filters-off.yaml",
         change,
     },
+    // The VirtualServices alone: with the DestinationRules imported too, the call has their
+    // pool and outlier ejection, which no object of this file holds (listed as not written
+    // back: `export_split.rs`'s `a_change_no_against_file_has_an_object_for_is_listed_not_dropped`).
     Back {
-        from: &[
-            "bookinfo/destination-rule-all.yaml",
-            "bookinfo/virtual-service-all-v1.yaml",
-        ],
+        from: &["bookinfo/virtual-service-all-v1.yaml"],
         target: "reviews",
         service: "reviews/v1",
         to: TargetFormat::Istio,
@@ -113,10 +113,7 @@ const BACKS: &[Back] = &[
     },
     // A weighted split after a matched route: the call to v1 has a weight of its own.
     Back {
-        from: &[
-            "bookinfo/destination-rule-all.yaml",
-            "bookinfo/virtual-service-reviews-50-v3.yaml",
-        ],
+        from: &["bookinfo/virtual-service-reviews-50-v3.yaml"],
         target: "reviews-v1",
         service: "reviews/v1",
         to: TargetFormat::Istio,

@@ -340,3 +340,250 @@ fn against_several_files_writes_each_into_the_out_directory() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// bookinfo's rules beside the staging team's lone DestinationRule, imported together.
+const WITH_STAGING: [&str; 3] = [
+    "bookinfo/destination-rule-all.yaml",
+    "bookinfo/virtual-service-all-v1.yaml",
+    "namespaces/reviews-staging.yaml",
+];
+
+/// The scenario `WITH_STAGING` imports, as its text and as read.
+fn with_staging() -> (Vec<Input>, String, Scenario) {
+    let inputs: Vec<Input> = WITH_STAGING.iter().map(|f| input(f)).collect();
+    let (text, scenario) = imported(&inputs);
+    (inputs, text, scenario)
+}
+
+/// The call at `call` of `scenario` (imported as `text`) exported to Istio as `service`,
+/// against `originals`.
+fn against(
+    scenario: &Scenario,
+    text: &str,
+    call: &str,
+    service: &str,
+    originals: &[Input],
+) -> export::Exported {
+    let against = Against {
+        originals: originals.to_vec(),
+        scenario: Input {
+            file: "imported.ron".into(),
+            text: text.to_string(),
+        },
+    };
+    export::export_against(
+        scenario,
+        "imported.ron",
+        call,
+        TargetFormat::Istio,
+        Some(service),
+        &against,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The lines of `table` under `not written back, N changes no object …`, and N.
+fn no_object(table: &str) -> (usize, Vec<&str>) {
+    let Some(at) = table.find("not written back, ") else {
+        return (0, Vec::new());
+    };
+    let heading = &table[at..];
+    let n = heading["not written back, ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    let lines = heading
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(str::trim)
+        .collect();
+    (n, lines)
+}
+
+/// Exported against bookinfo's VirtualServices alone, a change of reviews' route is written
+/// into their file, and every change under its DestinationRule, which no file given has, is
+/// listed with the call, the field in Istio's words and its new value, and counted in
+/// `unwritten` (before issue 38's fix it was dropped, and the table said "nothing changed").
+/// Given the rules' file too, the same change is written there and nothing is left.
+#[test]
+fn a_change_no_against_file_has_an_object_for_is_listed_not_dropped() {
+    let (inputs, text, scenario) = with_staging();
+    let call = call_to(&scenario, "reviews.default");
+    let mut changed = scenario.clone();
+    for layer in &mut call_mut(&mut changed, &call).stack {
+        match layer {
+            Layer::Retry(r) => r.max_attempts += 1,
+            Layer::Bulkhead(b) => b.max_concurrent_calls = 40,
+            _ => {}
+        }
+    }
+    let routes = &inputs[1..2];
+    let out = against(&changed, &text, &call, "reviews/v1", routes);
+    let (dropped, added) = changed_lines(&routes[0].text, &out.text);
+    assert_eq!(
+        (dropped, added),
+        (
+            vec!["  - route:\n".to_string()],
+            vec![
+                "  - retries:\n".to_string(),
+                "      attempts: 3\n".to_string(),
+                "    route:\n".to_string()
+            ]
+        ),
+        "{}",
+        out.diff
+    );
+    let (n, lines) = no_object(&out.table);
+    let rule = "services.app.calls[1] (reviews/v1): DestinationRule[reviews].spec.subsets[v1].trafficPolicy";
+    for field in [
+        "connectionPool.tcp.maxConnections = 40",
+        "connectionPool.http.http2MaxRequests = 40",
+    ] {
+        let shown = format!("{rule}.{field}: no object of the --against files holds it");
+        assert!(lines.contains(&shown.as_str()), "{shown}:\n{}", out.table);
+    }
+    assert_eq!(
+        (n, out.unwritten),
+        (lines.len(), lines.len()),
+        "{}",
+        out.table
+    );
+    // Only what the rule holds is listed: the route's change is written, not listed.
+    assert!(lines.iter().all(|l| l.starts_with(rule)), "{}", out.table);
+
+    // The rules' file given too: everything is written, nothing listed.
+    let both = against(&changed, &text, &call, "reviews/v1", &inputs[..2]);
+    assert_eq!(both.unwritten, 0, "{}", both.table);
+    assert!(!both.table.contains("not written back"), "{}", both.table);
+    assert!(both.files.iter().all(|w| w.changed), "{}", both.table);
+
+    // The staging team's lone rule, its connection pool changed, exported as the route the
+    // VirtualServices have for reviews: the route is as it was, the pool listed.
+    let staging = call_to(&scenario, "reviews.staging");
+    let mut changed = scenario.clone();
+    for layer in &mut call_mut(&mut changed, &staging).stack {
+        if let Layer::Bulkhead(b) = layer {
+            b.max_concurrent_calls = 10;
+        }
+    }
+    let out = against(&changed, &text, &staging, "reviews/v1", routes);
+    assert_eq!(out.text, routes[0].text, "{}", out.diff);
+    let (_, lines) = no_object(&out.table);
+    let shown = format!(
+        "{staging} (reviews/v1): DestinationRule[reviews].spec.subsets[v1].trafficPolicy.connectionPool.tcp.maxConnections = 10: no object of the --against files holds it"
+    );
+    assert!(lines.contains(&shown.as_str()), "{shown}:\n{}", out.table);
+    assert!(out.unwritten >= 1, "{}", out.table);
+}
+
+/// The command line: a change no `--against` file has an object for makes `resim export`
+/// exit 1 (after writing what it could), with the change listed and a last line that says
+/// so.
+#[test]
+fn resim_export_exits_1_when_a_change_is_not_written_back() {
+    let root = workspace_root();
+    let dir = std::env::temp_dir().join(format!("resim-unwritten-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ron = dir.join("staging.ron").to_string_lossy().into_owned();
+    let files: Vec<String> = WITH_STAGING
+        .iter()
+        .map(|f| format!("{CORPUS}/{f}"))
+        .collect();
+    let out = resim_in(
+        &root,
+        &["import", &files[0], &files[1], &files[2], "--out", &ron],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = dir.join("routes.yaml").to_string_lossy().into_owned();
+    let args = [
+        "export",
+        &ron,
+        "--call",
+        "services.app.calls[1]",
+        "--to",
+        "istio",
+        "--service",
+        "reviews/v1",
+        "--set",
+        "services.app.calls[1].stack[1].max_concurrent_calls=40",
+        "--against",
+        &files[1],
+        "--out",
+        &written,
+    ];
+    let out = resim_in(&root, &args);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    for shown in [
+        "DestinationRule[reviews].spec.subsets[v1].trafficPolicy.connectionPool.tcp.maxConnections = 40: no object of the --against files holds it",
+        "changes of the scenario not written back (listed above under `not written back`); the others are written; exit code 1",
+    ] {
+        assert!(out.stderr.contains(shown), "{shown}:\n{}", out.stderr);
+    }
+    let read = |f: &str| std::fs::read_to_string(std::path::Path::new(f)).unwrap();
+    assert_eq!(
+        read(&written),
+        read(&root.join(&files[1]).to_string_lossy())
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An Envoy configuration split as xDS serves it, clusters (CDS) apart from routes (RDS):
+/// exported against the front proxy's clusters alone, a retry change of the call to search is
+/// listed (the route that holds it is not given), and the cluster gains the retry's circuit
+/// breaker as Envoy's schema has it, `thresholds` a list of one entry (written in flow style,
+/// as the edits write a list; it was `thresholds: 3`, a number where a list goes), the file
+/// conforming as the original does.
+#[test]
+fn against_envoy_clusters_alone_the_routes_changes_are_listed_and_the_clusters_conform() {
+    let full = input("front-proxy/envoy.yaml");
+    let (text, scenario) = imported(std::slice::from_ref(&full));
+    let at = full.text.find("\n  clusters:").expect("the clusters") + 1;
+    let clusters = Input {
+        file: "front-proxy/clusters.yaml".into(),
+        text: format!("static_resources:\n{}", &full.text[at..]),
+    };
+    let call = call_to(&scenario, "search");
+    let mut changed = scenario.clone();
+    one_more_attempt(&mut changed, &call);
+    let against = Against {
+        originals: vec![clusters.clone()],
+        scenario: Input {
+            file: "imported.ron".into(),
+            text,
+        },
+    };
+    let out = export::export_against(
+        &changed,
+        "imported.ron",
+        &call,
+        TargetFormat::Envoy,
+        Some("search"),
+        &against,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (_, lines) = no_object(&out.table);
+    let shown = format!(
+        "{call} (search): RouteConfiguration[search].virtual_hosts[search].routes[0].route.retry_policy.num_retries = 3: no object of the --against files holds it"
+    );
+    assert!(lines.contains(&shown.as_str()), "{shown}:\n{}", out.table);
+    assert_eq!(out.unwritten, lines.len(), "{}", out.table);
+    let (dropped, added) = changed_lines(&clusters.text, &out.text);
+    assert_eq!(dropped, ["  - name: search\n"], "{}", out.diff);
+    assert_eq!(
+        added,
+        [
+            "  - circuit_breakers:\n",
+            "      thresholds: [{\"max_retries\":3}]\n",
+            "    name: search\n"
+        ],
+        "{}",
+        out.diff
+    );
+    let (format, reader) = corpus_format("front-proxy/envoy.yaml");
+    let was = schema::problems(format, &clusters.file, &clusters.text, reader);
+    let found = schema::problems(format, &clusters.file, &out.text, reader);
+    let more: Vec<&String> = found.iter().filter(|p| !was.contains(p)).collect();
+    assert!(more.is_empty(), "{more:#?}\n{}", out.diff);
+}

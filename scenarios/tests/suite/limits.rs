@@ -202,3 +202,89 @@ fn a_mesh_of_a_thousand_hosts_with_twenty_routes_each_checks_and_runs() {
         mesh(1000);
     }
 }
+
+/// A `kind: List` of `hosts` hosts, as `kubectl get -o yaml` prints applied rules: a
+/// DestinationRule (a connection pool) and a VirtualService per host, so `2 × hosts` items;
+/// the VirtualService of host `h` has an HTTP route per caller `callers(h)` names, each matched
+/// by `sourceLabels.app`, with a timeout and retries.
+fn istio_list(hosts: usize, callers: &dyn Fn(usize) -> Vec<String>) -> String {
+    use std::fmt::Write;
+    let mut out = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for h in 0..hosts {
+        let _ = write!(
+            out,
+            "- apiVersion: networking.istio.io/v1
+  kind: DestinationRule
+  metadata: {{name: h{h}, namespace: mesh}}
+  spec:
+    host: h{h}
+    trafficPolicy: {{connectionPool: {{tcp: {{maxConnections: 100}}}}}}
+- apiVersion: networking.istio.io/v1
+  kind: VirtualService
+  metadata: {{name: h{h}, namespace: mesh}}
+  spec:
+    hosts: [h{h}]
+    http:
+"
+        );
+        for caller in callers(h) {
+            let _ = writeln!(
+                out,
+                "    - {{match: [{{sourceLabels: {{app: {caller}}}}}], route: [{{destination: {{host: h{h}}}}}], timeout: 2s, retries: {{attempts: 2, perTryTimeout: 500ms}}}}"
+            );
+        }
+    }
+    out
+}
+
+/// `text` imported as a new scenario: each service's number of calls, by name.
+fn imported_calls(text: &str) -> std::collections::BTreeMap<String, usize> {
+    let input = scenarios::import::Input {
+        file: "mesh.yaml".into(),
+        text: text.to_string(),
+    };
+    let limits = scenarios::format::limits::RunLimits::default();
+    let out = scenarios::import::import(&[input], None, &Default::default(), &limits)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let scenario = parse("imported.ron", &out.text).unwrap_or_else(|e| panic!("{e}"));
+    scenario
+        .services
+        .iter()
+        .map(|(name, s)| (name.clone(), s.calls.len()))
+        .collect()
+}
+
+/// A 5,000-item `kind: List` (issue 38's "Why": it took 21 s and was then refused at 8
+/// calls a service): 2,500 hosts, each routed from one of five front services (500 calls
+/// each), imports with every route a call. With `RESIM_SLOW_TESTS=1`, also the List of
+/// `bench_import`'s mesh at 5,000 items, 2,500 hosts each called by the 20 before it.
+#[test]
+fn a_kind_list_of_five_thousand_items_imports_every_route_as_a_call() {
+    let hosts = 2_500;
+    let text = istio_list(hosts, &|h| vec![format!("front{}", h % 5)]);
+    assert_eq!(text.matches("\n- apiVersion").count(), 5_000);
+    let calls = imported_calls(&text);
+    assert_eq!(
+        calls.len(),
+        hosts + 5,
+        "every host and every front a service"
+    );
+    for f in 0..5 {
+        assert_eq!(calls[&format!("front{f}")], hosts / 5, "front{f}");
+    }
+    assert_eq!(calls.values().sum::<usize>(), hosts);
+
+    if std::env::var_os("RESIM_SLOW_TESTS").is_some() {
+        let routes = 20;
+        let text = istio_list(hosts, &|h| {
+            (h.saturating_sub(routes)..h)
+                .map(|c| format!("h{c}"))
+                .collect()
+        });
+        let calls = imported_calls(&text);
+        let expected: usize = (0..hosts).map(|h| h.min(routes)).sum();
+        // h0 has no route: Istio's default route to it, from the configuration's own service.
+        assert_eq!(calls.values().sum::<usize>(), expected + 1);
+        assert_eq!(calls[&format!("h{}", hosts - routes - 1)], routes);
+    }
+}
