@@ -684,9 +684,19 @@ pub(super) struct ImportArgs {
     /// The configuration files, read together as one system: Envoy (`.yaml`, `.json`),
     /// Istio (`.yaml`, several objects a file), resilience4j (`application.yml`,
     /// `application.properties`; a `.properties` file over a YAML one, as Spring reads them),
-    /// gRPC service configs (`.json`); `-` reads stdin.
+    /// gRPC service configs (`.json`); traces (OTLP JSON as the Collector's file exporter
+    /// writes it, Jaeger's JSON, Zipkin v2 JSON), whose services and calls make the topology
+    /// the configurations' policies join; `-` reads stdin.
     #[arg(required = true, value_name = "FILE")]
     pub(super) files: Vec<String>,
+    /// The share of requests the traces kept (0–1), where their spans do not say it: arrival
+    /// rates are divided by it.
+    #[arg(long, value_name = "RATIO")]
+    pub(super) sampling: Option<f64>,
+    /// Write the calibration report of the traces (span counts per edge, unpaired spans, each
+    /// distribution's fit) to this JSON file.
+    #[arg(long, value_name = "FILE.json")]
+    pub(super) report: Option<String>,
     /// The format of the files (default: recognised from each one's content).
     #[arg(long, value_name = "FORMAT", value_parser = ["envoy", "istio", "resilience4j", "grpc"])]
     pub(super) from: Option<String>,

@@ -323,12 +323,30 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         service,
         table,
         out,
+        sampling,
+        report,
     } = args;
     let imported = (|| {
-        let inputs = files
-            .iter()
-            .map(|f| import_input(f))
-            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(r) = sampling
+            && !(*r > 0.0 && *r <= 1.0)
+        {
+            return Err(format!(
+                "--sampling: must be the share of requests traced, above 0 and at most 1, got {r}"
+            ));
+        }
+        // A trace file is read from disk as the import goes; a configuration whole.
+        let (mut inputs, mut streamed) = (Vec::new(), Vec::new());
+        for f in files {
+            match (f != "-")
+                .then(|| import::traces::TraceFile::sniff(f))
+                .transpose()
+                .map_err(|e| format!("{f}: cannot read: {e}"))?
+                .flatten()
+            {
+                Some(t) => streamed.push(t),
+                None => inputs.push(import_input(f)?),
+            }
+        }
         let from = from.as_deref().map(str::parse).transpose()?;
         let target = import::Target {
             into: into.as_deref().map(into_scenario).transpose()?,
@@ -339,8 +357,20 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
             } else {
                 import::TableForm::Text
             },
+            sampling: *sampling,
         };
-        import::import(&inputs, from, &target, limits).map_err(|e| e.to_string())
+        let imported = import::import_streamed(&inputs, &streamed, from, &target, limits)
+            .map_err(|e| e.to_string())?;
+        if let Some(path) = report {
+            let calibration = imported.calibration.as_ref().ok_or_else(|| {
+                format!(
+                    "--report {path}: the calibration report is of traces, and no file given is one"
+                )
+            })?;
+            let json = serde_json::to_string_pretty(calibration).map_err(|e| e.to_string())?;
+            std::fs::write(path, json + "\n").map_err(|e| format!("{path}: cannot write: {e}"))?;
+        }
+        Ok(imported)
     })();
     converted(imported.map(|i| (i.table, i.text)), out.as_deref())
 }

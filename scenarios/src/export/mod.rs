@@ -185,6 +185,7 @@ pub fn export_against(
         call: Some(call_path.to_string()),
         service: Some(name.to_string()),
         table: crate::import::TableForm::default(),
+        sampling: None,
     };
     let limits = crate::format::limits::RunLimits::default();
     let files: Vec<&str> = against.originals.iter().map(|o| o.file.as_str()).collect();

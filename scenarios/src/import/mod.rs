@@ -35,6 +35,7 @@
 //! | `istio` | Istio `DestinationRule` and `VirtualService`, mapped through the Envoy settings they become (`istio::policy`, `istio::route`) |
 //! | `resilience4j` | resilience4j instances, resolved through `baseConfig`, in Spring's aspect order |
 //! | `grpc` | a gRPC service config: `methodConfig` timeouts, retry and hedging policies, throttling |
+//! | `traces` | OTLP, Jaeger and Zipkin JSON traces: services, calls, stages, measured work and arrival rates |
 //! | `write` | the one writer: a new scenario, or edits into an existing one, read back to check that it loads |
 //!
 //! **Layer rule:** import sits beside the format, above it: it may use `crate::format` (to
@@ -52,6 +53,7 @@ mod properties;
 pub(crate) mod resilience4j;
 pub mod ron;
 pub(crate) mod spring;
+pub mod traces;
 pub mod tree;
 mod write;
 
@@ -144,6 +146,8 @@ pub struct Target {
     pub service: Option<String>,
     /// How the mapping table is written.
     pub table: TableForm,
+    /// The share of requests traced, where the spans do not say it (`--sampling`).
+    pub sampling: Option<f64>,
 }
 
 /// What an import gives: the scenario text and the mapping table.
@@ -151,8 +155,11 @@ pub struct Target {
 pub struct Imported {
     /// The scenario, as RON text that loads and validates.
     pub text: String,
-    /// The mapping table (for stderr).
+    /// The mapping table (for stderr), after the calibration report's table where traces
+    /// were read.
     pub table: String,
+    /// The calibration report, where traces were read.
+    pub calibration: Option<traces::Calibration>,
 }
 
 /// The format of a file, from its content: `--from` when given, else what its keys say.
@@ -209,17 +216,45 @@ pub fn detect(
 
 /// The system the files describe: each file read (its format from its content unless
 /// `from`), each format's files read together as the mesh or library reads them, and the
-/// formats' systems merged in the order of the files.
-pub fn read(inputs: &[Input], from: Option<SourceFormat>) -> Result<System, ImportError> {
+/// formats' systems merged in the order of the files; trace files first, so that the
+/// topology is theirs and the configurations' policies join it. `sampling` is the share of
+/// requests the traces kept where their spans do not say it.
+pub fn read(
+    inputs: &[Input],
+    streamed: &[traces::TraceFile],
+    from: Option<SourceFormat>,
+    sampling: Option<f64>,
+) -> Result<(System, Option<traces::Calibration>), ImportError> {
+    let traced: Vec<traces::Source> = streamed
+        .iter()
+        .map(traces::Source::File)
+        .chain(
+            inputs
+                .iter()
+                .filter_map(|i| traces::detect(&i.text).map(|f| traces::Source::Text(i, f))),
+        )
+        .collect();
     let mut by_format: Vec<(SourceFormat, Vec<Doc>)> = Vec::new();
+    let mut systems = Vec::new();
+    let mut calibration = None;
+    if !traced.is_empty() {
+        let (system, report) = traces::read(&traced, sampling)?;
+        systems.push(system);
+        calibration = Some(report);
+    }
     for input in inputs {
+        if traced
+            .iter()
+            .any(|t| matches!(t, traces::Source::Text(i, _) if std::ptr::eq(*i, input)))
+        {
+            continue;
+        }
         let (format, doc) = detect(input, from)?;
         match by_format.iter_mut().find(|(f, _)| *f == format) {
             Some((_, docs)) => docs.push(doc),
             None => by_format.push((format, vec![doc])),
         }
     }
-    let mut systems = Vec::new();
     for (format, docs) in &by_format {
         systems.push(match format {
             SourceFormat::Envoy => envoy::read(docs)?,
@@ -228,7 +263,7 @@ pub fn read(inputs: &[Input], from: Option<SourceFormat>) -> Result<System, Impo
             SourceFormat::Istio => istio::read(docs)?,
         });
     }
-    Ok(model::merge::merge(systems))
+    Ok((model::merge::merge(systems), calibration))
 }
 
 /// `resim import`: reads `inputs` (the format from each one's content unless `from`), and
@@ -239,7 +274,33 @@ pub fn import(
     target: &Target,
     limits: &RunLimits,
 ) -> Result<Imported, ImportError> {
-    let system = read(inputs, from)?;
-    let files: Vec<&str> = inputs.iter().map(|i| i.file.as_str()).collect();
-    write::write(&system, &files, target, limits)
+    import_streamed(inputs, &[], from, target, limits)
+}
+
+/// [`import`] with trace files read from disk as they go (`streamed`), before `inputs`.
+pub fn import_streamed(
+    inputs: &[Input],
+    streamed: &[traces::TraceFile],
+    from: Option<SourceFormat>,
+    target: &Target,
+    limits: &RunLimits,
+) -> Result<Imported, ImportError> {
+    let (system, calibration) = read(inputs, streamed, from, target.sampling)?;
+    let files: Vec<&str> = streamed
+        .iter()
+        .map(|t| t.file.as_str())
+        .chain(inputs.iter().map(|i| i.file.as_str()))
+        .collect();
+    let mut imported = write::write(&system, &files, target, limits)?;
+    if let Some(mut c) = calibration {
+        // The scenario written reads back (the writer checked it); a new one, not `--into`'s.
+        if target.into.is_none()
+            && let Ok(scenario) = crate::format::load::parse("imported.ron", &imported.text)
+        {
+            c.disagreements = traces::policies::disagreements(&c, &scenario);
+        }
+        imported.table = format!("{}{}", c.text(), imported.table);
+        imported.calibration = Some(c);
+    }
+    Ok(imported)
 }

@@ -68,7 +68,11 @@ pub fn write(
         TableForm::Text => table::text(system, files, &rows),
         TableForm::Json => table::json(system, files, &rows),
     };
-    Ok(Imported { table, text })
+    Ok(Imported {
+        table,
+        text,
+        calibration: None,
+    })
 }
 
 /// What a configuration without upstreams was expected to have.
@@ -185,7 +189,7 @@ fn caller_name(names: &[String]) -> String {
 /// service of its own, a client `users` calling the callers that no route calls.
 fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), ImportError> {
     let topology = Topology::of(system);
-    let (calls_of, rows) = calls(system, &topology, files)?;
+    let (calls_of, mut rows) = calls(system, &topology, files)?;
     let names = &topology.names;
     let upstream_names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
     let mut services = Vec::new();
@@ -211,24 +215,30 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
         services.push(Field::plain(&caller, ron::fields(app)));
         roots.push(caller);
     }
-    if roots.is_empty() {
+    if roots.is_empty() && system.entries.is_empty() {
         return Err(ImportError::new(format!(
             "{}: every service the configuration names is called by another, so no request comes in from outside: resim's calls may not go round in a cycle; leave out a route of the cycle, or import the configuration call by call (--into FILE --call PATH --service NAME)",
             files.join(", ")
         )));
     }
     for (i, u) in system.upstreams.iter().enumerate() {
-        let mut service = vec![
+        let sets = |name: &str| u.service.iter().any(|f| f.name == name);
+        let mut service: Vec<Field> = [
             placeholder("replicas", ron::scalar(3)),
             placeholder("workers", ron::scalar(16)),
             placeholder(
                 "work",
                 Ron::Scalar("Exponential(mean: \"10ms\")".to_string()),
             ),
-        ];
+        ]
+        .into_iter()
+        .filter(|f| !sets(&f.name))
+        .collect();
         service.extend(u.service.iter().cloned());
         if let Some(calls) = calls_of.remove(&names[i]) {
-            service.extend(call_mode(calls.len()));
+            if !sets("stages") {
+                service.extend(call_mode(calls.len()));
+            }
             service.push(Field::plain("calls", Ron::List(calls)));
         }
         services.push(Field::plain(&names[i], ron::fields(service)));
@@ -242,7 +252,14 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
                 ron::string(&format!("imported from {}", files.join(", "))),
             ),
             placeholder("duration", ron::string("60s")),
-            Field::plain("clients", Ron::Map(clients(&roots))),
+            Field::plain(
+                "clients",
+                Ron::Map(if system.entries.is_empty() {
+                    clients(&roots)
+                } else {
+                    entry_clients(system, names, &mut rows)
+                }),
+            ),
             Field::plain("services", Ron::Map(services)),
         ],
     );
@@ -335,6 +352,29 @@ fn clients(roots: &[String]) -> Vec<Field> {
                     Ron::Scalar("Open(rate: Constant(\"100/s\"))".to_string()),
                 ),
                 Field::plain("call", Ron::Scalar(format!("(target: {root:?})"))),
+            ]);
+            Field::plain(&name, client)
+        })
+        .collect()
+}
+
+/// A client for each entry the traces show, named as the traces name it (with the service
+/// it calls where one client calls several).
+fn entry_clients(system: &System, names: &[String], rows: &mut Vec<Row>) -> Vec<Field> {
+    let entries = &system.entries;
+    entries
+        .iter()
+        .map(|e| {
+            let target = &names[e.upstream];
+            let name = if entries.iter().filter(|o| o.client == e.client).count() > 1 {
+                format!("{}-{target}", e.client)
+            } else {
+                e.client.clone()
+            };
+            ron::rows(&format!("clients.{}.load", segment(&name)), &e.load, rows);
+            let client = ron::fields(vec![
+                e.load.clone(),
+                Field::plain("call", Ron::Scalar(format!("(target: {target:?})"))),
             ]);
             Field::plain(&name, client)
         })

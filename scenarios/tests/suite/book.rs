@@ -2,7 +2,8 @@
 //!
 //! - Every ```` ```text ```` block whose first line is `$ resim ...` is that command's real
 //!   output: the test runs the `resim` binary with those arguments from the workspace root and
-//!   compares stdout, then stderr, with the block. A server (`resim explore --serve`) does not
+//!   compares stdout, then stderr, with the block. A page's blocks run in its order (pages
+//!   in parallel), so a command may read what an earlier block of its page wrote. A server (`resim explore --serve`) does not
 //!   end: its ```` ```console ```` blocks are checked by `serve.rs`. `UPDATE_BOOK=1 cargo test -p scenarios
 //!   --test suite book::` rewrites every drifted block in place.
 //! - Every scenario shown is a real file under `book/src/scenarios/`, pulled in with
@@ -160,7 +161,16 @@ fn every_output_in_the_book_and_the_readme_is_what_resim_prints() {
     }
     assert!(!blocks.is_empty(), "the book shows some output");
 
-    // The runs are independent processes: spread them over the machine's cores.
+    // The runs are independent processes: spread the pages over the machine's cores. A
+    // page's blocks run in its order, so that a command may read a file an earlier block of
+    // its page wrote (`resim run --spans`, then `resim import` of those spans).
+    let mut pages: Vec<Vec<usize>> = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        match pages.last_mut() {
+            Some(page) if blocks[page[0]].file == block.file => page.push(i),
+            _ => pages.push(vec![i]),
+        }
+    }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut actual: Vec<Option<String>> = vec![None; blocks.len()];
@@ -169,11 +179,13 @@ fn every_output_in_the_book_and_the_readme_is_what_resim_prints() {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(block) = blocks.get(i) else { break };
-                    let command = block.shown.lines().next().unwrap();
-                    let output = resim_output(command);
-                    results.lock().unwrap()[i] = Some(output);
+                    let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(page) = pages.get(p) else { break };
+                    for &i in page {
+                        let command = blocks[i].shown.lines().next().unwrap();
+                        let output = resim_output(command);
+                        results.lock().unwrap()[i] = Some(output);
+                    }
                 }
             });
         }

@@ -51,6 +51,7 @@ mod stages;
 mod swarm;
 mod sweep;
 mod tidy;
+mod traces_import;
 mod traffic;
 mod tune;
 mod tune_margin;

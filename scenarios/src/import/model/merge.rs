@@ -45,7 +45,16 @@ fn add(into: &mut System, index: &mut Index, other: System) {
     let mut at = Vec::with_capacity(other.upstreams.len());
     for u in other.upstreams {
         let key = (u.host.qualified.clone(), u.host.subset.clone());
-        match index.upstreams.get(&key) {
+        // Traces name a service by its `service.name` (`reviews`), a mesh by its host
+        // (`reviews.prod.svc.cluster.local`): under traces, a host is the traced service of
+        // its name.
+        let traced = (!into.entries.is_empty())
+            .then(|| {
+                let plain = (u.host.name.clone(), None);
+                index.upstreams.get(&plain).copied()
+            })
+            .flatten();
+        match index.upstreams.get(&key).copied().or(traced).as_ref() {
             None => {
                 at.push(into.upstreams.len());
                 index.upstreams.insert(key, into.upstreams.len());
@@ -67,8 +76,15 @@ fn add(into: &mut System, index: &mut Index, other: System) {
             }
         }
     }
+    for mut e in other.entries {
+        e.upstream = at[e.upstream];
+        into.entries.push(e);
+    }
     for mut r in other.routes {
         r.upstream = at[r.upstream];
+        if r.caller.is_none() && !into.entries.is_empty() && onto_traced(into, &r) {
+            continue;
+        }
         let key = (r.caller.clone(), r.upstream, r.matches.clone());
         match index.routes.get(&key) {
             Some(&stands) => {
@@ -87,6 +103,27 @@ fn add(into: &mut System, index: &mut Index, other: System) {
             }
         }
     }
+}
+
+/// A configuration's route from its own service (`caller: None`) to an upstream that traces
+/// show callers of: its call's settings join each traced call to that upstream, where the
+/// trace did not set them (the topology is the traces', the policies the configuration's).
+/// Whether there was such a call.
+fn onto_traced(into: &mut System, route: &super::Route) -> bool {
+    let mut found = false;
+    for traced in into
+        .routes
+        .iter_mut()
+        .filter(|t| t.upstream == route.upstream && t.caller.is_some())
+    {
+        found = true;
+        for f in &route.call {
+            if !traced.call.iter().any(|c| c.name == f.name) {
+                traced.call.push(f.clone());
+            }
+        }
+    }
+    found
 }
 
 /// A setting at `origin` that another, at `stands`, already gave for `what`.

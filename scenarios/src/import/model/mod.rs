@@ -175,6 +175,18 @@ pub struct Route {
     pub call: Vec<Field>,
 }
 
+/// Where requests come into the system from outside, as traces show it: a client and the
+/// service it calls, with its load.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The client's name (the service of the root client span, else `users`).
+    pub client: String,
+    /// The upstream called, an index into [`System::upstreams`].
+    pub upstream: usize,
+    /// The client's `load`.
+    pub load: Field,
+}
+
 /// A system as its configurations describe it.
 #[derive(Debug, Clone, Default)]
 pub struct System {
@@ -186,6 +198,9 @@ pub struct System {
     pub routes: Vec<Route>,
     /// Fields not imported, with where they are and why.
     pub skipped: Vec<Skipped>,
+    /// Where requests come in, where traces show it (configurations do not: the writer then
+    /// makes a client for each caller nobody calls).
+    pub entries: Vec<Entry>,
 }
 
 impl System {

@@ -25,10 +25,11 @@ fn skipped_in_order(system: &System) -> impl Iterator<Item = &Skipped> {
 
 /// The formats read, as the header names them.
 fn formats(system: &System) -> String {
-    system
-        .formats
-        .iter()
-        .map(|f| f.name())
+    // Traces are the one source with entries (where requests come in).
+    let traces = (!system.entries.is_empty()).then_some("traces");
+    traces
+        .into_iter()
+        .chain(system.formats.iter().map(|f| f.name()))
         .collect::<Vec<_>>()
         .join(", ")
 }
