@@ -59,6 +59,7 @@ fn main() {
         branches: Vec::new(),
         series: scenarios::Series::All,
         sample_requests: None,
+        cancel: None,
     };
     let (mut scenario_rates, mut bare_rates) = (Vec::new(), Vec::new());
     let (mut scenario_events, mut bare_events) = (Vec::new(), Vec::new());

@@ -73,6 +73,7 @@ fn main() {
         scenarios: &scenarios,
         overrides: &words,
         duration: None,
+        cancel: None,
     };
     let load_before = load_average();
     println!("load average before: {}", load_before.join(" "));

@@ -81,4 +81,4 @@ pub mod world;
 pub use format::error::ScenarioError;
 pub use format::schema::{Scenario, Series};
 pub use report::Report;
-pub use run::{RunOptions, RunOutput, run};
+pub use run::{Cancel, RunOptions, RunOutput, run};

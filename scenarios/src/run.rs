@@ -38,6 +38,7 @@ use sim_core::{
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Command-line overrides of a scenario's settings.
 #[derive(Debug, Clone, Default)]
@@ -75,6 +76,31 @@ pub struct RunOptions {
     /// trace ids ([`Sampling`]), and hand each to [`run_streaming`]'s `ended` as soon as
     /// nothing of it is in flight (`resim run --spans`). It never changes the run.
     pub sample_requests: Option<f64>,
+    /// Stop when this is cancelled (a Python caller's Ctrl-C): [`run`] then gives
+    /// [`ScenarioError::Cancelled`]. Looked at every [`CANCEL_CHECK_EVENTS`] events, between
+    /// the engine's slices of events, never inside them: a run that is not cancelled is the
+    /// same run, and a run without one costs nothing.
+    pub cancel: Option<Cancel>,
+}
+
+/// Events between two looks at a run's [`Cancel`]: a few milliseconds of a release build.
+pub const CANCEL_CHECK_EVENTS: u64 = 1 << 16;
+
+/// A flag a caller raises from another thread to stop runs and sweeps early (a Python
+/// caller's Ctrl-C); clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Stops every run that holds this flag at its next look.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`Cancel::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// A branch point of a run (`--branch AT:LEVEL:INDEX`): once `at` events have run, every
@@ -556,7 +582,12 @@ pub fn run_streaming(
         running.branch(b.level, b.index);
     }
     if options.sample_requests.is_none() {
-        running.advance_to_end();
+        match &options.cancel {
+            None => {
+                running.advance_to_end();
+            }
+            Some(cancel) => advance_unless_cancelled(&mut running, cancel, file)?,
+        }
         return Ok(running.finish());
     }
     // Advancing in steps stops where the whole run stops (the memory checks come at the
@@ -565,6 +596,9 @@ pub fn run_streaming(
         let stopped = running.advance_events(HAND_OVER_EVENTS);
         for f in running.sim.entity_mut(running.id).take_ended() {
             ended(f, None);
+        }
+        if options.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            return Err(ScenarioError::Cancelled { file: file.into() });
         }
         if stopped.is_some() {
             break;
@@ -576,6 +610,23 @@ pub fn run_streaming(
         ended(f, Some(stopped_at));
     }
     Ok(out)
+}
+
+/// Runs to the end in slices of [`CANCEL_CHECK_EVENTS`], which stop where the whole run
+/// stops (the memory checks come at the same event counts), looking at `cancel` before each.
+fn advance_unless_cancelled(
+    running: &mut Running<'_>,
+    cancel: &Cancel,
+    file: &str,
+) -> Result<(), ScenarioError> {
+    loop {
+        if cancel.is_cancelled() {
+            return Err(ScenarioError::Cancelled { file: file.into() });
+        }
+        if running.advance_events(CANCEL_CHECK_EVENTS).is_some() {
+            return Ok(());
+        }
+    }
 }
 
 /// The world of `s` at `seed`, describing and recording what `options` ask for.

@@ -164,7 +164,8 @@ fn located(e: &ScenarioError, file: &str, sets: &[Override]) -> Result<(), Strin
             (sets.iter().any(|o| *set == o.label()) || *set == all.join(" "))
                 && line.starts_with(&format!("{file}: {set}: "))
         }
-        ScenarioError::Read { .. } => false,
+        // Nothing cancels the fuzzer's runs.
+        ScenarioError::Read { .. } | ScenarioError::Cancelled { .. } => false,
     };
     if !ok {
         return Err(format!("an error that does not say where: {line:?}"));
@@ -297,6 +298,7 @@ fn what_was_wrong(e: &ScenarioError) -> String {
         ScenarioError::Invalid { error, .. } => format!("{}: {}", error.field, error.reason),
         ScenarioError::Syntax { message, .. } => message.clone(),
         ScenarioError::Read { reason, .. } => reason.clone(),
+        ScenarioError::Cancelled { .. } => "interrupted".to_string(),
         ScenarioError::Override { message, .. } | ScenarioError::Variant { message, .. } => {
             message.clone()
         }

@@ -149,13 +149,7 @@ pub fn main() -> ExitCode {
 /// partition resolved (`--partition auto` from the environment of a batch array task).
 fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
     let file = args.file.clone();
-    let grid = args
-        .grid
-        .iter()
-        .map(|text| {
-            GridAxis::parse(Flag::Grid, text).map_err(|m| flag_error(&file, Flag::Grid, text, &m))
-        })
-        .collect::<Result<Vec<GridAxis>, String>>();
+    let grid = grid_axes(&file, &args.grid);
     let partition = resolve_partition(&file, args.partition);
     let overrides = args.overrides.overrides(&file)?;
     Ok(Sweep {
@@ -167,7 +161,34 @@ fn sweep_of(args: args::SweepArgs) -> Result<Sweep, String> {
         jobs: args.jobs.map(usize::from),
         out: args.out,
         partition: partition?,
+        cancel: None,
     })
+}
+
+/// `--grid PATH=V1,V2,…` texts as the axes of a sweep, or the one-line error about the first
+/// malformed one, as `resim sweep` reads them (and `resim.sweep` in Python).
+pub fn grid_axes(file: &str, texts: &[String]) -> Result<Vec<GridAxis>, String> {
+    texts
+        .iter()
+        .map(|text| {
+            GridAxis::parse(Flag::Grid, text).map_err(|m| flag_error(file, Flag::Grid, text, &m))
+        })
+        .collect()
+}
+
+/// `--variant NAME` and `--set PATH=VALUE` texts as [`Overrides`], or the one-line error about
+/// the first malformed `--set`, as every command that reads a scenario takes them (and
+/// `resim.load` in Python).
+pub fn overrides(
+    file: &str,
+    variant: Option<String>,
+    sets: &[String],
+) -> Result<Overrides, String> {
+    args::OverrideArgs {
+        sets: sets.to_vec(),
+        variant,
+    }
+    .overrides(file)
 }
 
 /// `resim phase`'s arguments as a [`phase::Phase`]: the axes parsed, each error naming the

@@ -7,6 +7,8 @@ use super::part::kind_of;
 use super::phase::MapOutput;
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::{RunRecord, SweepSetup, merge, render, run_plan, to_jsonl};
+use crate::Cancel;
+use crate::format::error::ScenarioError;
 use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
 use sim_core::SimDuration;
@@ -31,6 +33,9 @@ pub struct Sweep {
     pub out: Option<String>,
     /// `--partition K/N`.
     pub partition: Option<Partition>,
+    /// Stops the sweep early when cancelled (a Python caller's Ctrl-C; `None` on the command
+    /// line).
+    pub cancel: Option<Cancel>,
 }
 
 /// What a command has to say: stdout, and whether every run passed.
@@ -46,20 +51,8 @@ pub struct Outcome {
 /// any run starts; an error is one line for stderr (exit code 2).
 pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Outcome, String> {
     let plan = Plan::new(&command.grid, command.seeds, command.partition)?;
-    let each = plan.overrides_each(&command.overrides);
-    let scenarios = open(&command.file)
-        .and_then(|source| source.apply_each(limits, &each))
-        .map_err(|e| e.to_string())?;
-    let words: Vec<String> = each.iter().map(Overrides::command_line).collect();
-    let setup = SweepSetup {
-        file: &command.file,
-        scenarios: &scenarios,
-        overrides: &words,
-        duration: command.duration,
-    };
-    let runs = plan.specs().len() as u64;
     let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(runs);
+        let bar = indicatif::ProgressBar::new(plan.specs().len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{bar:40} {pos}/{len} runs  {elapsed} elapsed, about {eta} left",
@@ -70,7 +63,7 @@ pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Ou
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let records = run_plan(&setup, &plan, command.jobs, &|| bar.inc(1));
+    let records = sweep_records(command, &plan, open, limits, &|| bar.inc(1));
     bar.finish_and_clear();
     let records = records.map_err(|e| e.to_string())?;
     if let Some(path) = &command.out {
@@ -78,6 +71,31 @@ pub fn sweep(command: &Sweep, open: Opener<'_>, limits: &RunLimits) -> Result<Ou
             .map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     Ok(outcome(&records))
+}
+
+/// The records of the runs of `plan` (the plan of `command`'s grid, seeds and partition) in
+/// index order (its `--out` lines), whatever `command.jobs`: what `resim sweep` prints from,
+/// and what `resim.sweep` gives Python. Every grid point is read and validated before any
+/// run starts; `progress` is called after each run (from the worker threads), and
+/// `command.cancel` stops the sweep early with [`ScenarioError::Cancelled`].
+pub fn sweep_records(
+    command: &Sweep,
+    plan: &Plan,
+    open: Opener<'_>,
+    limits: &RunLimits,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<RunRecord>, ScenarioError> {
+    let each = plan.overrides_each(&command.overrides);
+    let scenarios = open(&command.file).and_then(|source| source.apply_each(limits, &each))?;
+    let words: Vec<String> = each.iter().map(Overrides::command_line).collect();
+    let setup = SweepSetup {
+        file: &command.file,
+        scenarios: &scenarios,
+        overrides: &words,
+        duration: command.duration,
+        cancel: command.cancel.clone(),
+    };
+    run_plan(&setup, plan, command.jobs, progress)
 }
 
 /// `resim merge`: what the unsplit sweep, phase map or tune prints, from the `--out` files of

@@ -391,6 +391,7 @@ fn run_share(command: &Phase, prepared: &Prepared) -> Result<Vec<PhaseRun>, Stri
         scenarios,
         overrides: words,
         duration: None,
+        cancel: None,
     };
     let bar = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(plan.specs().len() as u64);

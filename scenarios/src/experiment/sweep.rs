@@ -6,7 +6,7 @@ use super::plan::{Plan, RunSpec};
 use super::stats::{Moments, wilson};
 use crate::format::error::ScenarioError;
 use crate::format::schema::Scenario;
-use crate::{Report, RunOptions, run};
+use crate::{Cancel, Report, RunOptions, run};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sim_core::SimDuration;
@@ -57,6 +57,10 @@ pub struct SweepSetup<'a> {
     pub overrides: &'a [String],
     /// `--duration`, if given.
     pub duration: Option<SimDuration>,
+    /// Stops the sweep when cancelled (a Python caller's Ctrl-C): runs not yet started are
+    /// not started, runs under way stop at their next look, and the sweep gives
+    /// [`ScenarioError::Cancelled`].
+    pub cancel: Option<Cancel>,
 }
 
 /// Makes the runs of `plan` on `jobs` threads (`None`: one per core) and returns their records
@@ -105,9 +109,15 @@ pub fn run_plan_with<T: Send>(
 }
 
 fn one_run(setup: &SweepSetup<'_>, spec: &RunSpec) -> Result<Report, ScenarioError> {
+    if setup.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+        return Err(ScenarioError::Cancelled {
+            file: setup.file.to_string(),
+        });
+    }
     let options = RunOptions {
         seed: Some(spec.seed),
         duration: setup.duration,
+        cancel: setup.cancel.clone(),
         ..RunOptions::default()
     };
     Ok(run(&setup.scenarios[spec.point], setup.file, &options)?.report)
@@ -366,4 +376,66 @@ pub fn merge(files: &[(String, String)]) -> Result<Vec<RunRecord>, String> {
         ));
     }
     Ok(records.into_iter().map(|(r, _)| r).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::load::parse;
+
+    fn scenario() -> Scenario {
+        parse(
+            "cancel.ron",
+            r#"Scenario(
+                name: "cancel",
+                duration: "20s",
+                clients: { "c": (load: Open(rate: Constant("5000/s")), call: (target: "s", timeout: "1s")) },
+                services: { "s": (workers: 8, work: Exponential(mean: "1ms")) },
+            )"#,
+        )
+        .expect("valid")
+    }
+
+    fn options(cancel: Option<Cancel>) -> RunOptions {
+        RunOptions {
+            seed: Some(3),
+            cancel,
+            ..RunOptions::default()
+        }
+    }
+
+    #[test]
+    fn a_run_that_is_not_cancelled_is_the_same_run() {
+        let s = scenario();
+        let plain = run(&s, "cancel.ron", &options(None)).expect("runs");
+        let watched = run(&s, "cancel.ron", &options(Some(Cancel::default()))).expect("runs");
+        // More events than one slice, so that the run was looked at between slices.
+        assert!(plain.report.events > 3 * crate::run::CANCEL_CHECK_EVENTS);
+        assert_eq!(plain.report.digest, watched.report.digest);
+        assert_eq!(plain.report.events, watched.report.events);
+    }
+
+    #[test]
+    fn a_cancelled_run_and_sweep_end_with_cancelled() {
+        let s = scenario();
+        let cancel = Cancel::default();
+        cancel.cancel();
+        let cancelled = |e: ScenarioError| {
+            assert_eq!(e.to_string(), "cancel.ron: interrupted");
+            matches!(e, ScenarioError::Cancelled { .. })
+        };
+        let ran = run(&s, "cancel.ron", &options(Some(cancel.clone())));
+        assert!(ran.map(|_| ()).map_err(cancelled) == Err(true));
+        let scenarios = [s];
+        let setup = SweepSetup {
+            file: "cancel.ron",
+            scenarios: &scenarios,
+            overrides: &[String::new()],
+            duration: None,
+            cancel: Some(cancel),
+        };
+        let plan = Plan::new(&[], (1, 4), None).expect("a plan");
+        let swept = run_plan(&setup, &plan, Some(2), &|| {});
+        assert!(swept.map(|_| ()).map_err(cancelled) == Err(true));
+    }
 }

@@ -61,6 +61,12 @@ pub enum ScenarioError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// The run or sweep was stopped by its caller through a `run::Cancel` (a Python
+    /// caller's Ctrl-C) before it ended: there is nothing to report.
+    Cancelled {
+        /// The path as given.
+        file: String,
+    },
 }
 
 impl fmt::Display for ScenarioError {
@@ -84,6 +90,7 @@ impl fmt::Display for ScenarioError {
                 path,
                 message,
             } => write!(f, "{file}:{line}:{column}: {path}: {message}"),
+            ScenarioError::Cancelled { file } => write!(f, "{file}: interrupted"),
         }
     }
 }

@@ -85,7 +85,9 @@ fn located(e: &ScenarioError, file: &str) -> String {
                 "{line}"
             );
         }
-        ScenarioError::Read { .. } | ScenarioError::Override { .. } => {
+        ScenarioError::Read { .. }
+        | ScenarioError::Override { .. }
+        | ScenarioError::Cancelled { .. } => {
             panic!("not a problem of the text: {line}")
         }
     }
