@@ -7,7 +7,7 @@
 //! import never hands over a file `resim run` would refuse.
 
 use super::calls::{call_at, call_paths};
-use super::model::{Host, System, table};
+use super::model::{Host, System, Upstream, table};
 use super::ron::{self, Field, Ron, Row};
 use super::{ImportError, Imported, Target};
 use crate::format::limits::{CALLS_MAX, RunLimits};
@@ -222,26 +222,11 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
         )));
     }
     for (i, u) in system.upstreams.iter().enumerate() {
-        let sets = |name: &str| u.service.iter().any(|f| f.name == name);
-        let mut service: Vec<Field> = [
-            placeholder("replicas", ron::scalar(3)),
-            placeholder("workers", ron::scalar(16)),
-            placeholder(
-                "work",
-                Ron::Scalar("Exponential(mean: \"10ms\")".to_string()),
-            ),
-        ]
-        .into_iter()
-        .filter(|f| !sets(&f.name))
-        .collect();
-        service.extend(u.service.iter().cloned());
-        if let Some(calls) = calls_of.remove(&names[i]) {
-            if !sets("stages") {
-                service.extend(call_mode(calls.len()));
-            }
-            service.push(Field::plain("calls", Ron::List(calls)));
-        }
-        services.push(Field::plain(&names[i], ron::fields(service)));
+        let calls = calls_of.remove(&names[i]);
+        services.push(Field::plain(
+            &names[i],
+            ron::fields(upstream_service(u, calls)),
+        ));
     }
     let scenario = ron::named(
         "Scenario",
@@ -267,6 +252,31 @@ fn new_scenario(system: &System, files: &[&str]) -> Result<(String, Vec<Row>), I
     scenario.write(0, &mut text);
     text.push('\n');
     Ok((text, rows))
+}
+
+/// An upstream as a service: placeholders for what its configuration does not set, its
+/// settings, and its own calls (with their `call_mode` unless it sets `stages`).
+fn upstream_service(u: &Upstream, calls: Option<Vec<Field>>) -> Vec<Field> {
+    let sets = |name: &str| u.service.iter().any(|f| f.name == name);
+    let mut service: Vec<Field> = [
+        placeholder("replicas", ron::scalar(3)),
+        placeholder("workers", ron::scalar(16)),
+        placeholder(
+            "work",
+            Ron::Scalar("Exponential(mean: \"10ms\")".to_string()),
+        ),
+    ]
+    .into_iter()
+    .filter(|f| !sets(&f.name))
+    .collect();
+    service.extend(u.service.iter().cloned());
+    if let Some(calls) = calls {
+        if !sets("stages") {
+            service.extend(call_mode(calls.len()));
+        }
+        service.push(Field::plain("calls", Ron::List(calls)));
+    }
+    service
 }
 
 /// Each caller's calls, and the rows of the table in the order of the calls (an upstream's

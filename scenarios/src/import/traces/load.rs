@@ -138,7 +138,7 @@ pub fn steps(per_second: &BTreeMap<u64, u64>, first: u64) -> Option<Vec<(u64, f6
         return None;
     }
     let mean = counts.iter().sum::<f64>() / n as f64;
-    let variance = counts.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let variance = counts.iter().map(|c| (c - mean) * (c - mean)).sum::<f64>() / (n - 1) as f64;
     // (n − 1)·s²/mean is χ² with n − 1 degrees of freedom for Poisson counts: its mean 1 a
     // degree and its standard deviation √(2/(n − 1)); four of them above is not chance.
     if mean <= 0.0 || variance / mean <= 1.0 + 4.0 * libm::sqrt(2.0 / (n - 1) as f64) {
