@@ -272,6 +272,28 @@ pub(crate) fn span_error(
     ))
 }
 
+/// A span's trace and span ids, both required: the missing one named by its field in the
+/// file's format (`traceId`, and `spanId` or `id`).
+pub(crate) fn ids_given(
+    file: &str,
+    trace: &str,
+    span: &str,
+    span_field: &str,
+) -> Result<(), ImportError> {
+    let field = match (trace.is_empty(), span.is_empty()) {
+        (false, false) => return Ok(()),
+        (true, _) => "traceId",
+        (false, true) => span_field,
+    };
+    Err(span_error(
+        file,
+        trace,
+        span,
+        field,
+        format!("missing: every span needs its traceId and {span_field} (hex)"),
+    ))
+}
+
 /// The system the trace files show, and the figures behind it (the calibration report):
 /// each file read in its format, its spans grouped by trace, every trace's figures summed.
 /// `sampling` is the share of requests traced where the spans do not say it.
@@ -293,4 +315,21 @@ pub fn read(
     }
     let files: Vec<&str> = inputs.iter().map(Source::file).collect();
     system::system(&figures, &files, sampling)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ids_given;
+
+    #[test]
+    fn a_missing_id_is_named_by_its_field_in_the_format() {
+        assert!(ids_given("f.json", "ab", "cd", "id").is_ok());
+        let no_trace = ids_given("f.json", "", "cd", "spanId").unwrap_err().0;
+        assert_eq!(
+            no_trace,
+            "f.json: trace , span cd: traceId: missing: every span needs its traceId and spanId (hex)"
+        );
+        let no_span = ids_given("f.json", "ab", "", "id").unwrap_err().0;
+        assert!(no_span.contains("span : id: missing"), "{no_span}");
+    }
 }

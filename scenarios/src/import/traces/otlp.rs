@@ -4,7 +4,7 @@
 //! their enum names (the protobuf JSON mapping allows both), `service.name` a resource
 //! attribute. Read a line at a time.
 
-use super::{PEER_KEYS, Span, SpanKind, span_error};
+use super::{PEER_KEYS, Span, SpanKind, ids_given, span_error};
 use crate::import::ImportError;
 use serde::Deserialize;
 use serde_json::Value;
@@ -115,17 +115,7 @@ pub fn read(
 fn span(file: &str, service: &str, raw: RawSpan) -> Result<Span, ImportError> {
     let fail =
         |field: &str, what: String| span_error(file, &raw.trace_id, &raw.span_id, field, what);
-    if raw.trace_id.is_empty() || raw.span_id.is_empty() {
-        let field = if raw.trace_id.is_empty() {
-            "traceId"
-        } else {
-            "spanId"
-        };
-        return Err(fail(
-            field,
-            "missing: every span needs its traceId and spanId (hex)".into(),
-        ));
-    }
+    ids_given(file, &raw.trace_id, &raw.span_id, "spanId")?;
     if service.is_empty() {
         return Err(fail(
             "resource.attributes[service.name]",

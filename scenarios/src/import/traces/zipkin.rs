@@ -5,7 +5,7 @@
 //! client span, `remoteEndpoint.serviceName`; a failure carries the `error` tag. Read a span
 //! at a time: a serde visitor walks the list.
 
-use super::{PEER_KEYS, Span, SpanKind, micros, span_error};
+use super::{PEER_KEYS, Span, SpanKind, ids_given, micros, span_error};
 use crate::import::ImportError;
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -109,17 +109,7 @@ impl<'de> Visitor<'de> for List<'_> {
 /// One span, checked.
 fn span(file: &str, raw: RawSpan) -> Result<Span, ImportError> {
     let fail = |field: &str, what: String| span_error(file, &raw.trace_id, &raw.id, field, what);
-    if raw.trace_id.is_empty() || raw.id.is_empty() {
-        let field = if raw.trace_id.is_empty() {
-            "traceId"
-        } else {
-            "id"
-        };
-        return Err(fail(
-            field,
-            "missing: every span needs its traceId and id (hex)".into(),
-        ));
-    }
+    ids_given(file, &raw.trace_id, &raw.id, "id")?;
     let service = raw
         .local_endpoint
         .as_ref()
