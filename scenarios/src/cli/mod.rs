@@ -358,12 +358,12 @@ fn import_files(args: &ImportArgs, limits: &RunLimits) -> ExitCode {
         // A trace file is read from disk as the import goes; a configuration whole.
         let (mut inputs, mut streamed) = (Vec::new(), Vec::new());
         for f in files {
-            match (f != "-")
-                .then(|| import::traces::TraceFile::sniff(f))
-                .transpose()
-                .map_err(|e| format!("{f}: cannot read: {e}"))?
-                .flatten()
-            {
+            let traced = match f.as_str() {
+                "-" => None,
+                _ => import::traces::TraceFile::sniff(f)
+                    .map_err(|e| format!("{f}: cannot read: {e}"))?,
+            };
+            match traced {
                 Some(t) => streamed.push(t),
                 None => inputs.push(import_input(f)?),
             }
