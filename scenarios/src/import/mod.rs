@@ -293,10 +293,13 @@ pub fn import_streamed(
         .collect();
     let mut imported = write::write(&system, &files, target, limits)?;
     if let Some(mut c) = calibration {
-        // The scenario written reads back (the writer checked it); a new one, not `--into`'s.
-        if target.into.is_none()
-            && let Ok(scenario) = crate::format::load::parse("imported.ron", &imported.text)
-        {
+        // The scenario written reads back (the writer checked it): a new one, or the one
+        // `--into` wrote into, whose other calls keep their policies and are compared too.
+        let file = target
+            .into
+            .as_ref()
+            .map_or("imported.ron", |i| i.file.as_str());
+        if let Ok(scenario) = crate::format::load::parse_with(file, &imported.text, limits) {
             c.disagreements = traces::policies::disagreements(&c, &scenario);
         }
         imported.table = format!("{}{}", c.text(), imported.table);

@@ -313,6 +313,77 @@ fn retries_the_spans_show_and_no_policy_gives_are_a_line() {
     );
 }
 
+/// Attempts timed out in the traced system: the edge's share of deadline errors and the time
+/// after which they came are in the report. Imported alone, a line says the scenario gives
+/// the call no timeout. Written into the scenario that ran (`--into`), whose timeout is the
+/// one the spans show, nothing is said; into one whose timeout is longer, a line.
+#[test]
+fn timeouts_the_spans_show_are_compared_with_the_scenarios_timeout() {
+    let text = |timeout: &str| {
+        format!(
+            r#"Scenario(
+        name: "timed", duration: "10s", seed: 5,
+        clients: {{ "users": (load: Open(rate: Constant("100/s")), call: (target: "api")) }},
+        services: {{
+            "api": (workers: 16, work: Exponential(mean: "1ms"),
+                calls: [(target: "db", timeout: "{timeout}")]),
+            "db": (workers: 16, work: Exponential(mean: "8ms")),
+        }},
+    )"#
+        )
+    };
+    let original = parse("timed.ron", &text("20ms")).unwrap_or_else(|e| panic!("{e}"));
+    let spans = spans(&original, SpanFormat::Jaeger);
+    let (_, calibration, _) = imported("timed.json", spans.clone());
+    let edge = calibration
+        .edges
+        .iter()
+        .find(|e| e.caller == "api" && e.callee == "db")
+        .expect("the edge");
+    // db's work is over 20ms in e^-2.5 = 8.2% of its jobs; four standard errors of ~1,000.
+    within("timed out", edge.deadline_ratio, (-2.5f64).exp(), 0.035);
+    assert_eq!(edge.deadline_after_ns, Some(20_000_000));
+    assert!(edge.longest_success_ns.is_some_and(|l| l < 20_000_000));
+    let said = |lines: &[String], what: &str| lines.iter().any(|l| l.contains(what));
+    assert!(
+        said(
+            &calibration.disagreements,
+            "api -> db ended in a deadline error on"
+        ) && said(
+            &calibration.disagreements,
+            "the scenario gives services.api.calls[0] no timeout"
+        ) && said(&calibration.disagreements, "a timeout of about 20ms"),
+        "{:?}",
+        calibration.disagreements
+    );
+    let into = |timeout: &str| {
+        let target = Target {
+            into: Some(Input {
+                file: "timed.ron".into(),
+                text: text(timeout),
+            }),
+            call: Some("services.api.calls[0]".into()),
+            ..Target::default()
+        };
+        let traces = [Input {
+            file: "timed.json".into(),
+            text: spans.clone(),
+        }];
+        import::import(&traces, None, &target, &RunLimits::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .calibration
+            .expect("traces were read")
+            .disagreements
+    };
+    let lines = into("20ms");
+    assert!(lines.is_empty(), "{lines:?}");
+    let lines = into("50ms");
+    assert!(
+        lines.len() == 1 && lines[0].contains("but services.api.calls[0]'s timeout is 50ms"),
+        "{lines:?}"
+    );
+}
+
 /// `resim import FILE` of the traces corpus: its exit code, its scenario and its table.
 fn corpus(file: &str, args: &[&str]) -> crate::support::Resim {
     let dir = workspace_root().join("scenarios/tests/import-corpus/traces");

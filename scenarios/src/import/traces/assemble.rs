@@ -92,6 +92,7 @@ mod tests {
             error: false,
             peer: None,
             sampling: None,
+            deadline: false,
         }
     }
 

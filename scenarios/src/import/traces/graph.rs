@@ -31,8 +31,13 @@ pub struct Reservoir {
 impl Reservoir {
     /// Offers a value.
     pub fn add(&mut self, value: u64) {
+        self.add_within(value, SAMPLES_MAX);
+    }
+
+    /// Offers a value to a sample of at most `cap` values.
+    pub fn add_within(&mut self, value: u64, cap: usize) {
         self.seen += 1;
-        if self.values.len() < SAMPLES_MAX {
+        if self.values.len() < cap {
             self.values.push(value);
             return;
         }
@@ -45,7 +50,7 @@ impl Reservoir {
         self.state ^= self.state >> 27;
         let r = self.state.wrapping_mul(0x2545_F491_4F6C_DD1D);
         let slot = r % self.seen;
-        if (slot as usize) < SAMPLES_MAX {
+        if (slot as usize) < cap {
             self.values[slot as usize] = value;
         }
     }
@@ -74,7 +79,17 @@ pub struct Edge {
     pub retried: u64,
     /// The most attempts one job's call to it took.
     pub attempts_max: u64,
+    /// Client spans to it that ended for want of time (a timeout, a deadline).
+    pub deadlines: u64,
+    /// How long those lasted: a sample of at most [`ATTEMPT_SAMPLES`].
+    pub deadline_times: Reservoir,
+    /// How long its successful client spans lasted: a sample of at most [`ATTEMPT_SAMPLES`].
+    pub ok_times: Reservoir,
 }
+
+/// Samples kept of one edge's attempt times: enough for a median and a share within a
+/// percent, few enough that a mesh of a thousand edges holds 32 MB at most.
+pub const ATTEMPT_SAMPLES: usize = 2_000;
 
 /// What a service's spans showed.
 #[derive(Debug, Clone, Default)]
@@ -356,6 +371,15 @@ impl Figures {
                 let s = &trace.spans[c];
                 edge.spans += 1;
                 edge.errors += u64::from(s.error);
+                if s.kind.sends() {
+                    if s.deadline {
+                        edge.deadlines += 1;
+                        edge.deadline_times
+                            .add_within(s.duration(), ATTEMPT_SAMPLES);
+                    } else if !s.error {
+                        edge.ok_times.add_within(s.duration(), ATTEMPT_SAMPLES);
+                    }
+                }
                 let reached = trace.reached(c).map(|k| &trace.spans[k]);
                 edge.asynchronous |= s.kind == SpanKind::Producer
                     || reached.is_some_and(|r| r.kind == SpanKind::Consumer || r.follows);

@@ -5,7 +5,7 @@
 //! the `data` list and hands each trace over whole.
 
 use super::assemble::Assembler;
-use super::{PEER_KEYS, Span, SpanKind, micros, span_error};
+use super::{PEER_KEYS, Span, SpanKind, micros, says_deadline, span_error};
 use crate::import::ImportError;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -217,6 +217,11 @@ fn span(file: &str, trace: &RawTrace, raw: &RawSpan) -> Result<Span, ImportError
     let error = matches!(tag(&raw.tags, "error"), Some(Value::Bool(true)))
         || text(&raw.tags, "error") == Some("true")
         || text(&raw.tags, "otel.status_code") == Some("ERROR");
+    let deadline = raw.tags.iter().any(|t| match &t.value {
+        Value::String(v) => says_deadline(&t.key, v),
+        Value::Number(n) => says_deadline(&t.key, &n.to_string()),
+        _ => false,
+    });
     let sampling = [&raw.tags, &process.tags].into_iter().find_map(|tags| {
         (text(tags, "sampler.type") == Some("probabilistic"))
             .then(|| tag(tags, "sampler.param").and_then(Value::as_f64))
@@ -232,6 +237,7 @@ fn span(file: &str, trace: &RawTrace, raw: &RawSpan) -> Result<Span, ImportError
         start: start * 1000,
         end: (start + duration) * 1000,
         error,
+        deadline,
         peer: PEER_KEYS
             .iter()
             .find_map(|k| text(&raw.tags, k))

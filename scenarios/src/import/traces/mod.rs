@@ -12,7 +12,8 @@
 //! | `zipkin` | Zipkin v2 JSON, one list of spans |
 //! | `assemble` | spans grouped by trace, each trace handed over when it is complete or too old |
 //! | `graph` | one trace's figures: each server span's calls, self time, network time, errors |
-//! | `policies` | the retries the spans show against the imported scenario's policies |
+//! | `calibration` | the report of what the import rests on, as JSON and as a table |
+//! | `policies` | the retries and timeouts the spans show against the scenario's policies |
 //! | `load` | whether a service's self time grows with its load (queueing measured as work) |
 //! | `system` | the figures of every trace as services, calls, stages, work and arrival rates |
 //!
@@ -35,6 +36,7 @@
 //!   parent) moves nothing.
 
 mod assemble;
+mod calibration;
 mod graph;
 mod jaeger;
 pub mod load;
@@ -43,7 +45,7 @@ pub mod policies;
 mod system;
 mod zipkin;
 
-pub use system::Calibration;
+pub use calibration::{Calibration, EdgeRow};
 
 use super::{ImportError, Input};
 use crate::import::model::System;
@@ -187,6 +189,8 @@ pub struct Span {
     pub end: u64,
     /// Whether it failed (status `ERROR`, the `error` tag).
     pub error: bool,
+    /// Whether it ended for want of time: a timeout or a deadline ([`says_deadline`]).
+    pub deadline: bool,
     /// The peer a client span names (`peer.service`, `server.address`, Zipkin's
     /// `remoteEndpoint.serviceName`), for a callee that records no spans of its own.
     pub peer: Option<String>,
@@ -248,6 +252,26 @@ pub fn detect(text: &str) -> Option<TraceFormat> {
 
 /// The attributes (tags) that name a client span's peer, in the order they are read.
 pub(crate) const PEER_KEYS: [&str; 3] = ["peer.service", "server.address", "net.peer.name"];
+
+/// Whether an attribute (a tag) says its span ended for want of time: the gRPC code
+/// `DEADLINE_EXCEEDED` (4), HTTP 504 (a gateway's timeout) or 408 (the request's), an error
+/// type, message or status description naming a timeout or a deadline
+/// (`java.net.SocketTimeoutException`, `context deadline exceeded`), or Envoy's `UT` response
+/// flag (upstream request timeout). `value` is the attribute's value as text.
+pub(crate) fn says_deadline(key: &str, value: &str) -> bool {
+    match key {
+        "rpc.grpc.status_code" | "grpc.status_code" => {
+            value == "4" || value.eq_ignore_ascii_case("DEADLINE_EXCEEDED")
+        }
+        "http.response.status_code" | "http.status_code" => value == "504" || value == "408",
+        "error.type" | "exception.type" | "error" | "otel.status_description" => {
+            let v = value.to_ascii_lowercase();
+            v.contains("timeout") || v.contains("timed out") || v.contains("deadline")
+        }
+        "response_flags" => value.split(',').any(|f| f.trim() == "UT"),
+        _ => false,
+    }
+}
 
 /// Microseconds as a JSON number (Jaeger's and Zipkin's times), or what is wrong with them.
 pub(crate) fn micros(v: Option<&serde_json::Value>) -> Result<u64, String> {
@@ -320,6 +344,34 @@ pub fn read(
 #[cfg(test)]
 mod tests {
     use super::ids_given;
+
+    #[test]
+    fn a_deadline_is_read_from_the_codes_and_words_the_formats_use() {
+        use super::says_deadline;
+        for (key, value) in [
+            ("rpc.grpc.status_code", "4"),
+            ("grpc.status_code", "DEADLINE_EXCEEDED"),
+            ("http.response.status_code", "504"),
+            ("http.status_code", "408"),
+            ("error.type", "timeout"),
+            ("error.type", "java.net.SocketTimeoutException"),
+            ("error", "context deadline exceeded"),
+            ("otel.status_description", "upstream request timed out"),
+            ("response_flags", "URX,UT"),
+        ] {
+            assert!(says_deadline(key, value), "{key}={value}");
+        }
+        for (key, value) in [
+            ("rpc.grpc.status_code", "14"),
+            ("http.response.status_code", "503"),
+            ("error.type", "connection_refused"),
+            ("error", "true"),
+            ("response_flags", "UTF"),
+            ("peer.service", "timeout-service"),
+        ] {
+            assert!(!says_deadline(key, value), "{key}={value}");
+        }
+    }
 
     #[test]
     fn a_missing_id_is_named_by_its_field_in_the_format() {

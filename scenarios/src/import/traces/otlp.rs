@@ -4,7 +4,7 @@
 //! their enum names (the protobuf JSON mapping allows both), `service.name` a resource
 //! attribute. Read a line at a time.
 
-use super::{PEER_KEYS, Span, SpanKind, ids_given, span_error};
+use super::{PEER_KEYS, Span, SpanKind, ids_given, says_deadline, span_error};
 use crate::import::ImportError;
 use serde::Deserialize;
 use serde_json::Value;
@@ -61,6 +61,8 @@ struct RawSpan {
 #[derive(Deserialize, Default)]
 struct Status {
     code: Option<Value>,
+    #[serde(default)]
+    message: String,
 }
 
 #[derive(Deserialize)]
@@ -74,6 +76,20 @@ struct KeyValue {
 #[serde(rename_all = "camelCase")]
 struct AnyValue {
     string_value: Option<String>,
+    /// An int64: a string of digits in protobuf's JSON mapping, a number where written so.
+    int_value: Option<Value>,
+}
+
+impl AnyValue {
+    /// A string or an integer as text.
+    fn text(&self) -> Option<String> {
+        match (&self.string_value, &self.int_value) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(Value::String(s))) => Some(s.clone()),
+            (None, Some(Value::Number(n))) => Some(n.to_string()),
+            _ => None,
+        }
+    }
 }
 
 fn attribute<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a str> {
@@ -146,6 +162,11 @@ fn span(file: &str, service: &str, raw: RawSpan) -> Result<Span, ImportError> {
         Some(Value::String(s)) => s == "STATUS_CODE_ERROR",
         _ => false,
     };
+    let deadline = says_deadline("error", &raw.status.message)
+        || raw
+            .attributes
+            .iter()
+            .any(|kv| kv.value.text().is_some_and(|v| says_deadline(&kv.key, &v)));
     let peer = PEER_KEYS
         .iter()
         .find_map(|k| attribute(&raw.attributes, k))
@@ -158,6 +179,7 @@ fn span(file: &str, service: &str, raw: RawSpan) -> Result<Span, ImportError> {
         start,
         end,
         error,
+        deadline,
         peer,
         sampling: threshold_ratio(&raw.trace_state),
         trace: raw.trace_id,
@@ -213,6 +235,34 @@ fn threshold_ratio(state: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_is_read_from_an_integer_attribute_or_the_status_message() {
+        let line = |attributes: &str, status: &str| {
+            format!(
+                r#"{{"resourceSpans":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"api"}}}}]}},"scopeSpans":[{{"spans":[{{"traceId":"ab","spanId":"cd","kind":3,"startTimeUnixNano":"1","endTimeUnixNano":"9","attributes":[{attributes}],"status":{status}}}]}}]}}]}}"#
+            )
+        };
+        let deadline = |text: String| {
+            let mut spans = Vec::new();
+            read("f.jsonl", text.as_bytes(), &mut |s| spans.push(s)).expect("a span");
+            spans[0].deadline
+        };
+        let int = |key: &str, v: &str| format!(r#"{{"key":"{key}","value":{{"intValue":{v}}}}}"#);
+        assert!(deadline(line(&int("rpc.grpc.status_code", "\"4\""), "{}")));
+        assert!(deadline(line(
+            &int("http.response.status_code", "504"),
+            "{}"
+        )));
+        assert!(deadline(line(
+            "",
+            r#"{"code":2,"message":"context deadline exceeded"}"#
+        )));
+        assert!(!deadline(line(
+            &int("rpc.grpc.status_code", "\"14\""),
+            r#"{"code":2}"#
+        )));
+    }
 
     #[test]
     fn a_threshold_says_the_share_kept() {

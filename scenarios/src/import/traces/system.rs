@@ -22,12 +22,12 @@
 //!   with it (`All`); calls that never come in one job, where chance would bring them
 //!   together at least 5 times, are one `Pick` (request types), each weighted by its share.
 
+use super::calibration::{Calibration, DistributionRow, EdgeRow};
 use super::graph::{Arrivals, Figures, Service};
 use crate::format::schema::{CallStage, stages::written};
 use crate::import::ImportError;
 use crate::import::model::{Entry, Host, Kind, Origin, Route, System, Upstream};
 use crate::import::ron::{self, Field, Ron};
-use serde::Serialize;
 use sim_core::SimDuration;
 
 /// Histogram buckets a measured distribution is written with (about): the bounds at which
@@ -56,75 +56,6 @@ const LEVELS: [usize; 53] = {
 /// A bucket that holds more than this share of the values (in parts per 100,000) at its
 /// upper bound alone is split, that value a bucket of its own.
 const SHARED: usize = 1_000;
-
-/// What the import rests on: span counts per edge, spans it could not pair, and how each
-/// distribution was written.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Calibration {
-    /// Traces read.
-    pub traces: u64,
-    /// Spans read.
-    pub spans: u64,
-    /// Client spans that reached no server span and name no peer.
-    pub unpaired: u64,
-    /// Spans whose parent is not in the trace (truncated traces).
-    pub orphans: u64,
-    /// Traces left out as truncated (several roots: spans lost between them).
-    pub truncated: u64,
-    /// Calls of a service to itself, left out.
-    pub self_calls: u64,
-    /// The share of requests traced the rates were scaled by.
-    pub sampling: f64,
-    /// Each edge, caller to callee.
-    pub edges: Vec<EdgeRow>,
-    /// Each measured distribution.
-    pub distributions: Vec<DistributionRow>,
-    /// Each service's self time at its quietest and busiest, where the traces tell.
-    pub load: Vec<super::load::LoadRow>,
-    /// Where the retries the spans show disagree with the scenario's policies, a line each.
-    pub disagreements: Vec<String>,
-}
-
-/// One edge of the calibration report.
-#[derive(Debug, Clone, Serialize)]
-pub struct EdgeRow {
-    /// The calling service.
-    pub caller: String,
-    /// The called one.
-    pub callee: String,
-    /// Client spans to it.
-    pub spans: u64,
-    /// The caller's jobs making it.
-    pub jobs: u64,
-    /// Of the caller's jobs.
-    pub call_ratio: f64,
-    /// Leaves per call.
-    pub fan_out: f64,
-    /// Failed client spans, a ratio.
-    pub error_ratio: f64,
-    /// A producer/consumer or `FOLLOWS_FROM` edge.
-    pub asynchronous: bool,
-    /// The callee recorded no spans.
-    pub virtual_callee: bool,
-    /// The share of the caller's jobs making it that sent it more than once (retried).
-    pub retried: f64,
-    /// The most attempts one job's call took.
-    pub attempts_max: u64,
-}
-
-/// One measured distribution of the calibration report.
-#[derive(Debug, Clone, Serialize)]
-pub struct DistributionRow {
-    /// The field written (`services.api.work`).
-    pub path: String,
-    /// Values measured, and kept (a uniform sample of at most 20,000).
-    pub values: u64,
-    /// The form written (`Histogram`, `Constant`).
-    pub form: String,
-    /// The largest distance between the CDF of the values kept and the one written
-    /// (Kolmogorov–Smirnov's D).
-    pub distance: f64,
-}
 
 /// The system the figures show.
 pub fn system(
@@ -334,6 +265,10 @@ fn route(
         virtual_callee: false,
         retried: edge.retried as f64 / edge.jobs.max(1) as f64,
         attempts_max: edge.attempts_max,
+        deadline_ratio: edge.deadlines as f64 / edge.spans.max(1) as f64,
+        deadline_after_ns: (edge.deadlines > 0).then(|| median(&edge.deadline_times.values)),
+        longest_success_ns: edge.ok_times.values.iter().max().copied(),
+        successes: sorted(&edge.ok_times.values),
     });
     let said = format!(
         "{label} ({} spans, {:.2}% failed{})",
@@ -571,60 +506,16 @@ fn median(values: &[u64]) -> u64 {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
+/// `values` sorted.
+fn sorted(values: &[u64]) -> Vec<u64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    v
+}
+
 /// `x` to the nearest `1/per`.
 fn rounded(x: f64, per: f64) -> f64 {
     (x * per).round() / per
-}
-
-impl Calibration {
-    /// The report as a table for stderr.
-    pub fn text(&self) -> String {
-        let mut out = format!(
-            "traces: {} traces, {} spans; {} truncated traces left out ({} spans without their parent); {} client spans unpaired; {} self-calls left out; rates scaled by sampling {}\n",
-            self.traces,
-            self.spans,
-            self.truncated,
-            self.orphans,
-            self.unpaired,
-            self.self_calls,
-            self.sampling
-        );
-        out.push_str(
-            "  edge                                   spans   ratio  fan-out  errors  retried\n",
-        );
-        for e in &self.edges {
-            let edge = format!(
-                "{} -> {}{}",
-                e.caller,
-                e.callee,
-                if e.asynchronous { " (async)" } else { "" }
-            );
-            out.push_str(&format!(
-                "  {edge:<38} {:>6}  {:>6.4}  {:>7.2}  {:>5.2}%  {:>6.2}%\n",
-                e.spans,
-                e.call_ratio,
-                e.fan_out,
-                100.0 * e.error_ratio,
-                100.0 * e.retried
-            ));
-        }
-        out.push_str("  distribution                           values  form       D\n");
-        for d in &self.distributions {
-            out.push_str(&format!(
-                "  {:<38} {:>6}  {:<9}  {:.4}\n",
-                d.path, d.values, d.form, d.distance
-            ));
-        }
-        for line in &self.disagreements {
-            out.push_str(line);
-            out.push('\n');
-        }
-        for row in self.load.iter().filter(|r| r.warned) {
-            out.push_str(&row.warning());
-            out.push('\n');
-        }
-        out
-    }
 }
 
 #[cfg(test)]

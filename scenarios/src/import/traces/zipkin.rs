@@ -5,7 +5,7 @@
 //! client span, `remoteEndpoint.serviceName`; a failure carries the `error` tag. Read a span
 //! at a time: a serde visitor walks the list.
 
-use super::{PEER_KEYS, Span, SpanKind, ids_given, micros, span_error};
+use super::{PEER_KEYS, Span, SpanKind, ids_given, micros, says_deadline, span_error};
 use crate::import::ImportError;
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -154,6 +154,7 @@ fn span(file: &str, raw: RawSpan) -> Result<Span, ImportError> {
         start: start * 1000,
         end: (start + duration) * 1000,
         error: raw.tags.contains_key("error"),
+        deadline: raw.tags.iter().any(|(k, v)| says_deadline(k, v)),
         peer: peer(&raw),
         sampling: None,
         trace: raw.trace_id,
