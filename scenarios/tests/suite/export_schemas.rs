@@ -304,7 +304,7 @@ fn a_misspelt_field_or_a_wrong_type_is_refused_in_every_format() {
         "expected string",
     );
     refused(
-        &broken(i, &istio, "simple: ROUND_ROBIN", "simple: ROUNDROBIN"),
+        &broken(i, &istio, "simple: LEAST_REQUEST", "simple: LEASTREQUEST"),
         "loadBalancer.simple",
         "is not one of",
     );

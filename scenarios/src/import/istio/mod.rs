@@ -421,11 +421,18 @@ fn upstream<'a>(t: &Target<'_, 'a>, system: &mut System) -> Result<Policy<'a>, I
         None => Policy::default(),
     };
     let mut service = Vec::new();
-    if let Some(r) = t.rule {
-        service.extend(policy::balancer(&policy, &r.spec)?);
-        if let Some(o) = &policy.outlier {
-            service.extend(policy::outlier(o)?);
+    match (t.rule, t.routes.first()) {
+        (Some(r), _) => {
+            service.extend(policy::balancer(&policy, &r.spec)?);
+            if let Some(o) = &policy.outlier {
+                service.extend(policy::outlier(o)?);
+            }
         }
+        // A host only a VirtualService routes to: pilot's defaults, LEAST_REQUEST among them.
+        (None, Some(d)) => service.push(policy::default_balancer(
+            d.entry.origin(&child(&d.entry.path, "destination")),
+        )),
+        (None, None) => {}
     }
     let mut limits = match &policy.pool {
         Some(p) => Limits::read(p)?,

@@ -196,12 +196,16 @@ fn limit(n: &Node, k: &str) -> Result<Option<Found<u32>>, ImportError> {
     })
 }
 
+/// Istio's balancer where nothing sets one (no `loadBalancer`, or no DestinationRule for
+/// the host at all: pilot gives every cluster it makes LEAST_REQUEST), from `origin`.
+pub(super) fn default_balancer(origin: Origin) -> Field {
+    Field::from("balancer", ron::scalar("PowerOfTwo"), origin)
+        .noted("Istio's default: LEAST_REQUEST, Envoy's two random choices")
+}
+
 /// `loadBalancer` as the service's balancer (Istio's default, LEAST_REQUEST, when unset).
 pub(super) fn balancer(policy: &Policy, rule: &Owned) -> Result<Option<Field>, ImportError> {
-    let default = |path: &str| {
-        Field::from("balancer", ron::scalar("PowerOfTwo"), rule.origin(path))
-            .noted("Istio's default: LEAST_REQUEST, Envoy's two random choices")
-    };
+    let default = |path: &str| default_balancer(rule.origin(path));
     let Some(lb) = &policy.balancer else {
         return Ok(Some(default(&child(
             &child(&rule.path, "trafficPolicy"),
