@@ -132,17 +132,19 @@ fn envoy(name: &str, root: &Value, out: &mut Vec<Anchor>) {
 }
 
 /// The Istio anchors: the DestinationRule of the host (or its subset's entry) and the
-/// VirtualService route to it. `name` is `host` or `host/subset`.
+/// VirtualService route to it. `name` is `host` or `host/subset`, the host as the scenario
+/// names it (`reviews`, or `reviews.prod` where the import named its namespace).
 fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
     let (host, subset) = match name.split_once('/') {
         Some((h, s)) => (h, Some(s)),
         None => (name, None),
     };
-    let answers =
-        |h: Option<&str>| h.is_some_and(|h| h == host || h.starts_with(&format!("{host}.")));
     let kind = |v: &Value, k: &str| v.get("kind").and_then(Value::as_str) == Some(k);
     let rule = find(root, &mut Vec::new(), &|v, _| {
-        kind(v, "DestinationRule") && answers(v.pointer("/spec/host").and_then(Value::as_str))
+        kind(v, "DestinationRule")
+            && v.pointer("/spec/host")
+                .and_then(Value::as_str)
+                .is_some_and(|h| is_host(h, namespace(v), host))
     });
     if let Some(mut at) = rule {
         at.push(f("spec"));
@@ -153,11 +155,7 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
                 skip: &["host", "subsets"],
             }),
             Some(s) => {
-                let spec = at.iter().try_fold(root, |v, k| match k {
-                    Key::Field(x) => v.get(x),
-                    Key::Index(i) => v.get(i),
-                });
-                let entry = spec
+                let entry = value_at(root, &at)
                     .and_then(|v| v.get("subsets"))
                     .and_then(Value::as_array)
                     .and_then(|l| {
@@ -175,14 +173,26 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
             }
         }
     }
-    let route = find(root, &mut Vec::new(), &|v, parent| {
+    // The first route of a VirtualService to the host, its hosts resolved in the
+    // VirtualService's namespace.
+    let route_to = |v: &Value, parent: Option<&str>, ns: &str| {
         parent == Some("http")
             && v.get("route").and_then(Value::as_array).is_some_and(|ds| {
                 ds.iter().any(|d| {
-                    answers(d.pointer("/destination/host").and_then(Value::as_str))
+                    d.pointer("/destination/host")
+                        .and_then(Value::as_str)
+                        .is_some_and(|h| is_host(h, ns, host))
                         && d.pointer("/destination/subset").and_then(Value::as_str) == subset
                 })
             })
+    };
+    let route = find(root, &mut Vec::new(), &|v, _| {
+        kind(v, "VirtualService")
+            && find(v, &mut Vec::new(), &|r, p| route_to(r, p, namespace(v))).is_some()
+    })
+    .and_then(|mut at| {
+        let service = value_at(root, &at)?;
+        find(service, &mut at, &|r, p| route_to(r, p, namespace(service)))
     });
     if let Some(at) = route {
         out.push(Anchor {
@@ -191,6 +201,39 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
             skip: &["route", "match"],
         });
     }
+}
+
+/// A Kubernetes object's namespace (`default` where its metadata names none).
+fn namespace(object: &Value) -> &str {
+    object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+}
+
+/// Whether the host `h`, written in an object of namespace `ns`, is the scenario's `name`:
+/// written as `name`, or, resolved as pilot resolves it (a short host is in its object's
+/// namespace; `reviews.prod.svc.cluster.local` names its own), the same short name and,
+/// where `name` names one (`reviews.prod`), the same namespace.
+fn is_host(h: &str, ns: &str, name: &str) -> bool {
+    if h == name {
+        return true;
+    }
+    let mut labels = h.split('.');
+    let short = labels.next().unwrap_or_default();
+    let their = labels.next().unwrap_or(ns);
+    match name.split_once('.') {
+        Some((s, n)) => short == s && their == n,
+        None => short == name,
+    }
+}
+
+/// The value at `path` under `root`.
+fn value_at<'v>(root: &'v Value, path: &[Key]) -> Option<&'v Value> {
+    path.iter().try_fold(root, |v, k| match k {
+        Key::Field(x) => v.get(x),
+        Key::Index(i) => v.get(i),
+    })
 }
 
 /// The path of the first value under `v` (depth first, in the file's order) that `pred`
@@ -226,4 +269,56 @@ fn find(
         }
     }
     go(v, None, at, pred)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two namespaces' rules and routes for `reviews`, staging's first: the scenario's
+    /// `reviews.prod` is anchored in prod's, whether its host is written short (resolved in
+    /// its object's namespace) or in full; a bare `reviews` takes the first.
+    #[test]
+    fn a_namespaced_host_is_anchored_in_its_own_namespace() {
+        let rule = |ns: &str, host: &str| {
+            json!({"kind": "DestinationRule", "metadata": {"name": "reviews", "namespace": ns},
+                   "spec": {"host": host}})
+        };
+        let service = |ns: &str| {
+            json!({"kind": "VirtualService", "metadata": {"name": "reviews", "namespace": ns},
+                   "spec": {"hosts": ["reviews"], "http": [{"route": [{"destination": {"host": "reviews"}}]}]}})
+        };
+        let root = json!([
+            rule("staging", "reviews"),
+            rule("other", "reviews.prod.svc.cluster.local"),
+            service("staging"),
+            service("prod"),
+        ]);
+        let originals = |name: &str| -> Vec<Vec<Key>> {
+            anchors(TargetFormat::Istio, name, &root)
+                .into_iter()
+                .map(|a| a.original)
+                .collect()
+        };
+        let at = |i: usize, rest: &[Key]| {
+            std::iter::once(Key::Index(i))
+                .chain(rest.iter().cloned())
+                .collect::<Vec<_>>()
+        };
+        let http0 = [f("spec"), f("http"), Key::Index(0)];
+        assert_eq!(
+            originals("reviews.prod"),
+            vec![at(1, &[f("spec")]), at(3, &http0)]
+        );
+        assert_eq!(
+            originals("reviews.staging"),
+            vec![at(0, &[f("spec")]), at(2, &http0)]
+        );
+        assert_eq!(
+            originals("reviews"),
+            vec![at(0, &[f("spec")]), at(2, &http0)]
+        );
+        assert!(originals("ratings.prod").is_empty());
+    }
 }
