@@ -89,6 +89,7 @@ impl Gauges {
     }
 
     /// Counts an attempt arriving at `now`.
+    #[inline]
     pub fn record_arrival(&mut self, now: SimTime) {
         self.counts.arrivals += 1;
         let i = self.buckets.of(now);
@@ -96,6 +97,7 @@ impl Gauges {
     }
 
     /// Counts an attempt answered at `now` (a success is counted per bucket too).
+    #[inline]
     pub fn record_answer(&mut self, now: SimTime, reason: Option<Reason>) {
         let i = self.buckets.of(now);
         match reason {
@@ -144,6 +146,7 @@ impl Gauges {
 
     /// The queue of replica `r`, now `length` long, has just changed by `delta` jobs at
     /// `now`; returns the jobs queued over the replicas.
+    #[inline]
     pub fn queue_change(&mut self, now: SimTime, r: usize, length: u64, delta: i32) -> u32 {
         self.queued_total = self
             .queued_total
