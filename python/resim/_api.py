@@ -4,9 +4,10 @@ each a thin layer over the command line's library code (``resim._resim``)."""
 import datetime
 import html
 import json
+import operator
 import os
 
-from resim import _resim
+from resim import _progress, _resim
 from resim._tables import flat, from_csv, table
 
 
@@ -75,11 +76,23 @@ class Scenario:
         """The names of the file's variants."""
         return list(self._inner.variants)
 
-    def run(self, seed=None, duration=None, max_events=None):
+    def run(self, seed=None, duration=None, max_events=None, requests=None):
         """One run, as ``resim run FILE --seed SEED --duration D --max-events N``: the same
-        digest and figures. The GIL is released while it runs; Ctrl-C stops it
+        digest and figures. ``requests``, a share from 0 to 1 (``True``: every request), keeps
+        that share of the client requests whole for ``Run.requests()``, as ``resim run --spans
+        FILE --spans-sample SHARE`` writes them; ``None`` keeps none, and the run costs what a
+        plain run does. The GIL is released while it runs; Ctrl-C stops it
         (``KeyboardInterrupt``)."""
-        return Run(self._inner.run(seed, _duration(duration), max_events))
+        if requests is True:
+            requests = 1.0
+        if requests is not None and (
+            isinstance(requests, bool) or not isinstance(requests, (int, float)) or not 0 <= requests <= 1
+        ):
+            raise ValueError(
+                f"requests is the share of the requests to keep, from 0 to 1 (e.g. 0.1), True for all, or None; not {requests!r}"
+            )
+        share = None if requests is None else float(requests)
+        return Run(self._inner.run(seed, _duration(duration), max_events, share))
 
     def __repr__(self):
         return repr(self._inner)
@@ -157,6 +170,23 @@ class Run:
         """One row per client: the report's ``clients``, nested figures as dotted columns."""
         return table([flat(c) for c in self.report["clients"]])
 
+    def requests(self):
+        """One row per client request the run kept whole (``Scenario.run(requests=SHARE)``):
+        ``request`` (its id), ``trace_id``, ``client``, ``call``, ``target``, ``start_ns``,
+        ``end_ns``, ``latency_ms``, ``outcome`` (``ok`` or why it failed), ``attempts`` (the
+        client's), ``spans`` and ``in_flight`` (still under way when the run stopped), in the
+        order they ended. These are the requests ``resim run --spans FILE --spans-sample
+        SHARE`` writes as traces, chosen by their trace ids, so the same ones for the same seed
+        and share. Not every request is kept unless asked: following a request whole costs
+        memory and time in proportion to its steps, and a run of millions of requests would
+        pay it for all. A ``ValueError`` when the run was not asked to keep any."""
+        kept = self._inner.kept_requests()
+        if kept is None:
+            raise ValueError(
+                "this run kept no request: run it with requests=SHARE (e.g. scenario.run(requests=0.1)) to keep that share"
+            )
+        return table([json.loads(line) for line in kept.splitlines()])
+
     def text(self):
         """The report as ``resim run`` prints it."""
         return self._inner.to_text()
@@ -179,11 +209,32 @@ class Run:
 
 
 def _seeds(seeds):
-    if isinstance(seeds, range) and seeds.step == 1 and len(seeds) > 0:
-        return seeds.start, seeds.stop - 1
-    raise ValueError(
-        f"seeds is a non-empty range of consecutive seeds, e.g. range(1, 65), not {seeds!r}"
-    )
+    """``seeds`` as the extension module takes them: ``(first, last)`` for a range of
+    consecutive seeds (as ``--seeds`` gives them, however long), else the list of seeds in
+    their order. A ``ValueError`` for an empty one, or a seed that is negative, not a whole
+    number or given twice."""
+    if isinstance(seeds, range) and seeds.step == 1 and len(seeds) > 0 and seeds.start >= 0:
+        return (seeds.start, seeds.stop - 1)
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise ValueError(f"seeds is an iterable of non-negative whole numbers, e.g. range(1, 65) or [3, 7, 11], not {seeds!r}")
+    out = []
+    seen = set()
+    for s in seeds:
+        if isinstance(s, bool):
+            raise ValueError(f"a seed is a non-negative whole number, not {s!r}")
+        try:
+            seed = operator.index(s)
+        except TypeError:
+            raise ValueError(f"a seed is a non-negative whole number, not {s!r}") from None
+        if seed < 0 or seed >= 2**64:
+            raise ValueError(f"a seed is a whole number from 0 to 2**64 - 1, not {seed}")
+        if seed in seen:
+            raise ValueError(f"seed {seed} is given twice: give each seed once (a seed makes the same run each time)")
+        seen.add(seed)
+        out.append(seed)
+    if not out:
+        raise ValueError("seeds is empty: give at least one seed")
+    return out
 
 
 def _axis(path, values):
@@ -192,19 +243,29 @@ def _axis(path, values):
     return f"{path}={','.join(_ron(v) for v in values)}"
 
 
-def sweep(scenario, seeds=range(1, 11), grid=None, jobs=None, duration=None):
+def sweep(scenario, seeds=range(1, 11), grid=None, jobs=None, duration=None, progress=None):
     """The runs of ``scenario`` for every seed of ``seeds`` at every point of ``grid``
     (``{path: [values]}``, or ``{path: "text as --grid takes it"}``), as ``resim sweep FILE
     --seeds A..B --grid …`` makes them: one row per run (``index``, ``point``, ``seed``,
     ``passed``, ``digest``, ``offered``, ``successes``, ``success_ratio``, ``goodput_per_s``,
     ``p99_ms``, ``amplification``, ``replay``), in the same order whatever ``jobs`` (threads;
-    ``None``: one per core). The GIL is released while it runs; Ctrl-C stops it
-    (``KeyboardInterrupt``)."""
+    ``None``: one per core).
+
+    ``seeds`` is any iterable of non-negative whole numbers: a ``range`` (with a step or
+    not), a list, a numpy array. The runs are made in its order, each the run its seed makes
+    alone; a seed given twice is refused (``ValueError``), since it would make the same run
+    again. ``progress``: a bar of the runs done (``None``: when tqdm is installed and standard
+    error is a terminal or a notebook; ``True``/``False`` to ask for it or not). The GIL is
+    released while it runs; Ctrl-C stops it (``KeyboardInterrupt``)."""
     if not isinstance(scenario, Scenario):
         raise TypeError(f"sweep takes a Scenario from resim.load, not {type(scenario).__name__}")
     if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
         raise ValueError(f"jobs is a number of threads, at least 1, not {jobs!r}")
-    first, last = _seeds(seeds)
+    chosen = _seeds(seeds)
     axes = [_axis(path, values) for path, values in (grid or {}).items()]
-    lines = _resim.sweep(scenario._inner, first, last, axes, jobs, _duration(duration))
+    lines = _progress.running(
+        progress,
+        "runs",
+        lambda update: _resim.sweep(scenario._inner, chosen, axes, jobs, _duration(duration), update),
+    )
     return table([json.loads(line) for line in lines.splitlines()])

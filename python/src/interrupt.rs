@@ -20,6 +20,18 @@ pub fn interruptible<T: Send>(
     cancel: &Cancel,
     work: impl FnOnce() -> T + Send,
 ) -> PyResult<T> {
+    interruptible_ticking(py, cancel, &|_| Ok(()), work)
+}
+
+/// [`interruptible`], calling `tick` (with the GIL, on the calling thread) at each look at
+/// the signals and once more when the work is done: a progress bar's update, which never
+/// holds the GIL while runs go on. An error it raises stops the work as Ctrl-C does.
+pub fn interruptible_ticking<T: Send>(
+    py: Python<'_>,
+    cancel: &Cancel,
+    tick: &dyn Fn(Python<'_>) -> PyResult<()>,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
     std::thread::scope(|scope| {
         let (sender, receiver) = channel();
         scope.spawn(move || {
@@ -34,9 +46,9 @@ pub fn interruptible<T: Send>(
             });
             receiver = back;
             match received {
-                Ok(done) => return Ok(done),
+                Ok(done) => return tick(py).map(|()| done),
                 Err(RecvTimeoutError::Timeout) => {
-                    if let Err(raised) = py.check_signals() {
+                    if let Err(raised) = py.check_signals().and_then(|()| tick(py)) {
                         cancel.cancel();
                         // The scope joins the work, which stops at its next look at `cancel`.
                         return Err(raised);

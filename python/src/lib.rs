@@ -7,12 +7,16 @@
 //! | module | what |
 //! |---|---|
 //! | `error` | `ScenarioError` as a Python exception with the error's place as attributes |
+//! | `experiments` | `compare`, `phase`, `tune`, `risk`: the command line's words parsed by its parser, run by the library |
 //! | `interrupt` | running work with the GIL released, stopped by Ctrl-C within a slice of events |
+//! | `requests` | the client requests a run keeps whole when asked, as `--spans` writes them, a row each |
 //! | `scenario` | `load`, a loaded scenario, its runs and their reports |
 //! | `sweep` | many runs on threads, one record per run |
 
 mod error;
+mod experiments;
 mod interrupt;
+mod requests;
 mod scenario;
 mod sweep;
 
@@ -33,6 +37,10 @@ fn _resim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library, m)?)?;
     m.add_function(wrap_pyfunction!(scenario::load, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments::compare, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments::phase, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments::tune, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments::risk, m)?)?;
     m.add_class::<scenario::Scenario>()?;
     m.add_class::<scenario::Run>()?;
     m.add("ScenarioError", m.py().get_type::<error::ScenarioError>())?;

@@ -72,14 +72,17 @@ impl Scenario {
         self.overrides.command_line()
     }
 
-    /// Runs the scenario once, with the GIL released; Ctrl-C stops it.
-    #[pyo3(signature = (seed=None, duration=None, max_events=None))]
+    /// Runs the scenario once, with the GIL released; Ctrl-C stops it. With `requests`, a
+    /// share from 0 to 1, the run keeps that share of its client requests whole, as `resim run
+    /// --spans FILE --spans-sample SHARE` writes them (the same run: same digest).
+    #[pyo3(signature = (seed=None, duration=None, max_events=None, requests=None))]
     fn run(
         &self,
         py: Python<'_>,
         seed: Option<u64>,
         duration: Option<String>,
         max_events: Option<u64>,
+        requests: Option<f64>,
     ) -> PyResult<Run> {
         let duration = parse_duration(&self.file, duration.as_deref())?;
         let cancel = Cancel::default();
@@ -91,11 +94,16 @@ impl Scenario {
             ..RunOptions::default()
         };
         let (scenario, file) = (&self.scenario, self.file.as_str());
-        let ran = interruptible(py, &cancel, || scenarios::run(scenario, file, &options))?;
-        let mut report = ran.map_err(|e| error::to_py(&e))?.report;
+        let ran = interruptible(py, &cancel, || match requests {
+            None => scenarios::run(scenario, file, &options).map(|out| (out, None)),
+            Some(share) => crate::requests::run_keeping(scenario, file, &options, share)
+                .map(|(out, kept)| (out, Some(kept))),
+        })?;
+        let (out, requests) = ran.map_err(|e| error::to_py(&e))?;
+        let mut report = out.report;
         // The replay command carries the overrides, as `resim run`'s does.
         report.replay_flags = format!("{}{}", report.replay_flags, self.overrides.command_line());
-        Ok(Run { report })
+        Ok(Run { report, requests })
     }
 
     fn __repr__(&self) -> String {
@@ -121,6 +129,8 @@ pub fn parse_duration(file: &str, text: Option<&str>) -> PyResult<Option<SimDura
 #[pyclass(frozen, module = "resim._resim")]
 pub struct Run {
     report: Report,
+    /// The requests the run kept whole, a JSON line each, when it was asked to.
+    requests: Option<String>,
 }
 
 #[pymethods]
@@ -159,6 +169,12 @@ impl Run {
     #[getter]
     fn replay(&self) -> String {
         self.report.replay_command()
+    }
+
+    /// The requests the run kept whole, a JSON line each (`None`: it was not asked to keep
+    /// any).
+    fn kept_requests(&self) -> Option<&str> {
+        self.requests.as_deref()
     }
 
     /// The report as `resim run --json` prints it.

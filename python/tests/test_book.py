@@ -60,5 +60,5 @@ def test_every_python_block_is_run():
     # A block in another fence, or a text block not right after the code, would go unchecked.
     text = CHAPTER.read_text()
     languages = [language for language, *_ in blocks(text)]
-    assert languages.count("python") == 5
+    assert languages.count("python") == 7
     assert all(language in ("python", "text", "sh") for language in languages)

@@ -67,7 +67,7 @@ fn estimate(
         fingerprint: String::new(),
     };
     let started = Instant::now();
-    let out = risk::run(&command, &open, &RunLimits::default(), jobs, None)
+    let out = risk::run(&command, (&open, &RunLimits::default()), jobs, None, None)
         .unwrap_or_else(|e| panic!("{e}"));
     (answer(&out), started.elapsed().as_secs_f64())
 }

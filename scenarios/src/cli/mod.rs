@@ -4,6 +4,7 @@
 //! | module | what |
 //! |---|---|
 //! | `args` | what each command takes: the clap types, and the parsers of seeds and windows |
+//! | [`embed`] | the experiments' command lines for a caller that embeds resim (Python): parsed and checked as `resim` does, run by the caller |
 //! | `convert` | `resim export`'s output: one configuration, or the files `--against` writes back into a directory |
 //! | `explore` | `resim explore`: the explorer's page of a run, and of a variant compared with it |
 //! | [`library`] | the embedded scenario library, and what a name on the command line means: a file, else a library scenario ([`library::resolve`]) |
@@ -20,6 +21,7 @@
 
 mod args;
 mod convert;
+pub mod embed;
 mod explore;
 pub mod library;
 mod serve;
@@ -207,6 +209,7 @@ fn phase_of(args: &args::PhaseArgs) -> Result<phase::Phase, String> {
         jobs: args.jobs.map(usize::from),
         partition: resolve_partition(file, args.partition)?,
         out: args.out.clone(),
+        control: Default::default(),
     })
 }
 

@@ -179,7 +179,7 @@ pub fn compare_command(
     output: &CompareOutput,
 ) -> Result<Outcome, String> {
     let sides = super::compare::sides(files, variants, sets)?;
-    let comparison = super::compare::compare(&sides, seeds, duration, jobs, open, limits)?;
+    let comparison = super::compare::compare(&sides, seeds, duration, (jobs, None), open, limits)?;
     if (output.svg.is_some() || output.html.is_some())
         && let Some(first) = &comparison.first
     {

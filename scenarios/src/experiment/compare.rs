@@ -18,7 +18,7 @@ use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
 use crate::report::Report;
 use crate::report::metastability::WindowFigures;
-use crate::{RunOptions, run};
+use crate::{Cancel, RunOptions, run};
 use rayon::prelude::*;
 use sim_core::SimDuration;
 use std::collections::BTreeMap;
@@ -193,7 +193,7 @@ fn run_side(
     file: &str,
     seeds: (u64, u64),
     duration: Option<SimDuration>,
-    jobs: Option<usize>,
+    (jobs, cancel): (Option<usize>, Option<&Cancel>),
 ) -> Result<(Vec<Sample>, Report), String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
@@ -207,6 +207,7 @@ fn run_side(
                 let options = RunOptions {
                     seed: Some(seed),
                     duration,
+                    cancel: cancel.cloned(),
                     ..RunOptions::default()
                 };
                 let report = run(scenario, file, &options)
@@ -229,12 +230,12 @@ fn run_side(
 }
 
 /// Runs both sides on `seeds` (on `jobs` threads) and compares them; `open` reads each side's
-/// file.
+/// file. `cancel` stops it early (a Python caller's Ctrl-C; `None` on the command line).
 pub fn compare(
     sides: &[Side; 2],
     seeds: (u64, u64),
     duration: Option<SimDuration>,
-    jobs: Option<usize>,
+    (jobs, cancel): (Option<usize>, Option<&Cancel>),
     open: Opener<'_>,
     limits: &RunLimits,
 ) -> Result<Comparison, String> {
@@ -251,7 +252,7 @@ pub fn compare(
             .and_then(|source| source.apply_each(limits, std::slice::from_ref(&side.overrides)))
             .map_err(|e| e.to_string())?
             .remove(0);
-        let (s, first) = run_side(&scenario, &side.file, seeds, duration, jobs)?;
+        let (s, first) = run_side(&scenario, &side.file, seeds, duration, (jobs, cancel))?;
         samples.push(s);
         firsts.push(first);
     }

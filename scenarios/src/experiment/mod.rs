@@ -2,7 +2,8 @@
 //! [`run_plan`] (the runs in parallel, results in a fixed order whatever the number of
 //! threads), [`RunRecord`] (one run's figures, a line of `--out FILE.jsonl`), [`render`] (what
 //! `resim sweep` prints: per-run lines and per-point statistics) and [`merge`] (partitions
-//! back into one sweep).
+//! back into one sweep). A caller that embeds an experiment (Python) hands it a [`Control`]:
+//! a flag that stops it and a [`Progress`] that counts its runs.
 //!
 //! | module | what |
 //! |---|---|
@@ -50,10 +51,56 @@ pub use sweep::{
     RunRecord, SweepSetup, merge, render, run_plan, run_plan_with, summarise, to_jsonl,
 };
 
+use crate::Cancel;
 use crate::format::error::ScenarioError;
 use crate::format::overrides::Source;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How an experiment reads the scenario a command names: the command line gives its own
 /// (a file, else a library scenario of that name), so that what a name means is said in one
 /// place and an experiment only reads what it is handed.
 pub type Opener<'a> = &'a dyn Fn(&str) -> Result<Source, ScenarioError>;
+
+/// What a caller that embeds an experiment (Python) hands it besides the command: a flag that
+/// stops it early, and a count of its runs to show; the command line gives neither, and
+/// neither changes a run.
+#[derive(Debug, Clone, Default)]
+pub struct Control {
+    /// Stops the experiment's runs at their next look (a Python caller's Ctrl-C).
+    pub cancel: Option<Cancel>,
+    /// Counts the runs asked for and the runs done, from the worker threads.
+    pub progress: Option<Progress>,
+}
+
+impl Control {
+    /// Counts `runs` more runs asked for.
+    pub fn asked(&self, runs: u64) {
+        if let Some(p) = &self.progress {
+            p.0[0].fetch_add(runs, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts one run done.
+    pub fn done(&self) {
+        if let Some(p) = &self.progress {
+            p.0[1].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// How far an experiment has come: runs done and runs asked for so far (a tune asks for more
+/// as it goes), counted from the worker threads and read from another (Python's progress
+/// bar); clones share the counts.
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Arc<[AtomicU64; 2]>);
+
+impl Progress {
+    /// Runs done, and runs asked for so far.
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.0[1].load(Ordering::Relaxed),
+            self.0[0].load(Ordering::Relaxed),
+        )
+    }
+}

@@ -12,12 +12,12 @@
 //! seeds that all recovered leave room for a 71% chance of not recovering, and the map says
 //! so beside the counts.
 
-use super::Opener;
 use super::command::Outcome;
 use super::part::{self, Indexed};
 use super::plan::{GridAxis, Partition, Plan};
 use super::stats::clopper_pearson;
 use super::sweep::{SweepSetup, run_plan_with};
+use super::{Control, Opener};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, LOAD, Override, Overrides, load_overrides};
 use crate::format::schema::Scenario;
@@ -159,6 +159,9 @@ pub struct Phase {
     pub partition: Option<Partition>,
     /// `--out`: where to write the runs, as a part `resim merge` reads.
     pub out: Option<String>,
+    /// Stops the map early and counts its runs (a Python caller's Ctrl-C and progress bar;
+    /// nothing on the command line).
+    pub control: Control,
 }
 
 /// One cell: the runs of one (x, y) point by class.
@@ -391,8 +394,9 @@ fn run_share(command: &Phase, prepared: &Prepared) -> Result<Vec<PhaseRun>, Stri
         scenarios,
         overrides: words,
         duration: None,
-        cancel: None,
+        cancel: command.control.cancel.clone(),
     };
+    command.control.asked(plan.specs().len() as u64);
     let bar = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(plan.specs().len() as u64);
         bar.set_style(
@@ -405,7 +409,11 @@ fn run_share(command: &Phase, prepared: &Prepared) -> Result<Vec<PhaseRun>, Stri
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let runs = run_plan_with(&setup, plan, command.jobs, &|| bar.inc(1), &|spec, r| {
+    let progress = || {
+        bar.inc(1);
+        command.control.done();
+    };
+    let runs = run_plan_with(&setup, plan, command.jobs, &progress, &|spec, r| {
         let replay = format!("{}{}", r.replay_command(), words[spec.point]);
         let verdict = r.metastability.as_ref().map(|m| m.verdict()).ok_or_else(|| {
             format!(

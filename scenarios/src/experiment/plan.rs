@@ -90,8 +90,11 @@ fn split_top_level(text: &str) -> Vec<String> {
 pub struct Plan {
     /// The overrides of each grid point (one point with none when there is no grid).
     pub points: Vec<Vec<Override>>,
-    /// The first and last seed, both included.
+    /// The first and last seed, both included (with `list`, its smallest and largest).
     pub seeds: (u64, u64),
+    /// The seeds one by one, in their order, instead of the range `seeds` (Python's
+    /// `resim.sweep(seeds=[…])`); `None` on the command line, whose `--seeds` is a range.
+    pub list: Option<Vec<u64>>,
     /// The share of the runs this process makes.
     pub partition: Option<Partition>,
 }
@@ -99,7 +102,8 @@ pub struct Plan {
 /// One run of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunSpec {
-    /// The stable index: `point × seeds + (seed − first seed)`.
+    /// The stable index: `point × seeds + (seed − first seed)` (with a list of seeds, the
+    /// seed's place in it instead of `seed − first seed`).
     pub index: u64,
     /// The grid point.
     pub point: usize,
@@ -148,6 +152,7 @@ impl Plan {
         let plan = Plan {
             points,
             seeds,
+            list: None,
             partition,
         };
         if plan.runs() > RUNS_MAX {
@@ -161,9 +166,38 @@ impl Plan {
         Ok(plan)
     }
 
+    /// The plan of `axes` over the seeds `list`, in its order, each run the one its seed
+    /// makes alone; an error when `list` is empty or gives a seed twice.
+    pub fn of_seeds(
+        axes: &[GridAxis],
+        list: Vec<u64>,
+        partition: Option<Partition>,
+    ) -> Result<Plan, String> {
+        let mut sorted = list.clone();
+        sorted.sort_unstable();
+        let (Some(&low), Some(&high)) = (sorted.first(), sorted.last()) else {
+            return Err("no seed: give at least one".to_string());
+        };
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!(
+                "seed {} is given twice: give each seed once (a seed makes the same run each time)",
+                w[0]
+            ));
+        }
+        let plan = Plan::new(axes, (0, list.len() as u64 - 1), partition)?;
+        Ok(Plan {
+            seeds: (low, high),
+            list: Some(list),
+            ..plan
+        })
+    }
+
     /// Seeds per grid point.
     pub fn seed_count(&self) -> u64 {
-        self.seeds.1 - self.seeds.0 + 1
+        match &self.list {
+            Some(list) => list.len() as u64,
+            None => self.seeds.1 - self.seeds.0 + 1,
+        }
     }
 
     /// The runs of the whole sweep, all partitions together.
@@ -179,7 +213,10 @@ impl Plan {
             .map(|index| RunSpec {
                 index,
                 point: (index / n) as usize,
-                seed: self.seeds.0 + index % n,
+                seed: match &self.list {
+                    Some(list) => list[(index % n) as usize],
+                    None => self.seeds.0 + index % n,
+                },
             })
             .collect()
     }
@@ -229,5 +266,31 @@ mod tests {
             .collect();
         joined.sort_unstable();
         assert_eq!(joined, (0..24).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_list_of_seeds_runs_each_in_its_order_once() {
+        let axes: Vec<GridAxis> = vec!["a=1,2".parse().unwrap()];
+        let plan = Plan::of_seeds(&axes, vec![9, 2, 40], None).unwrap();
+        let specs: Vec<(u64, usize, u64)> = plan
+            .specs()
+            .iter()
+            .map(|s| (s.index, s.point, s.seed))
+            .collect();
+        assert_eq!(
+            specs,
+            [
+                (0, 0, 9),
+                (1, 0, 2),
+                (2, 0, 40),
+                (3, 1, 9),
+                (4, 1, 2),
+                (5, 1, 40)
+            ]
+        );
+        assert_eq!((plan.runs(), plan.seeds), (6, (2, 40)));
+        let twice = Plan::of_seeds(&axes, vec![3, 5, 3], None).unwrap_err();
+        assert!(twice.starts_with("seed 3 is given twice"), "{twice}");
+        assert!(Plan::of_seeds(&axes, vec![], None).is_err());
     }
 }

@@ -19,7 +19,7 @@ fn check(files: &[&str], variants: &[&str], sets: &[&str]) -> Comparison {
         &sides,
         (1, 5),
         None,
-        None,
+        (None, None),
         &library::open,
         &RunLimits::default(),
     )

@@ -38,6 +38,7 @@ fn book_map(jobs: usize) -> scenarios::experiment::phase::PhaseMap {
         jobs: Some(jobs),
         partition: None,
         out: None,
+        control: Default::default(),
     };
     phase_map(&command, &library::open, &RunLimits::default()).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -35,7 +35,13 @@ fn command(file: &str, horizon: SimDuration, seeds: (u64, u64), budget: Budget) 
 
 /// The estimate of `command` on `jobs` threads.
 fn check(command: &Risk, jobs: usize) -> Answer {
-    let out = risk::run(command, &open, &RunLimits::default(), Some(jobs), None);
+    let out = risk::run(
+        command,
+        (&open, &RunLimits::default()),
+        Some(jobs),
+        None,
+        None,
+    );
     answer(&out.expect("the estimate runs"))
 }
 

@@ -170,6 +170,9 @@ pub struct Setup {
     /// bucket (its time series would cost memory in every copy splitting holds, and nothing
     /// reads them), so a spontaneous collapse is judged in buckets of this width instead.
     pub bucket: SimDuration,
+    /// Stops the estimate early when cancelled (a Python caller's Ctrl-C), at a path's start
+    /// and every `CANCEL_CHECK_EVENTS` events of a plain run.
+    pub cancel: Option<crate::Cancel>,
 }
 
 /// The method the estimate was made with, and what it was made of.
@@ -280,6 +283,7 @@ impl Risk {
             horizon: self.horizon,
             seeds: self.seeds,
             bucket,
+            cancel: None,
         })
     }
 }
@@ -650,15 +654,19 @@ pub fn basin_premise(horizon: SimDuration, replications: &[Replication]) -> Vec<
     out
 }
 
-/// Runs the estimate (this process's share of it, with `partition`) on `jobs` threads.
+/// Runs the estimate (this process's share of it, with `partition`) on `jobs` threads;
+/// `cancel` stops it early (a Python caller's Ctrl-C).
 pub fn run(
     command: &Risk,
-    open: Opener,
-    limits: &RunLimits,
+    (open, limits): (Opener, &RunLimits),
     jobs: Option<usize>,
     partition: Option<Partition>,
+    cancel: Option<crate::Cancel>,
 ) -> Result<RiskOutput, String> {
-    let setup = command.setup(open, limits)?;
+    let setup = Setup {
+        cancel,
+        ..command.setup(open, limits)?
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
         .build()

@@ -157,6 +157,20 @@ impl Collapse {
     }
 }
 
+impl Setup {
+    /// An error when the estimate was cancelled (a Python caller's Ctrl-C): the message of
+    /// [`ScenarioError::Cancelled`](crate::ScenarioError::Cancelled).
+    pub fn not_cancelled(&self) -> Result<(), String> {
+        match &self.cancel {
+            Some(c) if c.is_cancelled() => Err(crate::ScenarioError::Cancelled {
+                file: self.file.clone(),
+            }
+            .to_string()),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A run of the scenario followed event by event.
 #[derive(Clone)]
 pub struct Path<'s> {
@@ -174,6 +188,7 @@ pub struct Path<'s> {
 impl<'s> Path<'s> {
     /// A fresh run of the estimate's scenario at `seed`, to its horizon.
     pub fn start(setup: &'s Setup, seed: u64) -> Result<Path<'s>, String> {
+        setup.not_cancelled()?;
         let options = RunOptions {
             seed: Some(seed),
             duration: Some(setup.horizon),

@@ -5,6 +5,7 @@
 
 use super::Setup;
 use super::path::Path;
+use crate::run::CANCEL_CHECK_EVENTS;
 use serde::{Deserialize, Serialize};
 use sim_core::splitting::{Position, Trajectory};
 use std::collections::BTreeMap;
@@ -39,8 +40,12 @@ pub fn run(
     let seed = setup.seeds.0 + index;
     let mut path = Path::start(setup, seed)?;
     let (reached, finished) = loop {
-        if path.events() >= events_max {
+        let events = path.events();
+        if events >= events_max {
             break (false, false);
+        }
+        if events % CANCEL_CHECK_EVENTS == 0 {
+            setup.not_cancelled()?;
         }
         match path.step() {
             Position::At(importance) => {

@@ -38,6 +38,44 @@ pub struct Choice {
     pub by_order: bool,
 }
 
+/// The recommendation as data, for a caller that reads it (Python's `resim.tune`): the
+/// candidate (`candidate`, its `settings` by path, `words` to add to a command line), its
+/// race (`runs`, `passed`), its `cost` with `--minimize`, its `margin` (the stress value up to
+/// which both verdicts hold) with a stress, and how it was chosen (`tied`, `tie`, `rule`,
+/// `by_order`, as [`Choice`] says).
+pub fn to_json(t: &Tuned<'_>, c: &Choice) -> serde_json::Value {
+    let r = &t.candidates[c.recommended];
+    let (runs, passed) = t.race.tally(c.recommended);
+    let settings: serde_json::Map<String, serde_json::Value> = r
+        .sets
+        .iter()
+        .map(|o| (o.path.clone(), o.value.clone().into()))
+        .collect();
+    let margin = t
+        .margin(c.recommended)
+        .and_then(Margin::both)
+        .zip(t.command.stress())
+        .map(|(k, s)| s.value(k));
+    let tied: Vec<&str> = c
+        .tied
+        .iter()
+        .map(|&i| t.candidates[i].label.as_str())
+        .collect();
+    serde_json::json!({
+        "candidate": r.label,
+        "settings": settings,
+        "words": r.words,
+        "runs": runs,
+        "passed": passed,
+        "cost": r.cost,
+        "margin": margin,
+        "tied": tied,
+        "tie": c.tie,
+        "rule": c.rule,
+        "by_order": c.by_order,
+    })
+}
+
 /// Whether candidate `c` meets the race's requirement.
 pub fn meets(t: &Tuned<'_>, c: usize) -> bool {
     let (runs, passed) = t.race.tally(c);

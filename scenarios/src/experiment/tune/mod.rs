@@ -55,12 +55,12 @@ pub mod stress;
 
 pub use stress::Stress;
 
-use super::Opener;
 use super::command::Outcome;
 use super::part::{self, Indexed};
 use super::phase::{AXIS_VALUES_MAX, Class, parse_axis_of};
 use super::plan::{GridAxis, Partition, Plan};
 use super::sweep::RunRecord;
+use super::{Control, Opener};
 use crate::export::{self, TargetFormat};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Flag, Override, Overrides, Source, split_override};
@@ -237,10 +237,12 @@ pub struct Runner<'a> {
     file: &'a str,
     results: Results,
     bar: indicatif::ProgressBar,
+    /// Stops the runs early and counts them (a Python caller's Ctrl-C and progress bar).
+    control: Control,
 }
 
 impl<'a> Runner<'a> {
-    fn new(file: &'a str, jobs: Option<usize>) -> Result<Runner<'a>, String> {
+    fn new(file: &'a str, jobs: Option<usize>, control: Control) -> Result<Runner<'a>, String> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(jobs.unwrap_or(0))
             .build()
@@ -259,6 +261,7 @@ impl<'a> Runner<'a> {
             file,
             results: Results::Made(pool),
             bar,
+            control,
         })
     }
 
@@ -272,6 +275,7 @@ impl<'a> Runner<'a> {
             file,
             results: Results::Recorded(runs),
             bar: indicatif::ProgressBar::hidden(),
+            control: Control::default(),
         }
     }
 
@@ -282,12 +286,14 @@ impl<'a> Runner<'a> {
             Results::Recorded(runs) => return jobs.iter().map(|j| self.look_up(runs, j)).collect(),
         };
         self.bar.inc_length(jobs.len() as u64);
+        self.control.asked(jobs.len() as u64);
         self.bar.set_message(stage.to_string());
         let runs: Vec<Result<TuneRun, String>> = pool.install(|| {
             jobs.par_iter()
                 .map(|job| {
                     let kept = self.one(job);
                     self.bar.inc(1);
+                    self.control.done();
                     kept
                 })
                 .collect()
@@ -324,6 +330,7 @@ impl<'a> Runner<'a> {
     fn one(&self, job: &Job<'_>) -> Result<TuneRun, String> {
         let options = RunOptions {
             seed: Some(job.seed),
+            cancel: self.control.cancel.clone(),
             ..RunOptions::default()
         };
         let report = run(job.scenario, self.file, &options)
@@ -416,6 +423,29 @@ pub fn tune_command(
     open: Opener<'_>,
     limits: &RunLimits,
 ) -> Result<Outcome, String> {
+    tune_answer(command, open, limits, Control::default()).map(|a| a.outcome)
+}
+
+/// What a tune found, for a caller that reads it as data (Python's `resim.tune`).
+#[derive(Debug, Clone)]
+pub struct TuneAnswer {
+    /// What `resim tune` prints, and whether a candidate met the requirement.
+    pub outcome: Outcome,
+    /// Every run and every stress level tried: the lines `--out` writes (empty for a share of
+    /// a split tune).
+    pub runs: String,
+    /// The recommendation ([`choice::to_json`]); `None` when no candidate qualifies.
+    pub recommendation: Option<serde_json::Value>,
+}
+
+/// [`tune_command`], with what it found as data; `control` stops it early and counts its runs
+/// (a Python caller's Ctrl-C and progress bar).
+pub fn tune_answer(
+    command: &Tune,
+    open: Opener<'_>,
+    limits: &RunLimits,
+    control: Control,
+) -> Result<TuneAnswer, String> {
     if !(command.pass_rate > 0.0 && command.pass_rate <= 1.0) {
         return Err(format!(
             "{}: --pass-rate {}: a ratio above 0 and at most 1, e.g. 0.95",
@@ -429,9 +459,14 @@ pub fn tune_command(
     if let Some(stress) = command.stress() {
         margin::check(command, stress, &candidates, (&source, limits))?;
     }
-    let runner = Runner::new(&command.file, command.jobs)?;
+    let runner = Runner::new(&command.file, command.jobs, control)?;
     if let Some(share) = command.partition {
-        return split::part(command, share, &candidates, (&source, limits), &runner);
+        let outcome = split::part(command, share, &candidates, (&source, limits), &runner)?;
+        return Ok(TuneAnswer {
+            outcome,
+            runs: String::new(),
+            recommendation: None,
+        });
     }
     answer(command, &candidates, (&source, limits), &runner)
 }
@@ -442,7 +477,7 @@ fn answer(
     candidates: &[Candidate],
     (source, limits): (&Source, &RunLimits),
     runner: &Runner<'_>,
-) -> Result<Outcome, String> {
+) -> Result<TuneAnswer, String> {
     let raced = race::race(command, candidates, runner)?;
     let margins = match command.stress() {
         Some(stress) => {
@@ -474,9 +509,9 @@ fn answer(
         race: &raced,
         margins: margins.as_ref(),
     };
+    let runs = files::jsonl(&result);
     if let Some(path) = &command.out {
-        std::fs::write(path, files::jsonl(&result))
-            .map_err(|e| format!("{path}: cannot write: {e}"))?;
+        std::fs::write(path, &runs).map_err(|e| format!("{path}: cannot write: {e}"))?;
     }
     if let Some(path) = &command.svg {
         std::fs::write(path, files::svg(&result)?)
@@ -487,9 +522,13 @@ fn answer(
     if let Some(c) = &choice {
         text.push_str(&exported(command, &candidates[c.recommended])?);
     }
-    Ok(Outcome {
-        text,
-        passed: choice.is_some(),
+    Ok(TuneAnswer {
+        outcome: Outcome {
+            text,
+            passed: choice.is_some(),
+        },
+        runs,
+        recommendation: choice.as_ref().map(|c| choice::to_json(&result, c)),
     })
 }
 
@@ -551,7 +590,7 @@ pub fn merge(
     }
     let candidates = candidates(&command, &source, limits)?;
     let runner = Runner::recorded(&command.file, runs);
-    answer(&command, &candidates, (&source, limits), &runner)
+    answer(&command, &candidates, (&source, limits), &runner).map(|a| a.outcome)
 }
 
 /// The call `--export` names, of `candidate`'s scenario, in its format, with the table of
