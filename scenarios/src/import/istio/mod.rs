@@ -414,26 +414,32 @@ fn targets<'r, 'a>(
     Ok(targets)
 }
 
+/// The settings of the host's service: its rule's balancer and outlier detection, or, for a
+/// host only a VirtualService routes to, pilot's defaults (LEAST_REQUEST among them).
+fn service_fields(t: &Target<'_, '_>, policy: &Policy<'_>) -> Result<Vec<Field>, ImportError> {
+    let mut service = Vec::new();
+    match (t.rule, t.routes.first()) {
+        (Some(r), _) => {
+            service.extend(policy::balancer(policy, &r.spec)?);
+            if let Some(o) = &policy.outlier {
+                service.extend(policy::outlier(o)?);
+            }
+        }
+        (None, Some(d)) => service.push(policy::default_balancer(
+            d.entry.origin(&child(&d.entry.path, "destination")),
+        )),
+        (None, None) => {}
+    }
+    Ok(service)
+}
+
 /// One upstream and its calls, into `system`; the policy it has.
 fn upstream<'a>(t: &Target<'_, 'a>, system: &mut System) -> Result<Policy<'a>, ImportError> {
     let policy = match t.rule {
         Some(r) => Policy::of(r, t.subset.as_deref())?,
         None => Policy::default(),
     };
-    let mut service = Vec::new();
-    match (t.rule, t.routes.first()) {
-        (Some(r), _) => {
-            service.extend(policy::balancer(&policy, &r.spec)?);
-            if let Some(o) = &policy.outlier {
-                service.extend(policy::outlier(o)?);
-            }
-        }
-        // A host only a VirtualService routes to: pilot's defaults, LEAST_REQUEST among them.
-        (None, Some(d)) => service.push(policy::default_balancer(
-            d.entry.origin(&child(&d.entry.path, "destination")),
-        )),
-        (None, None) => {}
-    }
+    let service = service_fields(t, &policy)?;
     let mut limits = match &policy.pool {
         Some(p) => Limits::read(p)?,
         None => Limits::default(),

@@ -87,6 +87,32 @@ pub struct Edge {
     pub ok_times: Reservoir,
 }
 
+impl Edge {
+    /// Counts span `c` of `trace`, sent to this callee: an attempt (its failure, its
+    /// deadline error, its time), and whether the call was asynchronous.
+    fn count(&mut self, trace: &Trace, c: usize) {
+        let s = &trace.spans[c];
+        self.spans += 1;
+        self.errors += u64::from(s.error);
+        if s.kind.sends() {
+            if s.deadline {
+                self.deadlines += 1;
+                self.deadline_times
+                    .add_within(s.duration(), ATTEMPT_SAMPLES);
+            } else if !s.error {
+                self.ok_times.add_within(s.duration(), ATTEMPT_SAMPLES);
+            }
+        }
+        let reached = trace.reached(c).map(|k| &trace.spans[k]);
+        self.asynchronous |= s.kind == SpanKind::Producer
+            || reached.is_some_and(|r| r.kind == SpanKind::Consumer || r.follows);
+        if s.kind.receives() {
+            // Caused, not called: no client span, so no attempt to count.
+            self.spans -= 1;
+        }
+    }
+}
+
 /// Samples kept of one edge's attempt times: enough for a median and a share within a
 /// percent, few enough that a mesh of a thousand edges holds 32 MB at most.
 pub const ATTEMPT_SAMPLES: usize = 2_000;
@@ -368,25 +394,7 @@ impl Figures {
         for call in &calls {
             let edge = service.callees.entry(call.callee.clone()).or_default();
             for &c in &call.sends {
-                let s = &trace.spans[c];
-                edge.spans += 1;
-                edge.errors += u64::from(s.error);
-                if s.kind.sends() {
-                    if s.deadline {
-                        edge.deadlines += 1;
-                        edge.deadline_times
-                            .add_within(s.duration(), ATTEMPT_SAMPLES);
-                    } else if !s.error {
-                        edge.ok_times.add_within(s.duration(), ATTEMPT_SAMPLES);
-                    }
-                }
-                let reached = trace.reached(c).map(|k| &trace.spans[k]);
-                edge.asynchronous |= s.kind == SpanKind::Producer
-                    || reached.is_some_and(|r| r.kind == SpanKind::Consumer || r.follows);
-                if s.kind.receives() {
-                    // Caused, not called: no client span, so no attempt to count.
-                    edge.spans -= 1;
-                }
+                edge.count(trace, c);
             }
         }
         for (callee, &(n, leaves, start, _)) in &by_callee {
