@@ -8,6 +8,7 @@ use super::{PEER_KEYS, Span, SpanKind, ids_given, says_deadline, span_error};
 use crate::import::ImportError;
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::io::BufRead;
 
 #[derive(Deserialize)]
@@ -81,12 +82,12 @@ struct AnyValue {
 }
 
 impl AnyValue {
-    /// A string or an integer as text.
-    fn text(&self) -> Option<String> {
+    /// A string or an integer as text (borrowed where it is text already: every attribute
+    /// of every span is looked at).
+    fn text(&self) -> Option<Cow<'_, str>> {
         match (&self.string_value, &self.int_value) {
-            (Some(s), _) => Some(s.clone()),
-            (None, Some(Value::String(s))) => Some(s.clone()),
-            (None, Some(Value::Number(n))) => Some(n.to_string()),
+            (Some(s), _) | (None, Some(Value::String(s))) => Some(Cow::Borrowed(s)),
+            (None, Some(Value::Number(n))) => Some(Cow::Owned(n.to_string())),
             _ => None,
         }
     }

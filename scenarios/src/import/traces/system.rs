@@ -253,6 +253,7 @@ fn route(
     let fan_out = edge.leaves as f64 / edge.calls.max(1) as f64;
     let share = edge.jobs as f64 / service.jobs.max(1) as f64;
     let error_ratio = edge.errors as f64 / edge.spans.max(1) as f64;
+    let successes = sorted(&edge.ok_times.values);
     calibration.edges.push(EdgeRow {
         caller: caller.to_string(),
         callee: callee.to_string(),
@@ -267,8 +268,8 @@ fn route(
         attempts_max: edge.attempts_max,
         deadline_ratio: edge.deadlines as f64 / edge.spans.max(1) as f64,
         deadline_after_ns: (edge.deadlines > 0).then(|| median(&edge.deadline_times.values)),
-        longest_success_ns: edge.ok_times.values.iter().max().copied(),
-        successes: sorted(&edge.ok_times.values),
+        longest_success_ns: successes.last().copied(),
+        successes,
     });
     let said = format!(
         "{label} ({} spans, {:.2}% failed{})",
