@@ -12,6 +12,11 @@
 //! | `requests` | the client requests a run keeps whole when asked, as `--spans` writes them, a row each |
 //! | `scenario` | `load`, a loaded scenario, its runs and their reports |
 //! | `sweep` | many runs on threads, one record per run |
+//!
+//! All of it is the `extension` feature, which maturin turns on: built by `cargo` without it
+//! (`cargo test --workspace`), the crate is empty and needs neither pyo3 nor Python.
+
+#![cfg(feature = "extension")]
 
 mod error;
 mod experiments;
