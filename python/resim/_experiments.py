@@ -235,8 +235,8 @@ def risk(
     risk FILE --event E --horizon H … --json`` estimates it: the other arguments are the
     command's flags of the same names (``None``: its default; ``seeds`` a range of
     consecutive seeds, ``budget`` a text such as ``"1e8"`` events or ``"200runs"``).
-    Releases the GIL; Ctrl-C raises ``KeyboardInterrupt`` (a replication of splitting looks at
-    it when it starts)."""
+    Releases the GIL; Ctrl-C raises ``KeyboardInterrupt`` (plain runs look at it every 65,536
+    events, splitting's trajectories before each event)."""
     scenario = _scenario(scenario)
     words = ["risk", scenario.file, "--event", str(event)]
     words += _flags(

@@ -115,6 +115,19 @@ def test_the_cli_errors_are_raised_with_its_words(cli):
         resim.tune(SHORT, params={"services.api.workers": [1]})
 
 
+def test_ctrl_c_ends_a_long_splitting_replication_within_a_second():
+    # Splitting is asked for an event no run reaches (a first passage: no pilot), so its two
+    # replications follow their four trajectories through 5×10⁸ events each: minutes of work
+    # inside one replication, which looks at Ctrl-C at each trajectory's event.
+    call = (
+        "resim.risk(scenario, 'queue:api>=1000000', '1d', method='splitting', particles=4,"
+        " replications=2, budget='1e9', jobs=1)"
+    )
+    out, seconds = interrupt("1d", call)
+    assert out == "interrupted"
+    assert seconds < 1.0, f"the estimate took {seconds:.2f}s to stop"
+
+
 def test_ctrl_c_ends_a_long_tune_within_a_second():
     # 40 seeds of an hour each for four candidates: minutes of work.
     call = "resim.tune(scenario, params={'services.api.workers': [1, 2, 3, 4]}, jobs=2)"

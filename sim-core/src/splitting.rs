@@ -66,6 +66,12 @@ pub trait Trajectory: Clone {
     /// Gives every random stream of the state fresh numbers, those of branch
     /// `(level, index)` of the run's seed, keeping each stream's identity.
     fn branch(&mut self, level: u32, index: u64);
+    /// Whether the work was stopped from outside (a caller's Ctrl-C): splitting then ends
+    /// within an event of every trajectory it runs or replays, with [`AmsStop::Stopped`], and
+    /// [`basin`] ends its run. Looked at before every event; never, by default.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// Where a trajectory is after an event.
@@ -150,6 +156,8 @@ pub enum AmsStop {
     Budget,
     /// The next level would have been at or above [`AmsConfig::level_max`].
     Top,
+    /// [`Trajectory::stopped`]: the estimate is not one.
+    Stopped,
 }
 
 /// What [`ams`] found.
@@ -199,7 +207,7 @@ fn run<T: Trajectory>(start: Start<T>, floor: Option<u64>) -> (Particle<T>, u64)
     }
     let mut state = particle.start.state.clone();
     let before = state.events();
-    loop {
+    while !state.stopped() {
         match state.step() {
             Position::At(score) => {
                 if score > particle.score {
@@ -249,7 +257,7 @@ fn copy_above<T: Trajectory>(
             .find(|&&(score, _)| score > level)
             .expect("a survivor's score is above the level, so its ladder passes it");
         let from = state.events();
-        while state.events() < at {
+        while state.events() < at && !state.stopped() {
             state.step();
         }
         (score, at - from)
@@ -292,6 +300,9 @@ pub fn ams<T: Trajectory>(
     let mut dropped_reached = 0.0;
     let mut levels = Vec::new();
     let stop = loop {
+        if particles[0].start.state.stopped() {
+            break AmsStop::Stopped;
+        }
         let reached = particles.iter().filter(|p| p.reached).count();
         if 2 * reached >= n {
             break AmsStop::Reached;
@@ -398,7 +409,7 @@ pub fn basin<T: Trajectory>(
     };
     let mut keep_every = 1;
     let (mut inside, mut left_at) = (true, began);
-    while state.time() < until {
+    while state.time() < until && !state.stopped() {
         match state.step() {
             Position::At(score) => {
                 if inside && score >= entry {
@@ -717,5 +728,73 @@ mod tests {
         let spread = 3.0 * libm::sqrt(b.exits as f64);
         assert!((b.exits_first_half as f64 - second as f64).abs() < spread);
         assert!(!b.hit && b.time == SimDuration::from_secs(200));
+    }
+
+    /// A walk stopped from outside once its copies together executed `stop_at` events: the
+    /// flag a caller's Ctrl-C sets, shared by every copy.
+    #[derive(Clone)]
+    struct Stoppable {
+        walk: Walk,
+        spent: std::rc::Rc<std::cell::Cell<u64>>,
+        stop_at: u64,
+    }
+
+    impl Trajectory for Stoppable {
+        fn step(&mut self) -> Position {
+            self.spent.set(self.spent.get() + 1);
+            self.walk.step()
+        }
+        fn events(&self) -> u64 {
+            self.walk.events()
+        }
+        fn time(&self) -> SimTime {
+            self.walk.time()
+        }
+        fn branch(&mut self, level: u32, index: u64) {
+            self.walk.branch(level, index);
+        }
+        fn stopped(&self) -> bool {
+            self.spent.get() >= self.stop_at
+        }
+    }
+
+    #[test]
+    fn a_stopped_trajectory_ends_splitting_at_its_next_event() {
+        // p ≈ 10⁻¹⁴: unstopped, AMS would spend millions of events on it.
+        let spent = std::rc::Rc::new(std::cell::Cell::new(0));
+        let starts = walks(0, 20, 60, 300)
+            .into_iter()
+            .map(|s| Start {
+                state: Stoppable {
+                    walk: s.state,
+                    spent: spent.clone(),
+                    stop_at: 5_000,
+                },
+                score: s.score,
+                origin: s.origin,
+                branches: s.branches,
+            })
+            .collect();
+        let mut choice = Seed(3).stream("choice");
+        let out = ams(starts, config(20), &mut choice);
+        assert_eq!(out.stop, AmsStop::Stopped);
+        assert_eq!(spent.get(), 5_000, "not one event past the stop");
+
+        let mut walk = Walk::new(11, 1_000, 450);
+        walk.reflect = true;
+        let spent = std::rc::Rc::new(std::cell::Cell::new(0));
+        let stoppable = Stoppable {
+            walk,
+            spent: spent.clone(),
+            stop_at: 1_000,
+        };
+        let b = basin(
+            stoppable,
+            0,
+            3,
+            SimTime::ZERO + SimDuration::from_secs(200),
+            10,
+        );
+        assert_eq!((spent.get(), b.time), (1_000, SimDuration::from_secs(1)));
     }
 }

@@ -170,8 +170,9 @@ pub struct Setup {
     /// bucket (its time series would cost memory in every copy splitting holds, and nothing
     /// reads them), so a spontaneous collapse is judged in buckets of this width instead.
     pub bucket: SimDuration,
-    /// Stops the estimate early when cancelled (a Python caller's Ctrl-C), at a path's start
-    /// and every `CANCEL_CHECK_EVENTS` events of a plain run.
+    /// Stops the estimate early when cancelled (a Python caller's Ctrl-C): at a path's start,
+    /// every `CANCEL_CHECK_EVENTS` events of a plain run, and before every event of a path
+    /// splitting follows.
     pub cancel: Option<crate::Cancel>,
 }
 
@@ -231,12 +232,12 @@ pub struct RiskOutput {
 /// The most seeds `--seeds` may give plain runs.
 pub const SEEDS_MAX: u64 = 1_000_000_000;
 
-/// Plain runs made at once in the pilot: a fixed number, so that what it decides does not
-/// depend on the threads.
 /// The events a basin run of splitting excursions stops at, when its horizon is longer
 /// (see [`split_for`]).
 const BASIN_EVENTS: f64 = 250_000.0;
 
+/// Plain runs made at once in the pilot: a fixed number, so that what it decides does not
+/// depend on the threads.
 const PILOT_BATCH: u64 = 8;
 /// The pilot stops once it saw the event this often (enough to judge plain runs by).
 const PILOT_HITS: u64 = 10;
@@ -418,8 +419,6 @@ fn pilot(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Pilo
     }
 }
 
-/// Makes the pilot on `pool` (unless splitting is asked for an event that ends a run) and
-/// chooses the plan from it.
 /// Why plain runs were not chosen, in a sentence.
 fn why_not_plain(pilot: &Pilot, e: f64, needed: f64, affordable: f64) -> String {
     let (hits, n) = (pilot.hits(), pilot.runs.len() as u64);
@@ -443,6 +442,8 @@ fn why_not_plain(pilot: &Pilot, e: f64, needed: f64, affordable: f64) -> String 
     }
 }
 
+/// Makes the pilot on `pool` (unless splitting is asked for an event that ends a run) and
+/// chooses the plan from it.
 fn choose(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Choice, String> {
     let splitting_asked = matches!(
         command.method,
@@ -513,7 +514,6 @@ fn choose(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Cho
     })
 }
 
-/// Splitting whole runs or excursions, with the premise checked, and why.
 /// The premise of splitting excursions that the scenario and the event decide: a steady
 /// timeline, and an event that ends a run.
 fn excursions_premise(setup: &Setup) -> Vec<(String, bool)> {
@@ -538,6 +538,7 @@ fn excursions_premise(setup: &Setup) -> Vec<(String, bool)> {
     premise
 }
 
+/// Splitting whole runs or excursions, with the premise checked, and why.
 #[allow(clippy::type_complexity)]
 fn split_for(
     command: &Risk,

@@ -5,7 +5,7 @@
 use super::Setup;
 use super::event::{Component, Event, Importance};
 use crate::report::metastability::Verdict;
-use crate::run::{Probe, RunOptions, Running};
+use crate::run::{Cancel, Probe, RunOptions, Running};
 use sim_core::SimTime;
 use sim_core::splitting::{Position, Trajectory};
 
@@ -183,6 +183,9 @@ pub struct Path<'s> {
     seed: u64,
     /// The events executed and the time when the run ended (read once `running` is gone).
     ended: (u64, SimTime),
+    /// The estimate's cancel flag (a Python caller's Ctrl-C), which splitting looks at before
+    /// every event ([`Trajectory::stopped`]).
+    cancel: Option<&'s Cancel>,
 }
 
 impl<'s> Path<'s> {
@@ -205,6 +208,7 @@ impl<'s> Path<'s> {
             collapse,
             seed,
             ended: (0, SimTime::ZERO),
+            cancel: setup.cancel.as_ref(),
         })
     }
 
@@ -276,5 +280,9 @@ impl Trajectory for Path<'_> {
             .as_mut()
             .expect("a path that ended is not branched")
             .branch(level, index);
+    }
+
+    fn stopped(&self) -> bool {
+        self.cancel.is_some_and(Cancel::is_cancelled)
     }
 }

@@ -92,6 +92,7 @@ fn stop_name(stop: AmsStop) -> &'static str {
         AmsStop::Extinct => "extinct",
         AmsStop::Budget => "budget",
         AmsStop::Top => "top",
+        AmsStop::Stopped => "stopped",
     }
 }
 
@@ -199,7 +200,7 @@ pub fn run(
         Split::Excursions { floor, basin_ns } => {
             match basin_starts(setup, floor, basin_ns, particles, index, &mut choice)? {
                 Ok(begun) => begun,
-                Err(done) => return Ok(done),
+                Err(done) => return setup.not_cancelled().map(|()| done),
             }
         }
     };
@@ -211,6 +212,8 @@ pub fn run(
         },
     };
     let out = splitting::ams(starts, config, &mut choice);
+    // Cancelled (AmsStop::Stopped): the estimate is not one.
+    setup.not_cancelled()?;
     let n = particles as f64;
     let estimate = match (&basin, split) {
         (Some(b), Split::Excursions { .. }) => {
