@@ -3,6 +3,7 @@
 import concurrent.futures
 import json
 import re
+import subprocess
 import sys
 
 import pytest
@@ -141,6 +142,27 @@ def test_tables_are_records_without_pandas(monkeypatch):
     assert all("." not in k or not isinstance(v, dict) for s in services for k, v in s.items())
     calls = run.calls()
     assert len(calls) == len(run.report["calls"])
+
+
+WITHOUT_PANDAS = """
+import sys
+sys.modules["pandas"] = None
+import resim
+scenario = resim.load("client-errors", set={"duration": "2s"})
+run = scenario.run(seed=3)
+sweep = resim.sweep(scenario, seeds=range(1, 4), jobs=2)
+print(run.digest, type(run.series()).__name__, type(sweep).__name__, [r["seed"] for r in sweep])
+"""
+
+
+def test_the_package_imports_and_works_without_pandas():
+    # A fresh interpreter where `import pandas` fails from the start, not only after `resim`
+    # was imported with it.
+    done = subprocess.run([sys.executable, "-c", WITHOUT_PANDAS], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    digest, series, sweep, seeds = done.stdout.split(" ", 3)
+    assert digest == resim.load(SHORT, set={"duration": "2s"}).run(seed=3).digest
+    assert (series, sweep, seeds.strip()) == ("list", "list", "[1, 2, 3]")
 
 
 def test_tables_are_dataframes_with_pandas():
