@@ -254,7 +254,9 @@ def risk(
     replications: int | None = None,
     rel_error: float | None = None,
     jobs: int | None = None,
+    progress: bool | None = None,
 ) -> RiskEstimate:
     """The probability of ``event`` within ``horizon``, as ``resim risk --json``; the other
-    arguments are its flags (``None``: their defaults). Releases the GIL; Ctrl-C raises
+    arguments are its flags (``None``: their defaults). ``progress``: a bar of the pilot's
+    plain runs, then the plan's runs or replications. Releases the GIL; Ctrl-C raises
     ``KeyboardInterrupt``."""

@@ -230,11 +230,14 @@ def risk(
     replications=None,
     rel_error=None,
     jobs=None,
+    progress=None,
 ):
     """The probability that ``event`` happens within ``horizon`` in ``scenario``, as ``resim
     risk FILE --event E --horizon H … --json`` estimates it: the other arguments are the
     command's flags of the same names (``None``: its default; ``seeds`` a range of
     consecutive seeds, ``budget`` a text such as ``"1e8"`` events or ``"200runs"``).
+    ``progress``: a bar, as for ``sweep``, of the pilot's plain runs and then the plan's
+    plain runs or replications of splitting (its total grows when the plan is made).
     Releases the GIL; Ctrl-C raises ``KeyboardInterrupt`` (plain runs look at it every 65,536
     events, splitting's trajectories before each event)."""
     scenario = _scenario(scenario)
@@ -250,5 +253,7 @@ def risk(
         rel_error=rel_error,
         jobs=jobs,
     )
-    data, text = _resim.risk(scenario._inner, words)
+    data, text = _progress.running(
+        progress, "runs", lambda update: _resim.risk(scenario._inner, words, update)
+    )
     return RiskEstimate(json.loads(data), text)

@@ -1,5 +1,5 @@
-"""The progress bar of a sweep, a phase map or a tune: tqdm's, when tqdm is installed (the
-optional extra ``resim[progress]``). The runs go on with the GIL released; the extension
+"""The progress bar of a sweep, a phase map, a tune or a risk estimate: tqdm's, when tqdm is
+installed (the optional extra ``resim[progress]``). The runs go on with the GIL released; the extension
 module calls ``update(done, total)`` from the calling thread about every 50 ms, between its
 looks at Ctrl-C, so drawing the bar never holds the GIL while a run goes on.
 

@@ -144,22 +144,31 @@ pub fn tune(
     ))
 }
 
-/// `resim risk` of `scenario`: the answer as `--json` and as text.
+/// `resim risk` of `scenario`: the answer as `--json` and as text; `progress(done, total)`
+/// called as for a sweep, counting the pilot's plain runs, then the plan's plain runs or
+/// replications of splitting (the total grows when the plan is made).
 #[pyfunction]
-pub fn risk(py: Python<'_>, scenario: &Scenario, words: Vec<String>) -> PyResult<(String, String)> {
+#[pyo3(signature = (scenario, words, progress=None))]
+pub fn risk(
+    py: Python<'_>,
+    scenario: &Scenario,
+    words: Vec<String>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<(String, String)> {
     let Experiment::Risk(mut command, flags) = parsed(&scenario.file, &words)? else {
         return Err(not_the(&words));
     };
     command.overrides = scenario.overrides.clone();
-    let cancel = Cancel::default();
+    let (cancel, control) = controlled();
     let limits = RunLimits::default();
-    let done = interruptible(py, &cancel, || {
+    let tick = ticker(progress, &control);
+    let done = interruptible_ticking(py, &cancel, &tick, || {
         ex::risk::run(
             &command,
             (&library::open, &limits),
             flags.jobs,
             None,
-            Some(cancel.clone()),
+            &control,
         )
     })?;
     let output = done.map_err(failed(&scenario.file))?;

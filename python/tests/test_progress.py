@@ -30,6 +30,18 @@ def test_a_tunes_total_grows_as_the_race_asks_for_runs():
     assert all(d <= t for d, t in seen)
 
 
+def test_a_risk_estimate_counts_its_pilot_then_its_plan():
+    # --method plain: a pilot of one batch of 8 plain runs, then the 16 left of the 24 asked.
+    scenario = resim.load("metastable-retry", set={"expectations": "[]"})
+    seen = []
+    words = ["risk", "metastable-retry", "--event", "queue:api>=500", "--horizon", "11s"]
+    words += ["--method", "plain", "--budget", "24runs"]
+    _resim.risk(scenario._inner, words, lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (24, 24)
+    assert all(d <= t for d, t in seen)
+    assert [t for _, t in seen] == sorted(t for _, t in seen)
+
+
 def test_progress_true_draws_a_tqdm_bar(capsys):
     pytest.importorskip("tqdm")
     scenario = resim.load(SHORT, set={"duration": "5s"})

@@ -59,7 +59,11 @@ def test_bad_arguments_are_said():
 
 
 INTERRUPTED = """
-import sys, time, resim
+import signal, sys, time, resim
+# Python's own Ctrl-C handler, whatever this process inherited: a shell that starts a command
+# in the background (a CI runner may) has it ignore SIGINT, and Python keeps an ignored signal
+# ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 scenario = resim.load("metastable-retry", set={"duration": "%s"})
 print("started", flush=True)
 try:

@@ -22,6 +22,7 @@
 
 use clap::Parser;
 use scenarios::cli::library::open;
+use scenarios::experiment::Control;
 use scenarios::experiment::risk::render::{Answer, answer};
 use scenarios::experiment::risk::{self, Budget, MethodChoice, Risk};
 use scenarios::format::limits::RunLimits;
@@ -67,8 +68,14 @@ fn estimate(
         fingerprint: String::new(),
     };
     let started = Instant::now();
-    let out = risk::run(&command, (&open, &RunLimits::default()), jobs, None, None)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let out = risk::run(
+        &command,
+        (&open, &RunLimits::default()),
+        jobs,
+        None,
+        &Control::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     (answer(&out), started.elapsed().as_secs_f64())
 }
 

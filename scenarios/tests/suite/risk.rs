@@ -6,6 +6,7 @@
 
 use crate::support::resim;
 use scenarios::cli::library::open;
+use scenarios::experiment::Control;
 use scenarios::experiment::risk::render::{Answer, answer};
 use scenarios::experiment::risk::{self, Budget, MethodChoice, Risk};
 use scenarios::format::limits::RunLimits;
@@ -40,7 +41,7 @@ fn check(command: &Risk, jobs: usize) -> Answer {
         (&open, &RunLimits::default()),
         Some(jobs),
         None,
-        None,
+        &Control::default(),
     );
     answer(&out.expect("the estimate runs"))
 }

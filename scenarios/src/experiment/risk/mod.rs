@@ -52,9 +52,9 @@ pub mod plain;
 pub mod render;
 pub mod replication;
 
-use super::Opener;
 use super::partition::Partition;
 use super::stats::wilson;
+use super::{Control, Opener};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::{Overrides, Source};
 use crate::format::schema::{Load, Scenario, Schedule, Series};
@@ -170,10 +170,12 @@ pub struct Setup {
     /// bucket (its time series would cost memory in every copy splitting holds, and nothing
     /// reads them), so a spontaneous collapse is judged in buckets of this width instead.
     pub bucket: SimDuration,
-    /// Stops the estimate early when cancelled (a Python caller's Ctrl-C): at a path's start,
-    /// every `CANCEL_CHECK_EVENTS` events of a plain run, and before every event of a path
-    /// splitting follows.
-    pub cancel: Option<crate::Cancel>,
+    /// What a caller that embeds the estimate (Python) hands it. Its flag stops the estimate
+    /// early (a Python caller's Ctrl-C): at a path's start, every `CANCEL_CHECK_EVENTS`
+    /// events of a plain run, and before every event of a path splitting follows. Its counts
+    /// are the pilot's plain runs, then the plan's plain runs or replications, asked for and
+    /// done.
+    pub control: Control,
 }
 
 /// The method the estimate was made with, and what it was made of.
@@ -284,7 +286,7 @@ impl Risk {
             horizon: self.horizon,
             seeds: self.seeds,
             bucket,
-            cancel: None,
+            control: Control::default(),
         })
     }
 }
@@ -389,12 +391,15 @@ fn pilot(command: &Risk, setup: &Setup, pool: &rayon::ThreadPool) -> Result<Pilo
         if from >= to {
             return Ok(pilot);
         }
+        setup.control.asked(to - from);
         let batch: Vec<(PlainRun, BTreeMap<u64, u64>)> = pool.install(|| {
             (from..to)
                 .into_par_iter()
                 .map(|i| {
                     let mut seen = BTreeMap::new();
-                    plain::run(setup, i, pilot.per_run, Some(&mut seen)).map(|r| (r, seen))
+                    let run = plain::run(setup, i, pilot.per_run, Some(&mut seen));
+                    setup.control.done();
+                    run.map(|r| (r, seen))
                 })
                 .collect::<Result<_, String>>()
         })?;
@@ -656,16 +661,16 @@ pub fn basin_premise(horizon: SimDuration, replications: &[Replication]) -> Vec<
 }
 
 /// Runs the estimate (this process's share of it, with `partition`) on `jobs` threads;
-/// `cancel` stops it early (a Python caller's Ctrl-C).
+/// `control` stops it early (a Python caller's Ctrl-C) and counts its runs.
 pub fn run(
     command: &Risk,
     (open, limits): (Opener, &RunLimits),
     jobs: Option<usize>,
     partition: Option<Partition>,
-    cancel: Option<crate::Cancel>,
+    control: &Control,
 ) -> Result<RiskOutput, String> {
     let setup = Setup {
-        cancel,
+        control: control.clone(),
         ..command.setup(open, limits)?
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -678,10 +683,15 @@ pub fn run(
         Plan::Plain { runs } => {
             let from = choice.pilot.len() as u64;
             let indices: Vec<u64> = (from..*runs).filter(|&i| mine(i - from)).collect();
+            control.asked(indices.len() as u64);
             let runs = pool.install(|| {
                 indices
                     .par_iter()
-                    .map(|&i| plain::run(&setup, i, u64::MAX, None))
+                    .map(|&i| {
+                        let run = plain::run(&setup, i, u64::MAX, None);
+                        control.done();
+                        run
+                    })
                     .collect::<Result<Vec<_>, String>>()
             })?;
             (runs, Vec::new())
@@ -693,11 +703,20 @@ pub fn run(
             events_per_replication,
         } => {
             let indices: Vec<u64> = (0..*replications).filter(|&i| mine(i)).collect();
+            control.asked(indices.len() as u64);
             let done = pool.install(|| {
                 indices
                     .par_iter()
                     .map(|&i| {
-                        replication::run(&setup, *split, *particles, i, *events_per_replication)
+                        let r = replication::run(
+                            &setup,
+                            *split,
+                            *particles,
+                            i,
+                            *events_per_replication,
+                        );
+                        control.done();
+                        r
                     })
                     .collect::<Result<Vec<_>, String>>()
             })?;

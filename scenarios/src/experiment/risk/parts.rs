@@ -139,7 +139,13 @@ pub fn command(
         fingerprint: source.fingerprint(),
         ..command.clone()
     };
-    let output = run(&command, (open, limits), flags.jobs, flags.partition, None)?;
+    let output = run(
+        &command,
+        (open, limits),
+        flags.jobs,
+        flags.partition,
+        &super::Control::default(),
+    )?;
     if let Some(path) = &flags.out {
         let share = flags.partition.unwrap_or(Partition { part: 1, parts: 1 });
         std::fs::write(path, to_part(&output, share))

@@ -161,7 +161,7 @@ impl Setup {
     /// An error when the estimate was cancelled (a Python caller's Ctrl-C): the message of
     /// [`ScenarioError::Cancelled`](crate::ScenarioError::Cancelled).
     pub fn not_cancelled(&self) -> Result<(), String> {
-        match &self.cancel {
+        match &self.control.cancel {
             Some(c) if c.is_cancelled() => Err(crate::ScenarioError::Cancelled {
                 file: self.file.clone(),
             }
@@ -208,7 +208,7 @@ impl<'s> Path<'s> {
             collapse,
             seed,
             ended: (0, SimTime::ZERO),
-            cancel: setup.cancel.as_ref(),
+            cancel: setup.control.cancel.as_ref(),
         })
     }
 
