@@ -186,13 +186,17 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
                 })
             })
     };
+    // The route's path inside the VirtualService, kept from the search that found it.
+    let inside = std::cell::RefCell::new(Vec::new());
     let route = find(root, &mut Vec::new(), &|v, _| {
         kind(v, "VirtualService")
-            && find(v, &mut Vec::new(), &|r, p| route_to(r, p, namespace(v))).is_some()
+            && find(v, &mut Vec::new(), &|r, p| route_to(r, p, namespace(v)))
+                .map(|path| *inside.borrow_mut() = path)
+                .is_some()
     })
-    .and_then(|mut at| {
-        let service = value_at(root, &at)?;
-        find(service, &mut at, &|r, p| route_to(r, p, namespace(service)))
+    .map(|mut at| {
+        at.append(&mut inside.borrow_mut());
+        at
     });
     if let Some(at) = route {
         out.push(Anchor {
