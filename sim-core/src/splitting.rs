@@ -28,6 +28,8 @@
 //! when every trajectory ties at the level (nothing survives: the estimate is what was
 //! counted so far), at a highest level the caller sets, or at a budget of events; each is a
 //! stopping time of the algorithm, which keeps the estimate unbiased.
+//! A trajectory that says it was stopped from outside ([`Trajectory::stopped`], a caller's
+//! Ctrl-C) ends the iterations at once; what they counted is then no estimate.
 //!
 //! Why this variant: fixed-level splitting (RESTART, fixed effort) needs its levels chosen
 //! beforehand, which for a new model means a pilot run and a guess; AMS places its levels
