@@ -173,8 +173,18 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
             }
         }
     }
-    // The first route of a VirtualService to the host, its hosts resolved in the
-    // VirtualService's namespace.
+    if let Some(at) = route(root, host, subset) {
+        out.push(Anchor {
+            exported: vec![Key::Index(1), f("spec"), f("http"), Key::Index(0)],
+            original: at,
+            skip: &["route", "match"],
+        });
+    }
+}
+
+/// The path of the first route of a VirtualService to `host` (and `subset`), its hosts
+/// resolved in the VirtualService's namespace.
+fn route(root: &Value, host: &str, subset: Option<&str>) -> Option<Vec<Key>> {
     let route_to = |v: &Value, parent: Option<&str>, ns: &str| {
         parent == Some("http")
             && v.get("route").and_then(Value::as_array).is_some_and(|ds| {
@@ -188,8 +198,8 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
     };
     // The route's path inside the VirtualService, kept from the search that found it.
     let inside = std::cell::RefCell::new(Vec::new());
-    let route = find(root, &mut Vec::new(), &|v, _| {
-        kind(v, "VirtualService")
+    find(root, &mut Vec::new(), &|v, _| {
+        v.get("kind").and_then(Value::as_str) == Some("VirtualService")
             && find(v, &mut Vec::new(), &|r, p| route_to(r, p, namespace(v)))
                 .map(|path| *inside.borrow_mut() = path)
                 .is_some()
@@ -197,14 +207,7 @@ fn istio(name: &str, root: &Value, out: &mut Vec<Anchor>) {
     .map(|mut at| {
         at.append(&mut inside.borrow_mut());
         at
-    });
-    if let Some(at) = route {
-        out.push(Anchor {
-            exported: vec![Key::Index(1), f("spec"), f("http"), Key::Index(0)],
-            original: at,
-            skip: &["route", "match"],
-        });
-    }
+    })
 }
 
 /// A Kubernetes object's namespace (`default` where its metadata names none).
