@@ -47,8 +47,8 @@ pub fn mmc_mean_wait(servers: u32, arrival_rate: f64, service_rate: f64) -> f64 
     erlang_c(servers, a) / (f64::from(servers) * service_rate - arrival_rate)
 }
 
-/// Mean time in queue of M/G/1 (the Pollaczek–Khinchine formula): λ·E[S²] / (2(1 − ρ)),
-/// with ρ = λ·E[S], for arrival rate λ and a service time S of mean `service_mean` and second
+/// Mean time in queue of M/G/1 (the Pollaczek–Khinchine formula): λ·E\[S²\] / (2(1 − ρ)),
+/// with ρ = λ·E\[S\], for arrival rate λ and a service time S of mean `service_mean` and second
 /// moment `service_second_moment` (seconds and seconds squared).
 pub fn mg1_mean_wait(arrival_rate: f64, service_mean: f64, service_second_moment: f64) -> f64 {
     let rho = arrival_rate * service_mean;

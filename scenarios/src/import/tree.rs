@@ -1,6 +1,6 @@
 //! A configuration file read into one tree, whatever its syntax (YAML through `serde-saphyr`,
 //! a multi-document YAML file as the list of its documents, JSON through `serde_json`, Java
-//! properties through [`super::properties`]), with where each of its values is ([`Spots`]).
+//! properties through `import::properties`), with where each of its values is ([`Spots`]).
 //!
 //! The tree is a `serde_json::Value`: every parser gives one, so every reader walks the same
 //! shape. A syntax error keeps the parser's line and column; an error in a value names the
@@ -47,7 +47,7 @@ pub enum Syntax {
     Yaml,
     /// JSON.
     Json,
-    /// Java properties (Spring's `application.properties`), read by [`super::properties`].
+    /// Java properties (Spring's `application.properties`), read by `import::properties`.
     Properties,
 }
 

@@ -714,7 +714,7 @@ pub struct ExpectationResult {
     /// What it bounds, for a chart.
     pub threshold: Threshold,
     /// Why the verdict may not mean what it reads as, when it may not: a latency judged on
-    /// too small a share of the requests (see [`super::verdicts::JUDGED_SHARE_MIN`]).
+    /// too small a share of the requests (see `verdicts::JUDGED_SHARE_MIN`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
 }

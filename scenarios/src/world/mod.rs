@@ -330,7 +330,7 @@ impl World {
     }
 
     /// Builds the network of scenario `s` with every node played by this world's `entity`
-    /// (see [`network`](mod@network)).
+    /// (see `network`).
     pub fn build_network(
         &mut self,
         s: &Scenario,

@@ -3,7 +3,7 @@
 //! a call keeps while a gate has admitted it.
 //!
 //! No field of a machine's decision is dropped on the way to the call: a refusal carries the
-//! refuser's hint of when to come back ([`Refusal::retry_after`]: a limiter's `retry_after`,
+//! refuser's hint of when to come back (`Refusal::retry_after`: a limiter's `retry_after`,
 //! the end of a breaker's open wait), which the retry policy honours like a server's
 //! `Retry-After`; an admission with a delay (a leaky bucket used as a queue) makes the call
 //! wait that long at the gate ([`Acquire::Delay`]) before it goes on.

@@ -355,7 +355,7 @@ impl PercentileFit {
         normal_cdf(p.z + (ln_x - p.ln_x) / self.slopes[i])
     }
 
-    /// The mean, piece by piece: on a piece where x = e^(a + b z), the part of E[X] from z in
+    /// The mean, piece by piece: on a piece where x = e^(a + b z), the part of E\[X\] from z in
     /// (lo, hi) is e^(a + b²/2) (Φ(hi − b) − Φ(lo − b)).
     pub fn mean(&self) -> f64 {
         let last = self.slopes.len() - 1;

@@ -35,7 +35,7 @@ impl Tuned<'_> {
         self.margins?.of(c)
     }
 
-    /// How candidate `c` reads in the tables: each knob by its [`short_paths`].
+    /// How candidate `c` reads in the tables: each knob by its `short_paths`.
     pub fn short_label(&self, c: usize) -> String {
         let short = short_paths(&self.command.params);
         let words: Vec<String> = self.candidates[c]

@@ -2,8 +2,8 @@
 //! how often, in what order, how long each takes and how fast requests arrive. This module
 //! owns the three trace formats `resim import` reads (recognised from their content like the
 //! configuration formats), the one span they read into ([`Span`]), the grouping of spans into
-//! traces with bounded memory ([`assemble`]) and the figures a trace gives ([`graph`]), made a
-//! [`System`] ([`system`]).
+//! traces with bounded memory (`assemble`) and the figures a trace gives (`graph`), made a
+//! [`System`] (`system`).
 //!
 //! | module | what |
 //! |---|---|
@@ -25,7 +25,7 @@
 //!   maintained apart from its client SDK).
 //! - **Streamed**: each format is read record by record (a line of OTLP, a trace of Jaeger, a
 //!   span of Zipkin, through a serde visitor over the top-level list), and the spans are held
-//!   per trace only until the trace is complete (Jaeger), or until [`assemble::OPEN_MAX`]
+//!   per trace only until the trace is complete (Jaeger), or until `assemble::OPEN_MAX`
 //!   traces are open (the oldest is then taken as complete), so the spans held are bounded
 //!   by the traces open at once. The readers take any `io::Read`: the command line hands
 //!   them a trace file as a [`TraceFile`], read from disk through a buffer as it goes (its
@@ -189,7 +189,7 @@ pub struct Span {
     pub end: u64,
     /// Whether it failed (status `ERROR`, the `error` tag).
     pub error: bool,
-    /// Whether it ended for want of time: a timeout or a deadline ([`says_deadline`]).
+    /// Whether it ended for want of time: a timeout or a deadline (`says_deadline`).
     pub deadline: bool,
     /// The peer a client span names (`peer.service`, `server.address`, Zipkin's
     /// `remoteEndpoint.serviceName`), for a callee that records no spans of its own.

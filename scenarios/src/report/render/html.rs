@@ -75,7 +75,7 @@ fn explore_link(o: &mut String, report: &Report) {
     );
 }
 
-/// The page of `report` with `charts` (as [`super::charts`] draws them).
+/// The page of `report` with `charts` (as [`super::charts()`] draws them).
 pub fn html(report: &Report, charts: &[Chart]) -> String {
     let mut o = String::new();
     let title = format!("resim · {} · seed {}", report.scenario, report.seed);

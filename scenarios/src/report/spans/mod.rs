@@ -1,5 +1,5 @@
 //! Simulated requests written as traces (`resim run --spans FILE`): each request the run
-//! followed ([`Followed`], handed over as it ends) becomes one trace ([`Trace`]), and a
+//! followed (`Followed`, handed over as it ends) becomes one trace ([`Trace`]), and a
 //! [`SpanWriter`] streams the traces into a file in one of four formats.
 //!
 //! | module | what |
