@@ -22,14 +22,25 @@ fn parsed(file: &str, words: &[String]) -> PyResult<Experiment> {
     experiment(words).map_err(|m| error::flag(file, &m))
 }
 
-/// A cancel flag, and the control of an experiment that it stops and whose runs it counts.
-fn controlled() -> (Cancel, Control) {
+/// `work` run with the GIL released under a fresh [`Control`], whose flag Ctrl-C sets and
+/// whose counts tick `progress(done, total)` as for a sweep; its error as `ScenarioError` of
+/// `file`.
+fn controlled<T: Send>(
+    py: Python<'_>,
+    file: &str,
+    progress: Option<Py<PyAny>>,
+    work: impl FnOnce(Control, &RunLimits) -> Result<T, String> + Send,
+) -> PyResult<T> {
     let cancel = Cancel::default();
     let control = Control {
         cancel: Some(cancel.clone()),
         progress: Some(Progress::default()),
     };
-    (cancel, control)
+    let tick = ticker(progress, &control);
+    let limits = RunLimits::default();
+    let work_control = control.clone();
+    let done = interruptible_ticking(py, &cancel, &tick, || work(work_control, &limits))?;
+    done.map_err(failed(file))
 }
 
 /// Words that ask for another experiment than the function runs: a bug of the Python layer.
@@ -96,15 +107,11 @@ pub fn phase(
     let Experiment::Phase(mut command) = parsed(&scenario.file, &words)? else {
         return Err(not_the(&words));
     };
-    let (cancel, control) = controlled();
     command.overrides = scenario.overrides.clone();
-    command.control = control.clone();
-    let limits = RunLimits::default();
-    let tick = ticker(progress, &control);
-    let done = interruptible_ticking(py, &cancel, &tick, || {
-        ex::phase::phase_map(&command, &library::open, &limits)
+    let map = controlled(py, &scenario.file, progress, |control, limits| {
+        command.control = control;
+        ex::phase::phase_map(&command, &library::open, limits)
     })?;
-    let map = done.map_err(failed(&scenario.file))?;
     let svg = ex::phase::render_svg(&map).map_err(failed(&scenario.file))?;
     Ok((
         ex::phase::render_json(&map),
@@ -128,13 +135,9 @@ pub fn tune(
         return Err(not_the(&words));
     };
     command.overrides = scenario.overrides.clone();
-    let (cancel, control) = controlled();
-    let limits = RunLimits::default();
-    let tick = ticker(progress, &control);
-    let done = interruptible_ticking(py, &cancel, &tick, || {
-        ex::tune::tune_answer(&command, &library::open, &limits, control.clone())
+    let answer = controlled(py, &scenario.file, progress, |control, limits| {
+        ex::tune::tune_answer(&command, &library::open, limits, control)
     })?;
-    let answer = done.map_err(failed(&scenario.file))?;
     let recommendation = answer.recommendation.map(|r| r.to_string());
     Ok((
         answer.outcome.text,
@@ -159,19 +162,15 @@ pub fn risk(
         return Err(not_the(&words));
     };
     command.overrides = scenario.overrides.clone();
-    let (cancel, control) = controlled();
-    let limits = RunLimits::default();
-    let tick = ticker(progress, &control);
-    let done = interruptible_ticking(py, &cancel, &tick, || {
+    let output = controlled(py, &scenario.file, progress, |control, limits| {
         ex::risk::run(
             &command,
-            (&library::open, &limits),
+            (&library::open, limits),
             flags.jobs,
             None,
             &control,
         )
     })?;
-    let output = done.map_err(failed(&scenario.file))?;
     let answer = ex::risk::render::answer(&output);
     Ok((
         ex::risk::render::json(&answer),
