@@ -171,9 +171,11 @@ def compare(
     seeds: Seeds | None = None,
     duration: Duration | None = None,
     jobs: int | None = None,
+    progress: bool | None = None,
 ) -> Comparison:
     """Runs ``a`` and ``b`` on the same seeds (``None``: 1 to 20) and compares them, as
-    ``resim compare``. Releases the GIL; Ctrl-C raises ``KeyboardInterrupt``."""
+    ``resim compare``; ``progress``: a bar of both sides' runs. Releases the GIL; Ctrl-C
+    raises ``KeyboardInterrupt``."""
 
 class PhaseMap:
     """``resim phase``: stable, metastable or collapsed over two axes."""

@@ -87,15 +87,18 @@ class Comparison:
         return f"<resim.Comparison {self.data['a']!r} vs {self.data['b']!r} seeds {self.data['seeds']}>"
 
 
-def compare(a, b, seeds=None, duration=None, jobs=None):
+def compare(a, b, seeds=None, duration=None, jobs=None, progress=None):
     """Runs ``a`` and ``b`` (each loaded with its own variant and overrides) on the same seeds
     and compares them, as ``resim compare A B --seeds S --duration D -j N --format json``:
     ``seeds`` a range of consecutive seeds (``None``: 1 to 20, the command's default). Each
-    side's label is its file with its variant and overrides, as command-line words. Releases
-    the GIL; Ctrl-C raises ``KeyboardInterrupt``."""
+    side's label is its file with its variant and overrides, as command-line words.
+    ``progress``: a bar of both sides' runs, as for ``sweep``. Releases the GIL; Ctrl-C raises
+    ``KeyboardInterrupt``."""
     a, b = _scenario(a, "a"), _scenario(b, "b")
     words = ["compare", a.file, b.file] + _flags(seeds=seeds, duration=duration, jobs=jobs)
-    data, text = _resim.compare(a._inner, b._inner, words)
+    data, text = _progress.running(
+        progress, "runs", lambda update: _resim.compare(a._inner, b._inner, words, update)
+    )
     return Comparison(json.loads(data), text)
 
 

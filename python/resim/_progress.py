@@ -1,7 +1,8 @@
-"""The progress bar of a sweep, a phase map, a tune or a risk estimate: tqdm's, when tqdm is
-installed (the optional extra ``resim[progress]``). The runs go on with the GIL released;
-the extension module calls ``update(done, total)`` from the calling thread about every 50 ms,
-between its looks at Ctrl-C, so drawing the bar never holds the GIL while a run goes on.
+"""The progress bar of a sweep, a comparison, a phase map, a tune or a risk estimate: tqdm's,
+when tqdm is installed (the optional extra ``resim[progress]``). The runs go on with the GIL
+released; the extension module calls ``update(done, total)`` from the calling thread about
+every 50 ms, between its looks at Ctrl-C, so drawing the bar never holds the GIL while a run
+goes on.
 
 ``progress=None`` (the default) shows the bar where someone is watching: tqdm installed, and
 standard error a terminal or the code running in a Jupyter kernel. Tests, pipes and logs get

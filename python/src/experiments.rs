@@ -6,7 +6,7 @@
 //! for a tune), for the Python layer to read as dicts and tables.
 
 use crate::error;
-use crate::interrupt::{interruptible, interruptible_ticking};
+use crate::interrupt::interruptible_ticking;
 use crate::scenario::Scenario;
 use crate::sweep::ticker;
 use pyo3::exceptions::PyRuntimeError;
@@ -56,13 +56,16 @@ fn failed(file: &str) -> impl Fn(String) -> PyErr + '_ {
 }
 
 /// `resim compare` of `a` and `b` (each with its own variant and overrides; its label the file
-/// and those words): the comparison as `--format json` and as the text table.
+/// and those words): the comparison as `--format json` and as the text table;
+/// `progress(done, total)` called as for a sweep, over both sides' runs.
 #[pyfunction]
+#[pyo3(signature = (a, b, words, progress=None))]
 pub fn compare(
     py: Python<'_>,
     a: &Scenario,
     b: &Scenario,
     words: Vec<String>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<(String, String)> {
     let Experiment::Compare {
         seeds,
@@ -78,19 +81,16 @@ pub fn compare(
         overrides: s.overrides.clone(),
     };
     let sides = [side(a), side(b)];
-    let cancel = Cancel::default();
-    let limits = RunLimits::default();
-    let done = interruptible(py, &cancel, || {
+    let c = controlled(py, &a.file, progress, |control, limits| {
         ex::compare::compare(
             &sides,
             seeds,
             duration,
-            (jobs, Some(&cancel)),
+            (jobs, &control),
             &library::open,
-            &limits,
+            limits,
         )
     })?;
-    let c = done.map_err(failed(&a.file))?;
     Ok((ex::compare::render_json(&c), ex::compare::render(&c)))
 }
 

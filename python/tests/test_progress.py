@@ -30,6 +30,16 @@ def test_a_tunes_total_grows_as_the_race_asks_for_runs():
     assert all(d <= t for d, t in seen)
 
 
+def test_a_comparison_counts_both_sides_runs():
+    a = resim.load(SHORT, set={"duration": "5s"})
+    b = resim.load(SHORT, variant="server-errors", set={"duration": "5s"})
+    seen = []
+    words = ["compare", SHORT, SHORT, "--seeds", "1..6"]
+    _resim.compare(a._inner, b._inner, words, lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (12, 12)
+    assert all(total == 12 for _, total in seen)
+
+
 def test_a_risk_estimate_counts_its_pilot_then_its_plan():
     # --method plain: a pilot of one batch of 8 plain runs, then the 16 left of the 24 asked.
     scenario = resim.load("metastable-retry", set={"expectations": "[]"})

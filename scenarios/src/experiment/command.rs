@@ -179,7 +179,14 @@ pub fn compare_command(
     output: &CompareOutput,
 ) -> Result<Outcome, String> {
     let sides = super::compare::sides(files, variants, sets)?;
-    let comparison = super::compare::compare(&sides, seeds, duration, (jobs, None), open, limits)?;
+    let comparison = super::compare::compare(
+        &sides,
+        seeds,
+        duration,
+        (jobs, &super::Control::default()),
+        open,
+        limits,
+    )?;
     if (output.svg.is_some() || output.html.is_some())
         && let Some(first) = &comparison.first
     {

@@ -12,13 +12,14 @@
 //! `resim compare --svg` draws on the same axes (one seed rather than an average: an average
 //! of runs whose storms start at different moments would draw a storm no run had).
 
+use super::Control;
 use super::Opener;
 use super::stats::{Moments, t_interval};
 use crate::format::limits::RunLimits;
 use crate::format::overrides::Overrides;
 use crate::report::Report;
 use crate::report::metastability::WindowFigures;
-use crate::{Cancel, RunOptions, run};
+use crate::{RunOptions, run};
 use rayon::prelude::*;
 use sim_core::SimDuration;
 use std::collections::BTreeMap;
@@ -186,14 +187,14 @@ fn windowed(name: &str) -> bool {
     name.starts_with("trigger ") || name.starts_with("after ")
 }
 
-/// Runs `scenario` once per seed on `jobs` threads: the samples in seed order, and the report
-/// of the first seed.
+/// Runs `scenario` once per seed on `jobs` threads, each counted done in `control`: the
+/// samples in seed order, and the report of the first seed.
 fn run_side(
     scenario: &crate::Scenario,
     file: &str,
     seeds: (u64, u64),
     duration: Option<SimDuration>,
-    (jobs, cancel): (Option<usize>, Option<&Cancel>),
+    (jobs, control): (Option<usize>, &Control),
 ) -> Result<(Vec<Sample>, Report), String> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.unwrap_or(0))
@@ -207,12 +208,12 @@ fn run_side(
                 let options = RunOptions {
                     seed: Some(seed),
                     duration,
-                    cancel: cancel.cloned(),
+                    cancel: control.cancel.clone(),
                     ..RunOptions::default()
                 };
-                let report = run(scenario, file, &options)
-                    .map_err(|e| e.to_string())?
-                    .report;
+                let ran = run(scenario, file, &options);
+                control.done();
+                let report = ran.map_err(|e| e.to_string())?.report;
                 let sample = Sample::of(&report);
                 Ok((sample, (seed == seeds[0]).then_some(report)))
             })
@@ -230,12 +231,13 @@ fn run_side(
 }
 
 /// Runs both sides on `seeds` (on `jobs` threads) and compares them; `open` reads each side's
-/// file. `cancel` stops it early (a Python caller's Ctrl-C; `None` on the command line).
+/// file. `control` stops it early (a Python caller's Ctrl-C) and counts its runs, both sides'
+/// asked for at the start (the command line gives an empty one).
 pub fn compare(
     sides: &[Side; 2],
     seeds: (u64, u64),
     duration: Option<SimDuration>,
-    (jobs, cancel): (Option<usize>, Option<&Cancel>),
+    (jobs, control): (Option<usize>, &Control),
     open: Opener<'_>,
     limits: &RunLimits,
 ) -> Result<Comparison, String> {
@@ -245,6 +247,7 @@ pub fn compare(
             seeds.0, seeds.1
         ));
     }
+    control.asked(2 * (seeds.1 - seeds.0 + 1));
     let mut samples = Vec::with_capacity(2);
     let mut firsts = Vec::with_capacity(2);
     for side in sides {
@@ -252,7 +255,7 @@ pub fn compare(
             .and_then(|source| source.apply_each(limits, std::slice::from_ref(&side.overrides)))
             .map_err(|e| e.to_string())?
             .remove(0);
-        let (s, first) = run_side(&scenario, &side.file, seeds, duration, (jobs, cancel))?;
+        let (s, first) = run_side(&scenario, &side.file, seeds, duration, (jobs, control))?;
         samples.push(s);
         firsts.push(first);
     }

@@ -4,6 +4,7 @@
 use crate::support;
 
 use scenarios::cli::library;
+use scenarios::experiment::Control;
 use scenarios::experiment::compare::{Comparison, Row, compare, sides};
 use scenarios::format::limits::RunLimits;
 use scenarios::format::overrides::Override;
@@ -19,7 +20,7 @@ fn check(files: &[&str], variants: &[&str], sets: &[&str]) -> Comparison {
         &sides,
         (1, 5),
         None,
-        (None, None),
+        (None, &Control::default()),
         &library::open,
         &RunLimits::default(),
     )
